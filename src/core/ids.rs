@@ -1,0 +1,255 @@
+//! Identifiers: record ids, message ids, roles, devices and feed ids.
+//!
+//! Owns the newtypes and their validation rules. It does not know where ids
+//! are stored or how they are looked up (the index resolves prefixes).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Number of hex characters of a record id that agents see as a message id.
+pub const MESSAGE_ID_LEN: usize = 12;
+/// Shortest prefix a tool accepts when looking a message up.
+pub const MIN_PREFIX_LEN: usize = 6;
+
+/// The id of a record: sha256 of the exact bytes of its `body`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecordId([u8; 32]);
+
+impl RecordId {
+    /// The id of the record whose body has exactly these bytes.
+    pub fn of_body(body: &[u8]) -> Self {
+        Self(Sha256::digest(body).into())
+    }
+
+    /// Parses 64 lowercase hex characters.
+    pub fn parse(hex_id: &str) -> Option<Self> {
+        if hex_id.len() != 64 || hex_id.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(hex_id, &mut out).ok()?;
+        Some(Self(out))
+    }
+
+    /// The full 64-character hex form.
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// The short form agents see (first [`MESSAGE_ID_LEN`] hex characters).
+    pub fn short(&self) -> String {
+        let mut s = self.hex();
+        s.truncate(MESSAGE_ID_LEN);
+        s
+    }
+}
+
+impl fmt::Display for RecordId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+impl fmt::Debug for RecordId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RecordId({})", self.short())
+    }
+}
+
+impl Serialize for RecordId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for RecordId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Self::parse(&s).ok_or_else(|| serde::de::Error::custom("expected a 64-character hex id"))
+    }
+}
+
+/// Hex sha256 of arbitrary bytes (bodies, channel.json).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Why a name is not a valid role slug.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{0}' is not a valid role: a role is a lowercase slug of 1 to 64 characters, \
+     letters, digits, '-' or '_', starting with a letter or digit"
+)]
+pub struct BadRole(pub String);
+
+/// A role name: `^[a-z0-9][a-z0-9_-]{0,63}$`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Role(String);
+
+impl Role {
+    /// Validates a role slug.
+    pub fn new(name: &str) -> Result<Self, BadRole> {
+        if is_slug(name) { Ok(Self(name.to_owned())) } else { Err(BadRole(name.to_owned())) }
+    }
+
+    /// The role as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::new(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// True for `^[a-z0-9][a-z0-9_-]{0,63}$`; shared by roles, device names and channel names.
+pub fn is_slug(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'_')
+}
+
+/// The pseudo-role of the channel owner's feed (membership records).
+pub const OWNER_FEED_ROLE: &str = "_owner";
+
+/// A feed: one role on one device, written `<role>/<device>`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct FeedId {
+    role: String,
+    device: String,
+}
+
+impl FeedId {
+    /// The feed of `role` (or [`OWNER_FEED_ROLE`]) on `device`.
+    pub fn new(role: &str, device: &str) -> Option<Self> {
+        let role_ok = role == OWNER_FEED_ROLE || is_slug(role);
+        (role_ok && is_slug(device))
+            .then(|| Self { role: role.to_owned(), device: device.to_owned() })
+    }
+
+    /// The role part (may be [`OWNER_FEED_ROLE`]).
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The device part.
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+
+    /// True for the owner's membership feed.
+    pub fn is_owner(&self) -> bool {
+        self.role == OWNER_FEED_ROLE
+    }
+}
+
+impl fmt::Display for FeedId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.role, self.device)
+    }
+}
+
+impl TryFrom<String> for FeedId {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.split_once('/')
+            .and_then(|(r, d)| Self::new(r, d))
+            .ok_or_else(|| format!("'{s}' is not a feed id (<role>/<device>)"))
+    }
+}
+
+impl From<FeedId> for String {
+    fn from(f: FeedId) -> Self {
+        f.to_string()
+    }
+}
+
+/// A message id as an agent typed it: a hex prefix of at least [`MIN_PREFIX_LEN`] characters.
+/// Resolving it to one record is the index's job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdPrefix(String);
+
+impl IdPrefix {
+    /// Normalizes (trim, lowercase, optional leading `#`) and validates a prefix.
+    pub fn parse(raw: &str) -> Option<Self> {
+        let s = raw.trim().trim_start_matches('#').to_ascii_lowercase();
+        let ok = (MIN_PREFIX_LEN..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+        ok.then_some(Self(s))
+    }
+
+    /// The normalized hex text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// True if `id` starts with this prefix.
+    pub fn matches(&self, id: &RecordId) -> bool {
+        id.hex().starts_with(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_slugs() {
+        assert!(Role::new("backend").is_ok());
+        assert!(Role::new("a").is_ok());
+        assert!(Role::new("9-x_y").is_ok());
+        for bad in ["", "Backend", "-x", "_x", "a b", "a/b", &"a".repeat(65), "*"] {
+            assert!(Role::new(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(Role::new(&"a".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn record_id_round_trip() {
+        let id = RecordId::of_body(b"{}");
+        assert_eq!(id.hex(), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+        assert_eq!(RecordId::parse(&id.hex()), Some(id));
+        assert_eq!(id.short(), "44136fa355b3");
+        assert_eq!(RecordId::parse(&id.hex().to_uppercase()), None);
+        assert_eq!(RecordId::parse("44136f"), None);
+    }
+
+    #[test]
+    fn feed_ids() {
+        let f: FeedId = "backend/laptop-3f9a2c".to_owned().try_into().unwrap();
+        assert_eq!(f.role(), "backend");
+        assert_eq!(f.to_string(), "backend/laptop-3f9a2c");
+        assert!(FeedId::new("_owner", "laptop").unwrap().is_owner());
+        assert!(FeedId::try_from("nope".to_owned()).is_err());
+        assert!(FeedId::try_from("a/b/c".to_owned()).is_err());
+    }
+
+    #[test]
+    fn prefixes() {
+        let id = RecordId::of_body(b"{}");
+        let p = IdPrefix::parse(" #44136FA355 ").unwrap();
+        assert!(p.matches(&id));
+        assert!(IdPrefix::parse("44136").is_none());
+        assert!(IdPrefix::parse("zzzzzz").is_none());
+    }
+}

@@ -1,0 +1,17 @@
+//! The pure heart of countersign: ids, the record format and its signatures,
+//! the chain and order rules, and the fold that derives message state.
+//!
+//! Nothing here touches files, SQLite, tokio or the wall clock; callers pass
+//! bytes and times in. Every other layer depends on this one, never the reverse.
+
+pub mod chain;
+pub mod genesis;
+pub mod hlc;
+pub mod ids;
+pub mod message;
+pub mod op;
+// pub mod query;
+pub mod record;
+pub mod strict_json;
+pub mod timestamp;
+pub mod vocab;

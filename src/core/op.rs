@@ -1,0 +1,143 @@
+//! Operations: the typed payload (`op` + `data`) of a record.
+//!
+//! Ops hold normalized intent only (who was addressed, what was said), never
+//! derived effects such as cascades or counters: the fold computes those, so a
+//! late record still triggers them. This module owns the op names and the
+//! shape of each op's data; it must not decide whether an op is allowed (the
+//! app validates before writing, the fold decides at its place in the order).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{FeedId, RecordId, Role};
+use super::vocab::{Kind, WorkStatus};
+
+/// One operation. The serialized form is `"op":"<name>","data":{...}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "data", rename_all = "snake_case")]
+pub enum Op {
+    /// First record of every role feed: who writes here, with which key.
+    FeedInit(FeedInit),
+    /// Owner feed only: grants `pubkey` the right to write `feed` as `role`.
+    Admit(Admit),
+    /// A message.
+    Send(Send),
+    /// First delivery of messages to the author's role (read_inbox).
+    Opened(Ids),
+    /// Messages marked read by the author's role (mark_read).
+    Read(Ids),
+    /// Soft delete of a message.
+    Delete(Target),
+}
+
+impl Op {
+    /// The op names this version understands. A record with any other name
+    /// freezes its feed locally ("upgrade countersign"); it is never skipped.
+    pub const KNOWN: &'static [&'static str] =
+        &["feed_init", "admit", "send", "opened", "read", "delete"];
+
+    /// The wire name of this op.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::FeedInit(_) => "feed_init",
+            Self::Admit(_) => "admit",
+            Self::Send(_) => "send",
+            Self::Opened(_) => "opened",
+            Self::Read(_) => "read",
+            Self::Delete(_) => "delete",
+        }
+    }
+
+    /// The existing messages this op acts on (none for creation ops).
+    pub fn targets(&self) -> &[RecordId] {
+        match self {
+            Self::Delete(t) => std::slice::from_ref(&t.id),
+            Self::Opened(ids) | Self::Read(ids) => &ids.ids,
+            Self::FeedInit(_) | Self::Admit(_) | Self::Send(_) => &[],
+        }
+    }
+}
+
+/// Data of `feed_init`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedInit {
+    /// The role this feed writes as.
+    pub role: Role,
+    /// Hex ed25519 public key of the feed.
+    pub pubkey: String,
+    /// A free-form device label (host name), informative.
+    pub device_name: String,
+}
+
+/// Data of `admit`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Admit {
+    /// The feed being admitted.
+    pub feed: FeedId,
+    /// Its hex ed25519 public key.
+    pub pubkey: String,
+    /// The role it may write as (the feed's role part).
+    pub role: Role,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Data of `send`: a message, with recipients already expanded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Send {
+    /// Recipients, sorted and distinct, never the author. One element is
+    /// point-to-point; more is a multi-recipient message.
+    pub to: Vec<Role>,
+    /// Subject line, stripped, at most 80 characters.
+    pub topic: String,
+    /// The shared body (non-empty).
+    pub body: String,
+    /// True when the message is a debt.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub action_required: bool,
+    /// Parent message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<RecordId>,
+    /// Message kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// Work status set at send time (an audited transition by the sender).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_status: Option<WorkStatus>,
+    /// Per-recipient tails of the body.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub addenda: BTreeMap<Role, String>,
+    /// False when the author asks for no decision.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub decision_requested: bool,
+}
+
+/// A list of messages (by full record id of their `send`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ids {
+    /// The messages.
+    pub ids: Vec<RecordId>,
+}
+
+/// One message (by full record id of its `send`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// The message.
+    pub id: RecordId,
+}

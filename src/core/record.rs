@@ -1,0 +1,281 @@
+//! The record format: one signed JSON line per operation.
+//!
+//! ```text
+//! {"body":{"ch":…,"feed":…,"seq":…,"prev":…,"hlc":[ms,c],"op":…,"data":{…}},"sig":"<base64>"}\n
+//! ```
+//!
+//! Owns encoding (built once from typed structs), decoding (the body's bytes are
+//! kept exactly as written and never re-serialized), signing and signature
+//! checks. The id of a record is the sha256 of its body bytes. It does not read
+//! files and does not check chains (see `chain`).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::hlc::{Hlc, OrderKey};
+use super::ids::{FeedId, RecordId};
+use super::op::Op;
+use super::strict_json;
+
+/// Domain separation prefix of every signature.
+pub const SIG_DOMAIN: &[u8] = b"countersign/v1\0";
+/// Longest line a reader accepts, newline included.
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// The fields every record body carries besides its op.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Channel id.
+    pub ch: String,
+    /// The feed this record belongs to.
+    pub feed: FeedId,
+    /// 1-based position in the feed.
+    pub seq: u64,
+    /// Id of the previous record of the feed (`None` at seq 1).
+    pub prev: Option<RecordId>,
+    /// Clock stamp.
+    pub hlc: Hlc,
+}
+
+#[derive(Serialize)]
+struct BodyOut<'a> {
+    ch: &'a str,
+    feed: &'a FeedId,
+    seq: u64,
+    prev: Option<RecordId>,
+    hlc: Hlc,
+    #[serde(flatten)]
+    op: &'a Op,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BodyIn<'a> {
+    ch: String,
+    feed: FeedId,
+    seq: u64,
+    prev: Option<RecordId>,
+    hlc: Hlc,
+    op: String,
+    #[serde(borrow)]
+    data: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LineIn<'a> {
+    #[serde(borrow)]
+    body: &'a RawValue,
+    sig: String,
+}
+
+/// A record as read from a feed: exact body bytes, signature, header and op.
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// sha256 of `body`.
+    pub id: RecordId,
+    /// The body exactly as written.
+    pub body: String,
+    /// The signature over [`SIG_DOMAIN`] + body.
+    pub sig: Signature,
+    /// Header fields.
+    pub header: Header,
+    /// The op name as written (known or not).
+    pub op_name: String,
+    /// The decoded op, or `None` when this version does not understand it.
+    pub op: Option<Op>,
+}
+
+impl Record {
+    /// Place in the total order.
+    pub fn order_key(&self) -> OrderKey {
+        OrderKey { hlc: self.header.hlc, id: self.id }
+    }
+
+    /// Checks the signature with the feed's key (`verify_strict`).
+    pub fn verify(&self, key: &VerifyingKey) -> bool {
+        let mut msg = Vec::with_capacity(SIG_DOMAIN.len() + self.body.len());
+        msg.extend_from_slice(SIG_DOMAIN);
+        msg.extend_from_slice(self.body.as_bytes());
+        key.verify_strict(&msg, &self.sig).is_ok()
+    }
+
+    /// The line as it is written to a feed (with its `\n`).
+    pub fn to_line(&self) -> String {
+        line_of(&self.body, &self.sig)
+    }
+}
+
+fn line_of(body: &str, sig: &Signature) -> String {
+    format!("{{\"body\":{body},\"sig\":\"{}\"}}\n", B64.encode(sig.to_bytes()))
+}
+
+/// Why a line is not a record. Chain, key and channel checks come later.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Longer than [`MAX_LINE`].
+    #[error("line of {0} bytes is longer than the 1 MiB limit")]
+    TooLong(usize),
+    /// Not UTF-8.
+    #[error("line is not valid UTF-8")]
+    NotUtf8,
+    /// Not the record shape (includes duplicate keys).
+    #[error("line is not a record: {0}")]
+    Malformed(String),
+}
+
+/// Signs and encodes a new record.
+pub fn encode(header: &Header, op: &Op, key: &SigningKey) -> Record {
+    let body = serde_json::to_string(&BodyOut {
+        ch: &header.ch,
+        feed: &header.feed,
+        seq: header.seq,
+        prev: header.prev,
+        hlc: header.hlc,
+        op,
+    })
+    .expect("typed record bodies serialize");
+    let mut msg = Vec::with_capacity(SIG_DOMAIN.len() + body.len());
+    msg.extend_from_slice(SIG_DOMAIN);
+    msg.extend_from_slice(body.as_bytes());
+    let sig = key.sign(&msg);
+    Record {
+        id: RecordId::of_body(body.as_bytes()),
+        body,
+        sig,
+        header: header.clone(),
+        op_name: op.name().to_owned(),
+        op: Some(op.clone()),
+    }
+}
+
+/// Decodes one line (without its `\n`; one trailing `\r` is tolerated).
+/// The signature is not checked here.
+pub fn decode(line: &[u8]) -> Result<Record, DecodeError> {
+    if line.len() + 1 > MAX_LINE {
+        return Err(DecodeError::TooLong(line.len() + 1));
+    }
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let text = std::str::from_utf8(line).map_err(|_| DecodeError::NotUtf8)?;
+    let malformed = |e: serde_json::Error| DecodeError::Malformed(e.to_string());
+    strict_json::check_no_duplicate_keys(text).map_err(DecodeError::Malformed)?;
+    let outer: LineIn<'_> = serde_json::from_str(text).map_err(malformed)?;
+    let body = outer.body.get();
+    let inner: BodyIn<'_> = serde_json::from_str(body).map_err(malformed)?;
+    let sig_bytes = B64
+        .decode(outer.sig.as_bytes())
+        .map_err(|e| DecodeError::Malformed(format!("signature is not base64: {e}")))?;
+    let sig = Signature::from_slice(&sig_bytes)
+        .map_err(|_| DecodeError::Malformed("signature is not 64 bytes".into()))?;
+    let op = if Op::KNOWN.contains(&inner.op.as_str()) {
+        let tagged = format!("{{\"op\":{},\"data\":{}}}", serde_json::json!(inner.op), inner.data);
+        Some(serde_json::from_str::<Op>(&tagged).map_err(malformed)?)
+    } else {
+        None
+    };
+    Ok(Record {
+        id: RecordId::of_body(body.as_bytes()),
+        body: body.to_owned(),
+        sig,
+        header: Header {
+            ch: inner.ch,
+            feed: inner.feed,
+            seq: inner.seq,
+            prev: inner.prev,
+            hlc: inner.hlc,
+        },
+        op_name: inner.op,
+        op,
+    })
+}
+
+/// Parses a hex ed25519 public key.
+pub fn parse_pubkey(hex_key: &str) -> Option<VerifyingKey> {
+    let mut b = [0u8; 32];
+    hex::decode_to_slice(hex_key, &mut b).ok()?;
+    VerifyingKey::from_bytes(&b).ok()
+}
+
+/// Hex form of a public key.
+pub fn pubkey_hex(key: &VerifyingKey) -> String {
+    hex::encode(key.to_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::op::{Ids, Send};
+    use crate::core::ids::Role;
+
+    fn key() -> SigningKey {
+        SigningKey::from_bytes(&[7u8; 32])
+    }
+
+    fn header() -> Header {
+        Header {
+            ch: "c".repeat(64),
+            feed: FeedId::new("backend", "laptop-3f9a2c").unwrap(),
+            seq: 1,
+            prev: None,
+            hlc: Hlc(1_764_459_443_123, 0),
+        }
+    }
+
+    #[test]
+    fn round_trip_keeps_bytes_and_verifies() {
+        let op = Op::Send(Send {
+            to: vec![Role::new("frontend").unwrap()],
+            topic: "hello".into(),
+            body: "world".into(),
+            decision_requested: true,
+            ..Send::default()
+        });
+        let rec = encode(&header(), &op, &key());
+        let line = rec.to_line();
+        let back = decode(line.trim_end_matches('\n').as_bytes()).unwrap();
+        assert_eq!(back.body, rec.body);
+        assert_eq!(back.id, rec.id);
+        assert_eq!(back.op, Some(op));
+        assert!(back.verify(&key().verifying_key()));
+        assert!(!back.verify(&SigningKey::from_bytes(&[8u8; 32]).verifying_key()));
+    }
+
+    #[test]
+    fn tampered_body_fails_signature() {
+        let rec = encode(&header(), &Op::Read(Ids { ids: vec![] }), &key());
+        let line = rec.to_line().replace("\"seq\":1", "\"seq\":2");
+        let back = decode(line.trim_end().as_bytes()).unwrap();
+        assert!(!back.verify(&key().verifying_key()));
+    }
+
+    #[test]
+    fn bad_lines_are_refused_not_panicking() {
+        assert!(matches!(decode(b"\xff\xfe"), Err(DecodeError::NotUtf8)));
+        assert!(matches!(decode(b"{\"body\":1"), Err(DecodeError::Malformed(_))));
+        assert!(matches!(decode(b"[]"), Err(DecodeError::Malformed(_))));
+        let big = vec![b'a'; MAX_LINE];
+        assert!(matches!(decode(&big), Err(DecodeError::TooLong(_))));
+        let rec = encode(&header(), &Op::Read(Ids { ids: vec![] }), &key());
+        let dup = rec.to_line().replacen("\"seq\":1", "\"seq\":1,\"seq\":1", 1);
+        assert!(matches!(decode(dup.trim_end().as_bytes()), Err(DecodeError::Malformed(_))));
+    }
+
+    #[test]
+    fn unknown_op_decodes_without_op() {
+        let rec = encode(&header(), &Op::Read(Ids { ids: vec![] }), &key());
+        let line = rec.to_line().replace("\"op\":\"read\"", "\"op\":\"teleport\"");
+        let back = decode(line.trim_end().as_bytes()).unwrap();
+        assert_eq!(back.op_name, "teleport");
+        assert!(back.op.is_none());
+    }
+
+    #[test]
+    fn crlf_is_tolerated() {
+        let rec = encode(&header(), &Op::Read(Ids { ids: vec![] }), &key());
+        let line = rec.to_line().replace('\n', "\r");
+        assert_eq!(decode(line.as_bytes()).unwrap().id, rec.id);
+    }
+}

@@ -1,0 +1,11 @@
+//! countersign: a coordination channel for coding-agent sessions with no server.
+//!
+//! # Layout
+//! Arrows point down only: transports ([`mcp`], [`cli`]) → [`app`] → [`store`] → [`core`].
+//! - [`core`]: pure rules (record format, signatures, chain, order, the fold).
+//! - [`store`]: feeds on disk, keys, the SQLite index and ingest.
+//! - [`app`]: the use cases shared by the MCP server and the CLI.
+//! - [`mcp`]: the stdio MCP server, thin adapters over [`app`].
+//! - [`cli`]: commands for people, hooks and scripts.
+
+pub mod core;
