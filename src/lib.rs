@@ -9,3 +9,4 @@
 //! - [`cli`]: commands for people, hooks and scripts.
 
 pub mod core;
+pub mod store;

@@ -32,11 +32,6 @@ pub enum Op {
 }
 
 impl Op {
-    /// The op names this version understands. A record with any other name
-    /// freezes its feed locally ("upgrade countersign"); it is never skipped.
-    pub const KNOWN: &'static [&'static str] =
-        &["feed_init", "admit", "send", "opened", "read", "delete"];
-
     /// The wire name of this op.
     pub fn name(&self) -> &'static str {
         match self {
@@ -47,6 +42,21 @@ impl Op {
             Self::Read(_) => "read",
             Self::Delete(_) => "delete",
         }
+    }
+
+    /// Decodes the `data` of an op named `name`; `Ok(None)` for a name this
+    /// version does not know.
+    pub fn decode(name: &str, data: &str) -> Result<Option<Self>, serde_json::Error> {
+        use serde_json::from_str;
+        Ok(Some(match name {
+            "feed_init" => Self::FeedInit(from_str(data)?),
+            "admit" => Self::Admit(from_str(data)?),
+            "send" => Self::Send(from_str(data)?),
+            "opened" => Self::Opened(from_str(data)?),
+            "read" => Self::Read(from_str(data)?),
+            "delete" => Self::Delete(from_str(data)?),
+            _ => return Ok(None),
+        }))
     }
 
     /// The existing messages this op acts on (none for creation ops).

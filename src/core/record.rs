@@ -163,33 +163,43 @@ pub fn decode(line: &[u8]) -> Result<Record, DecodeError> {
     let malformed = |e: serde_json::Error| DecodeError::Malformed(e.to_string());
     strict_json::check_no_duplicate_keys(text).map_err(DecodeError::Malformed)?;
     let outer: LineIn<'_> = serde_json::from_str(text).map_err(malformed)?;
-    let body = outer.body.get();
-    let inner: BodyIn<'_> = serde_json::from_str(body).map_err(malformed)?;
     let sig_bytes = B64
         .decode(outer.sig.as_bytes())
         .map_err(|e| DecodeError::Malformed(format!("signature is not base64: {e}")))?;
     let sig = Signature::from_slice(&sig_bytes)
         .map_err(|_| DecodeError::Malformed("signature is not 64 bytes".into()))?;
-    let op = if Op::KNOWN.contains(&inner.op.as_str()) {
-        let tagged = format!("{{\"op\":{},\"data\":{}}}", serde_json::json!(inner.op), inner.data);
-        Some(serde_json::from_str::<Op>(&tagged).map_err(malformed)?)
-    } else {
-        None
-    };
+    let (header, op_name, op) = decode_body(outer.body.get())?;
     Ok(Record {
-        id: RecordId::of_body(body.as_bytes()),
-        body: body.to_owned(),
+        id: RecordId::of_body(outer.body.get().as_bytes()),
+        body: outer.body.get().to_owned(),
         sig,
-        header: Header {
-            ch: inner.ch,
-            feed: inner.feed,
-            seq: inner.seq,
-            prev: inner.prev,
-            hlc: inner.hlc,
-        },
-        op_name: inner.op,
+        header,
+        op_name,
         op,
     })
+}
+
+/// Decodes the bytes of a body (as stored by the index) into its header, op
+/// name and op (`None` for an op this version does not know).
+pub fn decode_body(body: &str) -> Result<(Header, String, Option<Op>), DecodeError> {
+    let malformed = |e: serde_json::Error| DecodeError::Malformed(e.to_string());
+    let inner: BodyIn<'_> = serde_json::from_str(body).map_err(malformed)?;
+    let op = Op::decode(&inner.op, inner.data.get()).map_err(malformed)?;
+    let header =
+        Header { ch: inner.ch, feed: inner.feed, seq: inner.seq, prev: inner.prev, hlc: inner.hlc };
+    Ok((header, inner.op, op))
+}
+
+/// Domain separation prefix of the signature on a feed's `head.json`.
+pub const HEAD_DOMAIN: &[u8] = b"countersign/head/v1\0";
+
+/// The signed `head.json` of a feed: `{"body":{feed,seq,id,hlc},"sig":…}` plus
+/// a newline. It is a heartbeat and a hint; readers never trust it over the feed.
+pub fn encode_head(feed: &FeedId, seq: u64, id: RecordId, hlc: Hlc, key: &SigningKey) -> String {
+    let body = serde_json::json!({ "feed": feed, "seq": seq, "id": id, "hlc": hlc }).to_string();
+    let mut msg = HEAD_DOMAIN.to_vec();
+    msg.extend_from_slice(body.as_bytes());
+    line_of(&body, &key.sign(&msg))
 }
 
 /// Parses a hex ed25519 public key.

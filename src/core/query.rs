@@ -1,0 +1,1 @@
+//! Search query grammar (work in progress).

@@ -1,0 +1,130 @@
+//! The channel folder: finding it, creating it, and reading its genesis.
+//!
+//! Owns the shared folder's fixed files (`channel.json`, `.gitattributes`,
+//! `README.md`, `feeds/`). It never writes records; feeds are `feed`'s job.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::error::{IoContext as _, StoreError, StoreResult};
+use crate::core::genesis::{Genesis, channel_id};
+
+/// Name of the folder `init` creates when no folder is given, and that
+/// discovery looks for while walking up from the working directory.
+pub const DEFAULT_DIR: &str = ".countersign";
+
+/// The `.gitattributes` every channel starts with: feeds merge by union (records
+/// are immutable and deduplicated, so a pull never stops on a conflict).
+pub const GITATTRIBUTES: &str = "*.jsonl  -text merge=union\n*.gz     binary\nhead.json -text\n/channel.json -text\n";
+
+/// An opened channel folder.
+#[derive(Clone, Debug)]
+pub struct ChannelDir {
+    root: PathBuf,
+    genesis: Genesis,
+    id: String,
+}
+
+impl ChannelDir {
+    /// Opens the folder holding `channel.json`.
+    pub fn open(root: &Path) -> StoreResult<Self> {
+        let path = root.join("channel.json");
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NoChannel(format!(
+                    "{} is not a countersign channel (no channel.json) — create one with \
+                     `countersign init`",
+                    root.display()
+                )));
+            }
+            Err(e) => return Err(e).at(&path)?,
+        };
+        let genesis = Genesis::from_bytes(&bytes)
+            .map_err(|e| StoreError::BadGenesis { path: path.clone(), reason: e.to_string() })?;
+        Ok(Self { root: root.to_path_buf(), genesis, id: channel_id(&bytes) })
+    }
+
+    /// Finds the channel: `explicit` (from `--channel`), else
+    /// `COUNTERSIGN_CHANNEL`, else the nearest `.countersign/` with a
+    /// `channel.json` above the working directory.
+    pub fn discover(explicit: Option<&Path>) -> StoreResult<Self> {
+        if let Some(p) = explicit {
+            return Self::open(p);
+        }
+        if let Some(p) = std::env::var_os("COUNTERSIGN_CHANNEL").filter(|v| !v.is_empty()) {
+            return Self::open(Path::new(&p));
+        }
+        let cwd = std::env::current_dir().at(".")?;
+        for dir in cwd.ancestors() {
+            let candidate = dir.join(DEFAULT_DIR);
+            if candidate.join("channel.json").is_file() {
+                return Self::open(&candidate);
+            }
+        }
+        Err(StoreError::NoChannel(format!(
+            "no channel found: pass --channel DIR, set COUNTERSIGN_CHANNEL, or run from inside \
+             a project holding a {DEFAULT_DIR}/ folder (create one with `countersign init`); \
+             searched upwards from {}",
+            cwd.display()
+        )))
+    }
+
+    /// Writes a new channel folder. Refuses, changing nothing, if `root`
+    /// already holds a channel or any other non-empty content.
+    pub fn create(root: &Path, genesis: &Genesis) -> StoreResult<Self> {
+        if root.join("channel.json").exists() {
+            return Err(StoreError::ChannelExists(format!(
+                "{} already holds a channel; nothing was changed",
+                root.display()
+            )));
+        }
+        if let Ok(mut entries) = fs::read_dir(root)
+            && entries.next().is_some()
+        {
+            return Err(StoreError::ChannelExists(format!(
+                "{} is not empty; a channel needs a folder of its own. Nothing was changed",
+                root.display()
+            )));
+        }
+        fs::create_dir_all(root.join("feeds")).at(root)?;
+        write_file(&root.join(".gitattributes"), GITATTRIBUTES.as_bytes())?;
+        let readme = format!(
+            "This folder is the countersign channel '{}': signed message feeds of its roles.\n\
+             Read it with `countersign log`, or `grep -r TEXT feeds/`; never edit the files by hand.\n",
+            genesis.name
+        );
+        write_file(&root.join("README.md"), readme.as_bytes())?;
+        // channel.json last: its presence is what marks a complete channel.
+        write_file(&root.join("channel.json"), &genesis.to_bytes())?;
+        Self::open(root)
+    }
+
+    /// The folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The `feeds/` folder.
+    pub fn feeds(&self) -> PathBuf {
+        self.root.join("feeds")
+    }
+
+    /// The genesis document.
+    pub fn genesis(&self) -> &Genesis {
+        &self.genesis
+    }
+
+    /// The channel id (hex sha256 of channel.json).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> StoreResult<()> {
+    let mut f = fs::File::create(path).at(path)?;
+    f.write_all(bytes).at(path)?;
+    f.sync_all().at(path)?;
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! Errors of the store layer. Every I/O error names its path.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// An I/O error with the path it happened on.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot access {}: {source}", path.display())]
+pub struct PathError {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// The underlying error.
+    #[source]
+    pub source: io::Error,
+}
+
+/// Attaches a path to an `io::Result`.
+pub trait IoContext<T> {
+    /// Turns the error into a [`PathError`] naming `path`.
+    fn at(self, path: impl AsRef<Path>) -> Result<T, PathError>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn at(self, path: impl AsRef<Path>) -> Result<T, PathError> {
+        self.map_err(|source| PathError { path: path.as_ref().to_path_buf(), source })
+    }
+}
+
+/// What can go wrong below the app layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// File system trouble, with its path.
+    #[error(transparent)]
+    Io(#[from] PathError),
+    /// The index database.
+    #[error("index database {}: {source}", path.display())]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// No channel folder could be found or it is not one.
+    #[error("{0}")]
+    NoChannel(String),
+    /// A channel already exists where one would be created.
+    #[error("{0}")]
+    ChannelExists(String),
+    /// The channel definition is invalid.
+    #[error("{} is not a valid channel definition: {reason}", path.display())]
+    BadGenesis {
+        /// channel.json.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A key file is unusable.
+    #[error("key file {}: {reason}", path.display())]
+    BadKey {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// This device may not write the role's feed (yet).
+    #[error("{0}")]
+    NotAdmitted(String),
+    /// The published feed was written by someone else (a second copy of this home).
+    #[error("{0}")]
+    ForeignWriter(String),
+}
+
+/// Result alias of the store layer.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Attaches the database path to rusqlite errors.
+pub trait SqlContext<T> {
+    /// Turns the error into [`StoreError::Sqlite`] naming `path`.
+    fn db(self, path: &Path) -> StoreResult<T>;
+}
+
+impl<T> SqlContext<T> for rusqlite::Result<T> {
+    fn db(self, path: &Path) -> StoreResult<T> {
+        self.map_err(|source| StoreError::Sqlite { path: path.to_path_buf(), source })
+    }
+}

@@ -1,0 +1,341 @@
+//! The local SQLite index: schema, connection settings and the derived rows.
+//!
+//! The index is a cache folded from the feeds: deleting it loses nothing. It
+//! lives under the home's state folder (never in the shared folder: WAL needs
+//! local disk) in a file named after its schema version, so a new schema simply
+//! starts a new file and rebuilds it. This module owns the schema and the
+//! writing of one message's derived rows; ingest decides what to write.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+use sha2::{Digest as _, Sha256};
+
+use super::error::{IoContext as _, SqlContext as _, StoreResult};
+use crate::core::ids::sha256_hex;
+use crate::core::message::Message;
+
+/// The schema version; part of the file name.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- Ingest cursors, one per segment file (relative path).
+CREATE TABLE IF NOT EXISTS files(
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    offset INTEGER NOT NULL, tail_len INTEGER NOT NULL, tail_hash TEXT NOT NULL);
+-- Every feed seen: its key (from the owner's admit), role and chain head.
+CREATE TABLE IF NOT EXISTS feeds(
+    feed TEXT PRIMARY KEY, role TEXT NOT NULL, pubkey TEXT, admitted_by TEXT,
+    head_seq INTEGER NOT NULL DEFAULT 0, head_id TEXT, head_ms INTEGER, head_c INTEGER,
+    frozen TEXT);
+-- Accepted records, verified and chained. n is the local ingest sequence.
+CREATE TABLE IF NOT EXISTS records(
+    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, feed TEXT NOT NULL, seq INTEGER NOT NULL,
+    ms INTEGER NOT NULL, c INTEGER NOT NULL, op TEXT NOT NULL, role TEXT NOT NULL,
+    body TEXT NOT NULL, sig TEXT NOT NULL, UNIQUE(feed, seq));
+CREATE INDEX IF NOT EXISTS records_order ON records(ms, c);
+-- Which records act on which message.
+CREATE TABLE IF NOT EXISTS targets(target TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY(target, n)) WITHOUT ROWID;
+-- Lines that were skipped (garbage), quarantined, forks and frozen feeds.
+CREATE TABLE IF NOT EXISTS problems(
+    n INTEGER PRIMARY KEY, kind TEXT NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL,
+    record TEXT, feed TEXT, reason TEXT NOT NULL, UNIQUE(path, offset, kind));
+
+-- Derived state, rewritten per message by the fold.
+CREATE TABLE IF NOT EXISTS messages(
+    id TEXT PRIMARY KEY, n INTEGER NOT NULL, from_role TEXT NOT NULL, to_json TEXT NOT NULL,
+    multi INTEGER NOT NULL, topic TEXT NOT NULL, body TEXT NOT NULL,
+    action_required INTEGER NOT NULL, reply_to TEXT, kind TEXT, work_status TEXT,
+    addenda TEXT, decision_requested INTEGER NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
+    deleted_ms INTEGER, body_sha256 TEXT NOT NULL, body_bytes INTEGER NOT NULL,
+    body_chars INTEGER NOT NULL, conflicts TEXT);
+CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
+CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
+CREATE TABLE IF NOT EXISTS deliveries(
+    role TEXT NOT NULL, message_id TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
+    read_ms INTEGER, opened_ms INTEGER, deleted INTEGER NOT NULL,
+    PRIMARY KEY(role, message_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS deliveries_inbox ON deliveries(role, ms, c);
+CREATE INDEX IF NOT EXISTS deliveries_unread ON deliveries(role, ms, c)
+    WHERE read_ms IS NULL AND deleted = 0;
+CREATE TABLE IF NOT EXISTS events(
+    message_id TEXT NOT NULL, pos INTEGER NOT NULL, event TEXT NOT NULL, role TEXT NOT NULL,
+    note TEXT, ms INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY(message_id, pos));
+-- Immutable text rows for full-text search (one per send or revision).
+CREATE TABLE IF NOT EXISTS bodies(
+    rowid INTEGER PRIMARY KEY, message_id TEXT NOT NULL, topic TEXT NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS bodies_message ON bodies(message_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(
+    topic, body, content='bodies', content_rowid='rowid', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS bodies_ai AFTER INSERT ON bodies BEGIN
+    INSERT INTO bodies_fts(rowid, topic, body) VALUES (new.rowid, new.topic, new.body);
+END;
+"#;
+
+/// Tables emptied by a rebuild (everything folded from the feeds).
+const DERIVED_TABLES: &[&str] = &[
+    "files", "feeds", "records", "targets", "problems", "messages", "deliveries", "events",
+    "bodies",
+];
+
+/// An open index connection.
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Index {
+    /// The index file of a channel inside its state folder.
+    pub fn path_in(state_dir: &Path) -> PathBuf {
+        state_dir.join(format!("index.v{SCHEMA_VERSION}.sqlite3"))
+    }
+
+    /// Opens (creating if needed) the index at `path` for channel `channel_id`.
+    pub fn open(path: &Path, channel_id: &str) -> StoreResult<Self> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).at(parent)?;
+        }
+        let conn = Connection::open(path).db(path)?;
+        conn.busy_timeout(Duration::from_secs(10)).db(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL").db(path)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").db(path)?;
+        let me = Self { conn, path: path.to_path_buf() };
+        // Creating the schema races with other processes opening a new index;
+        // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
+        me.conn.execute_batch("BEGIN IMMEDIATE").db(path)?;
+        let made = me.conn.execute_batch(SCHEMA).db(path).and_then(|()| {
+            me.conn
+                .execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('channel_id', ?1)",
+                    [channel_id],
+                )
+                .db(path)
+        });
+        match made {
+            Ok(_) => me.conn.execute_batch("COMMIT").db(path)?,
+            Err(e) => {
+                let _ = me.conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        Ok(me)
+    }
+
+    /// An in-memory index (used by `verify`, which must not touch the real one).
+    pub fn in_memory(channel_id: &str) -> StoreResult<Self> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory().db(&path)?;
+        conn.execute_batch(SCHEMA).db(&path)?;
+        conn.execute("INSERT INTO meta(key, value) VALUES ('channel_id', ?1)", [channel_id])
+            .db(&path)?;
+        Ok(Self { conn, path })
+    }
+
+    /// The raw connection, for queries.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` inside one write transaction (`BEGIN IMMEDIATE`): either all of
+    /// it lands or none of it.
+    pub fn write<T, E>(&self, f: impl FnOnce(&Self) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<super::error::StoreError>,
+    {
+        self.conn.execute_batch("BEGIN IMMEDIATE").db(&self.path)?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT").db(&self.path)?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Empties every table folded from the feeds (inside the caller's transaction).
+    pub fn clear_derived(&self) -> StoreResult<()> {
+        for t in DERIVED_TABLES {
+            self.conn.execute(&format!("DELETE FROM {t}"), []).db(&self.path)?;
+        }
+        self.conn
+            .execute("INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')", [])
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    /// Writes the derived rows of one message (inside the caller's transaction).
+    /// `n` is the local ingest sequence of its `send` record.
+    pub fn write_message(&self, m: &Message, n: i64) -> StoreResult<()> {
+        let p = &self.path;
+        let exists: bool = self
+            .conn
+            .prepare_cached("SELECT 1 FROM messages WHERE id = ?1")
+            .and_then(|mut s| s.query_row([m.id.hex()], |_| Ok(())).optional())
+            .db(p)?
+            .is_some();
+        let id = m.id.hex();
+        let deleted_ms = m.deleted.map(|k| k.hlc.ms());
+        let conflicts = (!m.conflicts.is_empty()).then(|| {
+            let list: Vec<_> = m
+                .conflicts
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "record": c.record.id.hex(), "role": c.role, "op": c.op,
+                        "reason": c.reason, "winner": c.winner.map(|w| w.hex()),
+                    })
+                })
+                .collect();
+            serde_json::Value::from(list).to_string()
+        });
+        if exists {
+            self.conn
+                .prepare_cached(
+                    "UPDATE messages SET deleted_ms = ?2, conflicts = ?3, work_status = ?4 \
+                     WHERE id = ?1",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![id, deleted_ms, conflicts, ws_of(m)])
+                })
+                .db(p)?;
+        } else {
+            let s = &m.send;
+            let to_json = serde_json::to_string(&s.to).expect("roles serialize");
+            let addenda = (!s.addenda.is_empty())
+                .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, body, \
+                     action_required, reply_to, kind, work_status, addenda, decision_requested, \
+                     ms, c, deleted_ms, body_sha256, body_bytes, body_chars, conflicts) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
+                     ?16, ?17, ?18, ?19, ?20)",
+                )
+                .and_then(|mut st| {
+                    st.execute(params![
+                        id,
+                        n,
+                        m.from.as_str(),
+                        to_json,
+                        m.is_multi(),
+                        s.topic,
+                        s.body,
+                        s.action_required,
+                        s.reply_to.map(|r| r.hex()),
+                        s.kind.map(|k| k.as_str()),
+                        ws_of(m),
+                        addenda,
+                        s.decision_requested,
+                        m.created.ms(),
+                        m.created.1,
+                        deleted_ms,
+                        sha256_hex(s.body.as_bytes()),
+                        s.body.len() as i64,
+                        s.body.chars().count() as i64,
+                        conflicts,
+                    ])
+                })
+                .db(p)?;
+            self.conn
+                .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
+                .and_then(|mut st| st.execute(params![id, s.topic, s.body]))
+                .db(p)?;
+        }
+        let mut up = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO deliveries(role, message_id, ms, c, read_ms, opened_ms, deleted) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(role, message_id) DO UPDATE SET \
+                 read_ms = excluded.read_ms, opened_ms = excluded.opened_ms, \
+                 deleted = excluded.deleted",
+            )
+            .db(p)?;
+        for (role, d) in &m.deliveries {
+            up.execute(params![
+                role.as_str(),
+                id,
+                m.created.ms(),
+                m.created.1,
+                d.read.map(|h| h.ms()),
+                d.opened.map(|h| h.ms()),
+                m.deleted.is_some(),
+            ])
+            .db(p)?;
+        }
+        self.conn
+            .prepare_cached("DELETE FROM events WHERE message_id = ?1")
+            .and_then(|mut s| s.execute([&id]))
+            .db(p)?;
+        let mut ins = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO events(message_id, pos, event, role, note, ms, record) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .db(p)?;
+        for (pos, e) in m.events.iter().enumerate() {
+            ins.execute(params![
+                id,
+                pos as i64,
+                e.event,
+                e.role.as_str(),
+                e.note,
+                e.key.hlc.ms(),
+                e.key.id.hex()
+            ])
+            .db(p)?;
+        }
+        Ok(())
+    }
+
+    /// sha256 over a canonical dump of the derived state: messages, read
+    /// state, events and conflicts, keyed by full record ids with times from
+    /// the records' clocks. Cursors, local ingest numbers, problems and the
+    /// search tables are left out, so equal feeds give equal digests anywhere.
+    pub fn digest(&self) -> StoreResult<String> {
+        let p = &self.path;
+        let mut h = Sha256::new();
+        let dump = |sql: &str, h: &mut Sha256| -> StoreResult<()> {
+            let mut st = self.conn.prepare(sql).db(p)?;
+            let cols = st.column_count();
+            let mut rows = st.query([]).db(p)?;
+            while let Some(row) = rows.next().db(p)? {
+                for i in 0..cols {
+                    let v: rusqlite::types::Value = row.get(i).db(p)?;
+                    h.update(format!("{v:?}\u{1f}").as_bytes());
+                }
+                h.update(b"\n");
+            }
+            h.update(b"\x1e");
+            Ok(())
+        };
+        dump(
+            "SELECT id, from_role, to_json, multi, topic, body, action_required, reply_to, kind, \
+             work_status, addenda, decision_requested, ms, c, deleted_ms, body_sha256, conflicts \
+             FROM messages ORDER BY id",
+            &mut h,
+        )?;
+        dump(
+            "SELECT role, message_id, read_ms, opened_ms, deleted FROM deliveries \
+             ORDER BY message_id, role",
+            &mut h,
+        )?;
+        dump("SELECT message_id, pos, event, role, note, ms, record FROM events ORDER BY message_id, pos", &mut h)?;
+        Ok(hex::encode(h.finalize()))
+    }
+}
+
+fn ws_of(m: &Message) -> Option<&'static str> {
+    m.send.work_status.map(|w| w.as_str())
+}

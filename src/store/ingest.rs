@@ -1,0 +1,601 @@
+//! Ingest: reading every feed file into the index, incrementally.
+//!
+//! Per file a cursor (offset plus a hash of the line ending there) lets a pass
+//! continue where the last one stopped, whatever the inode (git rewrites files
+//! on pull); when the cursor line no longer matches, the file is rescanned and
+//! records already known are skipped by id. Each new record is checked (channel,
+//! feed, key, signature, chain) and then either accepted, quarantined, or left
+//! waiting (a gap, a feed not admitted yet). Accepted records re-fold the
+//! messages they touch. Reading is tolerant: nothing here panics or stops on a
+//! bad line, and every skip is recorded in `problems`.
+//!
+//! Runs inside the caller's write transaction; it never writes feed files.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{self, File};
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use ed25519_dalek::VerifyingKey;
+use rusqlite::{OptionalExtension as _, params};
+
+use super::channel_dir::ChannelDir;
+use super::error::{IoContext as _, SqlContext as _, StoreResult};
+use super::feed::{self, Line, Segment};
+use super::index::Index;
+use crate::core::chain::{self, Fit, Head};
+use crate::core::hlc::{Hlc, OrderKey};
+use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
+use crate::core::message::{Applied, Message};
+use crate::core::op::Op;
+use crate::core::record::{self, Record, parse_pubkey};
+
+/// What one ingest pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IngestReport {
+    /// Records accepted into the index.
+    pub accepted: usize,
+    /// Problems recorded for the first time (garbage, quarantine, forks…).
+    pub new_problems: usize,
+    /// Feeds whose reading is paused, with the reason (gap, not admitted, frozen).
+    pub waiting: Vec<String>,
+    /// Messages re-folded.
+    pub refolded: usize,
+}
+
+/// What this process remembers between passes so that a pass over an
+/// unchanged folder costs a few `stat` calls.
+#[derive(Clone, Debug, Default)]
+pub struct ScanCache {
+    feeds_mtime: Option<SystemTime>,
+    role_mtimes: HashMap<PathBuf, SystemTime>,
+    feeds: Vec<(FeedId, PathBuf)>,
+    dirs: HashMap<PathBuf, (SystemTime, Vec<Segment>)>,
+    files: HashMap<PathBuf, (u64, SystemTime)>,
+}
+
+impl ScanCache {
+    /// Forgets everything (the next pass looks at every file).
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+#[derive(Clone, Debug)]
+struct FeedState {
+    role: String,
+    pubkey: Option<VerifyingKey>,
+    head: Option<Head>,
+    frozen: Option<String>,
+    dirty: bool,
+}
+
+enum Verdict {
+    Consumed,
+    Wait(String),
+}
+
+/// One ingest pass over the channel folder.
+pub struct Ingest<'a> {
+    index: &'a Index,
+    dir: &'a ChannelDir,
+    owner_key: Option<VerifyingKey>,
+    feeds: HashMap<FeedId, FeedState>,
+    touched: BTreeSet<RecordId>,
+    report: IngestReport,
+}
+
+impl<'a> Ingest<'a> {
+    /// Runs one pass. Call inside a write transaction of `index`.
+    pub fn run(index: &'a Index, dir: &'a ChannelDir, cache: &mut ScanCache) -> StoreResult<IngestReport> {
+        let mut me = Self {
+            index,
+            dir,
+            owner_key: parse_pubkey(&dir.genesis().owner_pubkey),
+            feeds: HashMap::new(),
+            touched: BTreeSet::new(),
+            report: IngestReport::default(),
+        };
+        me.load_feeds()?;
+        for (feed, path) in me.feed_dirs(cache)? {
+            me.ingest_feed(&feed, &path, cache)?;
+        }
+        me.save_feeds()?;
+        me.refold_touched()?;
+        Ok(me.report)
+    }
+
+    fn feed_dirs(&self, cache: &mut ScanCache) -> StoreResult<Vec<(FeedId, PathBuf)>> {
+        let root = self.dir.feeds();
+        let root_mtime = mtime_of(&root);
+        let unchanged = root_mtime.is_some()
+            && cache.feeds_mtime == root_mtime
+            && cache.role_mtimes.iter().all(|(p, m)| mtime_of(p).as_ref() == Some(m));
+        if !unchanged {
+            cache.feeds = feed::list_feeds(&root)?;
+            cache.feeds_mtime = root_mtime;
+            cache.role_mtimes = cache
+                .feeds
+                .iter()
+                .filter_map(|(_, p)| p.parent())
+                .filter_map(|rp| mtime_of(rp).map(|m| (rp.to_path_buf(), m)))
+                .collect();
+        }
+        Ok(cache.feeds.clone())
+    }
+
+    fn load_feeds(&mut self) -> StoreResult<()> {
+        let p = self.index.path();
+        let mut st = self
+            .index
+            .conn()
+            .prepare("SELECT feed, role, pubkey, head_seq, head_id, head_ms, head_c, frozen FROM feeds")
+            .db(p)?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<i64>>(5)?,
+                    r.get::<_, Option<i64>>(6)?,
+                    r.get::<_, Option<String>>(7)?,
+                ))
+            })
+            .db(p)?;
+        for row in rows {
+            let (feed, role, pubkey, seq, id, ms, c, frozen) = row.db(p)?;
+            let Ok(feed) = FeedId::try_from(feed) else { continue };
+            let head = match (id.as_deref().and_then(RecordId::parse), ms, c) {
+                (Some(id), Some(ms), Some(c)) if seq > 0 => {
+                    Some(Head { seq: seq as u64, id, hlc: Hlc(ms, c as u32) })
+                }
+                _ => None,
+            };
+            let pubkey = pubkey.as_deref().and_then(parse_pubkey);
+            self.feeds.insert(feed, FeedState { role, pubkey, head, frozen, dirty: false });
+        }
+        Ok(())
+    }
+
+    fn save_feeds(&mut self) -> StoreResult<()> {
+        let p = self.index.path();
+        let mut st = self
+            .index
+            .conn()
+            .prepare_cached(
+                "INSERT INTO feeds(feed, role, pubkey, head_seq, head_id, head_ms, head_c, frozen) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(feed) DO UPDATE SET \
+                 role = excluded.role, pubkey = excluded.pubkey, head_seq = excluded.head_seq, \
+                 head_id = excluded.head_id, head_ms = excluded.head_ms, head_c = excluded.head_c, \
+                 frozen = excluded.frozen",
+            )
+            .db(p)?;
+        for (feed, s) in self.feeds.iter_mut().filter(|(_, s)| s.dirty) {
+            st.execute(params![
+                feed.to_string(),
+                s.role,
+                s.pubkey.as_ref().map(record::pubkey_hex),
+                s.head.map_or(0, |h| h.seq as i64),
+                s.head.map(|h| h.id.hex()),
+                s.head.map(|h| h.hlc.0),
+                s.head.map(|h| h.hlc.1),
+                s.frozen,
+            ])
+            .db(p)?;
+            s.dirty = false;
+        }
+        Ok(())
+    }
+
+    fn feed_state(&mut self, feed: &FeedId) -> &mut FeedState {
+        let owner_key = self.owner_key;
+        self.feeds.entry(feed.clone()).or_insert_with(|| FeedState {
+            role: feed.role().to_owned(),
+            pubkey: if feed.is_owner() { owner_key } else { None },
+            head: None,
+            frozen: None,
+            dirty: true,
+        })
+    }
+
+    fn ingest_feed(&mut self, feed: &FeedId, dir: &Path, cache: &mut ScanCache) -> StoreResult<()> {
+        let dir_mtime = mtime_of(dir);
+        let segments = match (dir_mtime, cache.dirs.get(dir)) {
+            (Some(m), Some((cm, segs))) if *cm == m => segs.clone(),
+            _ => {
+                let segs = feed::list_segments(dir)?;
+                if let Some(m) = dir_mtime {
+                    cache.dirs.insert(dir.to_path_buf(), (m, segs.clone()));
+                }
+                segs
+            }
+        };
+        // Only the newest segment grows; older ones change only by being
+        // replaced, which changes the folder's mtime (checked above).
+        let last = segments.len().saturating_sub(1);
+        for (i, seg) in segments.iter().enumerate() {
+            if i < last && cache.files.contains_key(&seg.path) {
+                continue;
+            }
+            if let Some(reason) = self.ingest_file(feed, &seg.path, cache)? {
+                self.report.waiting.push(format!("{feed}: {reason}"));
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one segment from its cursor. `Some(reason)` when reading stopped
+    /// at a record that has to wait.
+    fn ingest_file(&mut self, feed: &FeedId, path: &Path, cache: &mut ScanCache) -> StoreResult<Option<String>> {
+        let meta = match fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).at(path)?,
+        };
+        let len = meta.len();
+        let mtime = meta.modified().at(path)?;
+        if cache.files.get(path) == Some(&(len, mtime)) {
+            return Ok(None);
+        }
+        let rel = self.rel(path);
+        let p = self.index.path();
+        let cursor = self
+            .index
+            .conn()
+            .prepare_cached("SELECT size, mtime_ns, offset, tail_len, tail_hash FROM files WHERE path = ?1")
+            .and_then(|mut s| {
+                s.query_row([&rel], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, String>(4)?))
+                })
+                .optional()
+            })
+            .db(p)?;
+        let mtime_ns = nanos(mtime);
+        if let Some((size, m, ..)) = &cursor
+            && *size == len as i64
+            && *m == mtime_ns
+        {
+            cache.files.insert(path.to_path_buf(), (len, mtime));
+            return Ok(None);
+        }
+        let start = match &cursor {
+            Some((_, _, offset, tail_len, tail_hash))
+                if len >= *offset as u64 && tail_matches(path, *offset as u64, *tail_len as u64, tail_hash) =>
+            {
+                *offset as u64
+            }
+            _ => 0,
+        };
+        let lines = feed::read_lines(path, start)?;
+        let mut consumed = start;
+        let mut last_len = 0u64;
+        let mut waited = None;
+        for line in lines {
+            let (offset, line_len) = (line.offset, line.len);
+            match self.handle(feed, &rel, line)? {
+                Verdict::Consumed => {
+                    consumed = offset + line_len;
+                    last_len = line_len;
+                }
+                Verdict::Wait(reason) => {
+                    waited = Some(reason);
+                    break;
+                }
+            }
+        }
+        let (tail_len, tail_hash) = if consumed == start {
+            match &cursor {
+                Some((_, _, _, tl, th)) if start > 0 => (*tl as u64, th.clone()),
+                _ => (0, String::new()),
+            }
+        } else {
+            (last_len, hash_range(path, consumed - last_len, last_len)?)
+        };
+        // A file that had to wait is looked at again on the next pass.
+        let size = if waited.is_some() { -1 } else { len as i64 };
+        self.index
+            .conn()
+            .prepare_cached(
+                "INSERT INTO files(path, size, mtime_ns, offset, tail_len, tail_hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET size = excluded.size, \
+                 mtime_ns = excluded.mtime_ns, offset = excluded.offset, tail_len = excluded.tail_len, \
+                 tail_hash = excluded.tail_hash",
+            )
+            .and_then(|mut s| s.execute(params![rel, size, mtime_ns, consumed as i64, tail_len as i64, tail_hash]))
+            .db(p)?;
+        if waited.is_none() {
+            cache.files.insert(path.to_path_buf(), (len, mtime));
+        } else {
+            cache.files.remove(path);
+        }
+        Ok(waited)
+    }
+
+    fn rel(&self, path: &Path) -> String {
+        path.strip_prefix(self.dir.root()).unwrap_or(path).to_string_lossy().into_owned()
+    }
+
+    fn problem(&mut self, kind: &str, path: &str, offset: u64, rec: Option<&Record>, feed: &FeedId, reason: &str) -> StoreResult<()> {
+        let n = self
+            .index
+            .conn()
+            .prepare_cached(
+                "INSERT OR IGNORE INTO problems(kind, path, offset, record, feed, reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![kind, path, offset as i64, rec.map(|r| r.id.hex()), feed.to_string(), reason])
+            })
+            .db(self.index.path())?;
+        self.report.new_problems += n;
+        Ok(())
+    }
+
+    fn handle(&mut self, feed: &FeedId, rel: &str, line: Line) -> StoreResult<Verdict> {
+        let rec = match line.record {
+            Ok(r) => r,
+            Err(e) => {
+                self.problem("garbage", rel, line.offset, None, feed, &e.to_string())?;
+                return Ok(Verdict::Consumed);
+            }
+        };
+        let offset = line.offset;
+        if rec.header.ch != self.dir.id() {
+            let reason = format!("record of another channel ({}…)", rec.header.ch.get(..12).unwrap_or(&rec.header.ch));
+            self.problem("quarantine", rel, offset, Some(&rec), feed, &reason)?;
+            return Ok(Verdict::Consumed);
+        }
+        if &rec.header.feed != feed {
+            let reason = format!("record signed for feed {} found in feed {feed}", rec.header.feed);
+            self.problem("quarantine", rel, offset, Some(&rec), feed, &reason)?;
+            return Ok(Verdict::Consumed);
+        }
+        if self.is_known(&rec.id)? {
+            return Ok(Verdict::Consumed);
+        }
+        let state = self.feed_state(feed).clone();
+        if let Some(frozen) = state.frozen {
+            return Ok(Verdict::Wait(format!("frozen: {frozen}")));
+        }
+        let Some(key) = state.pubkey else {
+            let reason = format!("feed {feed} is not admitted by the channel owner; its records wait");
+            self.problem("unadmitted", rel, 0, None, feed, &reason)?;
+            return Ok(Verdict::Wait("not admitted".into()));
+        };
+        if !rec.verify(&key) {
+            self.problem("quarantine", rel, offset, Some(&rec), feed, "bad signature")?;
+            return Ok(Verdict::Consumed);
+        }
+        let fit = chain::fit(state.head, &rec.header, rec.id, |seq| self.id_at(feed, seq).ok().flatten());
+        match fit {
+            Fit::Next => {}
+            Fit::Known => return Ok(Verdict::Consumed),
+            Fit::Gap { expected } => {
+                return Ok(Verdict::Wait(format!("seq {expected} is missing (found {})", rec.header.seq)));
+            }
+            Fit::Broken(why) => {
+                self.problem("quarantine", rel, offset, Some(&rec), feed, &format!("broken chain: {why}"))?;
+                return Ok(Verdict::Consumed);
+            }
+            Fit::Fork { existing } => {
+                let reason = format!(
+                    "fork at seq {}: records {} and {} both claim it; the feed is frozen after seq {}",
+                    rec.header.seq,
+                    existing.short(),
+                    rec.id.short(),
+                    rec.header.seq - 1
+                );
+                self.problem("fork", rel, offset, Some(&rec), feed, &reason)?;
+                let st = self.feed_state(feed);
+                st.frozen = Some(reason);
+                st.dirty = true;
+                return Ok(Verdict::Consumed);
+            }
+        }
+        let Some(op) = rec.op.clone() else {
+            let reason = format!(
+                "feed {feed} uses op '{}' that this version does not know — upgrade countersign",
+                rec.op_name
+            );
+            self.problem("unknown_op", rel, offset, Some(&rec), feed, &reason)?;
+            let st = self.feed_state(feed);
+            st.frozen = Some(reason.clone());
+            st.dirty = true;
+            return Ok(Verdict::Wait(reason));
+        };
+        if let Some(why) = misplaced(feed, &rec, &op, &key) {
+            self.problem("quarantine", rel, offset, Some(&rec), feed, &why)?;
+            return Ok(Verdict::Consumed);
+        }
+        self.accept(feed, &rec, &op)?;
+        Ok(Verdict::Consumed)
+    }
+
+    fn is_known(&self, id: &RecordId) -> StoreResult<bool> {
+        Ok(self
+            .index
+            .conn()
+            .prepare_cached("SELECT 1 FROM records WHERE id = ?1")
+            .and_then(|mut s| s.query_row([id.hex()], |_| Ok(())).optional())
+            .db(self.index.path())?
+            .is_some())
+    }
+
+    fn id_at(&self, feed: &FeedId, seq: u64) -> StoreResult<Option<RecordId>> {
+        let id: Option<String> = self
+            .index
+            .conn()
+            .prepare_cached("SELECT id FROM records WHERE feed = ?1 AND seq = ?2")
+            .and_then(|mut s| s.query_row(params![feed.to_string(), seq as i64], |r| r.get(0)).optional())
+            .db(self.index.path())?;
+        Ok(id.as_deref().and_then(RecordId::parse))
+    }
+
+    fn accept(&mut self, feed: &FeedId, rec: &Record, op: &Op) -> StoreResult<()> {
+        let p = self.index.path();
+        let role = self.feed_state(feed).role.clone();
+        let conn = self.index.conn();
+        conn.prepare_cached(
+            "INSERT INTO records(id, feed, seq, ms, c, op, role, body, sig) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                rec.id.hex(),
+                feed.to_string(),
+                rec.header.seq as i64,
+                rec.header.hlc.0,
+                rec.header.hlc.1,
+                rec.op_name,
+                role,
+                rec.body,
+                base64_sig(rec),
+            ])
+        })
+        .db(p)?;
+        let n = conn.last_insert_rowid();
+        self.report.accepted += 1;
+        let st = self.feed_state(feed);
+        st.head = Some(Head { seq: rec.header.seq, id: rec.id, hlc: rec.header.hlc });
+        st.dirty = true;
+        match op {
+            Op::Admit(a) => {
+                let key = parse_pubkey(&a.pubkey);
+                let target = self.feed_state(&a.feed);
+                if target.pubkey.is_none() {
+                    target.pubkey = key;
+                    target.role = a.role.to_string();
+                    target.dirty = true;
+                    conn.prepare_cached("DELETE FROM problems WHERE kind = 'unadmitted' AND feed = ?1")
+                        .and_then(|mut s| s.execute([a.feed.to_string()]))
+                        .db(p)?;
+                }
+            }
+            Op::Send(_) => {
+                self.touched.insert(rec.id);
+            }
+            Op::Read(_) | Op::Opened(_) | Op::Delete(_) => {
+                let mut ins = conn
+                    .prepare_cached("INSERT OR IGNORE INTO targets(target, n) VALUES (?1, ?2)")
+                    .db(p)?;
+                for t in op.targets() {
+                    ins.execute(params![t.hex(), n]).db(p)?;
+                    self.touched.insert(*t);
+                }
+            }
+            Op::FeedInit(_) => {}
+        }
+        Ok(())
+    }
+
+    fn refold_touched(&mut self) -> StoreResult<()> {
+        let touched = std::mem::take(&mut self.touched);
+        for id in touched {
+            if refold(self.index, &id)? {
+                self.report.refolded += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Re-folds one message from its records and writes its rows. `false` when
+/// its `send` is not in the index (yet).
+pub fn refold(index: &Index, id: &RecordId) -> StoreResult<bool> {
+    let p = index.path();
+    let conn = index.conn();
+    let send: Option<(i64, String, i64, i64, String)> = conn
+        .prepare_cached("SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'")
+        .and_then(|mut s| {
+            s.query_row([id.hex()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+                .optional()
+        })
+        .db(p)?;
+    let Some((n, role, ms, c, body)) = send else { return Ok(false) };
+    let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else { return Ok(false) };
+    let Ok(from) = Role::new(&role) else { return Ok(false) };
+    let mut st = conn
+        .prepare_cached(
+            "SELECT r.id, r.role, r.ms, r.c, r.body FROM targets t JOIN records r ON r.n = t.n \
+             WHERE t.target = ?1",
+        )
+        .db(p)?;
+    let rows = st
+        .query_map([id.hex()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, String>(4)?))
+        })
+        .db(p)?;
+    let mut ops: Vec<(OrderKey, Role, Op)> = Vec::new();
+    for row in rows {
+        let (rid, rrole, rms, rc, rbody) = row.db(p)?;
+        let (Some(rid), Ok(rrole), Ok((_, _, Some(op)))) =
+            (RecordId::parse(&rid), Role::new(&rrole), record::decode_body(&rbody))
+        else {
+            continue;
+        };
+        ops.push((OrderKey { hlc: Hlc(rms, rc as u32), id: rid }, rrole, op));
+    }
+    let key = OrderKey { hlc: Hlc(ms, c as u32), id: *id };
+    let m = Message::fold(key, &from, &send, ops.iter().map(|(k, r, op)| Applied { key: *k, role: r, op }));
+    index.write_message(&m, n)?;
+    Ok(true)
+}
+
+/// Ops that do not belong where they were found: only the owner admits, only
+/// role feeds carry messages, and a feed_init must match the admitted key.
+fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option<String> {
+    match op {
+        Op::Admit(_) if !feed.is_owner() => Some("only the channel owner's feed may admit feeds".into()),
+        Op::Admit(a) if a.feed.role() != a.role.as_str() => {
+            Some(format!("admit of {} names role '{}'", a.feed, a.role))
+        }
+        Op::Admit(_) => None,
+        _ if feed.is_owner() => Some(format!("op '{}' does not belong in the owner's feed", rec.op_name)),
+        Op::FeedInit(_) if rec.header.seq != 1 => Some(format!("feed_init at seq {} (must be 1)", rec.header.seq)),
+        Op::FeedInit(fi) if fi.role.as_str() != feed.role() => {
+            Some(format!("feed_init names role '{}' in feed {feed}", fi.role))
+        }
+        Op::FeedInit(fi) if parse_pubkey(&fi.pubkey).as_ref() != Some(key) => {
+            Some("feed_init carries a key other than the admitted one".into())
+        }
+        Op::FeedInit(_) => None,
+        _ if rec.header.seq == 1 => Some("a role feed must start with feed_init".into()),
+        _ => None,
+    }
+}
+
+fn base64_sig(rec: &Record) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(rec.sig.to_bytes())
+}
+
+fn mtime_of(p: &Path) -> Option<SystemTime> {
+    fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+fn nanos(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn hash_range(path: &Path, start: u64, len: u64) -> StoreResult<String> {
+    let mut f = File::open(path).at(path)?;
+    f.seek(SeekFrom::Start(start)).at(path)?;
+    let mut buf = vec![0u8; len as usize];
+    f.read_exact(&mut buf).at(path)?;
+    Ok(sha256_hex(&buf))
+}
+
+fn tail_matches(path: &Path, offset: u64, tail_len: u64, tail_hash: &str) -> bool {
+    if offset == 0 {
+        return true;
+    }
+    if tail_len == 0 || tail_len > offset {
+        return false;
+    }
+    hash_range(path, offset - tail_len, tail_len).is_ok_and(|h| h == tail_hash)
+}

@@ -1,0 +1,19 @@
+//! Everything on disk: the channel folder and its feeds, this device's home
+//! and keys, the SQLite index and the ingest that fills it.
+//!
+//! Depends on `core` only. It decides how bytes are stored and found, never
+//! what an operation means or whether a tool may perform it (that is `app`).
+
+pub mod channel;
+pub mod channel_dir;
+pub mod error;
+pub mod feed;
+pub mod home;
+pub mod index;
+pub mod ingest;
+
+pub use channel::{Channel, Writer};
+pub use channel_dir::ChannelDir;
+pub use error::{StoreError, StoreResult};
+pub use home::Home;
+pub use index::Index;
