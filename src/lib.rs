@@ -10,3 +10,6 @@
 
 pub mod core;
 pub mod store;
+pub mod app;
+pub mod mcp;
+pub mod cli;

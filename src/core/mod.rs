@@ -10,7 +10,7 @@ pub mod hlc;
 pub mod ids;
 pub mod message;
 pub mod op;
-// pub mod query;
+pub mod query;
 pub mod record;
 pub mod strict_json;
 pub mod timestamp;

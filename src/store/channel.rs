@@ -123,12 +123,13 @@ impl Channel {
 
     /// Throws the index's derived content away and folds every feed again, in
     /// one transaction: readers see the old state until the new one is whole.
-    pub fn reindex(&mut self) -> StoreResult<IngestReport> {
+    /// `progress` is told the bytes read after each file.
+    pub fn reindex(&mut self, progress: Option<&mut dyn FnMut(u64)>) -> StoreResult<IngestReport> {
         self.cache.clear();
         let Self { index, dir, cache, .. } = self;
         let result = index.write(|ix| {
             ix.clear_derived()?;
-            Ingest::run(ix, dir, cache)
+            Ingest::run_with_progress(ix, dir, cache, progress)
         });
         if result.is_err() {
             self.cache.clear();

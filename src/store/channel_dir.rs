@@ -71,9 +71,8 @@ impl ChannelDir {
         )))
     }
 
-    /// Writes a new channel folder. Refuses, changing nothing, if `root`
-    /// already holds a channel or any other non-empty content.
-    pub fn create(root: &Path, genesis: &Genesis) -> StoreResult<Self> {
+    /// Refuses if `root` already holds a channel or anything else.
+    pub fn check_free(root: &Path) -> StoreResult<()> {
         if root.join("channel.json").exists() {
             return Err(StoreError::ChannelExists(format!(
                 "{} already holds a channel; nothing was changed",
@@ -88,6 +87,13 @@ impl ChannelDir {
                 root.display()
             )));
         }
+        Ok(())
+    }
+
+    /// Writes a new channel folder. Refuses, changing nothing, if `root`
+    /// already holds a channel or any other content.
+    pub fn create(root: &Path, genesis: &Genesis) -> StoreResult<Self> {
+        Self::check_free(root)?;
         fs::create_dir_all(root.join("feeds")).at(root)?;
         write_file(&root.join(".gitattributes"), GITATTRIBUTES.as_bytes())?;
         let readme = format!(

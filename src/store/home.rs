@@ -122,18 +122,29 @@ impl Home {
     /// Creates and stores a new signing key (mode 0600), or returns the one that
     /// already stands: a key is never overwritten.
     pub fn create_key(&self, channel_id: &str, name: &str) -> StoreResult<SigningKey> {
+        self.store_key(channel_id, name, &new_signing_key())
+    }
+
+    /// Stores `key` as `<name>.key` (mode 0600) unless a key already stands
+    /// there; returns the key that stands.
+    pub fn store_key(&self, channel_id: &str, name: &str, key: &SigningKey) -> StoreResult<SigningKey> {
         let dir = self.keys_dir(channel_id);
         fs::create_dir_all(&dir).at(&dir)?;
-        let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).expect("the OS random source works");
         let path = dir.join(format!("{name}.key"));
-        write_new(&path, format!("{}\n", hex::encode(seed)).as_bytes(), 0o600)?;
+        write_new(&path, format!("{}\n", hex::encode(key.to_bytes())).as_bytes(), 0o600)?;
         // If another process created the key first, its key is the one that stands.
         self.load_key(channel_id, name)?.ok_or_else(|| StoreError::BadKey {
             path,
             reason: "vanished right after it was written".into(),
         })
     }
+}
+
+/// A fresh key from the OS random source.
+pub fn new_signing_key() -> SigningKey {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).expect("the OS random source works");
+    SigningKey::from_bytes(&seed)
 }
 
 /// Writes a new file durably. An existing file is left alone (another process

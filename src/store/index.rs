@@ -81,6 +81,23 @@ const DERIVED_TABLES: &[&str] = &[
     "bodies",
 ];
 
+/// A line or feed that ingest could not apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// `garbage`, `quarantine`, `fork`, `unknown_op` or `unadmitted`.
+    pub kind: String,
+    /// The segment file, relative to the channel folder.
+    pub path: String,
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// The record id, when the line was a record.
+    pub record: Option<String>,
+    /// The feed.
+    pub feed: Option<String>,
+    /// Why.
+    pub reason: String,
+}
+
 /// An open index connection.
 pub struct Index {
     conn: Connection,
@@ -297,6 +314,29 @@ impl Index {
             .db(p)?;
         }
         Ok(())
+    }
+
+    /// Every problem recorded by ingest (garbage, quarantine, forks, unknown
+    /// ops, feeds not admitted), in the order they were found.
+    pub fn problems(&self) -> StoreResult<Vec<Problem>> {
+        let p = &self.path;
+        let mut st = self
+            .conn
+            .prepare("SELECT kind, path, offset, record, feed, reason FROM problems ORDER BY n")
+            .db(p)?;
+        let rows = st
+            .query_map([], |r| {
+                Ok(Problem {
+                    kind: r.get(0)?,
+                    path: r.get(1)?,
+                    offset: r.get::<_, i64>(2)? as u64,
+                    record: r.get(3)?,
+                    feed: r.get(4)?,
+                    reason: r.get(5)?,
+                })
+            })
+            .db(p)?;
+        rows.collect::<Result<_, _>>().db(p)
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read

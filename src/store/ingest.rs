@@ -77,19 +77,31 @@ enum Verdict {
 }
 
 /// One ingest pass over the channel folder.
-pub struct Ingest<'a> {
+pub struct Ingest<'a, 'p> {
     index: &'a Index,
     dir: &'a ChannelDir,
     owner_key: Option<VerifyingKey>,
     feeds: HashMap<FeedId, FeedState>,
     touched: BTreeSet<RecordId>,
     report: IngestReport,
+    progress: Option<&'p mut dyn FnMut(u64)>,
 }
 
-impl<'a> Ingest<'a> {
+impl<'a, 'p> Ingest<'a, 'p> {
     /// Runs one pass. Call inside a write transaction of `index`.
     pub fn run(index: &'a Index, dir: &'a ChannelDir, cache: &mut ScanCache) -> StoreResult<IngestReport> {
+        Self::run_with_progress(index, dir, cache, None)
+    }
+
+    /// Like [`Self::run`], reporting the bytes read after each file.
+    pub fn run_with_progress(
+        index: &'a Index,
+        dir: &'a ChannelDir,
+        cache: &mut ScanCache,
+        progress: Option<&'p mut dyn FnMut(u64)>,
+    ) -> StoreResult<IngestReport> {
         let mut me = Self {
+            progress,
             index,
             dir,
             owner_key: parse_pubkey(&dir.genesis().owner_pubkey),
@@ -272,6 +284,9 @@ impl<'a> Ingest<'a> {
             _ => 0,
         };
         let lines = feed::read_lines(path, start)?;
+        if let Some(p) = self.progress.as_mut() {
+            p(len.saturating_sub(start));
+        }
         let mut consumed = start;
         let mut last_len = 0u64;
         let mut waited = None;

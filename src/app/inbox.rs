@@ -1,0 +1,116 @@
+//! read_inbox and mark_read: delivery and read state of the caller's mail.
+//!
+//! Reading records delivery (`opened`), never reading; only mark_read writes
+//! `read`. Both are per recipient, so a multi-recipient message is read by
+//! each of its roles separately.
+
+use rusqlite::params;
+use serde_json::{Value, json};
+
+use super::refusal::{AppError, AppResult, check_limit};
+use super::rows::{FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
+use super::session::{Session, find};
+use crate::core::ids::RecordId;
+use crate::core::op::{Ids, Op};
+use crate::core::timestamp::format_rfc3339;
+use crate::store::Index;
+use crate::store::error::SqlContext as _;
+
+/// Messages delivered to the caller, newest `limit` of them, oldest first.
+pub fn read_inbox(s: &mut Session, unread_only: bool, limit: i64, fields: Option<&FieldsArg>) -> AppResult<Value> {
+    let me = s.role()?;
+    let limit = check_limit(limit)?;
+    let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
+    s.catch_up()?;
+    let ix = s.index();
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM deliveries d \
+         JOIN messages m ON m.id = d.message_id \
+         WHERE d.role = ?1 AND d.deleted = 0 {} \
+         ORDER BY d.ms DESC, d.c DESC, d.message_id DESC LIMIT ?2",
+        if unread_only { "AND d.read_ms IS NULL" } else { "" }
+    );
+    let mut rows: Vec<MessageRow> = ix
+        .conn()
+        .prepare_cached(&sql)
+        .and_then(|mut st| {
+            st.query_map(params![me.as_str(), limit as i64 + 1], MessageRow::from_sql)?.collect()
+        })
+        .db(ix.path())?;
+    // The window is anchored at the newest mail: overflow drops the oldest.
+    let overflow = rows.len() > limit;
+    rows.truncate(limit);
+    rows.reverse();
+    let unopened: Vec<RecordId> =
+        rows.iter().filter(|r| r.opened_ms.is_none()).filter_map(|r| RecordId::parse(&r.id)).collect();
+    let out: Vec<Value> = rows.iter().map(|r| project(proj.as_ref(), r.to_json(Some(&me)))).collect();
+    if !unopened.is_empty() {
+        let writer = s.writer()?;
+        s.channel_mut().append(&writer, |_| Ok::<_, AppError>((Op::Opened(Ids { ids: unopened }), ())))?;
+    }
+    Ok(listing(
+        out,
+        limit,
+        overflow,
+        "older messages matched but were left out (the newest are shown); page the rest with \
+         list_messages(to_role=<you>, unread_only=true)",
+    ))
+}
+
+/// Marks one message (`message_id`) or a batch (`message_ids`) read.
+pub fn mark_read(s: &mut Session, message_id: Option<&str>, message_ids: Option<&[String]>) -> AppResult<Value> {
+    let me = s.role()?;
+    let (ids, single) = match (message_id, message_ids) {
+        (Some(id), None) => (vec![id.to_owned()], true),
+        (None, Some(ids)) => (ids.to_vec(), false),
+        _ => {
+            return Err(AppError::value(
+                "pass exactly one of 'message_id' (one message) or 'message_ids' (a list)",
+            ));
+        }
+    };
+    if ids.is_empty() {
+        return Ok(json!([]));
+    }
+    let writer = s.writer()?;
+    let (rec, found) = s.channel_mut().append_if(&writer, |ix| {
+        let suffix = if single { "" } else { "; nothing was marked" };
+        let mut found: Vec<(String, RecordId, Option<i64>)> = Vec::new();
+        for raw in &ids {
+            let f = find(ix, "message_id", raw).map_err(|e| AppError::value(format!("{e}{suffix}")))?;
+            if f.deleted {
+                return Err(AppError::value(format!("message {raw} not found{suffix}")));
+            }
+            let Some(read_ms) = delivery_read(ix, &f.id, me.as_str())? else {
+                return Err(AppError::permission(format!(
+                    "message {raw} is not addressed to '{me}' — only its recipients can mark it read{suffix}"
+                )));
+            };
+            if !found.iter().any(|(_, id, _)| *id == f.id) {
+                found.push((raw.clone(), f.id, read_ms));
+            }
+        }
+        let fresh: Vec<RecordId> = found.iter().filter(|(_, _, r)| r.is_none()).map(|(_, id, _)| *id).collect();
+        let op = (!fresh.is_empty()).then(|| Op::Read(Ids { ids: fresh }));
+        Ok::<_, AppError>((op, found))
+    })?;
+    let now = rec.map(|r| r.header.hlc.ms());
+    let results: Vec<Value> = found
+        .iter()
+        .map(|(_, id, read)| {
+            let at = read.or(now).map(format_rfc3339);
+            json!({ "id": id.short(), "read_at": at, "already_read": read.is_some() })
+        })
+        .collect();
+    Ok(if single { results.into_iter().next().unwrap_or(Value::Null) } else { Value::Array(results) })
+}
+
+/// `Some(read_ms)` if the message is delivered to `role`, `None` if not.
+fn delivery_read(ix: &Index, id: &RecordId, role: &str) -> AppResult<Option<Option<i64>>> {
+    use rusqlite::OptionalExtension as _;
+    Ok(ix
+        .conn()
+        .prepare_cached("SELECT read_ms FROM deliveries WHERE role = ?1 AND message_id = ?2")
+        .and_then(|mut st| st.query_row(params![role, id.hex()], |r| r.get::<_, Option<i64>>(0)).optional())
+        .db(ix.path())?)
+}

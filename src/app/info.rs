@@ -1,0 +1,45 @@
+//! Channel information tools: list_roles, server_build, get_protocol.
+
+use serde_json::{Value, json};
+
+use super::session::Session;
+
+/// The version of this build.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The protocol document served by get_protocol.
+pub const PROTOCOL: &str = include_str!("../../docs/PROTOCOL.md");
+
+/// Who is in the channel: the roster from the channel definition.
+pub fn list_roles(s: &Session) -> Value {
+    json!({
+        "roles": s.roster(),
+        "you": s.role_opt(),
+        "source": "channel-registry",
+    })
+}
+
+/// What this running server is and what it implements.
+pub fn server_build() -> Value {
+    json!({
+        "build": format!("countersign {VERSION}"),
+        "version": VERSION,
+        "protocol_contract": "get_protocol() — the tools, their parameters, refusals and results",
+        "whats_new": [{
+            "since": "2026-11-30",
+            "what": "signed per-role feeds in a shared folder, a local index, and the messaging tools",
+            "do": "call list_roles() to see who is here, then read_inbox()",
+        }],
+        "shipped": [
+            {"id": "feeds", "shipped_at": "2026-11-30", "what": "signed, hash-chained per-role feeds; tolerant reading; verify"},
+            {"id": "index", "shipped_at": "2026-11-30", "what": "incremental SQLite index, reindex, trigram full-text search"},
+            {"id": "messaging", "shipped_at": "2026-11-30", "what": "send_message, read_inbox, mark_read, delete_message, list_messages, search_messages, get_thread, list_roles, server_build, get_protocol"},
+        ],
+        "not_shipped": [
+            {"id": "debts", "why": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status and the wait tools are not served by this build yet; action_required is stored and counted as open"},
+            {"id": "consent", "why": "proposals with pin keys, votes (acknowledge), pins, uploads and retirement are not served by this build yet"},
+            {"id": "sync", "why": "countersign sync (git, rclone) is not in this build; a channel folder can still be shared by any means that copies files"},
+        ],
+        "source": "countersign (Rust), stdio MCP server",
+    })
+}

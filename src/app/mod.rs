@@ -1,0 +1,20 @@
+//! Use cases shared by the MCP server and the CLI: one function per tool.
+//!
+//! Each function validates its input in the protocol's order, reads or writes
+//! through `store`, and returns the tool's JSON result. Refusals are
+//! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
+//! layer knows nothing of MCP, clap or terminals.
+
+pub mod delete;
+pub mod inbox;
+pub mod info;
+pub mod listing;
+pub mod refusal;
+pub mod rows;
+pub mod search;
+pub mod send;
+pub mod session;
+pub mod thread;
+
+pub use refusal::{AppError, AppResult};
+pub use session::Session;

@@ -1,0 +1,73 @@
+//! Errors of the app layer: the two kinds of refusal an agent sees, and faults.
+//!
+//! A refusal (`ValueError`, `PermissionError`) is an answer: the agent reads it
+//! and acts on it, and nothing was written. A fault is ours (I/O, SQLite) and
+//! surfaces as a protocol error in MCP and exit code 2 in the CLI.
+
+use crate::store::StoreError;
+
+/// What a use case can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Bad input or a refused state change.
+    #[error("{0}")]
+    Value(String),
+    /// Acting outside one's role.
+    #[error("{0}")]
+    Permission(String),
+    /// A fault below the app layer.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl AppError {
+    /// A `ValueError` refusal.
+    pub fn value(msg: impl Into<String>) -> Self {
+        Self::Value(msg.into())
+    }
+
+    /// A `PermissionError` refusal.
+    pub fn permission(msg: impl Into<String>) -> Self {
+        Self::Permission(msg.into())
+    }
+
+    /// The refusal kind as agents know it, `None` for a fault.
+    pub fn kind(&self) -> Option<&'static str> {
+        match self {
+            Self::Value(_) => Some("ValueError"),
+            Self::Permission(_) => Some("PermissionError"),
+            Self::Store(_) => None,
+        }
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            // Setup problems an agent can act on are refusals, not faults.
+            StoreError::NotAdmitted(m) => Self::Permission(m),
+            StoreError::ForeignWriter(m) => Self::Value(m),
+            other => Self::Store(other),
+        }
+    }
+}
+
+/// Result alias of the app layer.
+pub type AppResult<T> = Result<T, AppError>;
+
+/// Refuses a text longer than `max` characters, naming the field.
+pub fn check_length(field: &str, value: &str, max: usize) -> AppResult<()> {
+    let n = value.chars().count();
+    if n > max {
+        return Err(AppError::value(format!("'{field}' must be <= {max} characters (got {n})")));
+    }
+    Ok(())
+}
+
+/// Refuses a `limit` outside 1..=1000.
+pub fn check_limit(limit: i64) -> AppResult<usize> {
+    if !(1..=1000).contains(&limit) {
+        return Err(AppError::value(format!("'limit' must be between 1 and 1000 (got {limit})")));
+    }
+    Ok(limit as usize)
+}

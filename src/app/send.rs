@@ -1,0 +1,245 @@
+//! send_message: validate, expand recipients, append a `send` record.
+//!
+//! Checks run in the protocol's order so the first refusal an agent sees is
+//! the same as everywhere else: role, topic, body, enums, recipients, parent,
+//! audience, addenda. Checks that read the channel run after the catch-up,
+//! under the write lock, so what was checked is what is written.
+
+use std::collections::BTreeMap;
+
+use rusqlite::OptionalExtension as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::refusal::{AppError, AppResult, check_length};
+use super::session::{Session, find_live, roles_list};
+use crate::core::ids::Role;
+use crate::core::op::{Op, Send};
+use crate::core::timestamp::format_rfc3339;
+use crate::core::vocab::{Kind, WorkStatus};
+use crate::store::Index;
+use crate::store::error::SqlContext as _;
+
+/// Longest topic, in characters.
+pub const TOPIC_MAX: usize = 80;
+/// Longest note, reason or addendum, in characters.
+pub const NOTE_MAX: usize = 4000;
+/// Largest inline body; larger documents go through upload_content.
+pub const INLINE_BODY_MAX: usize = 256 * 1024;
+
+/// `to`: one role, `"*"` for every other role, or a list of roles.
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum ToArg {
+    /// A role, or `"*"`.
+    One(String),
+    /// Several roles.
+    Many(Vec<String>),
+}
+
+/// What send_message was asked to do.
+#[derive(Clone, Debug)]
+pub struct SendRequest {
+    /// Recipients.
+    pub to: ToArg,
+    /// Subject line.
+    pub topic: String,
+    /// Body.
+    pub body: String,
+    /// A debt?
+    pub action_required: bool,
+    /// Parent id (prefix).
+    pub reply_to: Option<String>,
+    /// Kind name.
+    pub kind: Option<String>,
+    /// Work status name.
+    pub work_status: Option<String>,
+    /// Per-recipient tails.
+    pub addenda: Option<BTreeMap<String, String>>,
+    /// Whether a decision is asked for.
+    pub decision_requested: bool,
+}
+
+/// Sends a message as the session's role.
+pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
+    let me = s.role()?;
+    let topic = req.topic.trim().to_owned();
+    if topic.is_empty() {
+        return Err(AppError::value(
+            "'topic' is required — it is a subject line of at most 80 characters; the details go in 'body'",
+        ));
+    }
+    let n = topic.chars().count();
+    if n > TOPIC_MAX {
+        return Err(AppError::value(format!(
+            "'topic' must be <= {TOPIC_MAX} characters (got {n}) — it is a subject line; put the \
+             details in 'body'"
+        )));
+    }
+    if req.body.is_empty() {
+        return Err(AppError::value("'body' is required — it must not be empty"));
+    }
+    if req.body.len() > INLINE_BODY_MAX {
+        return Err(AppError::value(format!(
+            "'body' is {} bytes; inline bodies are limited to {INLINE_BODY_MAX} bytes — upload the \
+             document with upload_content and seal_content, then send it as body_ref",
+            req.body.len()
+        )));
+    }
+    let kind = req.kind.as_deref().map(|k| Kind::parse_field(k, "kind")).transpose().map_err(value)?;
+    let work_status = req
+        .work_status
+        .as_deref()
+        .map(|w| WorkStatus::parse_field(w, "work_status"))
+        .transpose()
+        .map_err(value)?;
+    let roster = s.roster();
+    let to = recipients(&req.to, &me, &roster)?;
+    let addenda = addenda(req.addenda.unwrap_or_default(), &to)?;
+    let mut send = Send {
+        to,
+        topic,
+        body: req.body,
+        action_required: req.action_required,
+        reply_to: None,
+        kind,
+        work_status,
+        addenda,
+        decision_requested: req.decision_requested,
+    };
+    let writer = s.writer()?;
+    let reply_to = req.reply_to;
+    let (rec, ()) = s.channel_mut().append(&writer, |ix| {
+        if let Some(parent) = &reply_to {
+            let id = find_live(ix, "reply_to", parent)
+                .map_err(|_| AppError::value(format!("reply_to message {parent} not found")))?;
+            send.reply_to = Some(id);
+        }
+        check_audience(ix, &send)?;
+        Ok::<_, AppError>((Op::Send(send.clone()), ()))
+    })?;
+    let mut out = json!({ "id": rec.id.short(), "created_at": format_rfc3339(rec.header.hlc.ms()) });
+    if send.to.len() > 1 {
+        out["recipients"] = json!(send.to);
+    }
+    Ok(out)
+}
+
+fn value(e: impl std::fmt::Display) -> AppError {
+    AppError::value(e.to_string())
+}
+
+/// Expands and checks `to` against the roster.
+fn recipients(to: &ToArg, me: &Role, roster: &[Role]) -> AppResult<Vec<Role>> {
+    let names: Vec<String> = match to {
+        ToArg::One(s) if s.trim() == "*" => {
+            let others: Vec<Role> = roster.iter().filter(|r| *r != me).cloned().collect();
+            if others.is_empty() {
+                return Err(AppError::value(
+                    "to='*' needs at least one other role in the channel — there is nobody else to address",
+                ));
+            }
+            return Ok(others);
+        }
+        ToArg::One(s) => vec![s.trim().to_owned()],
+        ToArg::Many(v) => v.iter().map(|s| s.trim().to_owned()).collect(),
+    };
+    if names.is_empty() || names.iter().any(String::is_empty) {
+        return Err(AppError::value(
+            "'to' is required — name a role, a list of roles, or '*' for every other role",
+        ));
+    }
+    if names.iter().any(|n| n == "*") {
+        return Err(AppError::value(
+            "'*' cannot appear inside a list — pass to='*' on its own to address every other role",
+        ));
+    }
+    let mut out: Vec<Role> = Vec::new();
+    for n in names {
+        let role = Role::new(&n).ok().filter(|r| roster.contains(r)).ok_or_else(|| {
+            AppError::value(format!(
+                "this channel's roles are {} — cannot address '{n}'",
+                roles_list(roster)
+            ))
+        })?;
+        if &role == me {
+            return Err(AppError::value(format!("cannot send to self (role='{me}')")));
+        }
+        if !out.contains(&role) {
+            out.push(role);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn addenda(raw: BTreeMap<String, String>, to: &[Role]) -> AppResult<BTreeMap<Role, String>> {
+    let strangers: Vec<String> =
+        raw.keys().filter(|k| !to.iter().any(|r| r.as_str() == k.trim())).cloned().collect();
+    if !strangers.is_empty() {
+        return Err(AppError::value(format!(
+            "'addenda' names {strangers:?} who are not recipients — addenda are per-recipient \
+             tails; the recipients are {}",
+            roles_list(to)
+        )));
+    }
+    let mut out = BTreeMap::new();
+    for (k, v) in raw {
+        check_length(&format!("addenda['{k}']"), &v, NOTE_MAX)?;
+        let role = Role::new(k.trim()).map_err(value)?;
+        out.insert(role, v);
+    }
+    Ok(out)
+}
+
+/// The multi-recipient rules: debts are never broadcast; proposals and status
+/// reports may be; anything else only as a reply that keeps its parent's audience.
+fn check_audience(ix: &Index, send: &Send) -> AppResult<()> {
+    if send.to.len() < 2 {
+        return Ok(());
+    }
+    if send.action_required {
+        return Err(AppError::value(
+            "action_required cannot be broadcast — a debt has one addressee; send one message per role",
+        ));
+    }
+    if matches!(send.kind, Some(Kind::Proc | Kind::Status)) {
+        return Ok(());
+    }
+    let parent = match &send.reply_to {
+        Some(id) => ix
+            .conn()
+            .prepare_cached("SELECT from_role, to_json FROM messages WHERE id = ?1")
+            .and_then(|mut st| {
+                st.query_row([id.hex()], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                    .optional()
+            })
+            .db(ix.path())?,
+        None => None,
+    };
+    let solo = || {
+        AppError::value(
+            "only ['proc', 'status'] may be sent to several roles on their own — other kinds go to \
+             one role, or reply (reply_to) to a multi-recipient message keeping its audience",
+        )
+    };
+    let Some((pfrom, pto)) = parent else { return Err(solo()) };
+    let pto: Vec<String> = serde_json::from_str(&pto).unwrap_or_default();
+    if pto.len() < 2 {
+        return Err(solo());
+    }
+    let outsiders: Vec<&str> = send
+        .to
+        .iter()
+        .map(Role::as_str)
+        .filter(|r| *r != pfrom && !pto.iter().any(|p| p == r))
+        .collect();
+    if !outsiders.is_empty() {
+        return Err(AppError::value(format!(
+            "{outsiders:?} were not party to it — a reply to message {} may only address its \
+             author and recipients (or send a new proc/status message)",
+            send.reply_to.map(|r| r.short()).unwrap_or_default()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! A session: one open channel acting as (at most) one role.
+//!
+//! Owns the identity a use case acts as and the lookups every tool shares
+//! (the caller's role, resolving a message id prefix). Identities in results
+//! always come from here or from verified feeds, never from tool arguments.
+
+use rusqlite::params;
+
+use super::refusal::{AppError, AppResult};
+use crate::core::ids::{IdPrefix, RecordId, Role};
+use crate::store::error::SqlContext as _;
+use crate::store::{Channel, Index, Writer};
+
+/// Environment variables a role may come from, in order of precedence.
+pub const ROLE_VARS: [&str; 2] = ["COUNTERSIGN_ROLE", "AI_AGENT_CHANNEL_ROLE"];
+
+/// An open channel plus the role this session acts as.
+pub struct Session {
+    channel: Channel,
+    role: Option<Role>,
+    writer: Option<Writer>,
+}
+
+/// A message found by id.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Its full id.
+    pub id: RecordId,
+    /// True if it is a tombstone.
+    pub deleted: bool,
+}
+
+impl Session {
+    /// A session on `channel` as `role`. The role must be in the roster.
+    pub fn new(channel: Channel, role: Option<Role>) -> AppResult<Self> {
+        if let Some(r) = &role
+            && !channel.roster().contains(r)
+        {
+            return Err(AppError::value(format!(
+                "role '{r}' is not a role of this channel — its roles are {}",
+                roles_list(&channel.roster())
+            )));
+        }
+        Ok(Self { channel, role, writer: None })
+    }
+
+    /// The role from `--role`, else the environment (`COUNTERSIGN_ROLE`, then
+    /// `AI_AGENT_CHANNEL_ROLE`); blank values count as absent.
+    pub fn role_from(flag: Option<&str>) -> AppResult<Option<Role>> {
+        let raw = flag.map(str::to_owned).or_else(|| {
+            ROLE_VARS.iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
+        });
+        raw.map(|r| Role::new(r.trim()).map_err(|e| AppError::value(e.to_string()))).transpose()
+    }
+
+    /// The channel.
+    pub fn channel(&self) -> &Channel {
+        &self.channel
+    }
+
+    /// The channel, mutably (writes, catch-up).
+    pub fn channel_mut(&mut self) -> &mut Channel {
+        &mut self.channel
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        self.channel.index()
+    }
+
+    /// The role this session may act as, if any.
+    pub fn role_opt(&self) -> Option<&Role> {
+        self.role.as_ref()
+    }
+
+    /// The caller's role, or the refusal naming where a role comes from.
+    pub fn role(&self) -> AppResult<Role> {
+        self.role.clone().ok_or_else(|| {
+            AppError::value(format!(
+                "no role: start the server with --role ROLE or set {} (or {})",
+                ROLE_VARS[0], ROLE_VARS[1]
+            ))
+        })
+    }
+
+    /// Folds whatever arrived since the last call.
+    pub fn catch_up(&mut self) -> AppResult<()> {
+        self.channel.catch_up()?;
+        Ok(())
+    }
+
+    /// The writer of the caller's feed (set up once per session).
+    pub fn writer(&mut self) -> AppResult<Writer> {
+        let role = self.role()?;
+        if let Some(w) = &self.writer {
+            return Ok(w.clone());
+        }
+        let w = self.channel.writer(&role)?;
+        self.writer = Some(w.clone());
+        Ok(w)
+    }
+
+    /// The roster, sorted.
+    pub fn roster(&self) -> Vec<Role> {
+        self.channel.roster()
+    }
+}
+
+/// Formats roles as `['a', 'b']`, the way refusals list them.
+pub fn roles_list(roles: &[Role]) -> String {
+    let inner: Vec<String> = roles.iter().map(|r| format!("'{r}'")).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+/// Finds a message by an id prefix typed by an agent. `field` names the
+/// parameter in refusals. Tombstones are found too; callers decide.
+pub fn find(ix: &Index, field: &str, raw: &str) -> AppResult<Found> {
+    let Some(prefix) = IdPrefix::parse(raw) else {
+        return Err(AppError::value(format!(
+            "'{field}' must be a message id: 6 to 64 hex characters (got '{raw}')"
+        )));
+    };
+    let lo = prefix.as_str().to_owned();
+    let hi = format!("{lo}g");
+    let mut st = ix
+        .conn()
+        .prepare_cached("SELECT id, deleted_ms IS NOT NULL FROM messages WHERE id >= ?1 AND id < ?2 LIMIT 3")
+        .db(ix.path())?;
+    let rows: Vec<(String, bool)> = st
+        .query_map(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))
+        .db(ix.path())?
+        .collect::<Result<_, _>>()
+        .db(ix.path())?;
+    match rows.as_slice() {
+        [] => Err(AppError::value(format!("message {raw} not found"))),
+        [(id, deleted)] => Ok(Found {
+            id: RecordId::parse(id).ok_or_else(|| AppError::value(format!("message {raw} not found")))?,
+            deleted: *deleted,
+        }),
+        many => {
+            let ids: Vec<&str> = many.iter().map(|(id, _)| &id[..16.min(id.len())]).collect();
+            Err(AppError::value(format!(
+                "message id '{raw}' matches more than one message ({}) — pass more characters",
+                ids.join(", ")
+            )))
+        }
+    }
+}
+
+/// Like [`find`], but a tombstone counts as not found.
+pub fn find_live(ix: &Index, field: &str, raw: &str) -> AppResult<RecordId> {
+    let f = find(ix, field, raw)?;
+    if f.deleted {
+        return Err(AppError::value(format!("message {raw} not found")));
+    }
+    Ok(f.id)
+}

@@ -1,0 +1,110 @@
+//! `countersign init`: create a channel folder and the owner key.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use super::Cli;
+use crate::core::genesis::{FORMAT, Genesis, channel_id};
+use crate::core::ids::Role;
+use crate::core::record::pubkey_hex;
+use crate::core::timestamp::format_rfc3339;
+use crate::store::channel::now_ms;
+use crate::store::channel_dir::DEFAULT_DIR;
+use crate::store::home::new_signing_key;
+use crate::store::{ChannelDir, Home};
+
+/// Arguments of `init`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Folder to create (default: ./.countersign, which commands run inside this project find
+    /// on their own). It must not exist or be empty.
+    pub dir: Option<PathBuf>,
+    /// The roles, comma-separated: 2 to 12 distinct lowercase slugs, e.g. frontend,backend.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub roles: Vec<String>,
+    /// A name for the channel (a lowercase slug). Default: the project folder's name.
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// Creates the channel and prints the next steps.
+pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    let names: Vec<&str> = a.roles.iter().map(String::as_str).collect();
+    let roles = Genesis::roster(&names)?;
+    let root = a.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    let root = absolute(&root)?;
+    let name = match &a.name {
+        Some(n) => n.clone(),
+        None => default_name(&root),
+    };
+    Genesis::check_name(&name)?;
+    ChannelDir::check_free(&root)?;
+    let owner = new_signing_key();
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce).context("reading the OS random source")?;
+    let genesis = Genesis {
+        format: FORMAT.to_owned(),
+        name,
+        created_at: format_rfc3339(now_ms()),
+        roles: roles.clone(),
+        owner_pubkey: pubkey_hex(&owner.verifying_key()),
+        nonce: hex::encode(nonce),
+    };
+    let home = Home::from_env()?;
+    // The key first: a folder without its owner key could never admit anyone.
+    home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner)?;
+    let dir = ChannelDir::create(&root, &genesis)?;
+    print!("{}", next_steps(&dir, &roles));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
+}
+
+/// The project folder's name as a slug, or "channel".
+fn default_name(root: &Path) -> String {
+    let base = if root.file_name().is_some_and(|n| n == DEFAULT_DIR) { root.parent() } else { Some(root) };
+    let raw = base.and_then(Path::file_name).and_then(|n| n.to_str()).unwrap_or("channel");
+    let slug: String = raw
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .skip_while(|c| *c == '-' || *c == '_')
+        .take(64)
+        .collect();
+    if crate::core::ids::is_slug(&slug) { slug } else { "channel".into() }
+}
+
+fn next_steps(dir: &ChannelDir, roles: &[Role]) -> String {
+    let path = dir.root().display().to_string();
+    let mut out = format!(
+        "Created channel '{}' in {path}\n  id {}\n  roles: {}\n  owner key: stored in this device's countersign home (back it up; it cannot be recovered)\n\n",
+        dir.genesis().name,
+        dir.id(),
+        roles.iter().map(Role::as_str).collect::<Vec<_>>().join(", "),
+    );
+    out.push_str("Next steps — give each agent session one role.\n\n");
+    for role in roles {
+        let args = format!("[\"mcp\", \"--role\", \"{role}\", \"--channel\", {}]", json_str(&path));
+        out.push_str(&format!(
+            "Role '{role}':\n  Claude Code (.mcp.json in that session's project):\n    \
+             {{\"mcpServers\": {{\"channel\": {{\"command\": \"countersign\", \"args\": {args}}}}}}}\n  \
+             Codex (~/.codex/config.toml):\n    [mcp_servers.channel]\n    command = \"countersign\"\n    \
+             args = {args}\n\n"
+        ));
+    }
+    out.push_str(&format!(
+        "Try it from a shell:\n  countersign --channel {path} --role {a} send --to {b} --topic hello --body 'first message'\n  \
+         countersign --channel {path} --role {b} inbox\n  countersign --channel {path} log\n",
+        a = roles[0],
+        b = roles[1],
+    ));
+    out
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialize")
+}

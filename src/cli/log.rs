@@ -1,0 +1,60 @@
+//! `countersign log`: every record in readable form, with verification marks.
+
+use std::process::ExitCode;
+
+use crate::core::record::decode_body;
+use crate::core::op::Op;
+use crate::core::timestamp::format_rfc3339;
+use crate::store::error::SqlContext as _;
+
+use super::Cli;
+
+/// Arguments of `log`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print each verified record's body as JSON, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints accepted records in the channel's total order (✓: signature and
+/// chain verified), then what could not be applied (✗).
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    let mut channel = cli.open_channel()?;
+    channel.catch_up()?;
+    let ix = channel.index();
+    let mut st = ix
+        .conn()
+        .prepare("SELECT id, feed, seq, ms, op, body FROM records ORDER BY ms, c, id")
+        .db(ix.path())?;
+    let mut rows = st.query([]).db(ix.path())?;
+    while let Some(r) = rows.next().db(ix.path())? {
+        let (id, feed, seq, ms, op, body): (String, String, i64, i64, String, String) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?);
+        if a.json {
+            println!("{body}");
+            continue;
+        }
+        let what = decode_body(&body).ok().and_then(|(_, _, op)| op).map(|op| describe(&op)).unwrap_or_default();
+        println!("✓ {} {feed} #{seq} {} {op}{what}", format_rfc3339(ms), &id[..12]);
+    }
+    for p in ix.problems()? {
+        println!("✗ {}:{} {}: {}", p.path, p.offset, p.kind, p.reason);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe(op: &Op) -> String {
+    let short = |ids: &[crate::core::ids::RecordId]| ids.iter().map(|i| i.short()).collect::<Vec<_>>().join(",");
+    match op {
+        Op::Send(s) => {
+            let to: Vec<&str> = s.to.iter().map(|r| r.as_str()).collect();
+            let debt = if s.action_required { " [action required]" } else { "" };
+            format!(" → {}{debt}: {:?}", to.join(","), s.topic)
+        }
+        Op::Read(i) | Op::Opened(i) => format!(" {}", short(&i.ids)),
+        Op::Delete(t) => format!(" {}", t.id.short()),
+        Op::Admit(a) => format!(" {} as {}", a.feed, a.role),
+        Op::FeedInit(f) => format!(" {} on {}", f.role, f.device_name),
+    }
+}

@@ -1,0 +1,102 @@
+//! The command line: one file per command, each a thin adapter over `app` or
+//! `store`. `main` maps outcomes to exit codes: 0 done, 1 problems found (verify),
+//! 2 the command could not run.
+
+mod demo;
+mod inbox;
+mod init;
+mod log;
+mod reindex;
+mod send;
+mod serve;
+mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use crate::app::Session;
+use crate::store::{Channel, ChannelDir, Home};
+
+/// countersign: a coordination channel for coding-agent sessions, with no server.
+///
+/// A channel is a folder of signed, append-only message feeds, one per role and
+/// device. Agents reach it through `countersign mcp` (a stdio MCP server); people,
+/// hooks and scripts use the other commands.
+#[derive(Debug, Parser)]
+#[command(name = "countersign", version, about, long_about, max_term_width = 100)]
+pub struct Cli {
+    /// The channel folder (the one holding channel.json). Default: $COUNTERSIGN_CHANNEL,
+    /// else the nearest .countersign/ above the working directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub channel: Option<PathBuf>,
+    /// The role to act as. Default: $COUNTERSIGN_ROLE, else $AI_AGENT_CHANNEL_ROLE.
+    #[arg(long, global = true, value_name = "ROLE")]
+    pub role: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a channel folder and the owner key, and print how to wire agents to it.
+    Init(init::Args),
+    /// Serve the channel to one agent session over stdio (MCP).
+    Mcp(serve::Args),
+    /// Send a message as --role.
+    Send(send::Args),
+    /// Show the messages addressed to --role (records delivery, never marks read).
+    Inbox(inbox::Args),
+    /// Print every record of the channel in readable form, with verification marks.
+    Log(log::Args),
+    /// Check every signature and chain from the files: exit 0 clean, 1 problems, 2 unreadable.
+    Verify(verify::Args),
+    /// Rebuild this device's index of the channel from the feeds.
+    Reindex(reindex::Args),
+    /// Play a short exchange between two roles on a throwaway channel, through the real
+    /// MCP server, and print it.
+    Demo(demo::Args),
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match &cli.command {
+        Command::Init(a) => init::run(&cli, a),
+        Command::Mcp(a) => serve::run(&cli, a),
+        Command::Send(a) => send::run(&cli, a),
+        Command::Inbox(a) => inbox::run(&cli, a),
+        Command::Log(a) => log::run(&cli, a),
+        Command::Verify(a) => verify::run(&cli, a),
+        Command::Reindex(a) => reindex::run(&cli, a),
+        Command::Demo(a) => demo::run(&cli, a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("countersign: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+impl Cli {
+    /// The channel folder this invocation points at.
+    fn channel_dir(&self) -> anyhow::Result<ChannelDir> {
+        Ok(ChannelDir::discover(self.channel.as_deref())?)
+    }
+
+    /// Opens the channel with this device's home.
+    fn open_channel(&self) -> anyhow::Result<Channel> {
+        let home = Home::from_env()?;
+        Ok(Channel::open(self.channel_dir()?, home)?)
+    }
+
+    /// A session acting as the role from --role or the environment (required).
+    fn session_with_role(&self) -> anyhow::Result<Session> {
+        let role = Session::role_from(self.role.as_deref())?
+            .context("no role: pass --role ROLE or set COUNTERSIGN_ROLE (or AI_AGENT_CHANNEL_ROLE)")?;
+        Ok(Session::new(self.open_channel()?, Some(role))?)
+    }
+}
