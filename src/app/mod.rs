@@ -8,6 +8,7 @@
 pub mod delete;
 pub mod inbox;
 pub mod info;
+pub mod init;
 pub mod listing;
 pub mod refusal;
 pub mod rows;

@@ -3,16 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-
 use super::Cli;
-use crate::core::genesis::{FORMAT, Genesis, channel_id};
+use crate::app::init::create_channel;
 use crate::core::ids::Role;
-use crate::core::record::pubkey_hex;
-use crate::core::timestamp::format_rfc3339;
-use crate::store::channel::now_ms;
 use crate::store::channel_dir::DEFAULT_DIR;
-use crate::store::home::new_signing_key;
 use crate::store::{ChannelDir, Home};
 
 /// Arguments of `init`.
@@ -32,31 +26,10 @@ pub struct Args {
 /// Creates the channel and prints the next steps.
 pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = a.roles.iter().map(String::as_str).collect();
-    let roles = Genesis::roster(&names)?;
-    let root = a.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
-    let root = absolute(&root)?;
-    let name = match &a.name {
-        Some(n) => n.clone(),
-        None => default_name(&root),
-    };
-    Genesis::check_name(&name)?;
-    ChannelDir::check_free(&root)?;
-    let owner = new_signing_key();
-    let mut nonce = [0u8; 16];
-    getrandom::fill(&mut nonce).context("reading the OS random source")?;
-    let genesis = Genesis {
-        format: FORMAT.to_owned(),
-        name,
-        created_at: format_rfc3339(now_ms()),
-        roles: roles.clone(),
-        owner_pubkey: pubkey_hex(&owner.verifying_key()),
-        nonce: hex::encode(nonce),
-    };
-    let home = Home::from_env()?;
-    // The key first: a folder without its owner key could never admit anyone.
-    home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner)?;
-    let dir = ChannelDir::create(&root, &genesis)?;
-    print!("{}", next_steps(&dir, &roles));
+    let root = absolute(&a.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR)))?;
+    let name = a.name.clone().unwrap_or_else(|| default_name(&root));
+    let dir = create_channel(&root, &names, &name, &Home::from_env()?)?;
+    print!("{}", next_steps(&dir, &dir.genesis().roles));
     Ok(ExitCode::SUCCESS)
 }
 

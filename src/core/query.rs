@@ -20,6 +20,27 @@
 //!
 //! It must not touch files, SQLite (`core` never imports rusqlite) or the clock: the caller
 //! runs the SQL, picks the path with [`SearchQuery::needs_scan`] and orders the results.
+//!
+//! # Using it
+//!
+//! ```text
+//! let q = SearchQuery::parse(query)?;              // refusals are ValueErrors
+//! if fts5_available && !q.needs_scan() {
+//!     // match: "fts"; ?1 = q.fts_match(), bound as a parameter
+//!     SELECT m.*, snippet(messages_fts, -1, '[', ']', '…', 12)
+//!       FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+//!      WHERE messages_fts MATCH ?1 AND <deleted / role / kind / status filters>
+//!      ORDER BY bm25(messages_fts), m.id DESC LIMIT ?
+//! } else {
+//!     q.check_scannable()?;                        // match: "substring"
+//!     // newest first, keep rows where q.matches(topic, body); snippet = first 200 chars
+//! }
+//! ```
+//!
+//! The table must be `fts5(topic, body, …, tokenize='trigram')` with those column names in
+//! that order (`snippet` column 0 is the topic, 1 the body, -1 lets FTS5 choose). Because
+//! `fts_match` is always valid syntax, any error from `MATCH` is a real one (a lock, a
+//! missing table) and should propagate, not be reported as a bad query.
 
 use std::fmt;
 
@@ -190,9 +211,13 @@ impl SearchQuery {
 
     /// The scan: whether a row with this `topic` and `body` matches. Both sides are folded as
     /// the trigram tokenizer folds them ([`fold`]); a term or phrase matches as a substring
-    /// (a trailing `*` changes nothing, as under trigram), within its column filter. Exact
-    /// for every query [`check_scannable`](Self::check_scannable) accepts; `NEAR(…)` is
-    /// approximated as the AND of its phrases.
+    /// (a trailing `*` changes nothing, as under trigram), within its column filter.
+    ///
+    /// When every term has 3 or more characters this returns exactly what FTS5 returns for
+    /// [`fts_match`](Self::fts_match) on the same row, for all syntax but `NEAR(…)`, which
+    /// is approximated as the AND of its phrases (and refused by
+    /// [`check_scannable`](Self::check_scannable), as are the other rare forms). A shorter
+    /// term, which the index cannot find, matches as a substring.
     pub fn matches(&self, topic: &str, body: &str) -> bool {
         self.root.eval(&[fold(topic), fold(body)])
     }

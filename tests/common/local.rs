@@ -1,0 +1,69 @@
+//! In-process access to a channel: the library's own API on real files and a
+//! real SQLite index, for tests of feeds and ingest.
+
+use std::path::{Path, PathBuf};
+
+use countersign::app::Session;
+use countersign::app::init::create_channel;
+use countersign::app::send::{SendRequest, ToArg, send_message};
+use countersign::core::ids::Role;
+use countersign::store::{Channel, ChannelDir, Home};
+
+/// A channel folder and a home in a temporary folder.
+pub struct Local {
+    pub tmp: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub home: Home,
+}
+
+impl Local {
+    /// A new channel with `roles`.
+    pub fn new(roles: &[&str]) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("channel");
+        let home = Home::at(tmp.path().join("home"));
+        create_channel(&dir, roles, "local", &home).unwrap();
+        Self { tmp, dir, home }
+    }
+
+    /// Opens the channel (a fresh index handle, as another process would).
+    pub fn channel(&self) -> Channel {
+        open(&self.dir, &self.home)
+    }
+
+    /// A session acting as `role`.
+    pub fn session(&self, role: &str) -> Session {
+        Session::new(self.channel(), Some(Role::new(role).unwrap())).unwrap()
+    }
+
+    /// The folder of `role`'s feed on this device.
+    pub fn feed_dir(&self, role: &str) -> PathBuf {
+        let device = self.home.device().unwrap().id;
+        self.dir.join("feeds").join(role).join(device)
+    }
+}
+
+/// Opens a channel folder with a home.
+pub fn open(dir: &Path, home: &Home) -> Channel {
+    Channel::open(ChannelDir::open(dir).unwrap(), home.clone()).unwrap()
+}
+
+/// Sends a point-to-point message and returns its short id.
+pub fn send(s: &mut Session, to: &str, topic: &str, body: &str) -> String {
+    let out = send_message(
+        s,
+        SendRequest {
+            to: ToArg::One(to.into()),
+            topic: topic.into(),
+            body: body.into(),
+            action_required: false,
+            reply_to: None,
+            kind: None,
+            work_status: None,
+            addenda: None,
+            decision_requested: true,
+        },
+    )
+    .unwrap();
+    out["id"].as_str().unwrap().to_owned()
+}

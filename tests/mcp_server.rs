@@ -1,0 +1,60 @@
+//! The MCP surface itself: tool list, order, schemas, annotations, and a first exchange.
+
+mod common;
+
+use common::TestChannel;
+use serde_json::json;
+
+#[tokio::test]
+async fn tools_are_listed_in_protocol_order_with_annotations_and_described_parameters() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let c = ch.client("frontend").await;
+    let tools = c.inner.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "send_message", "read_inbox", "mark_read", "delete_message", "list_messages",
+            "search_messages", "get_thread", "list_roles", "server_build", "get_protocol"
+        ]
+    );
+    let read_only = ["list_messages", "search_messages", "get_thread", "list_roles", "server_build", "get_protocol"];
+    for t in &tools {
+        let a = t.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", t.name));
+        assert_eq!(a.read_only_hint, Some(read_only.contains(&t.name.as_ref())), "{}", t.name);
+        assert!(a.destructive_hint.is_some() && a.idempotent_hint.is_some(), "{}", t.name);
+        let props = t.input_schema.get("properties").and_then(|p| p.as_object());
+        for (name, schema) in props.into_iter().flatten() {
+            assert!(
+                schema.get("description").and_then(|d| d.as_str()).is_some_and(|d| !d.is_empty()),
+                "{}.{name} has no description",
+                t.name
+            );
+        }
+    }
+    for peer_text in ["read_inbox", "get_thread"] {
+        let t = tools.iter().find(|t| t.name == peer_text).unwrap();
+        assert!(t.description.as_deref().unwrap_or("").contains("ANOTHER AGENT SESSION"), "{peer_text}");
+    }
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_message_goes_from_one_session_to_another() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let fe = ch.client("frontend").await;
+    let be = ch.client("backend").await;
+    let id = fe.send("backend", "schema", "please review the schema").await;
+    let inbox = be.call("read_inbox", json!({})).await.ok();
+    let rows = inbox["result"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["id"], id);
+    assert_eq!(rows[0]["from"], "frontend");
+    assert_eq!(rows[0]["to"], "backend");
+    let marked = be.call("mark_read", json!({"message_id": id})).await.ok();
+    assert_eq!(marked["already_read"], false);
+    let inbox = be.call("read_inbox", json!({})).await.ok();
+    assert!(inbox["result"].as_array().unwrap().is_empty());
+    fe.close().await;
+    be.close().await;
+}
