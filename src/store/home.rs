@@ -147,16 +147,28 @@ pub fn new_signing_key() -> SigningKey {
     SigningKey::from_bytes(&seed)
 }
 
-/// Writes a new file durably. An existing file is left alone (another process
-/// won the race), which the caller notices by reading back.
+/// Creates `path` with `bytes`, durably and atomically: the content is written
+/// to a private temporary file first and then hard-linked into place, which
+/// fails if the path exists. So a reader never sees a half-written key, and
+/// when two processes race, the first one's file stands whole.
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> StoreResult<()> {
-    let mut f = match fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+    let mut rnd = [0u8; 8];
+    getrandom::fill(&mut rnd).expect("the OS random source works");
+    let tmp = path.with_extension(format!("tmp-{}", hex::encode(rnd)));
+    let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp).at(&tmp)?;
+    f.write_all(bytes).at(&tmp)?;
+    f.sync_all().at(&tmp)?;
+    drop(f);
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e).at(path)?,
-    };
-    f.write_all(bytes).at(path)?;
-    f.sync_all().at(path)?;
+    }
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
+    }
     Ok(())
 }
 

@@ -11,6 +11,7 @@ pub mod feed;
 pub mod home;
 pub mod index;
 pub mod ingest;
+pub mod lock;
 
 pub use channel::{Channel, Writer};
 pub use channel_dir::ChannelDir;

@@ -1,0 +1,28 @@
+//! Advisory file locks (the standard library's `File::lock`), held until dropped.
+//!
+//! Locks only order processes on this machine; across machines nothing is
+//! locked, which is why every file in the shared folder has a single writer.
+
+use std::fs::{self, File, OpenOptions};
+use std::path::Path;
+
+use super::error::{IoContext as _, StoreResult};
+
+/// An exclusive lock on a lock file; released when dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+impl FileLock {
+    /// Waits for and takes the exclusive lock on `path` (created if missing).
+    /// The lock file is never deleted: every process must lock the same inode.
+    pub fn exclusive(path: &Path) -> StoreResult<Self> {
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).at(parent)?;
+        }
+        let file = OpenOptions::new().create(true).truncate(false).write(true).open(path).at(path)?;
+        file.lock().at(path)?;
+        Ok(Self { _file: file })
+    }
+}
