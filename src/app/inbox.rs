@@ -75,9 +75,10 @@ pub fn mark_read(s: &mut Session, message_id: Option<&str>, message_ids: Option<
     let writer = s.writer()?;
     let (rec, found) = s.channel_mut().append_if(&writer, |ix| {
         let suffix = if single { "" } else { "; nothing was marked" };
+        let field = if single { "message_id" } else { "message_ids" };
         let mut found: Vec<(String, RecordId, Option<i64>)> = Vec::new();
         for raw in &ids {
-            let f = find(ix, "message_id", raw).map_err(|e| AppError::value(format!("{e}{suffix}")))?;
+            let f = find(ix, field, raw).map_err(|e| AppError::value(format!("{e}{suffix}")))?;
             if f.deleted {
                 return Err(AppError::value(format!("message {raw} not found{suffix}")));
             }
@@ -91,7 +92,7 @@ pub fn mark_read(s: &mut Session, message_id: Option<&str>, message_ids: Option<
             }
         }
         let fresh: Vec<RecordId> = found.iter().filter(|(_, _, r)| r.is_none()).map(|(_, id, _)| *id).collect();
-        let op = (!fresh.is_empty()).then(|| Op::Read(Ids { ids: fresh }));
+        let op = (!fresh.is_empty()).then_some(Op::Read(Ids { ids: fresh }));
         Ok::<_, AppError>((op, found))
     })?;
     let now = rec.map(|r| r.header.hlc.ms());

@@ -155,3 +155,40 @@ pub fn find_live(ix: &Index, field: &str, raw: &str) -> AppResult<RecordId> {
     }
     Ok(f.id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_with(ids: &[&str]) -> Index {
+        let ix = Index::in_memory("c").unwrap();
+        for id in ids {
+            ix.conn()
+                .execute(
+                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, body, \
+                     action_required, decision_requested, ms, c, body_sha256, body_bytes, body_chars) \
+                     VALUES (?1, 1, 'a', '[\"b\"]', 0, 't', 'b', 0, 1, 1, 0, '', 1, 1)",
+                    [id],
+                )
+                .unwrap();
+        }
+        ix
+    }
+
+    #[test]
+    fn a_prefix_must_name_exactly_one_message() {
+        let a = format!("abcdef01{}", "0".repeat(56));
+        let b = format!("abcdef02{}", "0".repeat(56));
+        let ix = index_with(&[&a, &b]);
+        let e = find(&ix, "message_id", "abcdef").unwrap_err().to_string();
+        assert!(e.contains("matches more than one message") && e.contains("pass more characters"), "{e}");
+        assert_eq!(find(&ix, "message_id", "abcdef01").unwrap().id.hex(), a);
+        assert_eq!(find(&ix, "message_id", "#ABCDEF02").unwrap().id.hex(), b);
+        let e = find(&ix, "message_id", "abcdef03").unwrap_err().to_string();
+        assert_eq!(e, "message abcdef03 not found");
+        let e = find(&ix, "message_id", "abc").unwrap_err().to_string();
+        assert!(e.contains("6 to 64 hex characters"), "{e}");
+        let e = find(&ix, "reply_to", "not-hex!").unwrap_err().to_string();
+        assert!(e.starts_with("'reply_to' must be a message id"), "{e}");
+    }
+}
