@@ -1,0 +1,262 @@
+"""Cross-check of the countersign MCP server with the official Python MCP SDK (`mcp` 2.x).
+
+An independent client (not rmcp) drives the real binary over stdio:
+
+    python3 tests/python/cross_check.py path/to/countersign
+
+It makes a throwaway home and channel (`countersign init`), connects one session as
+`frontend` and one as `backend`, and prints one line per check. Exit 0 when every check
+passes; exit 1 at the first failure (with what was expected and what came back); exit 2 on
+a usage or setup problem. Run by tests/python_client.rs; needs tests/python/requirements.txt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from contextlib import AsyncExitStack
+from typing import Any
+
+try:
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.types import PaginatedRequestParams
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+except ImportError as e:  # pragma: no cover - depends on the environment
+    print(f"cross_check: the Python MCP SDK is not installed ({e}); "
+          "pip install -r tests/python/requirements.txt", file=sys.stderr)
+    sys.exit(2)
+
+TOOLS = [
+    "send_message", "read_inbox", "mark_read", "delete_message", "list_messages",
+    "search_messages", "get_thread", "list_roles", "server_build", "get_protocol",
+]
+READ_ONLY = {"list_messages", "search_messages", "get_thread", "list_roles", "server_build", "get_protocol"}
+ROLES = ("frontend", "backend")
+TIMEOUT_S = 120
+
+
+class CheckFailed(Exception):
+    pass
+
+
+# What the run is doing, so an unexpected error (a closed connection, a protocol error)
+# says where it happened.
+step = "starting"
+
+
+def at(what: str) -> None:
+    global step
+    step = what
+
+
+def ok(name: str, detail: str = "") -> None:
+    print(f"ok   {name}" + (f": {detail}" if detail else ""), flush=True)
+
+
+def expect(cond: bool, name: str, why: str) -> None:
+    if not cond:
+        raise CheckFailed(f"{name}: {why}")
+
+
+def text_of(res: Any, name: str) -> str:
+    expect(bool(res.content), name, f"no content in the result: {res!r}")
+    first = res.content[0]
+    expect(getattr(first, "type", None) == "text", name, f"content[0] is not text: {first!r}")
+    return first.text
+
+
+async def call_ok(session: ClientSession, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Calls a tool that must succeed; returns its structured content."""
+    res = await session.call_tool(tool, args)
+    expect(res.is_error is not True, tool, f"refused: {res.structured_content!r} {res.content!r}")
+    sc = res.structured_content
+    expect(isinstance(sc, dict), tool, f"structured_content is not an object: {sc!r}")
+    return sc
+
+
+async def connect(stack: AsyncExitStack, binary: str, home: str, channel: str, role: str) -> ClientSession:
+    params = StdioServerParameters(
+        command=binary,
+        args=["mcp", "--role", role, "--channel", channel],
+        # Merged over the SDK's small default environment (PATH, HOME, ...), so no
+        # COUNTERSIGN_ROLE or COUNTERSIGN_CHANNEL from the caller leaks in.
+        env={"COUNTERSIGN_HOME": home},
+    )
+    read, write = await stack.enter_async_context(stdio_client(params))
+    return await stack.enter_async_context(ClientSession(read, write))
+
+
+async def list_all_tools(session: ClientSession) -> list[Any]:
+    tools = []
+    res = await session.list_tools()
+    tools.extend(res.tools)
+    while res.next_cursor:
+        res = await session.list_tools(params=PaginatedRequestParams(cursor=res.next_cursor))
+        tools.extend(res.tools)
+    return tools
+
+
+async def run(binary: str, home: str, channel: str) -> None:
+    at("spawn the servers")
+    async with AsyncExitStack() as stack:
+        fe = await connect(stack, binary, home, channel, "frontend")
+        be = await connect(stack, binary, home, channel, "backend")
+
+        # initialize
+        at("connect and initialize")
+        for role, session in (("frontend", fe), ("backend", be)):
+            init = await session.initialize()
+            name = f"initialize ({role})"
+            expect(init.server_info.name == "countersign", name,
+                   f"server name {init.server_info.name!r}, expected 'countersign'")
+            expect(init.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS, name,
+                   f"protocol version {init.protocol_version!r} not in {HANDSHAKE_PROTOCOL_VERSIONS}")
+            expect(init.capabilities.tools is not None, name, "the server does not declare tools")
+            ok(name, f"{init.server_info.name} {init.server_info.version}, protocol {init.protocol_version}")
+
+        # tools/list
+        at("tools/list")
+        tools = await list_all_tools(fe)
+        names = [t.name for t in tools]
+        expect(names == TOOLS, "tools/list order", f"got {names}, expected {TOOLS}")
+        ok("tools/list order", f"{len(names)} tools")
+        for t in tools:
+            a = t.annotations
+            expect(a is not None, "tools/list annotations", f"{t.name} has no annotations")
+            want = t.name in READ_ONLY
+            expect(a.read_only_hint is want, "tools/list annotations",
+                   f"{t.name}.read_only_hint is {a.read_only_hint!r}, expected {want}")
+        ok("tools/list annotations", f"read_only_hint true for {len(READ_ONLY)}, false for {len(TOOLS) - len(READ_ONLY)}")
+        n_props = 0
+        for t in tools:
+            schema = t.input_schema
+            expect(schema.get("type") == "object", "tools/list schemas", f"{t.name} input schema is not an object: {schema}")
+            for prop, ps in (schema.get("properties") or {}).items():
+                d = ps.get("description") if isinstance(ps, dict) else None
+                expect(isinstance(d, str) and d.strip() != "", "tools/list schemas",
+                       f"{t.name}.{prop} has no description: {ps}")
+                n_props += 1
+        ok("tools/list schemas", f"{n_props} input properties, all described")
+
+        # send_message frontend -> backend
+        at("send_message")
+        topic, body = "schema", "please review the invoice schema (python cross-check)"
+        res = await fe.call_tool("send_message", {"to": "backend", "topic": topic, "body": body})
+        expect(res.is_error is not True, "send_message", f"refused: {res.structured_content!r}")
+        sent = res.structured_content or {}
+        mid = sent.get("id")
+        expect(isinstance(mid, str) and len(mid) == 12, "send_message", f"no 12-character id in {sent!r}")
+        try:
+            as_text = json.loads(text_of(res, "send_message"))
+        except json.JSONDecodeError as e:
+            raise CheckFailed(f"send_message: content[0].text is not JSON: {e}") from e
+        expect(as_text == sent, "send_message", f"text content {as_text!r} differs from structured {sent!r}")
+        ok("send_message frontend -> backend", f"id {mid}")
+
+        # read_inbox as backend
+        at("read_inbox")
+        inbox = await call_ok(be, "read_inbox", {})
+        rows = inbox.get("result")
+        expect(isinstance(rows, list) and len(rows) == 1, "read_inbox", f"expected one row, got {inbox!r}")
+        row = rows[0]
+        expect(row.get("id") == mid, "read_inbox", f"id {row.get('id')!r}, expected {mid!r}")
+        expect(row.get("from") == "frontend" and row.get("to") == "backend", "read_inbox",
+               f"from/to {row.get('from')!r}/{row.get('to')!r}")
+        ok("read_inbox (backend)", f"sees {mid} from frontend")
+
+        # mark_read
+        at("mark_read")
+        marked = await call_ok(be, "mark_read", {"message_id": mid})
+        expect(marked.get("already_read") is False, "mark_read", f"expected already_read false: {marked!r}")
+        inbox = await call_ok(be, "read_inbox", {})
+        expect(inbox.get("result") == [], "mark_read", f"inbox not empty after mark_read: {inbox!r}")
+        ok("mark_read", "inbox empty afterwards")
+
+        # a refusal: send to self
+        at("send to self")
+        res = await fe.call_tool("send_message", {"to": "frontend", "topic": "t", "body": "b"})
+        name = "refusal (send to self)"
+        expect(res.is_error is True, name, f"is_error is {res.is_error!r}: {res!r}")
+        sc = res.structured_content
+        expect(isinstance(sc, dict) and set(sc) == {"error", "message"}, name,
+               f"structured_content {sc!r}, expected keys error and message")
+        expect(sc["error"] == "ValueError", name, f"error kind {sc['error']!r}, expected 'ValueError'")
+        expect("cannot send to self" in sc["message"], name, f"message {sc['message']!r}")
+        expect(text_of(res, name) == sc["message"], name, "content[0].text differs from the message")
+        ok(name, f"ValueError: {sc['message']}")
+
+        # search_messages
+        at("search_messages")
+        found = await call_ok(fe, "search_messages", {"query": "invoice"})
+        hits = [r.get("id") for r in found.get("result") or []]
+        expect(mid in hits, "search_messages", f"{mid} not among the hits {hits}")
+        ok("search_messages", f"'invoice' finds {mid}")
+
+        # get_protocol
+        at("get_protocol")
+        res = await be.call_tool("get_protocol", {})
+        expect(res.is_error is not True, "get_protocol", f"refused: {res!r}")
+        doc = text_of(res, "get_protocol")
+        expect(doc.startswith("# ") and "\n## " in doc, "get_protocol", f"not a markdown document: {doc[:80]!r}")
+        expect(all(t in doc for t in TOOLS), "get_protocol",
+               f"does not mention every tool: missing {[t for t in TOOLS if t not in doc]}")
+        ok("get_protocol", f"markdown, {len(doc)} characters, first line {doc.splitlines()[0]!r}")
+
+
+def leaf_failures(e: BaseException) -> list[BaseException]:
+    """The exceptions inside (possibly nested) exception groups."""
+    inner = getattr(e, "exceptions", None)
+    if inner:
+        return [x for sub in inner for x in leaf_failures(sub)]
+    return [e]
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(f"usage: {sys.argv[0]} PATH_TO_COUNTERSIGN", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    if not os.access(binary, os.X_OK):
+        print(f"cross_check: {binary} is not an executable", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="countersign-py-") as tmp:
+        home, channel = os.path.join(tmp, "home"), os.path.join(tmp, "channel")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("COUNTERSIGN_ROLE", "AI_AGENT_CHANNEL_ROLE", "COUNTERSIGN_CHANNEL")}
+        env["COUNTERSIGN_HOME"] = home
+        init = subprocess.run(
+            [binary, "init", channel, "--roles", ",".join(ROLES), "--name", "pycheck"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )
+        if init.returncode != 0:
+            print(f"FAIL countersign init (exit {init.returncode}): {init.stderr.strip()}", flush=True)
+            return 1
+        ok("countersign init", f"roles {','.join(ROLES)}")
+
+        async def bounded() -> None:
+            with anyio.fail_after(TIMEOUT_S):
+                await run(binary, home, channel)
+
+        try:
+            anyio.run(bounded)
+        except BaseException as e:  # noqa: BLE001 - report whatever stopped the run
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            for leaf in leaf_failures(e):
+                if isinstance(leaf, CheckFailed):
+                    print(f"FAIL {leaf}", flush=True)
+                elif isinstance(leaf, TimeoutError):
+                    print(f"FAIL timed out after {TIMEOUT_S} s during {step}", flush=True)
+                else:
+                    print(f"FAIL {step}: unexpected {type(leaf).__name__}: {leaf}", flush=True)
+            return 1
+    print("cross_check: all checks passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
