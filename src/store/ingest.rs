@@ -28,7 +28,7 @@ use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::message::{Applied, Message};
-use crate::core::op::Op;
+use crate::core::op::{Op, Send};
 use crate::core::record::{self, Record, parse_pubkey};
 
 /// What one ingest pass did.
@@ -83,6 +83,9 @@ pub struct Ingest<'a, 'p> {
     owner_key: Option<VerifyingKey>,
     feeds: HashMap<FeedId, FeedState>,
     touched: BTreeSet<RecordId>,
+    /// Sends accepted in this pass, kept decoded so re-folding them needs no
+    /// second read and parse.
+    fresh: HashMap<RecordId, SendRow>,
     report: IngestReport,
     progress: Option<&'p mut dyn FnMut(u64)>,
 }
@@ -107,6 +110,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             owner_key: parse_pubkey(&dir.genesis().owner_pubkey),
             feeds: HashMap::new(),
             touched: BTreeSet::new(),
+            fresh: HashMap::new(),
             report: IngestReport::default(),
         };
         me.load_feeds()?;
@@ -370,29 +374,30 @@ impl<'a, 'p> Ingest<'a, 'p> {
             self.problem("quarantine", rel, offset, Some(&rec), feed, &reason)?;
             return Ok(Verdict::Consumed);
         }
-        if self.is_known(&rec.id)? {
-            return Ok(Verdict::Consumed);
-        }
         let state = self.feed_state(feed).clone();
-        if let Some(frozen) = state.frozen {
-            return Ok(Verdict::Wait(format!("frozen: {frozen}")));
-        }
         let Some(key) = state.pubkey else {
             let reason = format!("feed {feed} is not admitted by the channel owner; its records wait");
             self.problem("unadmitted", rel, 0, None, feed, &reason)?;
             return Ok(Verdict::Wait("not admitted".into()));
         };
+        // The chain is checked before the signature: a record already known
+        // (a rescan, a duplicated line) costs one lookup, not a verification.
+        let fit = chain::fit(state.head, &rec.header, rec.id, |seq| self.id_at(feed, seq).ok().flatten());
+        if fit == Fit::Known {
+            return Ok(Verdict::Consumed);
+        }
+        if let Some(frozen) = state.frozen {
+            return Ok(Verdict::Wait(format!("frozen: {frozen}")));
+        }
+        if let Fit::Gap { expected } = fit {
+            return Ok(Verdict::Wait(format!("seq {expected} is missing (found {})", rec.header.seq)));
+        }
         if !rec.verify(&key) {
             self.problem("quarantine", rel, offset, Some(&rec), feed, "bad signature")?;
             return Ok(Verdict::Consumed);
         }
-        let fit = chain::fit(state.head, &rec.header, rec.id, |seq| self.id_at(feed, seq).ok().flatten());
         match fit {
-            Fit::Next => {}
-            Fit::Known => return Ok(Verdict::Consumed),
-            Fit::Gap { expected } => {
-                return Ok(Verdict::Wait(format!("seq {expected} is missing (found {})", rec.header.seq)));
-            }
+            Fit::Next | Fit::Known | Fit::Gap { .. } => {}
             Fit::Broken(why) => {
                 self.problem("quarantine", rel, offset, Some(&rec), feed, &format!("broken chain: {why}"))?;
                 return Ok(Verdict::Consumed);
@@ -429,16 +434,6 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         self.accept(feed, &rec, &op)?;
         Ok(Verdict::Consumed)
-    }
-
-    fn is_known(&self, id: &RecordId) -> StoreResult<bool> {
-        Ok(self
-            .index
-            .conn()
-            .prepare_cached("SELECT 1 FROM records WHERE id = ?1")
-            .and_then(|mut s| s.query_row([id.hex()], |_| Ok(())).optional())
-            .db(self.index.path())?
-            .is_some())
     }
 
     fn id_at(&self, feed: &FeedId, seq: u64) -> StoreResult<Option<RecordId>> {
@@ -491,8 +486,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
                         .db(p)?;
                 }
             }
-            Op::Send(_) => {
+            Op::Send(send) => {
                 self.touched.insert(rec.id);
+                let Ok(from) = Role::new(&role) else { return Ok(()) };
+                self.fresh.insert(rec.id, SendRow { n, from, key: rec.order_key(), send: send.clone() });
             }
             Op::Read(_) | Op::Opened(_) | Op::Delete(_) => {
                 let mut ins = conn
@@ -510,8 +507,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     fn refold_touched(&mut self) -> StoreResult<()> {
         let touched = std::mem::take(&mut self.touched);
+        let fresh = std::mem::take(&mut self.fresh);
         for id in touched {
-            if refold(self.index, &id)? {
+            if refold_with(self.index, &id, fresh.get(&id))? {
                 self.report.refolded += 1;
             }
         }
@@ -519,21 +517,41 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 }
 
+/// A decoded `send` with what the fold needs about its record.
+struct SendRow {
+    n: i64,
+    from: Role,
+    key: OrderKey,
+    send: Send,
+}
+
 /// Re-folds one message from its records and writes its rows. `false` when
 /// its `send` is not in the index (yet).
 pub fn refold(index: &Index, id: &RecordId) -> StoreResult<bool> {
+    refold_with(index, id, None)
+}
+
+fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<bool> {
     let p = index.path();
     let conn = index.conn();
-    let send: Option<(i64, String, i64, i64, String)> = conn
-        .prepare_cached("SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'")
-        .and_then(|mut s| {
-            s.query_row([id.hex()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-                .optional()
-        })
-        .db(p)?;
-    let Some((n, role, ms, c, body)) = send else { return Ok(false) };
-    let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else { return Ok(false) };
-    let Ok(from) = Role::new(&role) else { return Ok(false) };
+    let loaded;
+    let row = match known {
+        Some(row) => row,
+        None => {
+            let send: Option<(i64, String, i64, i64, String)> = conn
+                .prepare_cached("SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'")
+                .and_then(|mut s| {
+                    s.query_row([id.hex()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+                        .optional()
+                })
+                .db(p)?;
+            let Some((n, role, ms, c, body)) = send else { return Ok(false) };
+            let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else { return Ok(false) };
+            let Ok(from) = Role::new(&role) else { return Ok(false) };
+            loaded = SendRow { n, from, key: OrderKey { hlc: Hlc(ms, c as u32), id: *id }, send };
+            &loaded
+        }
+    };
     let mut st = conn
         .prepare_cached(
             "SELECT r.id, r.role, r.ms, r.c, r.body FROM targets t JOIN records r ON r.n = t.n \
@@ -555,9 +573,13 @@ pub fn refold(index: &Index, id: &RecordId) -> StoreResult<bool> {
         };
         ops.push((OrderKey { hlc: Hlc(rms, rc as u32), id: rid }, rrole, op));
     }
-    let key = OrderKey { hlc: Hlc(ms, c as u32), id: *id };
-    let m = Message::fold(key, &from, &send, ops.iter().map(|(k, r, op)| Applied { key: *k, role: r, op }));
-    index.write_message(&m, n)?;
+    let m = Message::fold(
+        row.key,
+        &row.from,
+        &row.send,
+        ops.iter().map(|(k, r, op)| Applied { key: *k, role: r, op }),
+    );
+    index.write_message(&m, row.n)?;
     Ok(true)
 }
 
