@@ -291,12 +291,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if let Some(p) = self.progress.as_mut() {
             p(len.saturating_sub(start));
         }
+        let verified = self.verify_ahead(feed, &lines);
         let mut consumed = start;
         let mut last_len = 0u64;
         let mut waited = None;
-        for line in lines {
+        for (i, line) in lines.into_iter().enumerate() {
             let (offset, line_len) = (line.offset, line.len);
-            match self.handle(feed, &rel, line)? {
+            match self.handle(feed, &rel, line, verified.get(i).copied().flatten())? {
                 Verdict::Consumed => {
                     consumed = offset + line_len;
                     last_len = line_len;
@@ -355,7 +356,33 @@ impl<'a, 'p> Ingest<'a, 'p> {
         Ok(())
     }
 
-    fn handle(&mut self, feed: &FeedId, rel: &str, line: Line) -> StoreResult<Verdict> {
+    /// Checks the signatures of a run of lines on all cores before the
+    /// sequential pass, which then only reads the verdicts. Small runs (the
+    /// usual incremental pass) are left to the sequential pass.
+    fn verify_ahead(&mut self, feed: &FeedId, lines: &[Line]) -> Vec<Option<bool>> {
+        const PARALLEL_FROM: usize = 64;
+        let state = self.feed_state(feed);
+        let (key, head_seq) = (state.pubkey, state.head.map_or(0, |h| h.seq));
+        let Some(key) = key.filter(|_| lines.len() >= PARALLEL_FROM) else { return Vec::new() };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+        let chunk = lines.len().div_ceil(threads);
+        let mut out = vec![None; lines.len()];
+        std::thread::scope(|scope| {
+            for (slot, part) in out.chunks_mut(chunk).zip(lines.chunks(chunk)) {
+                scope.spawn(move || {
+                    for (v, line) in slot.iter_mut().zip(part) {
+                        // Records at or below the head are known: the chain check skips them.
+                        *v = line.record.as_ref().ok().filter(|r| r.header.seq > head_seq).map(|r| r.verify(&key));
+                    }
+                });
+            }
+        });
+        out
+    }
+
+    /// Decides one line. `verified` is the signature check if it was done
+    /// ahead (see [`Self::verify_ahead`]).
+    fn handle(&mut self, feed: &FeedId, rel: &str, line: Line, verified: Option<bool>) -> StoreResult<Verdict> {
         let rec = match line.record {
             Ok(r) => r,
             Err(e) => {
@@ -392,7 +419,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if let Fit::Gap { expected } = fit {
             return Ok(Verdict::Wait(format!("seq {expected} is missing (found {})", rec.header.seq)));
         }
-        if !rec.verify(&key) {
+        if !verified.unwrap_or_else(|| rec.verify(&key)) {
             self.problem("quarantine", rel, offset, Some(&rec), feed, "bad signature")?;
             return Ok(Verdict::Consumed);
         }
