@@ -95,7 +95,6 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         .map_err(value)?;
     let roster = s.roster();
     let to = recipients(&req.to, &me, &roster)?;
-    let addenda = addenda(req.addenda.unwrap_or_default(), &to)?;
     let mut send = Send {
         to,
         topic,
@@ -104,11 +103,12 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         reply_to: None,
         kind,
         work_status,
-        addenda,
+        addenda: BTreeMap::new(),
         decision_requested: req.decision_requested,
     };
     let writer = s.writer()?;
     let reply_to = req.reply_to;
+    let raw_addenda = req.addenda.unwrap_or_default();
     let (rec, ()) = s.channel_mut().append(&writer, |ix| {
         if let Some(parent) = &reply_to {
             let id = find_live(ix, "reply_to", parent)
@@ -116,6 +116,7 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
             send.reply_to = Some(id);
         }
         check_audience(ix, &send)?;
+        send.addenda = addenda(raw_addenda, &send.to)?;
         Ok::<_, AppError>((Op::Send(send.clone()), ()))
     })?;
     let mut out = json!({ "id": rec.id.short(), "created_at": format_rfc3339(rec.header.hlc.ms()) });

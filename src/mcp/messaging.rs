@@ -93,8 +93,8 @@ impl Server {
     /// Post a message to one role, a list of roles, or "*" (every other role). For progress on
     /// an existing message do not send a new one. With action_required=true the message is a
     /// debt that stays open until the addressee resolves it and you confirm. Returns {id,
-    /// created_at} (and recipients when there are several). Refuses: a topic over 80
-    /// characters, an empty body, unknown roles, sending to yourself, a broadcast debt, an
+    /// created_at} (and recipients when there are several). Refuses: a topic over
+    /// 80 characters, an empty body, unknown roles, sending to yourself, a broadcast debt, an
     /// unknown reply_to.
     #[tool(annotations(title = "Send a message", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
     async fn send_message(&self, Parameters(p): Parameters<SendMessageParams>) -> Result<CallToolResult, McpError> {
