@@ -70,9 +70,9 @@ CREATE TABLE IF NOT EXISTS bodies(
 CREATE INDEX IF NOT EXISTS bodies_message ON bodies(message_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(
     topic, body, content='bodies', content_rowid='rowid', tokenize='trigram');
-CREATE TRIGGER IF NOT EXISTS bodies_ai AFTER INSERT ON bodies BEGIN
-    INSERT INTO bodies_fts(rowid, topic, body) VALUES (new.rowid, new.topic, new.body);
-END;
+-- No trigger feeds bodies_fts: FTS5 flushes its buffer to disk at every
+-- statement savepoint, so one insert per body would flush once per message.
+-- Ingest indexes each pass's new bodies with one INSERT … SELECT instead.
 "#;
 
 /// Tables emptied by a rebuild (everything folded from the feeds).
@@ -188,7 +188,44 @@ impl Index {
         self.conn
             .execute("INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')", [])
             .db(&self.path)?;
+        self.conn.execute("DELETE FROM meta WHERE key = 'fts_rowid'", []).db(&self.path)?;
         Ok(())
+    }
+
+    /// Adds the body rows written since the last call to the full-text index,
+    /// in one statement (inside the caller's transaction).
+    pub fn index_new_bodies(&self) -> StoreResult<()> {
+        let p = &self.path;
+        let done: i64 = self
+            .conn
+            .prepare_cached("SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0)")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .db(p)?;
+        let last: i64 = self
+            .conn
+            .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM bodies")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .db(p)?;
+        if last > done {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO bodies_fts(rowid, topic, body) \
+                     SELECT rowid, topic, body FROM bodies WHERE rowid > ?1 ORDER BY rowid",
+                )
+                .and_then(|mut s| s.execute([done]))
+                .db(p)?;
+            self.conn
+                .prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_rowid', ?1)")
+                .and_then(|mut s| s.execute([last.to_string()]))
+                .db(p)?;
+        }
+        Ok(())
+    }
+
+    /// Sets SQLite's page cache for this connection (KiB). Bulk work such as a
+    /// rebuild wants a large one; a long-lived server keeps the default small.
+    pub fn set_cache_kib(&self, kib: i64) -> StoreResult<()> {
+        self.conn.pragma_update(None, "cache_size", -kib).db(&self.path)
     }
 
     /// Writes the derived rows of one message (inside the caller's transaction).

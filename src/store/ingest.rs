@@ -540,7 +540,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 self.report.refolded += 1;
             }
         }
-        Ok(())
+        self.index.index_new_bodies()
     }
 }
 
