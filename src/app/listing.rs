@@ -98,10 +98,8 @@ pub fn list_messages(s: &mut Session, f: &ListFilter, limit: i64, fields: Option
         cond.push(format!("m.ms >= {a}"));
     }
     if let Some(st) = &f.status {
-        match DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))? {
-            DebtStatus::Open => cond.push("m.action_required = 1".into()),
-            DebtStatus::Resolved => cond.push("0".into()),
-        }
+        let st = DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
+        cond.push(format!("m.status = '{}'", st.as_str()));
     }
     if let Some(k) = &f.kind {
         Kind::parse_field(k, "kind").map_err(|e| AppError::value(e.to_string()))?;

@@ -9,12 +9,15 @@ pub mod delete;
 pub mod inbox;
 pub mod info;
 pub mod init;
+pub mod lifecycle;
 pub mod listing;
+pub mod obligations;
 pub mod refusal;
 pub mod rows;
 pub mod search;
 pub mod send;
 pub mod session;
+pub mod status;
 pub mod thread;
 
 pub use refusal::{AppError, AppResult};

@@ -12,12 +12,17 @@ use serde_json::{Map, Value, json};
 
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{MESSAGE_ID_LEN, Role};
-use crate::core::timestamp::format_rfc3339;
+use crate::core::timestamp::{days_between, format_rfc3339};
 
 /// Columns every message query selects first, in [`MessageRow::from_sql`]'s order.
 pub const MESSAGE_COLUMNS: &str = "m.id, m.from_role, m.to_json, m.topic, m.body, \
     m.action_required, m.reply_to, m.kind, m.work_status, m.addenda, m.decision_requested, \
-    m.ms, m.deleted_ms, m.body_sha256, m.body_bytes, m.body_chars, m.n, m.c";
+    m.ms, m.deleted_ms, m.body_sha256, m.body_bytes, m.body_chars, m.n, m.c, m.status, \
+    m.resolved_by, m.resolved_ms, m.resolution_note, m.confirmed, m.blocked_by, m.last_move_ms";
+
+/// Index of the first column a query selects after [`MESSAGE_COLUMNS`] and
+/// the viewer's `read_ms, opened_ms`.
+pub const AFTER_MESSAGE_COLUMNS: usize = 27;
 
 /// The listing set of `fields="headers"`: everything but the bodies.
 pub const MESSAGE_HEADERS: &[&str] = &[
@@ -75,6 +80,20 @@ pub struct MessageRow {
     pub n: i64,
     /// Clock counter of the send record (with `ms`, the total order).
     pub c: i64,
+    /// Debt status (`open`, `resolved`), for debts.
+    pub status: Option<String>,
+    /// Who resolved the debt.
+    pub resolved_by: Option<String>,
+    /// When it was resolved (ms).
+    pub resolved_ms: Option<i64>,
+    /// The resolution's note.
+    pub resolution_note: Option<String>,
+    /// True once the current resolution is confirmed.
+    pub confirmed: bool,
+    /// Full id of the blocking debt.
+    pub blocked_by: Option<String>,
+    /// Time of the latest lifecycle event (ms).
+    pub last_move_ms: i64,
     /// The viewer's (or the single recipient's) read time.
     pub read_ms: Option<i64>,
     /// The viewer's (or the single recipient's) first delivery time.
@@ -105,9 +124,23 @@ impl MessageRow {
             body_chars: r.get(15)?,
             n: r.get(16)?,
             c: r.get(17)?,
-            read_ms: r.get(18)?,
-            opened_ms: r.get(19)?,
+            status: r.get(18)?,
+            resolved_by: r.get(19)?,
+            resolved_ms: r.get(20)?,
+            resolution_note: r.get(21)?,
+            confirmed: r.get(22)?,
+            blocked_by: r.get(23)?,
+            last_move_ms: r.get(24)?,
+            read_ms: r.get(25)?,
+            opened_ms: r.get(26)?,
         })
+    }
+
+    /// Adds `age_days` (since creation) and `idle_days` (since the last move).
+    pub fn with_ages(&self, mut row: Map<String, Value>, now_ms: i64) -> Map<String, Value> {
+        row.insert("age_days".into(), json!(days_between(self.ms, now_ms)));
+        row.insert("idle_days".into(), json!(days_between(self.last_move_ms, now_ms)));
+        row
     }
 
     /// The short id agents see.
@@ -133,13 +166,13 @@ impl MessageRow {
         m.insert("reply_to".into(), json!(self.reply_to.as_deref().map(short)));
         m.insert("created_at".into(), json!(format_rfc3339(self.ms)));
         m.insert("read_at".into(), json!(self.read_ms.map(format_rfc3339)));
-        m.insert("status".into(), json!(self.action_required.then_some("open")));
-        m.insert("resolved_by".into(), Value::Null);
-        m.insert("resolved_at".into(), Value::Null);
-        m.insert("resolution_note".into(), Value::Null);
+        m.insert("status".into(), json!(self.status));
+        m.insert("resolved_by".into(), json!(self.resolved_by));
+        m.insert("resolved_at".into(), json!(self.resolved_ms.map(format_rfc3339)));
+        m.insert("resolution_note".into(), json!(self.resolution_note));
         m.insert("kind".into(), json!(self.kind));
         m.insert("work_status".into(), json!(self.work_status));
-        m.insert("blocked_by".into(), Value::Null);
+        m.insert("blocked_by".into(), json!(self.blocked_by.as_deref().map(short)));
         m.insert("deleted_at".into(), json!(self.deleted_ms.map(format_rfc3339)));
         m.insert("pin_key".into(), Value::Null);
         m.insert("about_message_id".into(), Value::Null);

@@ -8,7 +8,7 @@ use rusqlite::types::Value as Sql;
 use serde_json::{Value, json};
 
 use super::refusal::{AppError, AppResult, check_limit};
-use super::rows::{FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
+use super::rows::{AFTER_MESSAGE_COLUMNS, FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
 use super::session::Session;
 use crate::core::query::SearchQuery;
 use crate::core::vocab::{DebtStatus, Kind};
@@ -64,10 +64,8 @@ pub fn search_messages(
         cond.push(format!("m.kind = ?{}", args.len()));
     }
     if let Some(st) = &f.status {
-        match DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))? {
-            DebtStatus::Open => cond.push("m.action_required = 1".into()),
-            DebtStatus::Resolved => cond.push("0".into()),
-        }
+        let st = DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
+        cond.push(format!("m.status = '{}'", st.as_str()));
     }
     let single = "(SELECT {c} FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0)";
     let cols = format!(
@@ -107,7 +105,7 @@ pub fn search_messages(
         let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok((MessageRow::from_sql(r)?, r.get::<_, String>(20)?))
+                Ok((MessageRow::from_sql(r)?, r.get::<_, String>(AFTER_MESSAGE_COLUMNS)?))
             })
             .db(ix.path())?;
         for r in rows {

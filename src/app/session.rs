@@ -166,8 +166,8 @@ mod tests {
             ix.conn()
                 .execute(
                     "INSERT INTO messages(id, n, from_role, to_json, multi, topic, body, \
-                     action_required, decision_requested, ms, c, body_sha256, body_bytes, body_chars) \
-                     VALUES (?1, 1, 'a', '[\"b\"]', 0, 't', 'b', 0, 1, 1, 0, '', 1, 1)",
+                     action_required, decision_requested, ms, c, body_sha256, body_bytes, body_chars, \
+                     last_move_ms) VALUES (?1, 1, 'a', '[\"b\"]', 0, 't', 'b', 0, 1, 1, 0, '', 1, 1, 1)",
                     [id],
                 )
                 .unwrap();

@@ -54,6 +54,10 @@ fn describe(op: &Op) -> String {
         }
         Op::Read(i) | Op::Opened(i) => format!(" {}", short(&i.ids)),
         Op::Delete(t) => format!(" {}", t.id.short()),
+        Op::Resolve(n) | Op::Confirm(n) | Op::Reopen(n) => {
+            format!(" {}{}", n.id.short(), n.note.as_deref().map(|t| format!(": {t:?}")).unwrap_or_default())
+        }
+        Op::WorkStatus(w) => format!(" {} → {}", w.id.short(), w.value),
         Op::Admit(a) => format!(" {} as {}", a.feed, a.role),
         Op::FeedInit(f) => format!(" {} on {}", f.role, f.device_name),
     }

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use super::hlc::{Hlc, OrderKey};
 use super::ids::{RecordId, Role};
 use super::op::{Op, Send};
-use super::vocab::Kind;
+use super::rules::{self, Verdict};
+use super::vocab::{DebtStatus, WorkStatus};
 
 /// A verified record as the fold sees it: its order, its author's role (from
 /// the verified feed, never from the op) and its op.
@@ -66,6 +67,37 @@ pub struct Conflict {
     pub winner: Option<RecordId>,
 }
 
+/// The debt side of an `action_required` message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Debt {
+    /// Open or resolved.
+    pub status: DebtStatus,
+    /// The current resolution, while resolved.
+    pub resolved: Option<Resolution>,
+    /// True once the other side confirmed the current resolution.
+    pub confirmed: bool,
+}
+
+/// Who resolved a debt, when, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    /// The resolving role.
+    pub by: Role,
+    /// The resolve record.
+    pub at: OrderKey,
+    /// Its note.
+    pub note: Option<String>,
+}
+
+/// The latest work-status move: which record, by whom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The record (the `send` itself for a status set at send time).
+    pub key: OrderKey,
+    /// Who moved it.
+    pub role: Role,
+}
+
 /// The derived state of one message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
@@ -81,6 +113,16 @@ pub struct Message {
     pub deleted: Option<OrderKey>,
     /// One entry per recipient.
     pub deliveries: BTreeMap<Role, Delivery>,
+    /// The debt, for an `action_required` message.
+    pub debt: Option<Debt>,
+    /// Current work status.
+    pub work_status: Option<WorkStatus>,
+    /// The debt this work waits for (with `blocked`).
+    pub blocked_by: Option<RecordId>,
+    /// The latest work-status move.
+    pub ws_last: Option<Move>,
+    /// The latest reopen.
+    pub last_reopen: Option<OrderKey>,
     /// Lifecycle events, in order.
     pub events: Vec<Event>,
     /// Records that could not apply.
@@ -107,6 +149,15 @@ impl Message {
             send: send.clone(),
             deleted: None,
             deliveries,
+            debt: send.action_required.then_some(Debt {
+                status: DebtStatus::Open,
+                resolved: None,
+                confirmed: false,
+            }),
+            work_status: send.work_status,
+            blocked_by: None,
+            ws_last: send.work_status.map(|_| Move { key, role: from.clone() }),
+            last_reopen: None,
             events,
             conflicts: Vec::new(),
         }
@@ -140,54 +191,94 @@ impl Message {
         self.send.to.len() > 1
     }
 
-    /// Applies one record that targets this message, at its place in the order.
+    /// The time of the latest lifecycle event (creation if none): what
+    /// `idle_days` counts from.
+    pub fn last_move(&self) -> Hlc {
+        self.events.last().map_or(self.created, |e| e.key.hlc)
+    }
+
+    /// True when the addressee of an open debt has taken it: the latest work
+    /// status move is theirs and came after the latest reopen.
+    pub fn taken(&self) -> bool {
+        let Some(addressee) = self.send.to.first() else { return false };
+        self.ws_last.as_ref().is_some_and(|l| {
+            &l.role == addressee && l.key.id != self.id && self.last_reopen.is_none_or(|r| l.key > r)
+        })
+    }
+
+    /// Applies one record that targets this message, at its place in the
+    /// order: what the rules refuse is kept as a conflict and changes nothing.
     pub fn apply(&mut self, rec: Applied<'_>) {
+        match rules::check(self, rec.role, rec.op) {
+            Ok(Verdict::Apply) => self.effect(rec),
+            Ok(Verdict::Noop) => {}
+            Err(refusal) => {
+                let winner = self.winner_against(rec.op);
+                self.conflicts.push(Conflict {
+                    record: rec.key,
+                    role: rec.role.clone(),
+                    op: rec.op.name(),
+                    reason: refusal.to_string(),
+                    winner,
+                });
+            }
+        }
+    }
+
+    /// The record that decided against a conflicting op, when one did.
+    fn winner_against(&self, op: &Op) -> Option<RecordId> {
+        if let Some(d) = self.deleted {
+            return Some(d.id);
+        }
+        match op {
+            Op::Confirm(_) => self.last_reopen.map(|k| k.id),
+            Op::WorkStatus(_) => self.ws_last.as_ref().map(|l| l.key.id),
+            Op::Delete(_) => self.debt.as_ref().and_then(|d| d.resolved.as_ref()).map(|r| r.at.id),
+            _ => None,
+        }
+    }
+
+    fn event(&mut self, rec: Applied<'_>, event: String, note: Option<String>) {
+        self.events.push(Event { key: rec.key, event, role: rec.role.clone(), note });
+    }
+
+    fn effect(&mut self, rec: Applied<'_>) {
         match rec.op {
-            Op::Read(_) | Op::Opened(_) => self.apply_delivery(rec),
-            Op::Delete(_) => self.apply_delete(rec),
+            Op::Read(_) | Op::Opened(_) => {
+                let d = self.deliveries.get_mut(rec.role).expect("the rules checked the recipient");
+                let slot = if matches!(rec.op, Op::Read(_)) { &mut d.read } else { &mut d.opened };
+                // Reading twice keeps the first time.
+                slot.get_or_insert(rec.key.hlc);
+            }
+            Op::Delete(_) => self.deleted = Some(rec.key),
+            Op::Resolve(n) => {
+                let d = self.debt.as_mut().expect("the rules checked the debt");
+                d.status = DebtStatus::Resolved;
+                d.resolved = Some(Resolution { by: rec.role.clone(), at: rec.key, note: n.note.clone() });
+                d.confirmed = false;
+                self.event(rec, "resolve".into(), n.note.clone());
+            }
+            Op::Confirm(n) => {
+                self.debt.as_mut().expect("the rules checked the debt").confirmed = true;
+                self.event(rec, "resolution_confirmed".into(), n.note.clone());
+            }
+            Op::Reopen(n) => {
+                let d = self.debt.as_mut().expect("the rules checked the debt");
+                d.status = DebtStatus::Open;
+                d.resolved = None;
+                d.confirmed = false;
+                self.last_reopen = Some(rec.key);
+                self.event(rec, "reopen".into(), n.note.clone());
+            }
+            Op::WorkStatus(w) => {
+                self.work_status = Some(w.value);
+                self.blocked_by = if w.value == WorkStatus::Blocked { w.blocked_by } else { None };
+                self.ws_last = Some(Move { key: rec.key, role: rec.role.clone() });
+                self.event(rec, format!("work_status:{}", w.value), w.note.clone());
+            }
             // Creation and membership ops never target a message.
             Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) => {}
         }
-    }
-
-    fn conflict(&mut self, rec: Applied<'_>, reason: String, winner: Option<RecordId>) {
-        self.conflicts.push(Conflict {
-            record: rec.key,
-            role: rec.role.clone(),
-            op: rec.op.name(),
-            reason,
-            winner,
-        });
-    }
-
-    fn apply_delivery(&mut self, rec: Applied<'_>) {
-        let Some(delivery) = self.deliveries.get_mut(rec.role) else {
-            let reason = format!("message {} is not addressed to '{}'", self.id.short(), rec.role);
-            return self.conflict(rec, reason, None);
-        };
-        // Reading a tombstone changes nothing; reading twice keeps the first time.
-        if self.deleted.is_some() {
-            return;
-        }
-        let slot = if matches!(rec.op, Op::Read(_)) { &mut delivery.read } else { &mut delivery.opened };
-        if slot.is_none() {
-            *slot = Some(rec.key.hlc);
-        }
-    }
-
-    fn apply_delete(&mut self, rec: Applied<'_>) {
-        if self.deleted.is_some() {
-            return;
-        }
-        if !self.is_party(rec.role) {
-            let reason = format!("'{}' is not a party to message {}", rec.role, self.id.short());
-            return self.conflict(rec, reason, None);
-        }
-        if self.send.kind == Some(Kind::Proc) && &self.from != rec.role {
-            let reason = "only its author may delete a proposal".to_owned();
-            return self.conflict(rec, reason, None);
-        }
-        self.deleted = Some(rec.key);
     }
 }
 
@@ -294,7 +385,7 @@ mod tests {
     #[test]
     fn only_the_author_deletes_a_proposal() {
         let mut s = send(&["b"]);
-        s.kind = Some(Kind::Proc);
+        s.kind = Some(crate::core::vocab::Kind::Proc);
         let id = key(1, b"s").id;
         let del = Op::Delete(Target { id });
         let b = role("b");

@@ -12,6 +12,7 @@ pub mod message;
 pub mod op;
 pub mod query;
 pub mod record;
+pub mod rules;
 pub mod strict_json;
 pub mod timestamp;
 pub mod vocab;

@@ -29,6 +29,14 @@ pub enum Op {
     Read(Ids),
     /// Soft delete of a message.
     Delete(Target),
+    /// A party resolves a debt.
+    Resolve(Note),
+    /// The other party confirms a resolution.
+    Confirm(Note),
+    /// A party reopens a resolved debt (`note` is the reason).
+    Reopen(Note),
+    /// A party moves a message's work status.
+    WorkStatus(WorkStatusMove),
 }
 
 impl Op {
@@ -41,6 +49,10 @@ impl Op {
             Self::Opened(_) => "opened",
             Self::Read(_) => "read",
             Self::Delete(_) => "delete",
+            Self::Resolve(_) => "resolve",
+            Self::Confirm(_) => "confirm",
+            Self::Reopen(_) => "reopen",
+            Self::WorkStatus(_) => "work_status",
         }
     }
 
@@ -55,6 +67,10 @@ impl Op {
             "opened" => Self::Opened(from_str(data)?),
             "read" => Self::Read(from_str(data)?),
             "delete" => Self::Delete(from_str(data)?),
+            "resolve" => Self::Resolve(from_str(data)?),
+            "confirm" => Self::Confirm(from_str(data)?),
+            "reopen" => Self::Reopen(from_str(data)?),
+            "work_status" => Self::WorkStatus(from_str(data)?),
             _ => return Ok(None),
         }))
     }
@@ -63,6 +79,8 @@ impl Op {
     pub fn targets(&self) -> &[RecordId] {
         match self {
             Self::Delete(t) => std::slice::from_ref(&t.id),
+            Self::Resolve(n) | Self::Confirm(n) | Self::Reopen(n) => std::slice::from_ref(&n.id),
+            Self::WorkStatus(w) => std::slice::from_ref(&w.id),
             Self::Opened(ids) | Self::Read(ids) => &ids.ids,
             Self::FeedInit(_) | Self::Admit(_) | Self::Send(_) => &[],
         }
@@ -150,4 +168,36 @@ pub struct Ids {
 pub struct Target {
     /// The message.
     pub id: RecordId,
+}
+
+/// A lifecycle step on one message with an optional note.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Note {
+    /// The message.
+    pub id: RecordId,
+    /// Free text (at most 4000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Data of `work_status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkStatusMove {
+    /// The message.
+    pub id: RecordId,
+    /// The new value.
+    pub value: WorkStatus,
+    /// The debt this work waits for (only with `blocked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<RecordId>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The record of the latest work-status move its author had seen (`None`
+    /// if none). A move whose base is no longer the latest was made without
+    /// seeing a concurrent one, and loses to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<RecordId>,
 }

@@ -8,6 +8,7 @@
 
 mod about;
 mod browse;
+mod debts;
 mod messaging;
 
 use std::sync::{Arc, Mutex};
@@ -48,8 +49,16 @@ const TOOL_ORDER: &[&str] = &[
     "delete_message",
     "list_messages",
     "search_messages",
+    "resolve_message",
+    "confirm_resolution",
+    "reopen_message",
+    "open_obligations",
+    "set_work_status",
+    "ready_work",
     "get_thread",
+    "message_history",
     "list_roles",
+    "channel_status",
     "server_build",
     "get_protocol",
 ];
@@ -66,7 +75,10 @@ impl Server {
     pub fn new(session: Session) -> Self {
         Self {
             session: Arc::new(Mutex::new(session)),
-            tool_router: Self::messaging_router() + Self::browse_router() + Self::about_router(),
+            tool_router: Self::messaging_router()
+                + Self::browse_router()
+                + Self::debts_router()
+                + Self::about_router(),
         }
     }
 

@@ -17,7 +17,7 @@ use crate::core::ids::sha256_hex;
 use crate::core::message::Message;
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,9 +51,15 @@ CREATE TABLE IF NOT EXISTS messages(
     action_required INTEGER NOT NULL, reply_to TEXT, kind TEXT, work_status TEXT,
     addenda TEXT, decision_requested INTEGER NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
     deleted_ms INTEGER, body_sha256 TEXT NOT NULL, body_bytes INTEGER NOT NULL,
-    body_chars INTEGER NOT NULL, conflicts TEXT);
+    body_chars INTEGER NOT NULL, conflicts TEXT,
+    -- The debt and work-status lifecycle, as folded.
+    status TEXT, resolved_by TEXT, resolved_ms INTEGER, resolution_note TEXT,
+    confirmed INTEGER NOT NULL DEFAULT 0, blocked_by TEXT, ws_by TEXT,
+    taken INTEGER NOT NULL DEFAULT 0, last_move_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
 CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
+CREATE INDEX IF NOT EXISTS messages_debts ON messages(status) WHERE status IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_ws ON messages(work_status) WHERE work_status IS NOT NULL;
 CREATE TABLE IF NOT EXISTS deliveries(
     role TEXT NOT NULL, message_id TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
     read_ms INTEGER, opened_ms INTEGER, deleted INTEGER NOT NULL,
@@ -256,11 +262,18 @@ impl Index {
         if exists {
             self.conn
                 .prepare_cached(
-                    "UPDATE messages SET deleted_ms = ?2, conflicts = ?3, work_status = ?4 \
+                    "UPDATE messages SET deleted_ms = ?2, conflicts = ?3, work_status = ?4, \
+                     status = ?5, resolved_by = ?6, resolved_ms = ?7, resolution_note = ?8, \
+                     confirmed = ?9, blocked_by = ?10, ws_by = ?11, taken = ?12, last_move_ms = ?13 \
                      WHERE id = ?1",
                 )
                 .and_then(|mut s| {
-                    s.execute(params![id, deleted_ms, conflicts, ws_of(m)])
+                    let l = Lifecycle::of(m);
+                    s.execute(params![
+                        id, deleted_ms, conflicts, l.work_status, l.status, l.resolved_by,
+                        l.resolved_ms, l.resolution_note, l.confirmed, l.blocked_by, l.ws_by,
+                        l.taken, l.last_move_ms
+                    ])
                 })
                 .db(p)?;
         } else {
@@ -272,11 +285,14 @@ impl Index {
                 .prepare_cached(
                     "INSERT INTO messages(id, n, from_role, to_json, multi, topic, body, \
                      action_required, reply_to, kind, work_status, addenda, decision_requested, \
-                     ms, c, deleted_ms, body_sha256, body_bytes, body_chars, conflicts) \
+                     ms, c, deleted_ms, body_sha256, body_bytes, body_chars, conflicts, status, \
+                     resolved_by, resolved_ms, resolution_note, confirmed, blocked_by, ws_by, taken, \
+                     last_move_ms) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19, ?20)",
+                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
                 )
                 .and_then(|mut st| {
+                    let l = Lifecycle::of(m);
                     st.execute(params![
                         id,
                         n,
@@ -288,7 +304,7 @@ impl Index {
                         s.action_required,
                         s.reply_to.map(|r| r.hex()),
                         s.kind.map(|k| k.as_str()),
-                        ws_of(m),
+                        l.work_status,
                         addenda,
                         s.decision_requested,
                         m.created.ms(),
@@ -298,6 +314,15 @@ impl Index {
                         s.body.len() as i64,
                         s.body.chars().count() as i64,
                         conflicts,
+                        l.status,
+                        l.resolved_by,
+                        l.resolved_ms,
+                        l.resolution_note,
+                        l.confirmed,
+                        l.blocked_by,
+                        l.ws_by,
+                        l.taken,
+                        l.last_move_ms,
                     ])
                 })
                 .db(p)?;
@@ -399,8 +424,9 @@ impl Index {
         };
         dump(
             "SELECT id, from_role, to_json, multi, topic, body, action_required, reply_to, kind, \
-             work_status, addenda, decision_requested, ms, c, deleted_ms, body_sha256, conflicts \
-             FROM messages ORDER BY id",
+             work_status, addenda, decision_requested, ms, c, deleted_ms, body_sha256, conflicts, \
+             status, resolved_by, resolved_ms, resolution_note, confirmed, blocked_by, ws_by, taken, \
+             last_move_ms FROM messages ORDER BY id",
             &mut h,
         )?;
         dump(
@@ -413,6 +439,34 @@ impl Index {
     }
 }
 
-fn ws_of(m: &Message) -> Option<&'static str> {
-    m.send.work_status.map(|w| w.as_str())
+/// The lifecycle columns of a message row.
+struct Lifecycle {
+    work_status: Option<&'static str>,
+    status: Option<&'static str>,
+    resolved_by: Option<String>,
+    resolved_ms: Option<i64>,
+    resolution_note: Option<String>,
+    confirmed: bool,
+    blocked_by: Option<String>,
+    ws_by: Option<String>,
+    taken: bool,
+    last_move_ms: i64,
+}
+
+impl Lifecycle {
+    fn of(m: &Message) -> Self {
+        let res = m.debt.as_ref().and_then(|d| d.resolved.as_ref());
+        Self {
+            work_status: m.work_status.map(|w| w.as_str()),
+            status: m.debt.as_ref().map(|d| d.status.as_str()),
+            resolved_by: res.map(|r| r.by.to_string()),
+            resolved_ms: res.map(|r| r.at.hlc.ms()),
+            resolution_note: res.and_then(|r| r.note.clone()),
+            confirmed: m.debt.as_ref().is_some_and(|d| d.confirmed),
+            blocked_by: m.blocked_by.map(|b| b.hex()),
+            ws_by: m.ws_last.as_ref().map(|l| l.role.to_string()),
+            taken: m.taken(),
+            last_move_ms: m.last_move().ms(),
+        }
+    }
 }

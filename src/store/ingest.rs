@@ -518,7 +518,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 let Ok(from) = Role::new(&role) else { return Ok(()) };
                 self.fresh.insert(rec.id, SendRow { n, from, key: rec.order_key(), send: send.clone() });
             }
-            Op::Read(_) | Op::Opened(_) | Op::Delete(_) => {
+            Op::Read(_)
+            | Op::Opened(_)
+            | Op::Delete(_)
+            | Op::Resolve(_)
+            | Op::Confirm(_)
+            | Op::Reopen(_)
+            | Op::WorkStatus(_) => {
                 let mut ins = conn
                     .prepare_cached("INSERT OR IGNORE INTO targets(target, n) VALUES (?1, ?2)")
                     .db(p)?;
@@ -558,7 +564,19 @@ pub fn refold(index: &Index, id: &RecordId) -> StoreResult<bool> {
     refold_with(index, id, None)
 }
 
+/// The current state of one message, folded from its records (`None` when
+/// its `send` is not in the index). Use cases check their rules against it.
+pub fn load_message(index: &Index, id: &RecordId) -> StoreResult<Option<Message>> {
+    Ok(fold_message(index, id, None)?.map(|(m, _)| m))
+}
+
 fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<bool> {
+    let Some((m, n)) = fold_message(index, id, known)? else { return Ok(false) };
+    index.write_message(&m, n)?;
+    Ok(true)
+}
+
+fn fold_message(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<Option<(Message, i64)>> {
     let p = index.path();
     let conn = index.conn();
     let loaded;
@@ -572,9 +590,9 @@ fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreRe
                         .optional()
                 })
                 .db(p)?;
-            let Some((n, role, ms, c, body)) = send else { return Ok(false) };
-            let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else { return Ok(false) };
-            let Ok(from) = Role::new(&role) else { return Ok(false) };
+            let Some((n, role, ms, c, body)) = send else { return Ok(None) };
+            let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else { return Ok(None) };
+            let Ok(from) = Role::new(&role) else { return Ok(None) };
             loaded = SendRow { n, from, key: OrderKey { hlc: Hlc(ms, c as u32), id: *id }, send };
             &loaded
         }
@@ -606,8 +624,7 @@ fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreRe
         &row.send,
         ops.iter().map(|(k, r, op)| Applied { key: *k, role: r, op }),
     );
-    index.write_message(&m, row.n)?;
-    Ok(true)
+    Ok(Some((m, row.n)))
 }
 
 /// Ops that do not belong where they were found: only the owner admits, only

@@ -12,6 +12,7 @@ pub mod home;
 pub mod index;
 pub mod ingest;
 pub mod lock;
+pub mod prefs;
 
 pub use channel::{Channel, Writer};
 pub use channel_dir::ChannelDir;

@@ -1,0 +1,191 @@
+//! The lifecycle of a message: resolve, confirm, reopen, work status, history.
+//!
+//! Every step is decided by `core::rules::check` on the message's folded
+//! state, the same function the fold applies to records from other machines;
+//! so a step refused here is a step that would lose anywhere. Repeats
+//! (`already_*`) write nothing.
+
+use rusqlite::params;
+use serde_json::{Value, json};
+
+use super::refusal::{AppError, AppResult, check_length};
+use super::rows::short;
+use super::send::NOTE_MAX;
+use super::session::{Session, find_live};
+use crate::core::ids::RecordId;
+use crate::core::message::Message;
+use crate::core::op::{Note, Op, WorkStatusMove};
+use crate::core::record::Record;
+use crate::core::rules::{self, Refusal, Verdict};
+use crate::core::timestamp::format_rfc3339;
+use crate::core::vocab::{DebtStatus, WorkStatus};
+use crate::store::Index;
+use crate::store::error::SqlContext as _;
+use crate::store::ingest::load_message;
+
+impl From<Refusal> for AppError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Value(m) => Self::Value(m),
+            Refusal::Permission(m) => Self::Permission(m),
+        }
+    }
+}
+
+/// Loads the live message `raw` names, or the refusal.
+pub fn live_message(ix: &Index, raw: &str) -> AppResult<Message> {
+    let id = find_live(ix, "message_id", raw)?;
+    load_message(ix, &id)?.ok_or_else(|| AppError::value(format!("message {raw} not found")))
+}
+
+/// Runs one lifecycle step: `build` makes the op from the current state, the
+/// rules decide, and the op is written unless it is a repeat. Returns the
+/// record (if one was written) and the state after the step.
+fn step(
+    s: &mut Session,
+    raw: &str,
+    build: impl FnOnce(&Index, &Message) -> AppResult<Op>,
+) -> AppResult<(Option<Record>, Message)> {
+    let me = s.role()?;
+    let writer = s.writer()?;
+    let (rec, id) = s.channel_mut().append_if(&writer, |ix| {
+        let m = live_message(ix, raw)?;
+        let op = build(ix, &m)?;
+        let verdict = rules::check(&m, &me, &op)?;
+        Ok::<_, AppError>(((verdict == Verdict::Apply).then_some(op), m.id))
+    })?;
+    let after = load_message(s.index(), &id)?.ok_or_else(|| AppError::value(format!("message {raw} not found")))?;
+    Ok((rec, after))
+}
+
+fn note_of(field: &str, note: Option<String>) -> AppResult<Option<String>> {
+    if let Some(n) = &note {
+        check_length(field, n, NOTE_MAX)?;
+    }
+    Ok(note)
+}
+
+fn resolution_json(m: &Message) -> Value {
+    let res = m.debt.as_ref().and_then(|d| d.resolved.as_ref());
+    json!({
+        "id": m.id.short(),
+        "status": m.debt.as_ref().map(|d| d.status.as_str()),
+        "resolved_by": res.map(|r| r.by.as_str()),
+        "resolved_at": res.map(|r| format_rfc3339(r.at.hlc.ms())),
+        "resolution_note": res.and_then(|r| r.note.as_deref()),
+    })
+}
+
+/// Resolves a debt the caller is party to. `unblocked` lists the tasks that
+/// were blocked on it.
+pub fn resolve_message(s: &mut Session, message_id: &str, resolution_note: Option<String>) -> AppResult<Value> {
+    let note = note_of("resolution_note", resolution_note)?;
+    let (rec, m) = step(s, message_id, |_, m| Ok(Op::Resolve(Note { id: m.id, note })))?;
+    let mut out = resolution_json(&m);
+    out["already_resolved"] = json!(rec.is_none());
+    if rec.is_some() {
+        out["unblocked"] = json!(blocked_on(s.index(), &m.id)?);
+    }
+    Ok(out)
+}
+
+/// Live tasks whose work status is `blocked` on `id`.
+fn blocked_on(ix: &Index, id: &RecordId) -> AppResult<Vec<String>> {
+    let ids: Vec<String> = ix
+        .conn()
+        .prepare_cached(
+            "SELECT id FROM messages WHERE blocked_by = ?1 AND work_status = 'blocked' \
+             AND deleted_ms IS NULL ORDER BY ms, c, id",
+        )
+        .and_then(|mut st| st.query_map([id.hex()], |r| r.get::<_, String>(0))?.collect())
+        .db(ix.path())?;
+    Ok(ids.iter().map(|i| short(i)).collect())
+}
+
+/// Confirms the other side's resolution of a debt.
+pub fn confirm_resolution(s: &mut Session, message_id: &str, note: Option<String>) -> AppResult<Value> {
+    let note = note_of("note", note)?;
+    let (rec, m) = step(s, message_id, |_, m| Ok(Op::Confirm(Note { id: m.id, note })))?;
+    Ok(json!({ "id": m.id.short(), "already_confirmed": rec.is_none() }))
+}
+
+/// Reopens a resolved debt (also after a confirmation).
+pub fn reopen_message(s: &mut Session, message_id: &str, reason: Option<String>) -> AppResult<Value> {
+    let note = note_of("reason", reason)?;
+    let (rec, m) = step(s, message_id, |_, m| Ok(Op::Reopen(Note { id: m.id, note })))?;
+    Ok(json!({ "id": m.id.short(), "status": DebtStatus::Open.as_str(), "already_open": rec.is_none() }))
+}
+
+/// Moves the work status of a message the caller is party to.
+pub fn set_work_status(
+    s: &mut Session,
+    message_id: &str,
+    work_status: &str,
+    note: Option<String>,
+    blocked_by: Option<&str>,
+) -> AppResult<Value> {
+    let value = WorkStatus::parse_field(work_status, "work_status").map_err(|e| AppError::value(e.to_string()))?;
+    let note = note_of("note", note)?;
+    if blocked_by.is_some() && value != WorkStatus::Blocked {
+        return Err(AppError::value("'blocked_by' is only valid with work_status='blocked'"));
+    }
+    let mut previous = None;
+    let (rec, m) = step(s, message_id, |ix, m| {
+        previous = m.work_status;
+        let blocker = blocked_by.map(|raw| check_blocker(ix, raw)).transpose()?;
+        Ok(Op::WorkStatus(WorkStatusMove {
+            id: m.id,
+            value,
+            blocked_by: blocker,
+            note,
+            base: m.ws_last.as_ref().map(|l| l.key.id),
+        }))
+    })?;
+    Ok(if rec.is_some() {
+        json!({ "id": m.id.short(), "work_status": value.as_str(), "previous": previous.map(WorkStatus::as_str), "already_set": false })
+    } else {
+        json!({ "id": m.id.short(), "work_status": value.as_str(), "already_set": true })
+    })
+}
+
+/// A blocker must be a live, open debt: anything else could never be resolved
+/// and would block forever.
+fn check_blocker(ix: &Index, raw: &str) -> AppResult<RecordId> {
+    let id = find_live(ix, "blocked_by", raw)
+        .map_err(|_| AppError::value(format!("blocked_by message {raw} not found")))?;
+    let b = load_message(ix, &id)?.ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
+    match &b.debt {
+        None => Err(AppError::value(format!(
+            "blocked_by message {raw} is not action_required — nothing could ever resolve it, so the \
+             task would block forever; block on a debt, or use 'blocked' without blocked_by"
+        ))),
+        Some(d) if d.status == DebtStatus::Resolved => {
+            Err(AppError::value(format!("blocked_by message {raw} is already resolved — not a blocker")))
+        }
+        Some(_) => Ok(id),
+    }
+}
+
+/// Every lifecycle event of a live message, oldest first.
+pub fn message_history(s: &mut Session, message_id: &str) -> AppResult<Value> {
+    s.catch_up()?;
+    let ix = s.index();
+    let id = find_live(ix, "message_id", message_id)?;
+    let rows: Vec<Value> = ix
+        .conn()
+        .prepare_cached("SELECT event, role, note, ms FROM events WHERE message_id = ?1 ORDER BY pos")
+        .and_then(|mut st| {
+            st.query_map(params![id.hex()], |r| {
+                Ok(json!({
+                    "message_id": id.short(),
+                    "event": r.get::<_, String>(0)?,
+                    "role": r.get::<_, String>(1)?,
+                    "note": r.get::<_, Option<String>>(2)?,
+                    "created_at": format_rfc3339(r.get::<_, i64>(3)?),
+                }))
+            })?
+            .collect()
+        })
+        .db(ix.path())?;
+    Ok(json!({ "result": rows }))
+}

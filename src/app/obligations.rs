@@ -1,0 +1,67 @@
+//! open_obligations and ready_work: what a role owes, and what it can start.
+
+use serde_json::{Value, json};
+
+use super::refusal::{AppResult, check_limit};
+use super::rows::{FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
+use super::session::Session;
+use crate::core::ids::Role;
+use crate::core::timestamp::format_rfc3339;
+use crate::store::channel::now_ms;
+use crate::store::error::SqlContext as _;
+
+/// SQL: the blocker of `m` is alive (exists, not deleted, still an open debt).
+pub const BLOCKER_ALIVE: &str = "EXISTS (SELECT 1 FROM messages b WHERE b.id = m.blocked_by \
+    AND b.deleted_ms IS NULL AND (b.status IS NULL OR b.status = 'open'))";
+
+fn debts(s: &mut Session, role: &str, extra: &str, order: &str, limit: usize) -> AppResult<Vec<MessageRow>> {
+    s.catch_up()?;
+    let ix = s.index();
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM deliveries d \
+         JOIN messages m ON m.id = d.message_id \
+         WHERE d.role = ?1 AND d.deleted = 0 AND m.status = 'open' {extra} ORDER BY {order} LIMIT ?2"
+    );
+    Ok(ix
+        .conn()
+        .prepare_cached(&sql)
+        .and_then(|mut st| st.query_map(rusqlite::params![role, limit as i64 + 1], MessageRow::from_sql)?.collect())
+        .db(ix.path())?)
+}
+
+/// Open debts addressed to `to_role` (default: the caller), newest first.
+pub fn open_obligations(s: &mut Session, to_role: Option<&str>, limit: i64, fields: Option<&FieldsArg>) -> AppResult<Value> {
+    let limit = check_limit(limit)?;
+    let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
+    let role = match to_role {
+        Some(r) => r.trim().to_owned(),
+        None => s.role()?.to_string(),
+    };
+    let mut rows = debts(s, &role, "", "m.ms DESC, m.c DESC, m.id DESC", limit)?;
+    let overflow = rows.len() > limit;
+    rows.truncate(limit);
+    let now = now_ms();
+    let viewer = Role::new(&role).ok();
+    let out = rows.iter().map(|r| project(proj.as_ref(), r.with_ages(r.to_json(viewer.as_ref()), now))).collect();
+    let mut env = listing(out, limit, overflow, "more debts are open; raise 'limit' (at most 1000)");
+    env["generated_at"] = json!(format_rfc3339(now));
+    Ok(env)
+}
+
+/// The caller's open debts it can start now, oldest first: a task blocked on
+/// a live blocker (or blocked without one) is left out; one whose blocker was
+/// resolved or deleted is in, because resuming it is the caller's move.
+pub fn ready_work(s: &mut Session, limit: i64, fields: Option<&FieldsArg>) -> AppResult<Value> {
+    let me = s.role()?;
+    let limit = check_limit(limit)?;
+    let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
+    let extra = format!(
+        "AND NOT (m.work_status IS 'blocked' AND (m.blocked_by IS NULL OR {BLOCKER_ALIVE}))"
+    );
+    let mut rows = debts(s, me.as_str(), &extra, "m.ms, m.c, m.id", limit)?;
+    let overflow = rows.len() > limit;
+    rows.truncate(limit);
+    let now = now_ms();
+    let out = rows.iter().map(|r| project(proj.as_ref(), r.with_ages(r.to_json(Some(&me)), now))).collect();
+    Ok(listing(out, limit, overflow, "more work is ready; raise 'limit' (at most 1000)"))
+}

@@ -1,0 +1,314 @@
+//! channel_status and the counters behind it.
+//!
+//! [`summary`] is the one definition of what a role has waiting for it, and
+//! [`ACTIONABLE`] the one definition of which of those counters call for
+//! action. Everything that decides whether a session may rest (channel_status,
+//! the wait tools, the status command, the stop hook) reads these two.
+
+use std::collections::BTreeMap;
+
+use rusqlite::params;
+use serde_json::{Map, Value, json};
+
+use super::info::VERSION;
+use super::obligations::BLOCKER_ALIVE;
+use super::refusal::AppResult;
+use super::rows::short;
+use super::session::Session;
+use crate::core::ids::Role;
+use crate::core::timestamp::format_rfc3339;
+use crate::store::Index;
+use crate::store::error::SqlContext as _;
+use crate::store::prefs::Prefs;
+
+/// The counters that call for action. Not actionable: blocked, in_progress,
+/// all open_obligations (only the untaken ones), unopened/opened_unmarked
+/// (parts of unread).
+pub const ACTIONABLE: [&str; 7] = [
+    "unread",
+    "open_obligations_untaken",
+    "awaiting_ack",
+    "unblocked",
+    "needs_you",
+    "awaiting_done",
+    "resolved_for_you",
+];
+
+/// Every counter, in the order channel_status shows them.
+pub const COUNTERS: [&str; 12] = [
+    "unread",
+    "unopened",
+    "opened_unmarked",
+    "open_obligations",
+    "open_obligations_untaken",
+    "awaiting_ack",
+    "blocked",
+    "unblocked",
+    "in_progress",
+    "needs_you",
+    "awaiting_done",
+    "resolved_for_you",
+];
+
+/// One message behind a counter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// Full id.
+    pub id: String,
+    /// Its subject.
+    pub topic: String,
+    /// Counter-specific details (blocked_by, resolved_by …).
+    pub extra: Map<String, Value>,
+}
+
+/// What a role has waiting for it: the messages behind each counter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Counter name → the messages it counts.
+    pub items: BTreeMap<&'static str, Vec<Item>>,
+}
+
+impl Summary {
+    /// The number behind a counter.
+    pub fn count(&self, counter: &str) -> usize {
+        self.items.get(counter).map_or(0, Vec::len)
+    }
+
+    /// The full ids behind a counter.
+    pub fn ids(&self, counter: &str) -> Vec<&str> {
+        self.items.get(counter).map(|v| v.iter().map(|i| i.id.as_str()).collect()).unwrap_or_default()
+    }
+
+    /// The non-zero actionable counters.
+    pub fn pending(&self) -> BTreeMap<&'static str, usize> {
+        ACTIONABLE.iter().map(|c| (*c, self.count(c))).filter(|(_, n)| *n > 0).collect()
+    }
+
+    /// All counters as a JSON object.
+    pub fn counts_json(&self) -> Value {
+        Value::Object(COUNTERS.iter().map(|c| ((*c).to_owned(), json!(self.count(c)))).collect())
+    }
+}
+
+/// Computes the summary of `role` from the index.
+pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
+    let p = ix.path();
+    let me = role.as_str();
+    let mut sum = Summary::default();
+    let mut push = |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
+    let none = Map::new;
+
+    // Mail delivered and not marked read, split by whether it was handed over.
+    let mut st = ix
+        .conn()
+        .prepare_cached(
+            "SELECT d.message_id, m.topic, d.opened_ms FROM deliveries d JOIN messages m ON m.id = d.message_id \
+             WHERE d.role = ?1 AND d.deleted = 0 AND d.read_ms IS NULL ORDER BY d.ms, d.c",
+        )
+        .db(p)?;
+    let rows = st
+        .query_map([me], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<i64>>(2)?)))
+        .db(p)?;
+    for row in rows {
+        let (id, topic, opened) = row.db(p)?;
+        let item = Item { id, topic, extra: none() };
+        push(if opened.is_some() { "opened_unmarked" } else { "unopened" }, item.clone());
+        push("unread", item);
+    }
+
+    // Open debts addressed to the role; untaken = not (yet) taken by it.
+    let mut st = ix
+        .conn()
+        .prepare_cached(
+            "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' AND m.deleted_ms IS NULL \
+             AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1) \
+             ORDER BY m.ms, m.c, m.id",
+        )
+        .db(p)?;
+    let rows = st.query_map([me], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?))).db(p)?;
+    for row in rows {
+        let (id, topic, taken) = row.db(p)?;
+        let item = Item { id, topic, extra: none() };
+        if !taken {
+            push("open_obligations_untaken", item.clone());
+        }
+        push("open_obligations", item);
+    }
+
+    // The ball: who made the last move into the current work status.
+    let party = "(m.from_role = ?1 OR EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1))";
+    let sql = format!(
+        "SELECT m.id, m.topic, m.work_status, m.ws_by, m.blocked_by, \
+         (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}) FROM messages m \
+         WHERE m.work_status IN ('in_progress', 'blocked', 'needs_you', 'done_local') \
+         AND m.deleted_ms IS NULL AND {party} ORDER BY m.ms, m.c, m.id"
+    );
+    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
+    let rows = st
+        .query_map([me], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, bool>(5)?,
+            ))
+        })
+        .db(p)?;
+    for row in rows {
+        let (id, topic, ws, by, blocked_by, blocker_gone) = row.db(p)?;
+        let mine = by.as_deref() == Some(me);
+        let counter = match ws.as_str() {
+            "in_progress" if mine => "in_progress",
+            "blocked" if mine && blocker_gone => "unblocked",
+            "blocked" if mine => "blocked",
+            "needs_you" if !mine => "needs_you",
+            "done_local" if !mine => "awaiting_done",
+            _ => continue,
+        };
+        let mut extra = none();
+        if ws == "blocked" {
+            extra.insert("blocked_by".into(), json!(blocked_by.as_deref().map(short)));
+        }
+        push(counter, Item { id, topic, extra });
+    }
+
+    // Resolutions by the other side that wait for this role's confirmation.
+    let sql = format!(
+        "SELECT m.id, m.topic, m.resolved_by, m.resolved_ms, m.resolution_note FROM messages m \
+         WHERE m.status = 'resolved' AND m.confirmed = 0 AND m.deleted_ms IS NULL AND m.resolved_by != ?1 \
+         AND {party} ORDER BY m.ms, m.c, m.id"
+    );
+    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
+    let rows = st
+        .query_map([me], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<String>>(4)?,
+            ))
+        })
+        .db(p)?;
+    for row in rows {
+        let (id, topic, by, at, note) = row.db(p)?;
+        let mut extra = none();
+        extra.insert("resolved_by".into(), json!(by));
+        extra.insert("resolved_at".into(), json!(format_rfc3339(at)));
+        extra.insert("resolution_note".into(), json!(note));
+        push("resolved_for_you", Item { id, topic, extra });
+    }
+    Ok(sum)
+}
+
+fn list(sum: &Summary, counter: &str) -> Value {
+    let items = sum.items.get(counter).map(Vec::as_slice).unwrap_or_default();
+    Value::Array(
+        items
+            .iter()
+            .map(|i| {
+                let mut o = Map::new();
+                o.insert("id".into(), json!(short(&i.id)));
+                o.insert("topic".into(), json!(i.topic));
+                o.extend(i.extra.clone());
+                Value::Object(o)
+            })
+            .collect(),
+    )
+}
+
+/// What this role has waiting, plus the pinned rules and what is new in this build.
+pub fn channel_status(s: &mut Session) -> AppResult<Value> {
+    let me = s.role()?;
+    s.catch_up()?;
+    let sum = summary(s.index(), &me)?;
+    let mut out = json!({
+        "role": me,
+        "counts": sum.counts_json(),
+        "unread": sum.count("unread"),
+        "open_obligations": sum.count("open_obligations"),
+        "awaiting_ack": sum.count("awaiting_ack"),
+        "blocked": list(&sum, "blocked"),
+        "unblocked": list(&sum, "unblocked"),
+        "in_progress": list(&sum, "in_progress"),
+        "needs_you": list(&sum, "needs_you"),
+        "awaiting_done": list(&sum, "awaiting_done"),
+        "resolved_for_you": list(&sum, "resolved_for_you"),
+        "pins": [],
+        "server": {
+            "build": format!("countersign {VERSION}"),
+            "contract": "get_protocol() — the full rules: tools, refusals, the debt lifecycle and the ball",
+            "changes": "server_build() — what this build implements and what it does not yet",
+        },
+    });
+    let conflicted = conflicts_of(s.index(), &me)?;
+    if !conflicted.is_empty() {
+        out["conflicted"] = Value::Array(conflicted);
+    }
+    let alarms = alarms(s.index())?;
+    if !alarms.is_empty() {
+        out["alarms"] = Value::Array(alarms);
+    }
+    // What is new in this build, shown once per role on this device.
+    let state_dir = s.channel().state_dir().to_path_buf();
+    let mut prefs = Prefs::load(&state_dir);
+    let build = format!("countersign {VERSION}");
+    if prefs.seen_build.get(me.as_str()) != Some(&build) {
+        out["server"]["whats_new"] = super::info::server_build()["whats_new"].clone();
+        out["server"]["note"] = json!("shown once per role and build; server_build() repeats it");
+        prefs.seen_build.insert(me.to_string(), build);
+        prefs.save(&state_dir)?;
+    }
+    Ok(out)
+}
+
+/// The role's conflicted records still standing: lost at their place in the
+/// order, listed until the role writes again on that message.
+fn conflicts_of(ix: &Index, me: &Role) -> AppResult<Vec<Value>> {
+    let p = ix.path();
+    let mut st = ix
+        .conn()
+        .prepare_cached("SELECT id, conflicts FROM messages WHERE conflicts IS NOT NULL ORDER BY ms, c, id")
+        .db(p)?;
+    let rows: Vec<(String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).db(p)?.collect::<Result<_, _>>().db(p)?;
+    let mut out = Vec::new();
+    for (target, json) in rows {
+        let list: Vec<Value> = serde_json::from_str(&json).unwrap_or_default();
+        for c in list.into_iter().filter(|c| c["role"] == me.as_str()) {
+            let record = c["record"].as_str().unwrap_or_default().to_owned();
+            let superseded: bool = ix
+                .conn()
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM targets t JOIN records r ON r.n = t.n \
+                     JOIN records c ON c.id = ?2 WHERE t.target = ?1 AND r.role = ?3 \
+                     AND (r.ms > c.ms OR (r.ms = c.ms AND r.c > c.c)))",
+                )
+                .and_then(|mut st| st.query_row(params![target, record, me.as_str()], |r| r.get(0)))
+                .db(p)?;
+            if !superseded {
+                out.push(json!({
+                    "record": short(&record),
+                    "op": c["op"],
+                    "target": short(&target),
+                    "reason": c["reason"],
+                    "winner": c["winner"].as_str().map(short),
+                }));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Local evidence of trouble in the folder: quarantined records, forks,
+/// frozen feeds, feeds nobody admitted.
+fn alarms(ix: &Index) -> AppResult<Vec<Value>> {
+    Ok(ix
+        .problems()?
+        .into_iter()
+        .filter(|p| p.kind != "garbage")
+        .map(|p| json!({ "kind": p.kind, "feed": p.feed, "where": format!("{}:{}", p.path, p.offset), "reason": p.reason }))
+        .collect())
+}
