@@ -2,6 +2,7 @@
 //! `store`. `main` maps outcomes to exit codes: 0 done, 1 problems found (verify),
 //! 2 the command could not run.
 
+mod bench;
 mod demo;
 mod inbox;
 mod init;
@@ -55,6 +56,8 @@ enum Command {
     Verify(verify::Args),
     /// Rebuild this device's index of the channel from the feeds.
     Reindex(reindex::Args),
+    /// Measure rebuild, ingest, tool latency and memory against the budgets, on a throwaway channel.
+    Bench(bench::Args),
     /// Play a short exchange between two roles on a throwaway channel, through the real
     /// MCP server, and print it.
     Demo(demo::Args),
@@ -70,6 +73,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Log(a) => log::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
+        Command::Bench(a) => bench::run(&cli, a),
         Command::Demo(a) => demo::run(&cli, a),
     };
     match result {

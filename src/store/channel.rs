@@ -18,6 +18,7 @@ use super::feed::FeedWriter;
 use super::home::{Device, Home};
 use super::index::Index;
 use super::ingest::{Ingest, IngestReport, ScanCache};
+use super::lock::FileLock;
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
 use crate::core::op::{Admit, FeedInit, Op};
@@ -71,6 +72,11 @@ impl Channel {
         &self.device
     }
 
+    /// This channel's local state folder (index, journal, locks, prefs).
+    pub fn state_dir(&self) -> &std::path::Path {
+        &self.state_dir
+    }
+
     /// This device's home.
     pub fn home(&self) -> &Home {
         &self.home
@@ -95,6 +101,7 @@ impl Channel {
                 // Another process wrote between our read and our write: redo the
                 // pass under the write lock from the start.
                 self.cache = saved;
+                let _lock = self.lock_index()?;
                 self.pass(true)
             }
             Err(e) => {
@@ -125,12 +132,15 @@ impl Channel {
     /// one transaction: readers see the old state until the new one is whole.
     /// `progress` is told the bytes read after each file.
     pub fn reindex(&mut self, progress: Option<&mut dyn FnMut(u64)>) -> StoreResult<IngestReport> {
+        let _lock = self.lock_index()?;
         self.cache.clear();
         let Self { index, dir, cache, .. } = self;
+        index.set_cache_kib(64 * 1024)?;
         let result = index.write(|ix| {
             ix.clear_derived()?;
             Ingest::run_with_progress(ix, dir, cache, progress)
         });
+        index.set_cache_kib(2 * 1024)?;
         if result.is_err() {
             self.cache.clear();
         }
@@ -171,16 +181,23 @@ impl Channel {
             let owner_writer = Writer { feed: self.feed_writer(owner_feed), key: owner };
             let admit = Admit { feed: feed.clone(), pubkey: pubkey.clone(), role: role.clone() };
             self.append_if(&owner_writer, |ix| {
-                let op = (!admitted_in(ix, &feed)?).then(|| Op::Admit(admit));
+                let op = (!admitted_in(ix, &feed)?).then_some(Op::Admit(admit));
                 Ok::<_, StoreError>((op, ()))
             })?;
         }
         let init = FeedInit { role: role.clone(), pubkey, device_name: self.device.name.clone() };
         self.append_if(&writer, |ix| {
-            let op = (!has_records(ix, &feed)?).then(|| Op::FeedInit(init));
+            let op = (!has_records(ix, &feed)?).then_some(Op::FeedInit(init));
             Ok::<_, StoreError>((op, ()))
         })?;
         Ok(writer)
+    }
+
+    /// Serializes writers of the index on this machine. SQLite would too, but
+    /// its busy handler sleeps in growing steps; a blocking lock wakes the next
+    /// writer as soon as the last one commits. Order: feed lock, then this.
+    fn lock_index(&self) -> StoreResult<FileLock> {
+        FileLock::exclusive(&self.state_dir.join("index.lock"))
     }
 
     fn feed_writer(&self, feed: FeedId) -> FeedWriter {
@@ -209,14 +226,15 @@ impl Channel {
         writer: &Writer,
         build: impl FnOnce(&Index) -> Result<(Option<Op>, T), E>,
     ) -> Result<(Option<Record>, T), E> {
-        let _lock = writer.feed.lock()?;
+        let _feed_lock = writer.feed.lock()?;
+        let _index_lock = self.lock_index()?;
         let saved = self.cache.clone();
         let Self { index, dir, cache, .. } = self;
         let result = index.write(|ix| {
             Ingest::run(ix, dir, cache)?;
             let (op, out) = build(ix)?;
             let Some(op) = op else { return Ok((None, out)) };
-            let last = writer.feed.reconcile()?;
+            let last = writer.feed.reconcile(&writer.key.verifying_key())?;
             let seen = max_hlc(ix)?;
             let prev_hlc = last.as_ref().map_or(Hlc::default(), |r| r.header.hlc);
             let header = Header {
@@ -275,4 +293,199 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked)
     )
+}
+
+// ---------------------------------------------------------------------------
+// Bulk loading (benchmarks, imports): records for one feed chained and signed
+// in memory, written with one fsync per file. Not a write path for tools.
+// ---------------------------------------------------------------------------
+
+use super::feed::FeedLock;
+use crate::core::ids::RecordId;
+
+/// A run of new records for one feed of this device, chained and signed as
+/// [`Channel::append`] chains and signs them, and written in batches with
+/// [`FeedWriter::append_batch`]. Made by [`Channel::bulk`].
+///
+/// Contract:
+/// - it holds the feed's lock until dropped, so nothing else on this device
+///   appends to the feed meanwhile (drop it before [`Channel::writer`] or
+///   [`Channel::append`] on the same role);
+/// - [`Self::push`] validates nothing against the index: the caller answers
+///   for the ops being ones `app` would accept (ingest still checks the
+///   chain, the signature and the feed's admission, and the fold still marks
+///   illegal transitions conflicted);
+/// - the clock follows the same rule as `append`, `Hlc::next(now, max(seen,
+///   previous))`, but `now` and `seen` come from the caller, since nothing is
+///   ingested between pushes: pass the time the record is meant to carry (not
+///   more than 5 minutes ahead, or readers hold it) and the highest clock its
+///   author had seen;
+/// - nothing is durable before [`Self::flush`] returns, and nothing is
+///   ingested: call [`Channel::catch_up`] or [`Channel::reindex`] afterwards.
+///   Dropping it with records pending discards them.
+pub struct BulkFeed {
+    writer: Writer,
+    ch: String,
+    last: Option<(u64, RecordId, Hlc)>,
+    pending: Vec<Record>,
+    _lock: FeedLock,
+}
+
+impl Channel {
+    /// Starts a bulk run on `role`'s feed of this device. A feed that does
+    /// not exist yet is begun as [`Self::writer`] begins one — the role key
+    /// is created, the owner's `admit` is written unless the index already
+    /// holds one, and `feed_init` is the run's first record — except that
+    /// these records carry `start_ms`, so a seeded history can lie in the
+    /// past. Like `writer`, a new feed needs the owner key on this device.
+    pub fn bulk(&mut self, role: &Role, start_ms: i64) -> StoreResult<BulkFeed> {
+        let ch = self.dir.id().to_owned();
+        let feed = FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs");
+        let owner = self.home.load_key(&ch, "owner")?;
+        let key = match self.home.load_key(&ch, role.as_str())? {
+            Some(k) => k,
+            None if owner.is_some() => self.home.create_key(&ch, role.as_str())?,
+            None => {
+                return Err(StoreError::NotAdmitted(format!(
+                    "this device holds no key for role '{role}' and is not the owner's machine"
+                )));
+            }
+        };
+        let pubkey = record::pubkey_hex(&key.verifying_key());
+        self.catch_up()?;
+        let mut run = self.bulk_on(Writer { feed: self.feed_writer(feed.clone()), key })?;
+        if run.last.is_some() || has_records(&self.index, &feed)? {
+            return Ok(run);
+        }
+        if !self.is_admitted(&feed)? {
+            let Some(owner) = owner else {
+                return Err(StoreError::NotAdmitted(format!(
+                    "feed {feed} is not admitted yet — run `countersign admit {role} {pubkey}` on \
+                     the channel owner's machine, then sync"
+                )));
+            };
+            let owner_feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
+            let mut admits = self.bulk_on(Writer { feed: self.feed_writer(owner_feed), key: owner })?;
+            let admit = Admit { feed, pubkey: pubkey.clone(), role: role.clone() };
+            admits.push(&Op::Admit(admit), start_ms, Hlc::default());
+            admits.flush()?;
+        }
+        let init = FeedInit { role: role.clone(), pubkey, device_name: self.device.name.clone() };
+        run.push(&Op::FeedInit(init), start_ms, Hlc::default());
+        Ok(run)
+    }
+
+    fn bulk_on(&self, writer: Writer) -> StoreResult<BulkFeed> {
+        let lock = writer.feed.lock()?;
+        let last = writer.feed.reconcile(&writer.key.verifying_key())?;
+        Ok(BulkFeed {
+            writer,
+            ch: self.dir.id().to_owned(),
+            last: last.map(|r| (r.header.seq, r.id, r.header.hlc)),
+            pending: Vec::new(),
+            _lock: lock,
+        })
+    }
+}
+
+impl BulkFeed {
+    /// The feed written.
+    pub fn feed(&self) -> &FeedId {
+        self.writer.feed()
+    }
+
+    /// Chains and signs `op` as the next record of the feed and keeps it for
+    /// [`Self::flush`]. Returns the record (its id, clock and line).
+    pub fn push(&mut self, op: &Op, now_ms: i64, seen: Hlc) -> &Record {
+        let prev_hlc = self.last.map_or(Hlc::default(), |(_, _, h)| h);
+        let header = Header {
+            ch: self.ch.clone(),
+            feed: self.writer.feed.feed().clone(),
+            seq: self.last.map_or(1, |(seq, _, _)| seq + 1),
+            prev: self.last.map(|(_, id, _)| id),
+            hlc: Hlc::next(now_ms, seen.max(prev_hlc)),
+        };
+        let rec = record::encode(&header, op, &self.writer.key);
+        self.last = Some((rec.header.seq, rec.id, rec.header.hlc));
+        self.pending.push(rec);
+        self.pending.last().expect("just pushed")
+    }
+
+    /// Records pushed and not flushed yet.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Writes the pending records (journal, segments, head; one fsync per
+    /// file) and returns how many were written.
+    pub fn flush(&mut self) -> StoreResult<usize> {
+        self.writer.feed.append_batch(&self.pending, &self.writer.key)?;
+        let n = self.pending.len();
+        self.pending.clear();
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod bulk_tests {
+    use super::*;
+    use crate::core::genesis::{FORMAT, Genesis, channel_id};
+    use crate::core::op::Send;
+    use crate::store::home::new_signing_key;
+
+    #[test]
+    fn a_bulk_run_ingests_cleanly_and_normal_appends_continue_its_chain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home::at(tmp.path().join("home"));
+        let owner = new_signing_key();
+        let genesis = Genesis {
+            format: FORMAT.to_owned(),
+            name: "bulk".into(),
+            created_at: "2023-11-14T22:13:20Z".into(),
+            roles: vec![Role::new("alpha").unwrap(), Role::new("beta").unwrap()],
+            owner_pubkey: record::pubkey_hex(&owner.verifying_key()),
+            nonce: "00".repeat(16),
+        };
+        home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner).unwrap();
+        let dir = ChannelDir::create(&tmp.path().join("channel"), &genesis).unwrap();
+        let mut ch = Channel::open(dir, home).unwrap();
+        let role = Role::new("alpha").unwrap();
+        let send = |i: usize| {
+            Op::Send(Send {
+                to: vec![Role::new("beta").unwrap()],
+                topic: format!("t{i}"),
+                body: "x".repeat(1 + i % 900),
+                decision_requested: true,
+                ..Send::default()
+            })
+        };
+        // A history that starts a day ago: admit and feed_init carry that time.
+        let start = now_ms() - 86_400_000;
+        let mut bulk = ch.bulk(&role, start).unwrap();
+        assert_eq!(bulk.pending(), 1, "feed_init opens the run");
+        let mut seen = Hlc::default();
+        for i in 0..1200 {
+            seen = bulk.push(&send(i), start + 1000 * i as i64, seen).header.hlc;
+            if i == 700 {
+                assert_eq!(bulk.flush().unwrap(), 702);
+            }
+        }
+        assert_eq!(bulk.flush().unwrap(), 499);
+        drop(bulk);
+        // A fresh open, as another process would read it.
+        let mut ch = Channel::open(ch.dir().clone(), ch.home().clone()).unwrap();
+        let report = ch.catch_up().unwrap();
+        assert_eq!(report.accepted, 2 + 1200, "admit, feed_init and the sends: {report:?}");
+        assert!(ch.index().problems().unwrap().is_empty());
+        assert_eq!(seen, Hlc(start + 1000 * 1199, 0), "the caller's times stand");
+        // The normal writer finds the feed begun and continues its chain.
+        let alpha = ch.writer(&role).unwrap();
+        let (rec, ()) = ch.append(&alpha, |_| Ok::<_, StoreError>((send(9999), ()))).unwrap();
+        assert_eq!(rec.header.seq, 1202, "feed_init, 1200 bulk records, then this one");
+        assert!(rec.header.hlc > seen);
+        let digest = ch.index().digest().unwrap();
+        let rebuilt = ch.reindex(None).unwrap();
+        assert_eq!(rebuilt.accepted, 1 + 1202);
+        assert_eq!(ch.index().digest().unwrap(), digest);
+    }
 }
