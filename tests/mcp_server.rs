@@ -17,13 +17,15 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             "send_message", "read_inbox", "mark_read", "delete_message", "list_messages",
             "search_messages", "resolve_message", "confirm_resolution", "reopen_message",
             "open_obligations", "set_work_status", "ready_work", "get_thread", "message_history",
-            "list_roles", "channel_status", "server_build", "get_protocol"
+            "list_roles", "channel_status", "wait_for_reply", "wait_for_mail", "server_build",
+            "get_protocol"
         ]
     );
     // read_inbox and channel_status write (delivery, seen news), so they are not read-only.
     let read_only = [
         "list_messages", "search_messages", "open_obligations", "ready_work", "get_thread",
-        "message_history", "list_roles", "server_build", "get_protocol",
+        "message_history", "list_roles", "wait_for_reply", "wait_for_mail", "server_build",
+        "get_protocol",
     ];
     for t in &tools {
         let a = t.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", t.name));

@@ -19,6 +19,7 @@ pub mod send;
 pub mod session;
 pub mod status;
 pub mod thread;
+pub mod wait;
 
 pub use refusal::{AppError, AppResult};
 pub use session::Session;

@@ -10,8 +10,10 @@ mod about;
 mod browse;
 mod debts;
 mod messaging;
+mod wait;
 
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -24,6 +26,7 @@ use serde_json::{Value, json};
 
 use crate::app::info::VERSION;
 use crate::app::{AppResult, Session};
+use crate::store::watcher::Watcher;
 
 /// The provenance note, as a literal so tool descriptions can `concat!` it.
 macro_rules! provenance {
@@ -59,6 +62,8 @@ const TOOL_ORDER: &[&str] = &[
     "message_history",
     "list_roles",
     "channel_status",
+    "wait_for_reply",
+    "wait_for_mail",
     "server_build",
     "get_protocol",
 ];
@@ -67,6 +72,8 @@ const TOOL_ORDER: &[&str] = &[
 #[derive(Clone)]
 pub struct Server {
     session: Arc<Mutex<Session>>,
+    feeds: PathBuf,
+    watcher: Arc<OnceLock<Option<Watcher>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -74,10 +81,13 @@ impl Server {
     /// A server acting through `session`.
     pub fn new(session: Session) -> Self {
         Self {
+            feeds: session.channel().dir().feeds(),
             session: Arc::new(Mutex::new(session)),
+            watcher: Arc::new(OnceLock::new()),
             tool_router: Self::messaging_router()
                 + Self::browse_router()
                 + Self::debts_router()
+                + Self::wait_router()
                 + Self::about_router(),
         }
     }
@@ -95,14 +105,36 @@ impl Server {
     where
         F: FnOnce(&mut Session) -> AppResult<Value> + Send + 'static,
     {
+        to_result(self.blocking(f).await?)
+    }
+
+    /// Runs `f` on the session on a blocking thread (SQLite and files block).
+    async fn blocking<T, F>(&self, f: F) -> Result<AppResult<T>, McpError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Session) -> AppResult<T> + Send + 'static,
+    {
         let session = Arc::clone(&self.session);
-        let outcome = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let mut guard = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             f(&mut guard)
         })
         .await
-        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
-        to_result(outcome)
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))
+    }
+
+    /// A receiver that changes when the channel folder does; started on first
+    /// use. `None` when the folder cannot be watched (waits then rescan on
+    /// their poll interval only).
+    fn folder_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        let started = self.watcher.get_or_init(|| match Watcher::start(&self.feeds) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("{e}; waits fall back to rescanning on their poll interval");
+                None
+            }
+        });
+        started.as_ref().map(Watcher::subscribe)
     }
 }
 

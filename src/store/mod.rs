@@ -13,6 +13,7 @@ pub mod index;
 pub mod ingest;
 pub mod lock;
 pub mod prefs;
+pub mod watcher;
 
 pub use channel::{Channel, Writer};
 pub use channel_dir::ChannelDir;

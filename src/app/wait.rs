@@ -1,0 +1,132 @@
+//! wait_for_mail and wait_for_reply: the checks a waiting call repeats.
+//!
+//! The waiting itself (deadlines, wake-ups from the folder watcher) belongs to
+//! the transport; this module decides, on each look, whether there is
+//! something new. A wait wakes on new ids, not on counts: an item that left
+//! and came back is new, and a count that nets out still wakes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::{OptionalExtension as _, params};
+use serde_json::{Value, json};
+
+use super::refusal::{AppError, AppResult};
+use super::rows::{MESSAGE_COLUMNS, MessageRow};
+use super::session::{Session, find_live};
+use super::status::{ACTIONABLE, summary};
+use crate::core::ids::RecordId;
+use crate::store::error::SqlContext as _;
+
+/// The longest a single wait call blocks, below common client timeouts.
+pub const WAIT_CAP_S: f64 = 50.0;
+
+/// Checks the wait parameters.
+pub fn check_wait(timeout_s: f64, poll_interval_s: f64) -> AppResult<()> {
+    if !(0.0..=3600.0).contains(&timeout_s) {
+        return Err(AppError::value(format!("'timeout_s' must be between 0 and 3600 (got {timeout_s})")));
+    }
+    if !(0.1..=60.0).contains(&poll_interval_s) {
+        return Err(AppError::value(format!(
+            "'poll_interval_s' must be between 0.1 and 60 (got {poll_interval_s})"
+        )));
+    }
+    Ok(())
+}
+
+/// The ids behind each actionable counter, and the counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MailSnapshot {
+    /// Counter → ids.
+    pub ids: BTreeMap<&'static str, BTreeSet<String>>,
+}
+
+impl MailSnapshot {
+    /// Non-zero counts.
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        self.ids.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (*k, v.len())).collect()
+    }
+
+    /// Counters holding an id not in `known`, with their current counts.
+    pub fn news_since(&self, known: &Self) -> BTreeMap<&'static str, usize> {
+        self.ids
+            .iter()
+            .filter(|(k, v)| v.iter().any(|id| known.ids.get(*k).is_none_or(|kn| !kn.contains(id))))
+            .map(|(k, v)| (*k, v.len()))
+            .collect()
+    }
+
+    /// Keeps only the ids still present now (so one that leaves and comes back is new).
+    pub fn retain_present(&mut self, now: &Self) {
+        for (k, v) in &mut self.ids {
+            match now.ids.get(k) {
+                Some(cur) => v.retain(|id| cur.contains(id)),
+                None => v.clear(),
+            }
+        }
+    }
+}
+
+/// Catches up and takes the snapshot of the caller's actionable counters.
+pub fn mail_snapshot(s: &mut Session) -> AppResult<MailSnapshot> {
+    let me = s.role()?;
+    s.catch_up()?;
+    let sum = summary(s.index(), &me)?;
+    Ok(MailSnapshot {
+        ids: ACTIONABLE
+            .iter()
+            .map(|c| (*c, sum.ids(c).into_iter().map(str::to_owned).collect()))
+            .collect(),
+    })
+}
+
+/// What wait_for_reply waits on: the parent, and the local ingest number of
+/// `after_id` (replies ingested after it count).
+pub fn reply_target(s: &mut Session, message_id: &str, after_id: Option<&str>) -> AppResult<(RecordId, Option<i64>)> {
+    s.catch_up()?;
+    let ix = s.index();
+    let parent = find_live(ix, "message_id", message_id)?;
+    let after = match after_id {
+        Some(raw) => {
+            let id = find_live(ix, "after_id", raw)?;
+            ix.conn()
+                .prepare_cached("SELECT n FROM messages WHERE id = ?1")
+                .and_then(|mut st| st.query_row([id.hex()], |r| r.get::<_, i64>(0)).optional())
+                .db(ix.path())?
+        }
+        None => None,
+    };
+    Ok((parent, after))
+}
+
+/// The earliest live reply to `parent` addressed to the caller (unread unless
+/// `include_read`; ingested after `after_n` if given), as a message row.
+pub fn reply_check(s: &mut Session, parent: &RecordId, after_n: Option<i64>, include_read: bool) -> AppResult<Option<Value>> {
+    let me = s.role()?;
+    s.catch_up()?;
+    let ix = s.index();
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM messages m \
+         JOIN deliveries d ON d.message_id = m.id AND d.role = ?2 \
+         WHERE m.reply_to = ?1 AND m.deleted_ms IS NULL AND m.n > ?3 {} \
+         ORDER BY m.ms, m.c, m.id LIMIT 1",
+        if include_read { "" } else { "AND d.read_ms IS NULL" }
+    );
+    let row = ix
+        .conn()
+        .prepare_cached(&sql)
+        .and_then(|mut st| {
+            st.query_row(params![parent.hex(), me.as_str(), after_n.unwrap_or(-1)], MessageRow::from_sql).optional()
+        })
+        .db(ix.path())?;
+    Ok(row.map(|r| Value::Object(r.to_json(Some(&me)))))
+}
+
+/// The answer of a wait that ran out of time.
+pub fn timed_out(waited_s: f64, what: &str) -> Value {
+    json!({
+        "timed_out": true,
+        "waited_s": (waited_s * 10.0).round() / 10.0,
+        "retry": true,
+        "note": format!("nothing new {what} yet; call again to keep waiting — nothing is lost between calls"),
+    })
+}

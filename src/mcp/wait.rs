@@ -1,0 +1,175 @@
+//! The waiting tools: wait_for_reply and wait_for_mail.
+//!
+//! A wait looks, then sleeps until the folder watcher reports a change or its
+//! poll interval passes (the rescan that covers folders without events), and
+//! looks again; the session is locked only while it looks. The last look
+//! happens at the deadline, never a full interval after it.
+
+use std::time::{Duration, Instant};
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::{ErrorData as McpError, tool, tool_router};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Server, to_result};
+use crate::app::wait::{MailSnapshot, WAIT_CAP_S, check_wait, mail_snapshot, reply_check, reply_target, timed_out};
+
+
+fn fifty() -> f64 {
+    WAIT_CAP_S
+}
+fn one() -> f64 {
+    1.0
+}
+fn two() -> f64 {
+    2.0
+}
+fn yes() -> bool {
+    true
+}
+
+/// Parameters of wait_for_reply.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WaitForReplyParams {
+    /// The message whose reply you wait for.
+    pub message_id: String,
+    /// Seconds to wait, 0 to 3600; one call waits at most 50 (default 50). Call again to wait longer.
+    #[serde(default = "fifty")]
+    pub timeout_s: f64,
+    /// Seconds between rescans of the folder when no change event comes, 0.1 to 60 (default 1).
+    #[serde(default = "one")]
+    pub poll_interval_s: f64,
+    /// Only replies that arrived after this message count (an id you already have).
+    #[serde(default)]
+    pub after_id: Option<String>,
+    /// Also return a reply you already marked read (default false).
+    #[serde(default)]
+    pub include_read: bool,
+}
+
+/// Parameters of wait_for_mail.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WaitForMailParams {
+    /// Seconds to wait, 0 to 3600; one call waits at most 50 (default 50). Call again to wait longer.
+    #[serde(default = "fifty")]
+    pub timeout_s: f64,
+    /// Seconds between rescans of the folder when no change event comes, 0.1 to 60 (default 2).
+    #[serde(default = "two")]
+    pub poll_interval_s: f64,
+    /// True (default): what was already waiting at entry does not wake you (it is reported in
+    /// pending_at_entry); false: anything actionable returns at once.
+    #[serde(default = "yes")]
+    pub ignore_backlog: bool,
+}
+
+/// Sleeps until the folder changes, `interval` passes, or `deadline` comes.
+async fn nap(changes: &mut Option<tokio::sync::watch::Receiver<u64>>, interval: Duration, deadline: Instant) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let sleep = tokio::time::sleep(interval.min(left));
+    match changes {
+        Some(rx) => {
+            tokio::select! {
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        // The watcher stopped: rescans alone from now on.
+                        *changes = None;
+                    }
+                }
+                () = sleep => {}
+            }
+        }
+        None => sleep.await,
+    }
+}
+
+#[tool_router(router = wait_router, vis = "pub(super)")]
+impl Server {
+    /// Sleep inside the channel until a reply to one of your messages arrives: the earliest
+    /// reply addressed to you that you have not marked read (or any, with include_read), after
+    /// after_id if given. Returns that message as soon as it is there; otherwise, after at most
+    /// 50 s per call, {timed_out: true, retry: true} — call again to keep waiting; nothing is
+    /// lost between calls.
+    #[tool(annotations(title = "Wait for a reply", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    async fn wait_for_reply(&self, Parameters(p): Parameters<WaitForReplyParams>) -> Result<CallToolResult, McpError> {
+        let started = Instant::now();
+        let (timeout, interval) = (p.timeout_s, p.poll_interval_s);
+        let (id, after) = (p.message_id.clone(), p.after_id.clone());
+        let target = self
+            .blocking(move |s| {
+                check_wait(timeout, interval)?;
+                reply_target(s, &id, after.as_deref())
+            })
+            .await?;
+        let (parent, after_n) = match target {
+            Ok(t) => t,
+            Err(e) => return to_result(Err(e)),
+        };
+        let deadline = started + Duration::from_secs_f64(timeout.min(WAIT_CAP_S));
+        let mut changes = self.folder_changes();
+        loop {
+            let include_read = p.include_read;
+            let found = self.blocking(move |s| reply_check(s, &parent, after_n, include_read)).await?;
+            match found {
+                Ok(Some(row)) => return to_result(Ok(row)),
+                Ok(None) => {}
+                Err(e) => return to_result(Err(e)),
+            }
+            if Instant::now() >= deadline {
+                return to_result(Ok(timed_out(started.elapsed().as_secs_f64(), "in reply")));
+            }
+            nap(&mut changes, Duration::from_secs_f64(interval), deadline).await;
+        }
+    }
+
+    /// Sleep inside the channel until something NEW calls for you: mail, a debt, a resolution
+    /// to confirm, a task unblocked, the ball coming back (the actionable counters of
+    /// channel_status). It wakes on new items, not on counts; what was already waiting at entry
+    /// is reported in pending_at_entry and does not wake you (unless ignore_backlog=false).
+    /// Returns {pending: {counter: count}, pending_at_entry, timed_out: false}, or after at most
+    /// 50 s per call {timed_out: true, retry: true, pending_at_entry} — call again to keep
+    /// waiting; nothing is lost between calls.
+    #[tool(annotations(title = "Wait for mail", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    async fn wait_for_mail(&self, Parameters(p): Parameters<WaitForMailParams>) -> Result<CallToolResult, McpError> {
+        let started = Instant::now();
+        let (timeout, interval) = (p.timeout_s, p.poll_interval_s);
+        let entry = self
+            .blocking(move |s| {
+                check_wait(timeout, interval)?;
+                mail_snapshot(s)
+            })
+            .await?;
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => return to_result(Err(e)),
+        };
+        let pending_at_entry = entry.counts();
+        let mut known = if p.ignore_backlog { entry.clone() } else { MailSnapshot::default() };
+        let deadline = started + Duration::from_secs_f64(timeout.min(WAIT_CAP_S));
+        let mut changes = self.folder_changes();
+        let mut now = entry;
+        loop {
+            let news = now.news_since(&known);
+            if !news.is_empty() {
+                return to_result(Ok(json!({
+                    "pending": news,
+                    "pending_at_entry": pending_at_entry,
+                    "timed_out": false,
+                })));
+            }
+            known.retain_present(&now);
+            if Instant::now() >= deadline {
+                let mut out = timed_out(started.elapsed().as_secs_f64(), "for you");
+                out["pending_at_entry"] = json!(pending_at_entry);
+                return to_result(Ok(out));
+            }
+            nap(&mut changes, Duration::from_secs_f64(interval), deadline).await;
+            now = match self.blocking(mail_snapshot).await? {
+                Ok(s) => s,
+                Err(e) => return to_result(Err(e)),
+            };
+        }
+    }
+}
