@@ -27,16 +27,17 @@ pub fn server_build() -> Value {
         "protocol_contract": "get_protocol() — the tools, their parameters, refusals and results",
         "whats_new": [{
             "since": "2026-11-30",
-            "what": "signed per-role feeds in a shared folder, a local index, and the messaging tools",
-            "do": "call list_roles() to see who is here, then read_inbox()",
+            "what": "signed per-role feeds in a shared folder, a local index, messaging, debts with their lifecycle, work status and the wait tools",
+            "do": "call channel_status() first and triage what it lists; get_protocol() has the rules",
         }],
         "shipped": [
             {"id": "feeds", "shipped_at": "2026-11-30", "what": "signed, hash-chained per-role feeds; tolerant reading; verify"},
             {"id": "index", "shipped_at": "2026-11-30", "what": "incremental SQLite index, reindex, trigram full-text search"},
             {"id": "messaging", "shipped_at": "2026-11-30", "what": "send_message, read_inbox, mark_read, delete_message, list_messages, search_messages, get_thread, list_roles, server_build, get_protocol"},
+            {"id": "debts", "shipped_at": "2026-11-30", "what": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status; decisions made on two machines fold to one winner, the loser listed as conflicted"},
+            {"id": "waits", "shipped_at": "2026-11-30", "what": "wait_for_mail and wait_for_reply, woken by a watcher on the channel folder"},
         ],
         "not_shipped": [
-            {"id": "debts", "why": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status and the wait tools are not served by this build yet; action_required is stored and counted as open"},
             {"id": "consent", "why": "proposals with pin keys, votes (acknowledge), pins, uploads and retirement are not served by this build yet"},
             {"id": "sync", "why": "countersign sync (git, rclone) is not in this build; a channel folder can still be shared by any means that copies files"},
         ],
