@@ -230,10 +230,15 @@ impl Message {
         if let Some(d) = self.deleted {
             return Some(d.id);
         }
+        // A debt in the way is open since its latest reopen, or resolved by
+        // its current resolution.
+        let debt_state = || match self.debt.as_ref().and_then(|d| d.resolved.as_ref()) {
+            Some(r) => Some(r.at.id),
+            None => self.last_reopen.map(|k| k.id),
+        };
         match op {
-            Op::Confirm(_) => self.last_reopen.map(|k| k.id),
+            Op::Confirm(_) | Op::Delete(_) => debt_state(),
             Op::WorkStatus(_) => self.ws_last.as_ref().map(|l| l.key.id),
-            Op::Delete(_) => self.debt.as_ref().and_then(|d| d.resolved.as_ref()).map(|r| r.at.id),
             _ => None,
         }
     }
@@ -285,7 +290,7 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::op::{Ids, Target};
+    use crate::core::op::{Ids, Note, Target, WorkStatusMove};
     use crate::core::vocab::WorkStatus;
 
     fn role(s: &str) -> Role {
@@ -397,5 +402,96 @@ mod tests {
         );
         assert!(m.deleted.is_none());
         assert_eq!(m.conflicts.len(), 1);
+    }
+
+    fn note(id: RecordId) -> Note {
+        Note { id, note: None }
+    }
+
+    fn ws(id: RecordId, value: WorkStatus, base: Option<RecordId>) -> Op {
+        Op::WorkStatus(WorkStatusMove { id, value, blocked_by: None, note: None, base })
+    }
+
+    /// A debt from a to b, resolved by b at 2 and confirmed by a at 3.
+    fn settled(extra: &[(OrderKey, &Role, &Op)]) -> Message {
+        let mut s = send(&["b"]);
+        s.action_required = true;
+        let id = key(1, b"s").id;
+        let (a, b) = (role("a"), role("b"));
+        let resolve = Op::Resolve(note(id));
+        let confirm = Op::Confirm(note(id));
+        let mut recs = vec![
+            Applied { key: key(2, b"res"), role: &b, op: &resolve },
+            Applied { key: key(3, b"conf"), role: &a, op: &confirm },
+        ];
+        recs.extend(extra.iter().map(|(k, r, op)| Applied { key: *k, role: r, op }));
+        Message::fold(key(1, b"s"), &a, &s, recs)
+    }
+
+    #[test]
+    fn a_delete_that_lost_to_a_concurrent_reopen_names_the_reopen() {
+        let id = key(1, b"s").id;
+        let (a, b) = (role("a"), role("b"));
+        let reopen = Op::Reopen(note(id));
+        let delete = Op::Delete(Target { id });
+        let m = settled(&[(key(4, b"reopen"), &b, &reopen), (key(5, b"delete"), &a, &delete)]);
+        assert!(m.deleted.is_none());
+        assert_eq!(m.debt.as_ref().unwrap().status, DebtStatus::Open);
+        assert_eq!(m.conflicts.len(), 1);
+        assert_eq!(m.conflicts[0].op, "delete");
+        assert_eq!(m.conflicts[0].winner, Some(key(4, b"reopen").id));
+        // The other order: the reopen loses to the delete.
+        let m = settled(&[(key(5, b"reopen"), &b, &reopen), (key(4, b"delete"), &a, &delete)]);
+        assert_eq!(m.deleted, Some(key(4, b"delete")));
+        assert_eq!(m.conflicts[0].op, "reopen");
+        assert_eq!(m.conflicts[0].winner, Some(key(4, b"delete").id));
+    }
+
+    #[test]
+    fn a_confirm_that_lost_to_a_concurrent_reopen_names_the_reopen() {
+        let mut s = send(&["b"]);
+        s.action_required = true;
+        let id = key(1, b"s").id;
+        let (a, b) = (role("a"), role("b"));
+        let (resolve, reopen, confirm) = (Op::Resolve(note(id)), Op::Reopen(note(id)), Op::Confirm(note(id)));
+        let m = Message::fold(
+            key(1, b"s"),
+            &a,
+            &s,
+            [
+                Applied { key: key(2, b"res"), role: &b, op: &resolve },
+                Applied { key: key(3, b"reopen"), role: &b, op: &reopen },
+                Applied { key: key(4, b"conf"), role: &a, op: &confirm },
+            ],
+        );
+        assert_eq!(m.conflicts.len(), 1);
+        assert_eq!(m.conflicts[0].winner, Some(key(3, b"reopen").id));
+        assert!(m.events.iter().all(|e| e.event != "resolution_confirmed"));
+    }
+
+    #[test]
+    fn concurrent_status_moves_one_wins_and_a_repeat_is_no_conflict() {
+        let id = key(1, b"s").id;
+        let (a, b) = (role("a"), role("b"));
+        let s = send(&["b"]);
+        let (x, y) = (ws(id, WorkStatus::InProgress, None), ws(id, WorkStatus::NeedsYou, None));
+        let m = Message::fold(
+            key(1, b"s"),
+            &a,
+            &s,
+            [Applied { key: key(2, b"x"), role: &b, op: &x }, Applied { key: key(3, b"y"), role: &a, op: &y }],
+        );
+        assert_eq!(m.work_status, Some(WorkStatus::InProgress));
+        assert_eq!(m.conflicts.len(), 1);
+        assert_eq!(m.conflicts[0].winner, Some(key(2, b"x").id));
+        // The same move by the same role from two devices, neither seeing the other.
+        let m = Message::fold(
+            key(1, b"s"),
+            &a,
+            &s,
+            [Applied { key: key(2, b"x"), role: &b, op: &x }, Applied { key: key(3, b"x2"), role: &b, op: &x }],
+        );
+        assert!(m.conflicts.is_empty(), "{:?}", m.conflicts);
+        assert_eq!(m.events.len(), 1);
     }
 }

@@ -117,6 +117,19 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                     "'blocked_by' is only valid with work_status='blocked'".to_owned(),
                 ));
             }
+            let same = m.work_status == Some(w.value)
+                && m.blocked_by == (if w.value == WorkStatus::Blocked { w.blocked_by } else { None });
+            // Re-setting the current value is a no-op for whoever set it, unless
+            // a reopen came since; by the other side it is a real move (the ball).
+            // A repeat stays a silent no-op even when its author had not seen
+            // the move it repeats (two devices of one role): never a conflict.
+            // ('done' never repeats: it needs done_local, below.)
+            let mine_since_reopen = m.ws_last.as_ref().is_some_and(|l| {
+                &l.role == role && m.last_reopen.is_none_or(|r| l.key > r)
+            });
+            if same && mine_since_reopen && w.value != WorkStatus::Done {
+                return Ok(Verdict::Noop);
+            }
             if w.base != m.ws_last.as_ref().map(|l| l.key.id) {
                 let winner = m.ws_last.as_ref().map_or_else(String::new, |l| {
                     format!(" ({} by '{}')", l.key.id.short(), l.role)
@@ -140,14 +153,7 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                     )));
                 }
             }
-            let same = m.work_status == Some(w.value)
-                && m.blocked_by == (if w.value == WorkStatus::Blocked { w.blocked_by } else { None });
-            // Re-setting the current value is a no-op for whoever set it, unless
-            // a reopen came since; by the other side it is a real move (the ball).
-            let mine_since_reopen = m.ws_last.as_ref().is_some_and(|l| {
-                &l.role == role && m.last_reopen.is_none_or(|r| l.key > r)
-            });
-            Ok(if same && mine_since_reopen { Verdict::Noop } else { Verdict::Apply })
+            Ok(Verdict::Apply)
         }
         Op::Read(_) | Op::Opened(_) => {
             if m.deliveries.contains_key(role) {
