@@ -265,7 +265,9 @@ pub fn channel_status(s: &mut Session) -> AppResult<Value> {
 }
 
 /// The role's conflicted records still standing: lost at their place in the
-/// order, listed until the role writes again on that message.
+/// order, listed until the role writes again on that message. Read receipts
+/// (`read`, and `opened`, which read_inbox writes on its own) do not count:
+/// they decide nothing, and must not hide a lost decision unseen.
 fn conflicts_of(ix: &Index, me: &Role) -> AppResult<Vec<Value>> {
     let p = ix.path();
     let mut st = ix
@@ -284,6 +286,7 @@ fn conflicts_of(ix: &Index, me: &Role) -> AppResult<Vec<Value>> {
                 .prepare_cached(
                     "SELECT EXISTS (SELECT 1 FROM targets t JOIN records r ON r.n = t.n \
                      JOIN records c ON c.id = ?2 WHERE t.target = ?1 AND r.role = ?3 \
+                     AND r.op NOT IN ('read', 'opened') \
                      AND (r.ms > c.ms OR (r.ms = c.ms AND r.c > c.c)))",
                 )
                 .and_then(|mut st| st.query_row(params![target, record, me.as_str()], |r| r.get(0)))
@@ -311,4 +314,40 @@ fn alarms(ix: &Index) -> AppResult<Vec<Value>> {
         .filter(|p| p.kind != "garbage")
         .map(|p| json!({ "kind": p.kind, "feed": p.feed, "where": format!("{}:{}", p.path, p.offset), "reason": p.reason }))
         .collect())
+}
+
+// ---------------------------------------------------------------------------------------
+// The `countersign status` command's view.
+
+/// What `countersign status` prints for the session's role: channel_status's
+/// counters and lists (plus `conflicted` and `alarms` when non-empty), read
+/// after a catch-up, without the pins, the build news and their
+/// once-per-build bookkeeping (a status check must not consume whats_new).
+/// The summary comes back too, for the exit code.
+pub fn status_view(s: &mut Session) -> AppResult<(Summary, Value)> {
+    let me = s.role()?;
+    s.catch_up()?;
+    let sum = summary(s.index(), &me)?;
+    let mut out = json!({
+        "role": me,
+        "counts": sum.counts_json(),
+        "unread": sum.count("unread"),
+        "open_obligations": sum.count("open_obligations"),
+        "awaiting_ack": sum.count("awaiting_ack"),
+        "blocked": list(&sum, "blocked"),
+        "unblocked": list(&sum, "unblocked"),
+        "in_progress": list(&sum, "in_progress"),
+        "needs_you": list(&sum, "needs_you"),
+        "awaiting_done": list(&sum, "awaiting_done"),
+        "resolved_for_you": list(&sum, "resolved_for_you"),
+    });
+    let conflicted = conflicts_of(s.index(), &me)?;
+    if !conflicted.is_empty() {
+        out["conflicted"] = Value::Array(conflicted);
+    }
+    let alarms = alarms(s.index())?;
+    if !alarms.is_empty() {
+        out["alarms"] = Value::Array(alarms);
+    }
+    Ok((sum, out))
 }

@@ -4,12 +4,15 @@
 
 mod bench;
 mod demo;
+mod hook;
 mod inbox;
 mod init;
+mod install;
 mod log;
 mod reindex;
 mod send;
 mod serve;
+mod status;
 mod verify;
 
 use std::path::PathBuf;
@@ -61,6 +64,19 @@ enum Command {
     /// Play a short exchange between two roles on a throwaway channel, through the real
     /// MCP server, and print it.
     Demo(demo::Args),
+    /// What --role has waiting: exit 0 nothing to do, 1 something actionable, 2 the channel
+    /// cannot be read. `status pins` lists the pinned rules; `status watch` stays running and
+    /// prints a line when something actionable arrives; `--digest` prints the state digest.
+    Status(status::Args),
+    /// Agent-session hooks (always exit 0): `hook session-start` prints how a session begins,
+    /// `hook stop` is Claude Code's Stop hook and holds a stop while something actionable waits.
+    Hook(hook::Args),
+    /// Wire Claude Code or Codex to the channel as --role: the MCP server, the hooks and a note
+    /// in CLAUDE.md or AGENTS.md. Prints every change; --apply makes them, with backups.
+    Install(install::Args),
+    /// Take out what `install` added (the channel folder stays). Prints every change; --apply
+    /// makes them, with backups.
+    Uninstall(install::UninstallArgs),
 }
 
 /// Runs the parsed command line.
@@ -75,6 +91,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Reindex(a) => reindex::run(&cli, a),
         Command::Bench(a) => bench::run(&cli, a),
         Command::Demo(a) => demo::run(&cli, a),
+        Command::Status(a) => status::run(&cli, a),
+        Command::Hook(a) => hook::run(&cli, a),
+        Command::Install(a) => install::run(&cli, a),
+        Command::Uninstall(a) => install::run_uninstall(&cli, a),
     };
     match result {
         Ok(code) => code,

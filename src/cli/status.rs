@@ -1,0 +1,468 @@
+//! `countersign status`: what a role has waiting, for people, scripts, hooks
+//! and background watchers.
+//!
+//! Exit 0 nothing actionable, 1 something actionable, 2 the channel cannot be
+//! read. An error is never reported as "clear": anything that goes wrong ends
+//! in exit 2 with the reason on stderr (see `cli::run`).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use super::Cli;
+use crate::app::Session;
+use crate::app::obligations::open_obligations;
+use crate::app::rows::FieldsArg;
+use crate::app::session::ROLE_VARS;
+use crate::app::status::{ACTIONABLE, Summary, status_view, summary};
+use crate::core::ids::Role;
+use crate::store::watcher::Watcher;
+
+/// What `status` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum View {
+    /// What the role has waiting (the default).
+    Status,
+    /// The pinned rules, without their bodies.
+    Pins,
+    /// Keep running; print a line whenever something actionable arrives.
+    Watch,
+}
+
+/// Arguments of `status`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// `status` (default): what --role has waiting, as JSON with the counters, their
+    /// messages and the open debts; `pins`: the pinned rules; `watch`: stay running and
+    /// print one line whenever something actionable arrives (for a background task).
+    #[arg(value_enum, default_value_t = View::Status)]
+    pub view: View,
+    /// Print greppable text (TSV for pins) instead of JSON.
+    #[arg(long)]
+    pub text: bool,
+    /// Print the state digest of this device's index and exit 0: equal feeds give equal
+    /// digests on every machine, and `reindex` does not change it.
+    #[arg(long)]
+    pub digest: bool,
+    /// watch: seconds between two looks at the channel (at least 1).
+    #[arg(long, default_value_t = 30, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub interval: u64,
+    /// watch: stop after N polls (for scripts and tests).
+    #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_polls: Option<u64>,
+    /// watch: remember in FILE what the last poll saw, so that successive runs (e.g. a
+    /// script calling `--max-polls 1`) report only what grew (for scripts and tests).
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+}
+
+/// Runs `status`.
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    if a.digest {
+        let mut channel = cli.open_channel()?;
+        channel.catch_up()?;
+        println!("{}", channel.index().digest()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match a.view {
+        View::Status => status(cli, a.text),
+        View::Pins => pins(cli, a.text),
+        View::Watch => watch(cli, a),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// status
+
+fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
+    let mut s = cli.session_with_role()?;
+    let (sum, view) = status_view(&mut s)?;
+    let headers = FieldsArg::One("headers".into());
+    let mut debts = open_obligations(&mut s, None, 100, Some(&headers))?;
+    let debts = debts["result"].take();
+    let mut out = Map::new();
+    out.insert("channel".into(), json!(s.channel().dir().genesis().name));
+    if let Value::Object(v) = view {
+        out.extend(v);
+    }
+    out.insert("debts".into(), debts);
+    let pending = actionable(&sum);
+    if text {
+        print!("{}", status_text(&out, &pending));
+    } else {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    }
+    Ok(if pending.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `channel=… role=…`, `pending: …`, then one section per non-empty list
+/// with a `  #id topic` line per message.
+fn status_text(out: &Map<String, Value>, pending: &Counts) -> String {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let mut t = format!("channel={} role={}\n", s(&out["channel"]), s(&out["role"]));
+    if pending.is_empty() {
+        t.push_str("pending: nothing\n");
+    } else {
+        t.push_str(&format!("pending: {}\n", pending_text(pending, ",")));
+    }
+    for section in ["debts", "needs_you", "resolved_for_you", "unblocked"] {
+        let rows = out
+            .get(section)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if rows.is_empty() {
+            continue;
+        }
+        t.push_str(&format!("{section}:\n"));
+        for r in rows {
+            t.push_str(&format!(
+                "  #{} {}\n",
+                s(&r["id"]),
+                one_line(&s(&r["topic"]))
+            ));
+        }
+    }
+    t
+}
+
+// ---------------------------------------------------------------------------------------
+// pins
+
+/// The columns of a pin row, in the order of the TSV.
+const PIN_FIELDS: [&str; 7] = [
+    "key",
+    "version",
+    "updated_at",
+    "updated_by",
+    "approved_by",
+    "body_sha256",
+    "body_length_bytes",
+];
+
+fn pins(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
+    let mut channel = cli.open_channel()?;
+    channel.catch_up()?;
+    // Pins arrive with pin_set (a later issue): until then no key is ever pinned.
+    // The rows will be pin_list()'s, one object with PIN_FIELDS per key.
+    let rows: Vec<Value> = Vec::new();
+    if text {
+        for r in &rows {
+            let cells: Vec<String> = PIN_FIELDS
+                .iter()
+                .map(|f| match &r[*f] {
+                    Value::Null => String::new(),
+                    Value::String(s) => one_line(s).replace('\t', " "),
+                    other => other.to_string(),
+                })
+                .collect();
+            println!("{}", cells.join("\t"));
+        }
+    } else {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared with the hooks: the actionable counters as a map.
+
+/// Non-zero actionable counters by name.
+pub(super) type Counts = BTreeMap<String, u64>;
+
+/// The non-zero actionable counters of a summary.
+pub(super) fn actionable(sum: &Summary) -> Counts {
+    sum.pending()
+        .into_iter()
+        .map(|(k, n)| (k.to_owned(), n as u64))
+        .collect()
+}
+
+/// `k=v` for each non-zero counter, in the order of [`ACTIONABLE`], joined by `sep`.
+pub(super) fn pending_text(counts: &Counts, sep: &str) -> String {
+    ACTIONABLE
+        .iter()
+        .filter_map(|c| {
+            counts
+                .get(*c)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{c}={n}"))
+        })
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// True if some counter of `now` is above its value in `before` (absent = 0).
+pub(super) fn grew(now: &Counts, before: &Counts) -> bool {
+    now.iter()
+        .any(|(k, n)| *n > before.get(k).copied().unwrap_or(0))
+}
+
+/// The refusal for a missing role, naming where a role comes from.
+pub(super) fn no_role() -> String {
+    format!(
+        "no role: pass --role ROLE or set {} (or {})",
+        ROLE_VARS[0], ROLE_VARS[1]
+    )
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+// ---------------------------------------------------------------------------------------
+// watch
+
+/// What a watch remembers between polls (and, with `--state`, between runs).
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct WatchState {
+    /// The actionable counters at the last readable poll; none before the first.
+    last: Option<Counts>,
+    /// Polls in a row that could not read the channel.
+    failures: u32,
+}
+
+/// The longest pause between two polls during an outage.
+const MAX_BACKOFF_S: u64 = 300;
+
+impl WatchState {
+    fn load(path: &Path) -> Self {
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, path: &Path) {
+        // A state file that cannot be written only costs the next run its memory.
+        let _ = std::fs::write(
+            path,
+            serde_json::to_vec(self).expect("the state serializes"),
+        );
+    }
+
+    /// Takes one poll's outcome; returns the lines to print and the pause
+    /// before the next poll.
+    fn step(&mut self, poll: Result<Counts, String>, interval_s: u64) -> (Vec<String>, Duration) {
+        match poll {
+            Ok(now) => {
+                let mut lines = Vec::new();
+                if self.failures > 0 {
+                    let n = self.failures;
+                    lines.push(format!(
+                        "countersign: channel readable again after {n} failure{}",
+                        if n == 1 { "" } else { "s" }
+                    ));
+                    self.failures = 0;
+                }
+                let wake = match &self.last {
+                    None => !now.is_empty(),
+                    Some(before) => grew(&now, before),
+                };
+                if wake {
+                    lines.push(format!(
+                        "countersign: mail arrived — {}. Nothing is required this second; read it \
+                         when it fits, or at the latest before you finish.",
+                        pending_text(&now, ", ")
+                    ));
+                }
+                self.last = Some(now);
+                (lines, Duration::from_secs(interval_s))
+            }
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                let lines = if self.failures == 1 {
+                    vec![format!(
+                        "countersign: cannot read the channel ({e}) — retrying"
+                    )]
+                } else {
+                    Vec::new()
+                };
+                (lines, backoff(interval_s, self.failures))
+            }
+        }
+    }
+}
+
+/// The pause after `failures` unreadable polls in a row: the interval doubled
+/// per failure (at most 8 times), never above [`MAX_BACKOFF_S`].
+fn backoff(interval_s: u64, failures: u32) -> Duration {
+    Duration::from_secs(
+        interval_s
+            .saturating_mul(1 << failures.min(8))
+            .min(MAX_BACKOFF_S),
+    )
+}
+
+/// The loop of `status watch`. Only a missing role stops it before it starts;
+/// everything else (no folder yet, a broken index, a stranger role) is an
+/// outage, reported once and retried with backoff. Ctrl-C ends it with 0.
+fn watch(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    let role = Session::role_from(cli.role.as_deref())?.with_context(no_role)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        tokio::select! {
+            biased;
+            r = tokio::signal::ctrl_c() => r.map(|()| ExitCode::SUCCESS).context("cannot catch Ctrl-C"),
+            r = watch_loop(cli, a, &role) => r,
+        }
+    })
+}
+
+/// How long a wake-up from the folder waits for the rest of a write (a
+/// record and its head.json) before looking.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// Polls, prints what grew, pauses: until the next interval, or sooner when
+/// the folder watcher sees a feed change (so a write on this machine is
+/// reported at once; the interval covers folders that give no events).
+async fn watch_loop(cli: &Cli, a: &Args, role: &Role) -> anyhow::Result<ExitCode> {
+    let mut state = a.state.as_deref().map(WatchState::load).unwrap_or_default();
+    let mut session = None;
+    let mut folder: Option<(Watcher, watch::Receiver<u64>)> = None;
+    let mut polls = 0u64;
+    loop {
+        if let Some((_, rx)) = &mut folder {
+            rx.borrow_and_update();
+        }
+        let seen = poll(cli, role, &mut session).map_err(|e| one_line(&format!("{e:#}")));
+        let (lines, pause) = state.step(seen, a.interval);
+        if let Some(path) = &a.state {
+            state.save(path);
+        }
+        let mut out = std::io::stdout().lock();
+        for l in lines {
+            writeln!(out, "{l}").context("cannot write to standard output")?;
+        }
+        out.flush().context("cannot write to standard output")?;
+        drop(out);
+        polls += 1;
+        if a.max_polls.is_some_and(|m| polls >= m) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if folder.is_none()
+            && let Some(s) = &session
+        {
+            // Unwatchable folders (some network mounts) just keep the interval.
+            folder = Watcher::start(&s.channel().dir().feeds()).ok().map(|w| {
+                let rx = w.subscribe();
+                (w, rx)
+            });
+        }
+        match &mut folder {
+            // During an outage the backoff holds, whatever the folder does.
+            Some((_, rx)) if state.failures == 0 => {
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    changed = rx.changed() => match changed {
+                        Ok(()) => tokio::time::sleep(SETTLE).await,
+                        Err(_) => folder = None,
+                    },
+                }
+            }
+            _ => tokio::time::sleep(pause).await,
+        }
+    }
+}
+
+/// One look at the channel: catch up, count. The session is opened on the
+/// first poll and again after a failure, so an outage heals by itself.
+fn poll(cli: &Cli, role: &Role, session: &mut Option<Session>) -> anyhow::Result<Counts> {
+    if session.is_none() {
+        *session = Some(Session::new(cli.open_channel()?, Some(role.clone()))?);
+    }
+    let s = session.as_mut().expect("opened above");
+    let seen = s.catch_up().and_then(|()| summary(s.index(), role));
+    match seen {
+        Ok(sum) => Ok(actionable(&sum)),
+        Err(e) => {
+            *session = None;
+            Err(e.into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(pairs: &[(&str, u64)]) -> Counts {
+        pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+    }
+
+    #[test]
+    fn pending_text_follows_the_actionable_order() {
+        let c = counts(&[("resolved_for_you", 2), ("unread", 1), ("awaiting_ack", 0)]);
+        assert_eq!(pending_text(&c, ", "), "unread=1, resolved_for_you=2");
+        assert_eq!(pending_text(&Counts::new(), ","), "");
+    }
+
+    #[test]
+    fn a_watch_speaks_on_growth_and_outages_only() {
+        let mut w = WatchState::default();
+        let (l, _) = w.step(Ok(Counts::new()), 1);
+        assert!(l.is_empty(), "a quiet first pass says nothing");
+        let (l, p) = w.step(Ok(counts(&[("unread", 1)])), 1);
+        assert_eq!(l.len(), 1);
+        assert!(
+            l[0].starts_with("countersign: mail arrived — unread=1. Nothing is required"),
+            "{l:?}"
+        );
+        assert_eq!(p, Duration::from_secs(1));
+        assert!(
+            w.step(Ok(counts(&[("unread", 1)])), 1).0.is_empty(),
+            "unchanged"
+        );
+        assert!(w.step(Ok(Counts::new()), 1).0.is_empty(), "a decrease");
+        let (l, p) = w.step(Err("gone".into()), 5);
+        assert_eq!(
+            l,
+            vec!["countersign: cannot read the channel (gone) — retrying"]
+        );
+        assert_eq!(p, Duration::from_secs(10));
+        let (l, p) = w.step(Err("gone".into()), 5);
+        assert!(l.is_empty(), "an outage is reported once");
+        assert_eq!(p, Duration::from_secs(20));
+        let (l, _) = w.step(Ok(counts(&[("needs_you", 1)])), 5);
+        assert_eq!(l[0], "countersign: channel readable again after 2 failures");
+        assert!(l[1].contains("needs_you=1"), "{l:?}");
+    }
+
+    #[test]
+    fn the_first_pass_reports_a_backlog_once() {
+        let mut w = WatchState::default();
+        let (l, _) = w.step(Ok(counts(&[("unread", 3), ("needs_you", 1)])), 30);
+        assert_eq!(l.len(), 1);
+        assert!(l[0].contains("unread=3, needs_you=1"), "{l:?}");
+        assert!(
+            w.step(Ok(counts(&[("unread", 3), ("needs_you", 1)])), 30)
+                .0
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        assert_eq!(backoff(1, 1), Duration::from_secs(2));
+        assert_eq!(backoff(1, 3), Duration::from_secs(8));
+        assert_eq!(backoff(1, 8), Duration::from_secs(256));
+        assert_eq!(backoff(1, 20), Duration::from_secs(256), "2^8 at most");
+        assert_eq!(backoff(30, 1), Duration::from_secs(60));
+        assert_eq!(backoff(30, 5), Duration::from_secs(300));
+        assert_eq!(backoff(u64::MAX, 8), Duration::from_secs(300));
+    }
+}
