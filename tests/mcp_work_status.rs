@@ -753,7 +753,8 @@ async fn channel_status_has_the_exact_shape_and_counts_match_lists() {
             "unblocked",
             "needs_you",
             "awaiting_done",
-            "resolved_for_you"
+            "resolved_for_you",
+            "conflicted"
         ]
     );
 

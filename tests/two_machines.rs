@@ -231,6 +231,9 @@ fn assert_lost(
         assert_eq!(l["winner"], winner);
         assert!(l["reason"].as_str().unwrap().contains(reason), "{l}");
         assert!(conflicted(m, other).is_empty());
+        // A lost decision calls for its author's attention: it is counted and actionable.
+        assert_eq!(m.status(loser_role)["counts"]["conflicted"], 1);
+        assert!(m.status(other)["counts"].get("conflicted").is_none());
     }
 }
 

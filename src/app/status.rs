@@ -21,10 +21,12 @@ use crate::store::Index;
 use crate::store::error::SqlContext as _;
 use crate::store::prefs::Prefs;
 
-/// The counters that call for action. Not actionable: blocked, in_progress,
-/// all open_obligations (only the untaken ones), unopened/opened_unmarked
-/// (parts of unread).
-pub const ACTIONABLE: [&str; 7] = [
+/// The counters that call for action: the protocol's seven, plus this role's
+/// records that lost to a concurrent decision on another machine (until it
+/// writes on that message again). Not actionable: blocked, in_progress, all
+/// open_obligations (only the untaken ones), unopened/opened_unmarked (parts
+/// of unread).
+pub const ACTIONABLE: [&str; 8] = [
     "unread",
     "open_obligations_untaken",
     "awaiting_ack",
@@ -32,9 +34,11 @@ pub const ACTIONABLE: [&str; 7] = [
     "needs_you",
     "awaiting_done",
     "resolved_for_you",
+    "conflicted",
 ];
 
-/// Every counter, in the order channel_status shows them.
+/// Every counter, in the order channel_status shows them (`conflicted` only
+/// when non-zero, so a quiet channel keeps the protocol's shape).
 pub const COUNTERS: [&str; 12] = [
     "unread",
     "unopened",
@@ -86,7 +90,12 @@ impl Summary {
 
     /// All counters as a JSON object.
     pub fn counts_json(&self) -> Value {
-        Value::Object(COUNTERS.iter().map(|c| ((*c).to_owned(), json!(self.count(c)))).collect())
+        let mut counts: Map<String, Value> =
+            COUNTERS.iter().map(|c| ((*c).to_owned(), json!(self.count(c)))).collect();
+        if self.count("conflicted") > 0 {
+            counts.insert("conflicted".into(), json!(self.count("conflicted")));
+        }
+        Value::Object(counts)
     }
 }
 
@@ -200,6 +209,12 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
         extra.insert("resolution_note".into(), json!(note));
         push("resolved_for_you", Item { id, topic, extra });
     }
+
+    for c in conflicts_of(ix, role)? {
+        let record = c["record"].as_str().unwrap_or_default().to_owned();
+        let extra = c.as_object().cloned().unwrap_or_default();
+        push("conflicted", Item { id: record, topic: String::new(), extra });
+    }
     Ok(sum)
 }
 
@@ -222,35 +237,13 @@ fn list(sum: &Summary, counter: &str) -> Value {
 /// What this role has waiting, plus the pinned rules and what is new in this build.
 pub fn channel_status(s: &mut Session) -> AppResult<Value> {
     let me = s.role()?;
-    s.catch_up()?;
-    let sum = summary(s.index(), &me)?;
-    let mut out = json!({
-        "role": me,
-        "counts": sum.counts_json(),
-        "unread": sum.count("unread"),
-        "open_obligations": sum.count("open_obligations"),
-        "awaiting_ack": sum.count("awaiting_ack"),
-        "blocked": list(&sum, "blocked"),
-        "unblocked": list(&sum, "unblocked"),
-        "in_progress": list(&sum, "in_progress"),
-        "needs_you": list(&sum, "needs_you"),
-        "awaiting_done": list(&sum, "awaiting_done"),
-        "resolved_for_you": list(&sum, "resolved_for_you"),
-        "pins": [],
-        "server": {
-            "build": format!("countersign {VERSION}"),
-            "contract": "get_protocol() — the full rules: tools, refusals, the debt lifecycle and the ball",
-            "changes": "server_build() — what this build implements and what it does not yet",
-        },
+    let (_, mut out) = status_view(s)?;
+    out["pins"] = json!([]);
+    out["server"] = json!({
+        "build": format!("countersign {VERSION}"),
+        "contract": "get_protocol() — the full rules: tools, refusals, the debt lifecycle and the ball",
+        "changes": "server_build() — what this build implements and what it does not yet",
     });
-    let conflicted = conflicts_of(s.index(), &me)?;
-    if !conflicted.is_empty() {
-        out["conflicted"] = Value::Array(conflicted);
-    }
-    let alarms = alarms(s.index())?;
-    if !alarms.is_empty() {
-        out["alarms"] = Value::Array(alarms);
-    }
     // What is new in this build, shown once per role on this device.
     let state_dir = s.channel().state_dir().to_path_buf();
     let mut prefs = Prefs::load(&state_dir);
@@ -341,7 +334,13 @@ pub fn status_view(s: &mut Session) -> AppResult<(Summary, Value)> {
         "awaiting_done": list(&sum, "awaiting_done"),
         "resolved_for_you": list(&sum, "resolved_for_you"),
     });
-    let conflicted = conflicts_of(s.index(), &me)?;
+    let conflicted: Vec<Value> = sum
+        .items
+        .get("conflicted")
+        .into_iter()
+        .flatten()
+        .map(|i| Value::Object(i.extra.clone()))
+        .collect();
     if !conflicted.is_empty() {
         out["conflicted"] = Value::Array(conflicted);
     }
