@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS deliveries(
     read_ms INTEGER, opened_ms INTEGER, deleted INTEGER NOT NULL,
     PRIMARY KEY(role, message_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS deliveries_inbox ON deliveries(role, ms, c);
+CREATE INDEX IF NOT EXISTS deliveries_message ON deliveries(message_id);
 CREATE INDEX IF NOT EXISTS deliveries_unread ON deliveries(role, ms, c)
     WHERE read_ms IS NULL AND deleted = 0;
 CREATE TABLE IF NOT EXISTS events(
