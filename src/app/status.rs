@@ -70,17 +70,29 @@ pub struct Item {
 pub struct Summary {
     /// Counter name → the messages it counts.
     pub items: BTreeMap<&'static str, Vec<Item>>,
+    /// Counters kept as a number only (mail): counter → (count, a marker that
+    /// changes whenever a new item enters the counter).
+    pub tallies: BTreeMap<&'static str, (usize, String)>,
 }
 
 impl Summary {
     /// The number behind a counter.
     pub fn count(&self, counter: &str) -> usize {
-        self.items.get(counter).map_or(0, Vec::len)
+        match self.tallies.get(counter) {
+            Some((n, _)) => *n,
+            None => self.items.get(counter).map_or(0, Vec::len),
+        }
     }
 
-    /// The full ids behind a counter.
+    /// What identifies the contents of a counter: the full ids behind it, or
+    /// for a tallied counter its marker (empty when the counter is zero). A
+    /// new item always brings a new id or marker.
     pub fn ids(&self, counter: &str) -> Vec<&str> {
-        self.items.get(counter).map(|v| v.iter().map(|i| i.id.as_str()).collect()).unwrap_or_default()
+        match self.tallies.get(counter) {
+            Some((0, _)) => Vec::new(),
+            Some((_, marker)) => vec![marker.as_str()],
+            None => self.items.get(counter).map(|v| v.iter().map(|i| i.id.as_str()).collect()).unwrap_or_default(),
+        }
     }
 
     /// The non-zero actionable counters.
@@ -104,26 +116,24 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     let p = ix.path();
     let me = role.as_str();
     let mut sum = Summary::default();
-    let mut push = |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
     let none = Map::new;
 
     // Mail delivered and not marked read, split by whether it was handed over.
-    let mut st = ix
+    // Mail can be plentiful, so it is counted, not listed; a new unread
+    // message always raises the highest local ingest number among them.
+    let (unread, unopened, newest): (i64, i64, i64) = ix
         .conn()
         .prepare_cached(
-            "SELECT d.message_id, m.topic, d.opened_ms FROM deliveries d JOIN messages m ON m.id = d.message_id \
-             WHERE d.role = ?1 AND d.deleted = 0 AND d.read_ms IS NULL ORDER BY d.ms, d.c",
+            "SELECT count(*), coalesce(sum(opened_ms IS NULL), 0), coalesce(max(n), 0) FROM deliveries \
+             WHERE role = ?1 AND deleted = 0 AND read_ms IS NULL",
         )
+        .and_then(|mut st| st.query_row([me], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
         .db(p)?;
-    let rows = st
-        .query_map([me], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<i64>>(2)?)))
-        .db(p)?;
-    for row in rows {
-        let (id, topic, opened) = row.db(p)?;
-        let item = Item { id, topic, extra: none() };
-        push(if opened.is_some() { "opened_unmarked" } else { "unopened" }, item.clone());
-        push("unread", item);
-    }
+    let (unread, unopened) = (unread as usize, unopened as usize);
+    sum.tallies.insert("unread", (unread, format!("n{newest}")));
+    sum.tallies.insert("unopened", (unopened, String::new()));
+    sum.tallies.insert("opened_unmarked", (unread - unopened, String::new()));
+    let mut push = |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
 
     // Open debts addressed to the role; untaken = not (yet) taken by it.
     let mut st = ix

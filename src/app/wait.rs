@@ -36,14 +36,16 @@ pub fn check_wait(timeout_s: f64, poll_interval_s: f64) -> AppResult<()> {
 /// The ids behind each actionable counter, and the counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MailSnapshot {
-    /// Counter → ids.
+    /// Counter → what identifies its contents (ids, or a tally's marker).
     pub ids: BTreeMap<&'static str, BTreeSet<String>>,
+    /// Counter → count.
+    pub counts: BTreeMap<&'static str, usize>,
 }
 
 impl MailSnapshot {
     /// Non-zero counts.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
-        self.ids.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (*k, v.len())).collect()
+        self.counts.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (*k, *n)).collect()
     }
 
     /// Counters holding an id not in `known`, with their current counts.
@@ -51,7 +53,7 @@ impl MailSnapshot {
         self.ids
             .iter()
             .filter(|(k, v)| v.iter().any(|id| known.ids.get(*k).is_none_or(|kn| !kn.contains(id))))
-            .map(|(k, v)| (*k, v.len()))
+            .map(|(k, _)| (*k, self.counts.get(k).copied().unwrap_or(0)))
             .collect()
     }
 
@@ -76,6 +78,7 @@ pub fn mail_snapshot(s: &mut Session) -> AppResult<MailSnapshot> {
             .iter()
             .map(|c| (*c, sum.ids(c).into_iter().map(str::to_owned).collect()))
             .collect(),
+        counts: ACTIONABLE.iter().map(|c| (*c, sum.count(c))).collect(),
     })
 }
 
