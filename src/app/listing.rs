@@ -70,7 +70,10 @@ pub fn list_messages(s: &mut Session, f: &ListFilter, limit: i64, fields: Option
     if let Some(t) = &f.text {
         check_length("text", t, FILTER_MAX)?;
         let a = arg(Sql::Text(like_pattern(t)), &mut args);
-        cond.push(format!("(m.topic LIKE {a} ESCAPE '\\' OR m.body LIKE {a} ESCAPE '\\')"));
+        cond.push(format!(
+            "(m.topic LIKE {a} ESCAPE '\\' OR EXISTS (SELECT 1 FROM bodies b WHERE b.message_id = m.id \
+             AND b.body LIKE {a} ESCAPE '\\'))"
+        ));
     }
     if let Some(r) = &f.from_role {
         let a = arg(Sql::Text(r.trim().to_owned()), &mut args);

@@ -165,9 +165,9 @@ mod tests {
         for id in ids {
             ix.conn()
                 .execute(
-                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, body, \
+                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, \
                      action_required, decision_requested, ms, c, body_sha256, body_bytes, body_chars, \
-                     last_move_ms) VALUES (?1, 1, 'a', '[\"b\"]', 0, 't', 'b', 0, 1, 1, 0, '', 1, 1, 1)",
+                     last_move_ms) VALUES (?1, 1, 'a', '[\"b\"]', 0, 't', 0, 1, 1, 0, '', 1, 1, 1)",
                     [id],
                 )
                 .unwrap();

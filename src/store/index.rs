@@ -17,7 +17,7 @@ use crate::core::ids::sha256_hex;
 use crate::core::message::Message;
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,10 +44,12 @@ CREATE TABLE IF NOT EXISTS problems(
     n INTEGER PRIMARY KEY, kind TEXT NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL,
     record TEXT, feed TEXT, reason TEXT NOT NULL, UNIQUE(path, offset, kind));
 
--- Derived state, rewritten per message by the fold.
+-- Derived state, rewritten per message by the fold. Bodies live in `bodies`
+-- so that message rows stay small: counters and listings scan thousands of
+-- rows and must not drag every body through the page cache.
 CREATE TABLE IF NOT EXISTS messages(
     id TEXT PRIMARY KEY, n INTEGER NOT NULL, from_role TEXT NOT NULL, to_json TEXT NOT NULL,
-    multi INTEGER NOT NULL, topic TEXT NOT NULL, body TEXT NOT NULL,
+    multi INTEGER NOT NULL, topic TEXT NOT NULL,
     action_required INTEGER NOT NULL, reply_to TEXT, kind TEXT, work_status TEXT,
     addenda TEXT, decision_requested INTEGER NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
     deleted_ms INTEGER, body_sha256 TEXT NOT NULL, body_bytes INTEGER NOT NULL,
@@ -285,13 +287,13 @@ impl Index {
                 .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
             self.conn
                 .prepare_cached(
-                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, body, \
+                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, \
                      action_required, reply_to, kind, work_status, addenda, decision_requested, \
                      ms, c, deleted_ms, body_sha256, body_bytes, body_chars, conflicts, status, \
                      resolved_by, resolved_ms, resolution_note, confirmed, blocked_by, ws_by, taken, \
                      last_move_ms) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
                 )
                 .and_then(|mut st| {
                     let l = Lifecycle::of(m);
@@ -302,7 +304,6 @@ impl Index {
                         to_json,
                         m.is_multi(),
                         s.topic,
-                        s.body,
                         s.action_required,
                         s.reply_to.map(|r| r.hex()),
                         s.kind.map(|k| k.as_str()),
@@ -426,10 +427,12 @@ impl Index {
             Ok(())
         };
         dump(
-            "SELECT id, from_role, to_json, multi, topic, body, action_required, reply_to, kind, \
+            "SELECT id, from_role, to_json, multi, topic, \
+             (SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), \
+             action_required, reply_to, kind, \
              work_status, addenda, decision_requested, ms, c, deleted_ms, body_sha256, conflicts, \
              status, resolved_by, resolved_ms, resolution_note, confirmed, blocked_by, ws_by, taken, \
-             last_move_ms FROM messages ORDER BY id",
+             last_move_ms FROM messages m ORDER BY id",
             &mut h,
         )?;
         dump(
