@@ -156,11 +156,17 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
 
     // The ball: who made the last move into the current work status.
     let party = "(m.from_role = ?1 OR EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1))";
+    // Work the role moved itself (in_progress, blocked) is found by its mover;
+    // the ball passed to it (needs_you, done_local) by anyone else among its messages.
+    let cols = format!(
+        "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by, \
+         (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c"
+    );
     let sql = format!(
-        "SELECT m.id, m.topic, m.work_status, m.ws_by, m.blocked_by, \
-         (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}) FROM messages m \
-         WHERE m.work_status IN ('in_progress', 'blocked', 'needs_you', 'done_local') \
-         AND m.deleted_ms IS NULL AND {party} ORDER BY m.ms, m.c, m.id"
+        "SELECT {cols} FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
+         AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
+         UNION ALL SELECT {cols} FROM messages m WHERE m.work_status IN ('needs_you', 'done_local') \
+         AND m.deleted_ms IS NULL AND m.ws_by IS NOT ?1 AND {party} ORDER BY 7, 8, 1"
     );
     let mut st = ix.conn().prepare_cached(&sql).db(p)?;
     let rows = st
