@@ -8,8 +8,8 @@
 //! - [`mcp`]: the stdio MCP server, thin adapters over [`app`].
 //! - [`cli`]: commands for people, hooks and scripts.
 
-pub mod core;
-pub mod store;
 pub mod app;
-pub mod mcp;
 pub mod cli;
+pub mod core;
+pub mod mcp;
+pub mod store;

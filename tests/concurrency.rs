@@ -44,9 +44,21 @@ async fn four_processes_append_500_messages_each_without_loss() {
 
     // Every message is in the index of a fresh reader…
     let reader = ch.client("frontend").await;
-    let listed = reader.call("list_messages", json!({"limit": 1000, "fields": ["id"], "from_role": "frontend"})).await.ok();
+    let listed = reader
+        .call(
+            "list_messages",
+            json!({"limit": 1000, "fields": ["id"], "from_role": "frontend"}),
+        )
+        .await
+        .ok();
     assert_eq!(listed["result"].as_array().unwrap().len(), 2 * EACH);
-    let listed = reader.call("list_messages", json!({"limit": 1000, "fields": ["id"], "from_role": "backend"})).await.ok();
+    let listed = reader
+        .call(
+            "list_messages",
+            json!({"limit": 1000, "fields": ["id"], "from_role": "backend"}),
+        )
+        .await
+        .ok();
     assert_eq!(listed["result"].as_array().unwrap().len(), 2 * EACH);
     reader.close().await;
 
@@ -54,7 +66,13 @@ async fn four_processes_append_500_messages_each_without_loss() {
     let out = ch.cli(&["verify"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "verify failed: {text}");
-    assert!(text.contains("0 problem(s), 0 feed(s) waiting — clean"), "{text}");
+    assert!(
+        text.contains("0 problem(s), 0 feed(s) waiting — clean"),
+        "{text}"
+    );
     // 2000 sends + 2 feed_init + 2 admits.
-    assert!(text.starts_with(&format!("{} records verified", 4 * EACH + 4)), "{text}");
+    assert!(
+        text.starts_with(&format!("{} records verified", 4 * EACH + 4)),
+        "{text}"
+    );
 }

@@ -46,14 +46,28 @@ fn records() -> Vec<String> {
     let owner_feed = FeedId::new("_owner", "golden-000001").unwrap();
     let feed = FeedId::new("backend", "golden-000001").unwrap();
     let admit = encode(
-        &Header { ch: ch.clone(), feed: owner_feed, seq: 1, prev: None, hlc: Hlc(1_796_000_000_000, 0) },
-        &Op::Admit(Admit { feed: feed.clone(), pubkey: pubkey_hex(&backend().verifying_key()), role: role("backend") }),
+        &Header {
+            ch: ch.clone(),
+            feed: owner_feed,
+            seq: 1,
+            prev: None,
+            hlc: Hlc(1_796_000_000_000, 0),
+        },
+        &Op::Admit(Admit {
+            feed: feed.clone(),
+            pubkey: pubkey_hex(&backend().verifying_key()),
+            role: role("backend"),
+        }),
         &owner(),
     );
     let mut out = vec![admit.to_line()];
     let parent = RecordId::of_body(b"parent");
     let ops = vec![
-        Op::FeedInit(FeedInit { role: role("backend"), pubkey: pubkey_hex(&backend().verifying_key()), device_name: "golden".into() }),
+        Op::FeedInit(FeedInit {
+            role: role("backend"),
+            pubkey: pubkey_hex(&backend().verifying_key()),
+            device_name: "golden".into(),
+        }),
         Op::Send(Send {
             to: vec![role("frontend")],
             topic: "Schema v2 — ready?".into(),
@@ -65,7 +79,13 @@ fn records() -> Vec<String> {
             addenda: BTreeMap::from([(role("frontend"), "just for you".to_owned())]),
             decision_requested: false,
         }),
-        Op::Send(Send { to: vec![role("frontend")], topic: "plain".into(), body: "b".into(), decision_requested: true, ..Send::default() }),
+        Op::Send(Send {
+            to: vec![role("frontend")],
+            topic: "plain".into(),
+            body: "b".into(),
+            decision_requested: true,
+            ..Send::default()
+        }),
         Op::Opened(Ids { ids: vec![parent] }),
         Op::Read(Ids { ids: vec![parent] }),
         Op::Delete(Target { id: parent }),
@@ -92,7 +112,10 @@ fn check(name: &str, actual: &str) {
         std::fs::write(&path, actual).unwrap();
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    assert_eq!(actual, expected, "{name} changed: this breaks every existing channel");
+    assert_eq!(
+        actual, expected,
+        "{name} changed: this breaks every existing channel"
+    );
 }
 
 #[test]
@@ -120,9 +143,16 @@ fn frozen_lines_decode_and_verify() {
     for (i, (line, id)) in text.lines().zip(ids.lines()).enumerate() {
         let rec = record::decode(line.as_bytes()).unwrap();
         assert_eq!(rec.id.hex(), id);
-        assert_eq!(rec.to_line(), format!("{line}\n"), "re-encoding changed bytes");
+        assert_eq!(
+            rec.to_line(),
+            format!("{line}\n"),
+            "re-encoding changed bytes"
+        );
         let key = if i == 0 { owner() } else { backend() };
-        assert!(rec.verify(&key.verifying_key()), "line {i} no longer verifies");
+        assert!(
+            rec.verify(&key.verifying_key()),
+            "line {i} no longer verifies"
+        );
         assert!(rec.op.is_some());
     }
 }
@@ -130,6 +160,12 @@ fn frozen_lines_decode_and_verify() {
 #[test]
 fn head_json_is_frozen() {
     let feed = FeedId::new("backend", "golden-000001").unwrap();
-    let head = record::encode_head(&feed, 7, RecordId::of_body(b"x"), Hlc(1_796_000_000_000, 3), &backend());
+    let head = record::encode_head(
+        &feed,
+        7,
+        RecordId::of_body(b"x"),
+        Hlc(1_796_000_000_000, 3),
+        &backend(),
+    );
     check("head.json", &head);
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use common::local::{Local, open, send};
-use countersign::app::inbox::{mark_read, read_inbox};
 use countersign::app::delete::delete_message;
+use countersign::app::inbox::{mark_read, read_inbox};
 use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::store::Home;
 use countersign::store::feed::{list_feeds, list_segments, segment_name};
@@ -45,11 +45,21 @@ fn history() -> &'static History {
         };
         for step in 0..45 {
             let me = roles[rnd(3) as usize];
-            let other = roles.iter().copied().filter(|r| *r != me).nth(rnd(2) as usize).unwrap();
+            let other = roles
+                .iter()
+                .copied()
+                .filter(|r| *r != me)
+                .nth(rnd(2) as usize)
+                .unwrap();
             let s = sessions.get_mut(me).unwrap();
             match rnd(6) {
                 0 | 1 => {
-                    let id = send(s, other, &format!("topic {step}"), &format!("body {step} from {me}"));
+                    let id = send(
+                        s,
+                        other,
+                        &format!("topic {step}"),
+                        &format!("body {step} from {me}"),
+                    );
                     sent.push((id, me, other));
                 }
                 2 => {
@@ -74,7 +84,10 @@ fn history() -> &'static History {
                     read_inbox(s, true, 5, None).unwrap();
                 }
                 4 => {
-                    if let Some((id, _, _)) = sent.iter().find(|(_, f, t)| *t == me || (*t == "*" && *f != me)) {
+                    if let Some((id, _, _)) = sent
+                        .iter()
+                        .find(|(_, f, t)| *t == me || (*t == "*" && *f != me))
+                    {
                         mark_read(s, Some(id), None).unwrap();
                     }
                 }
@@ -101,7 +114,12 @@ fn history() -> &'static History {
             }
             feeds.push((feed.role().to_owned(), feed.device().to_owned(), lines));
         }
-        History { genesis: fs::read(l.dir.join("channel.json")).unwrap(), feeds, digest, _local: l }
+        History {
+            genesis: fs::read(l.dir.join("channel.json")).unwrap(),
+            feeds,
+            digest,
+            _local: l,
+        }
     })
 }
 
@@ -122,7 +140,11 @@ fn plan() -> impl Strategy<Value = Plan> {
         prop::collection::vec(any::<u32>(), 32),
         prop::collection::vec(any::<bool>(), 32),
     )
-        .prop_map(|(cuts, order, ingest_after)| Plan { cuts, order, ingest_after })
+        .prop_map(|(cuts, order, ingest_after)| Plan {
+            cuts,
+            order,
+            ingest_after,
+        })
 }
 
 fn deliver(dir: &Path, h: &History, plan: &Plan, home: &Home) -> String {
@@ -131,21 +153,40 @@ fn deliver(dir: &Path, h: &History, plan: &Plan, home: &Home) -> String {
     // Cut every feed into segments.
     let mut pieces: Vec<(PathBuf, String)> = Vec::new();
     for (i, (role, device, lines)) in h.feeds.iter().enumerate() {
-        let mut cuts: Vec<usize> =
-            plan.cuts.get(i).into_iter().flatten().map(|f| (f * lines.len() as f64) as usize).collect();
+        let mut cuts: Vec<usize> = plan
+            .cuts
+            .get(i)
+            .into_iter()
+            .flatten()
+            .map(|f| (f * lines.len() as f64) as usize)
+            .collect();
         cuts.push(0);
         cuts.push(lines.len());
         cuts.sort_unstable();
         cuts.dedup();
         for w in cuts.windows(2) {
             let chunk = &lines[w[0]..w[1]];
-            let Some((first_seq, _)) = chunk.first() else { continue };
-            let path = dir.join("feeds").join(role).join(device).join(segment_name(*first_seq));
+            let Some((first_seq, _)) = chunk.first() else {
+                continue;
+            };
+            let path = dir
+                .join("feeds")
+                .join(role)
+                .join(device)
+                .join(segment_name(*first_seq));
             pieces.push((path, chunk.iter().map(|(_, l)| l.as_str()).collect()));
         }
     }
-    let mut keyed: Vec<(u32, usize)> =
-        pieces.iter().enumerate().map(|(i, _)| (plan.order[i % plan.order.len()].wrapping_add(i as u32 * 7919), i)).collect();
+    let mut keyed: Vec<(u32, usize)> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            (
+                plan.order[i % plan.order.len()].wrapping_add(i as u32 * 7919),
+                i,
+            )
+        })
+        .collect();
     keyed.sort_unstable();
     let mut ch = None;
     for (n, (_, i)) in keyed.into_iter().enumerate() {
@@ -191,9 +232,18 @@ fn the_history_is_not_trivial() {
     let records: usize = h.feeds.iter().map(|f| f.2.len()).sum();
     assert!(h.feeds.len() >= 4, "owner + three roles");
     assert!(records > 40, "{records} records");
-    let kinds: Vec<&str> = ["\"op\":\"send\"", "\"op\":\"read\"", "\"op\":\"opened\"", "\"op\":\"delete\""]
-        .into_iter()
-        .filter(|op| h.feeds.iter().any(|f| f.2.iter().any(|(_, l)| l.contains(op))))
-        .collect();
+    let kinds: Vec<&str> = [
+        "\"op\":\"send\"",
+        "\"op\":\"read\"",
+        "\"op\":\"opened\"",
+        "\"op\":\"delete\"",
+    ]
+    .into_iter()
+    .filter(|op| {
+        h.feeds
+            .iter()
+            .any(|f| f.2.iter().any(|(_, l)| l.contains(op)))
+    })
+    .collect();
     assert_eq!(kinds.len(), 4, "every op kind appears: {kinds:?}");
 }

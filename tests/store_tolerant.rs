@@ -17,7 +17,10 @@ use countersign::store::feed::list_segments;
 use ed25519_dalek::SigningKey;
 
 fn messages(ch: &Channel) -> i64 {
-    ch.index().conn().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap()
+    ch.index()
+        .conn()
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap()
 }
 
 fn segment(dir: &Path) -> PathBuf {
@@ -25,7 +28,12 @@ fn segment(dir: &Path) -> PathBuf {
 }
 
 fn append_raw(path: &Path, bytes: &[u8]) {
-    OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
 }
 
 fn last_record(path: &Path) -> Record {
@@ -34,7 +42,13 @@ fn last_record(path: &Path) -> Record {
 }
 
 /// A record that would come next in `role`'s feed, signed with `key`.
-fn next_record(l: &Local, role: &str, key: &SigningKey, ch: Option<&str>, feed: Option<FeedId>) -> Record {
+fn next_record(
+    l: &Local,
+    role: &str,
+    key: &SigningKey,
+    ch: Option<&str>,
+    feed: Option<FeedId>,
+) -> Record {
     let seg = segment(&l.feed_dir(role));
     let last = last_record(&seg);
     let header = Header {
@@ -53,7 +67,12 @@ fn role_key(l: &Local, role: &str) -> SigningKey {
 }
 
 fn problems(ch: &Channel) -> Vec<(String, String)> {
-    ch.index().problems().unwrap().into_iter().map(|p| (p.kind, p.reason)).collect()
+    ch.index()
+        .problems()
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.kind, p.reason))
+        .collect()
 }
 
 #[test]
@@ -64,7 +83,11 @@ fn a_torn_last_line_waits_until_it_is_complete() {
     let seg = segment(&l.feed_dir("a"));
     // Another process is half-way through writing the next line.
     let whole = fs::read(&seg).unwrap();
-    let last_line_start = whole[..whole.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let last_line_start = whole[..whole.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
     let line = whole[last_line_start..].to_vec();
     let fresh = l.tmp.path().join("copy");
     fs::create_dir_all(&fresh).unwrap();
@@ -73,7 +96,11 @@ fn a_torn_last_line_waits_until_it_is_complete() {
     let mut reader = l.channel();
     reader.reindex(None).unwrap();
     assert_eq!(messages(&reader), 0, "a torn line must not be applied");
-    assert!(problems(&reader).is_empty(), "a torn line is not a problem: {:?}", problems(&reader));
+    assert!(
+        problems(&reader).is_empty(),
+        "a torn line is not a problem: {:?}",
+        problems(&reader)
+    );
     append_raw(&seg, &line[line.len() / 2..]);
     reader.catch_up().unwrap();
     assert_eq!(messages(&reader), 1);
@@ -119,11 +146,18 @@ fn a_forged_record_is_quarantined_and_the_owner_keeps_writing() {
     reader.catch_up().unwrap();
     assert_eq!(messages(&reader), 2);
     let p = problems(&reader);
-    assert_eq!(p, vec![("quarantine".to_owned(), "bad signature".to_owned())]);
+    assert_eq!(
+        p,
+        vec![("quarantine".to_owned(), "bad signature".to_owned())]
+    );
     let known: i64 = reader
         .index()
         .conn()
-        .query_row("SELECT count(*) FROM records WHERE id = ?1", [forged.id.hex()], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM records WHERE id = ?1",
+            [forged.id.hex()],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(known, 0, "a forged record is never applied");
 }
@@ -139,13 +173,26 @@ fn records_of_another_channel_or_another_feed_are_quarantined() {
     let other_channel = next_record(&l, "a", &key, Some(&"f".repeat(64)), None);
     // A record of feed a replayed into feed b.
     let replayed = next_record(&l, "a", &key, None, None);
-    append_raw(&segment(&l.feed_dir("a")), other_channel.to_line().as_bytes());
+    append_raw(
+        &segment(&l.feed_dir("a")),
+        other_channel.to_line().as_bytes(),
+    );
     append_raw(&segment(&l.feed_dir("b")), replayed.to_line().as_bytes());
     let mut reader = l.channel();
     reader.catch_up().unwrap();
     let p = problems(&reader);
-    assert!(p.contains(&("quarantine".into(), format!("record of another channel ({}…)", "f".repeat(12)))), "{p:?}");
-    assert!(p.iter().any(|(k, r)| k == "quarantine" && r.contains("signed for feed")), "{p:?}");
+    assert!(
+        p.contains(&(
+            "quarantine".into(),
+            format!("record of another channel ({}…)", "f".repeat(12))
+        )),
+        "{p:?}"
+    );
+    assert!(
+        p.iter()
+            .any(|(k, r)| k == "quarantine" && r.contains("signed for feed")),
+        "{p:?}"
+    );
     assert_eq!(messages(&reader), 2);
 }
 
@@ -163,7 +210,10 @@ fn a_broken_chain_is_quarantined() {
     reader.catch_up().unwrap();
     let p = problems(&reader);
     assert_eq!(p.len(), 1, "{p:?}");
-    assert!(p[0].1.starts_with("broken chain: prev does not name"), "{p:?}");
+    assert!(
+        p[0].1.starts_with("broken chain: prev does not name"),
+        "{p:?}"
+    );
 }
 
 #[test]
@@ -205,5 +255,8 @@ fn an_unknown_op_freezes_the_feed_with_an_upgrade_alarm() {
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!(p[0].0, "unknown_op");
     assert!(p[0].1.contains("upgrade countersign"), "{p:?}");
-    assert!(report.waiting.iter().any(|w| w.contains("teleport")), "{report:?}");
+    assert!(
+        report.waiting.iter().any(|w| w.contains("teleport")),
+        "{report:?}"
+    );
 }

@@ -8,7 +8,10 @@ use rusqlite::params;
 use serde_json::{Value, json};
 
 use super::refusal::{AppError, AppResult, check_limit};
-use super::rows::{FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
+use super::rows::{
+    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing,
+    project,
+};
 use super::session::{Session, find};
 use crate::core::ids::RecordId;
 use crate::core::op::{Ids, Op};
@@ -17,7 +20,12 @@ use crate::store::Index;
 use crate::store::error::SqlContext as _;
 
 /// Messages delivered to the caller, newest `limit` of them, oldest first.
-pub fn read_inbox(s: &mut Session, unread_only: bool, limit: i64, fields: Option<&FieldsArg>) -> AppResult<Value> {
+pub fn read_inbox(
+    s: &mut Session,
+    unread_only: bool,
+    limit: i64,
+    fields: Option<&FieldsArg>,
+) -> AppResult<Value> {
     let me = s.role()?;
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
@@ -28,25 +36,38 @@ pub fn read_inbox(s: &mut Session, unread_only: bool, limit: i64, fields: Option
          JOIN messages m ON m.id = d.message_id \
          WHERE d.role = ?1 AND d.deleted = 0 {} \
          ORDER BY d.ms DESC, d.c DESC, d.message_id DESC LIMIT ?2",
-        if unread_only { "AND d.read_ms IS NULL" } else { "" }
+        if unread_only {
+            "AND d.read_ms IS NULL"
+        } else {
+            ""
+        }
     );
     let mut rows: Vec<MessageRow> = ix
         .conn()
         .prepare_cached(&sql)
         .and_then(|mut st| {
-            st.query_map(params![me.as_str(), limit as i64 + 1], MessageRow::from_sql)?.collect()
+            st.query_map(params![me.as_str(), limit as i64 + 1], MessageRow::from_sql)?
+                .collect()
         })
         .db(ix.path())?;
     // The window is anchored at the newest mail: overflow drops the oldest.
     let overflow = rows.len() > limit;
     rows.truncate(limit);
     rows.reverse();
-    let unopened: Vec<RecordId> =
-        rows.iter().filter(|r| r.opened_ms.is_none()).filter_map(|r| RecordId::parse(&r.id)).collect();
-    let out: Vec<Value> = rows.iter().map(|r| project(proj.as_ref(), r.to_json(Some(&me)))).collect();
+    let unopened: Vec<RecordId> = rows
+        .iter()
+        .filter(|r| r.opened_ms.is_none())
+        .filter_map(|r| RecordId::parse(&r.id))
+        .collect();
+    let out: Vec<Value> = rows
+        .iter()
+        .map(|r| project(proj.as_ref(), r.to_json(Some(&me))))
+        .collect();
     if !unopened.is_empty() {
         let writer = s.writer()?;
-        s.channel_mut().append(&writer, |_| Ok::<_, AppError>((Op::Opened(Ids { ids: unopened }), ())))?;
+        s.channel_mut().append(&writer, |_| {
+            Ok::<_, AppError>((Op::Opened(Ids { ids: unopened }), ()))
+        })?;
     }
     Ok(listing(
         out,
@@ -58,7 +79,11 @@ pub fn read_inbox(s: &mut Session, unread_only: bool, limit: i64, fields: Option
 }
 
 /// Marks one message (`message_id`) or a batch (`message_ids`) read.
-pub fn mark_read(s: &mut Session, message_id: Option<&str>, message_ids: Option<&[String]>) -> AppResult<Value> {
+pub fn mark_read(
+    s: &mut Session,
+    message_id: Option<&str>,
+    message_ids: Option<&[String]>,
+) -> AppResult<Value> {
     let me = s.role()?;
     let (ids, single) = match (message_id, message_ids) {
         (Some(id), None) => (vec![id.to_owned()], true),
@@ -103,7 +128,11 @@ pub fn mark_read(s: &mut Session, message_id: Option<&str>, message_ids: Option<
             json!({ "id": id.short(), "read_at": at, "already_read": read.is_some() })
         })
         .collect();
-    Ok(if single { results.into_iter().next().unwrap_or(Value::Null) } else { Value::Array(results) })
+    Ok(if single {
+        results.into_iter().next().unwrap_or(Value::Null)
+    } else {
+        Value::Array(results)
+    })
 }
 
 /// `Some(read_ms)` if the message is delivered to `role`, `None` if not.
@@ -112,6 +141,9 @@ fn delivery_read(ix: &Index, id: &RecordId, role: &str) -> AppResult<Option<Opti
     Ok(ix
         .conn()
         .prepare_cached("SELECT read_ms FROM deliveries WHERE role = ?1 AND message_id = ?2")
-        .and_then(|mut st| st.query_row(params![role, id.hex()], |r| r.get::<_, Option<i64>>(0)).optional())
+        .and_then(|mut st| {
+            st.query_row(params![role, id.hex()], |r| r.get::<_, Option<i64>>(0))
+                .optional()
+        })
         .db(ix.path())?)
 }

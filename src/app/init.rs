@@ -13,7 +13,12 @@ use crate::store::{ChannelDir, Home};
 /// Creates a channel in `root` with `roles` and `name`, storing the owner key
 /// in `home`. Refuses, changing nothing, when the roster or name breaks a rule
 /// or `root` is not free.
-pub fn create_channel(root: &Path, roles: &[&str], name: &str, home: &Home) -> AppResult<ChannelDir> {
+pub fn create_channel(
+    root: &Path,
+    roles: &[&str],
+    name: &str,
+    home: &Home,
+) -> AppResult<ChannelDir> {
     let roles = Genesis::roster(roles).map_err(|e| AppError::value(e.to_string()))?;
     Genesis::check_name(name).map_err(|e| AppError::value(e.to_string()))?;
     ChannelDir::check_free(root)?;

@@ -54,7 +54,8 @@ fn step(
         let verdict = rules::check(&m, &me, &op)?;
         Ok::<_, AppError>(((verdict == Verdict::Apply).then_some(op), m.id))
     })?;
-    let after = load_message(s.index(), &id)?.ok_or_else(|| AppError::value(format!("message {raw} not found")))?;
+    let after = load_message(s.index(), &id)?
+        .ok_or_else(|| AppError::value(format!("message {raw} not found")))?;
     Ok((rec, after))
 }
 
@@ -78,9 +79,15 @@ fn resolution_json(m: &Message) -> Value {
 
 /// Resolves a debt the caller is party to. `unblocked` lists the tasks that
 /// were blocked on it.
-pub fn resolve_message(s: &mut Session, message_id: &str, resolution_note: Option<String>) -> AppResult<Value> {
+pub fn resolve_message(
+    s: &mut Session,
+    message_id: &str,
+    resolution_note: Option<String>,
+) -> AppResult<Value> {
     let note = note_of("resolution_note", resolution_note)?;
-    let (rec, m) = step(s, message_id, |_, m| Ok(Op::Resolve(Note { id: m.id, note })))?;
+    let (rec, m) = step(s, message_id, |_, m| {
+        Ok(Op::Resolve(Note { id: m.id, note }))
+    })?;
     let mut out = resolution_json(&m);
     out["already_resolved"] = json!(rec.is_none());
     if rec.is_some() {
@@ -97,23 +104,40 @@ fn blocked_on(ix: &Index, id: &RecordId) -> AppResult<Vec<String>> {
             "SELECT id FROM messages WHERE blocked_by = ?1 AND work_status = 'blocked' \
              AND deleted_ms IS NULL ORDER BY ms, c, id",
         )
-        .and_then(|mut st| st.query_map([id.hex()], |r| r.get::<_, String>(0))?.collect())
+        .and_then(|mut st| {
+            st.query_map([id.hex()], |r| r.get::<_, String>(0))?
+                .collect()
+        })
         .db(ix.path())?;
     Ok(ids.iter().map(|i| short(i)).collect())
 }
 
 /// Confirms the other side's resolution of a debt.
-pub fn confirm_resolution(s: &mut Session, message_id: &str, note: Option<String>) -> AppResult<Value> {
+pub fn confirm_resolution(
+    s: &mut Session,
+    message_id: &str,
+    note: Option<String>,
+) -> AppResult<Value> {
     let note = note_of("note", note)?;
-    let (rec, m) = step(s, message_id, |_, m| Ok(Op::Confirm(Note { id: m.id, note })))?;
+    let (rec, m) = step(s, message_id, |_, m| {
+        Ok(Op::Confirm(Note { id: m.id, note }))
+    })?;
     Ok(json!({ "id": m.id.short(), "already_confirmed": rec.is_none() }))
 }
 
 /// Reopens a resolved debt (also after a confirmation).
-pub fn reopen_message(s: &mut Session, message_id: &str, reason: Option<String>) -> AppResult<Value> {
+pub fn reopen_message(
+    s: &mut Session,
+    message_id: &str,
+    reason: Option<String>,
+) -> AppResult<Value> {
     let note = note_of("reason", reason)?;
-    let (rec, m) = step(s, message_id, |_, m| Ok(Op::Reopen(Note { id: m.id, note })))?;
-    Ok(json!({ "id": m.id.short(), "status": DebtStatus::Open.as_str(), "already_open": rec.is_none() }))
+    let (rec, m) = step(s, message_id, |_, m| {
+        Ok(Op::Reopen(Note { id: m.id, note }))
+    })?;
+    Ok(
+        json!({ "id": m.id.short(), "status": DebtStatus::Open.as_str(), "already_open": rec.is_none() }),
+    )
 }
 
 /// Moves the work status of a message the caller is party to.
@@ -124,10 +148,13 @@ pub fn set_work_status(
     note: Option<String>,
     blocked_by: Option<&str>,
 ) -> AppResult<Value> {
-    let value = WorkStatus::parse_field(work_status, "work_status").map_err(|e| AppError::value(e.to_string()))?;
+    let value = WorkStatus::parse_field(work_status, "work_status")
+        .map_err(|e| AppError::value(e.to_string()))?;
     let note = note_of("note", note)?;
     if blocked_by.is_some() && value != WorkStatus::Blocked {
-        return Err(AppError::value("'blocked_by' is only valid with work_status='blocked'"));
+        return Err(AppError::value(
+            "'blocked_by' is only valid with work_status='blocked'",
+        ));
     }
     let mut previous = None;
     let (rec, m) = step(s, message_id, |ix, m| {
@@ -153,15 +180,16 @@ pub fn set_work_status(
 fn check_blocker(ix: &Index, raw: &str) -> AppResult<RecordId> {
     let id = find_live(ix, "blocked_by", raw)
         .map_err(|_| AppError::value(format!("blocked_by message {raw} not found")))?;
-    let b = load_message(ix, &id)?.ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
+    let b = load_message(ix, &id)?
+        .ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
     match &b.debt {
         None => Err(AppError::value(format!(
             "blocked_by message {raw} is not action_required — nothing could ever resolve it, so the \
              task would block forever; block on a debt, or use 'blocked' without blocked_by"
         ))),
-        Some(d) if d.status == DebtStatus::Resolved => {
-            Err(AppError::value(format!("blocked_by message {raw} is already resolved — not a blocker")))
-        }
+        Some(d) if d.status == DebtStatus::Resolved => Err(AppError::value(format!(
+            "blocked_by message {raw} is already resolved — not a blocker"
+        ))),
         Some(_) => Ok(id),
     }
 }
@@ -173,7 +201,9 @@ pub fn message_history(s: &mut Session, message_id: &str) -> AppResult<Value> {
     let id = find_live(ix, "message_id", message_id)?;
     let rows: Vec<Value> = ix
         .conn()
-        .prepare_cached("SELECT event, role, note, ms FROM events WHERE message_id = ?1 ORDER BY pos")
+        .prepare_cached(
+            "SELECT event, role, note, ms FROM events WHERE message_id = ?1 ORDER BY pos",
+        )
         .and_then(|mut st| {
             st.query_map(params![id.hex()], |r| {
                 Ok(json!({

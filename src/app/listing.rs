@@ -4,7 +4,10 @@ use rusqlite::types::Value as Sql;
 use serde_json::Value;
 
 use super::refusal::{AppError, AppResult, check_length, check_limit};
-use super::rows::{FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
+use super::rows::{
+    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing,
+    project,
+};
 use super::session::Session;
 use crate::core::timestamp::parse_since;
 use crate::core::vocab::{DebtStatus, Kind, WorkStatus};
@@ -53,7 +56,12 @@ pub fn like_pattern(s: &str) -> String {
 }
 
 /// Non-deleted messages matching `f`, newest first.
-pub fn list_messages(s: &mut Session, f: &ListFilter, limit: i64, fields: Option<&FieldsArg>) -> AppResult<Value> {
+pub fn list_messages(
+    s: &mut Session,
+    f: &ListFilter,
+    limit: i64,
+    fields: Option<&FieldsArg>,
+) -> AppResult<Value> {
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     let mut cond = vec!["m.deleted_ms IS NULL".to_owned()];
@@ -83,7 +91,11 @@ pub fn list_messages(s: &mut Session, f: &ListFilter, limit: i64, fields: Option
         let a = arg(Sql::Text(r.trim().to_owned()), &mut args);
         cond.push(format!(
             "EXISTS (SELECT 1 FROM deliveries t WHERE t.message_id = m.id AND t.role = {a}{})",
-            if f.unread_only { " AND t.read_ms IS NULL" } else { "" }
+            if f.unread_only {
+                " AND t.read_ms IS NULL"
+            } else {
+                ""
+            }
         ));
         format!("(SELECT read_ms FROM deliveries t WHERE t.message_id = m.id AND t.role = {a})")
     } else {
@@ -101,7 +113,8 @@ pub fn list_messages(s: &mut Session, f: &ListFilter, limit: i64, fields: Option
         cond.push(format!("m.ms >= {a}"));
     }
     if let Some(st) = &f.status {
-        let st = DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
+        let st =
+            DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
         cond.push(format!("m.status = '{}'", st.as_str()));
     }
     if let Some(k) = &f.kind {
@@ -130,12 +143,26 @@ pub fn list_messages(s: &mut Session, f: &ListFilter, limit: i64, fields: Option
     let mut rows: Vec<MessageRow> = ix
         .conn()
         .prepare_cached(&sql)
-        .and_then(|mut st| st.query_map(rusqlite::params_from_iter(args.iter()), MessageRow::from_sql)?.collect())
+        .and_then(|mut st| {
+            st.query_map(
+                rusqlite::params_from_iter(args.iter()),
+                MessageRow::from_sql,
+            )?
+            .collect()
+        })
         .db(ix.path())?;
     let overflow = rows.len() > limit;
     rows.truncate(limit);
-    let out = rows.iter().map(|r| project(proj.as_ref(), r.to_json(None))).collect();
-    Ok(listing(out, limit, overflow, "more messages match; narrow the filters (since, from_role, kind…) or raise 'limit' (at most 1000)"))
+    let out = rows
+        .iter()
+        .map(|r| project(proj.as_ref(), r.to_json(None)))
+        .collect();
+    Ok(listing(
+        out,
+        limit,
+        overflow,
+        "more messages match; narrow the filters (since, from_role, kind…) or raise 'limit' (at most 1000)",
+    ))
 }
 
 #[cfg(test)]

@@ -3,7 +3,10 @@
 use serde_json::{Value, json};
 
 use super::refusal::{AppResult, check_limit};
-use super::rows::{FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
+use super::rows::{
+    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing,
+    project,
+};
 use super::session::Session;
 use crate::core::ids::Role;
 use crate::core::timestamp::format_rfc3339;
@@ -14,7 +17,13 @@ use crate::store::error::SqlContext as _;
 pub const BLOCKER_ALIVE: &str = "EXISTS (SELECT 1 FROM messages b WHERE b.id = m.blocked_by \
     AND b.deleted_ms IS NULL AND (b.status IS NULL OR b.status = 'open'))";
 
-fn debts(s: &mut Session, role: &str, extra: &str, order: &str, limit: usize) -> AppResult<Vec<MessageRow>> {
+fn debts(
+    s: &mut Session,
+    role: &str,
+    extra: &str,
+    order: &str,
+    limit: usize,
+) -> AppResult<Vec<MessageRow>> {
     s.catch_up()?;
     let ix = s.index();
     let sql = format!(
@@ -25,12 +34,23 @@ fn debts(s: &mut Session, role: &str, extra: &str, order: &str, limit: usize) ->
     Ok(ix
         .conn()
         .prepare_cached(&sql)
-        .and_then(|mut st| st.query_map(rusqlite::params![role, limit as i64 + 1], MessageRow::from_sql)?.collect())
+        .and_then(|mut st| {
+            st.query_map(
+                rusqlite::params![role, limit as i64 + 1],
+                MessageRow::from_sql,
+            )?
+            .collect()
+        })
         .db(ix.path())?)
 }
 
 /// Open debts addressed to `to_role` (default: the caller), newest first.
-pub fn open_obligations(s: &mut Session, to_role: Option<&str>, limit: i64, fields: Option<&FieldsArg>) -> AppResult<Value> {
+pub fn open_obligations(
+    s: &mut Session,
+    to_role: Option<&str>,
+    limit: i64,
+    fields: Option<&FieldsArg>,
+) -> AppResult<Value> {
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     let role = match to_role {
@@ -42,8 +62,16 @@ pub fn open_obligations(s: &mut Session, to_role: Option<&str>, limit: i64, fiel
     rows.truncate(limit);
     let now = now_ms();
     let viewer = Role::new(&role).ok();
-    let out = rows.iter().map(|r| project(proj.as_ref(), r.with_ages(r.to_json(viewer.as_ref()), now))).collect();
-    let mut env = listing(out, limit, overflow, "more debts are open; raise 'limit' (at most 1000)");
+    let out = rows
+        .iter()
+        .map(|r| project(proj.as_ref(), r.with_ages(r.to_json(viewer.as_ref()), now)))
+        .collect();
+    let mut env = listing(
+        out,
+        limit,
+        overflow,
+        "more debts are open; raise 'limit' (at most 1000)",
+    );
     env["generated_at"] = json!(format_rfc3339(now));
     Ok(env)
 }
@@ -62,6 +90,14 @@ pub fn ready_work(s: &mut Session, limit: i64, fields: Option<&FieldsArg>) -> Ap
     let overflow = rows.len() > limit;
     rows.truncate(limit);
     let now = now_ms();
-    let out = rows.iter().map(|r| project(proj.as_ref(), r.with_ages(r.to_json(Some(&me)), now))).collect();
-    Ok(listing(out, limit, overflow, "more work is ready; raise 'limit' (at most 1000)"))
+    let out = rows
+        .iter()
+        .map(|r| project(proj.as_ref(), r.with_ages(r.to_json(Some(&me)), now)))
+        .collect();
+    Ok(listing(
+        out,
+        limit,
+        overflow,
+        "more work is ready; raise 'limit' (at most 1000)",
+    ))
 }

@@ -59,7 +59,9 @@ pub type AppResult<T> = Result<T, AppError>;
 pub fn check_length(field: &str, value: &str, max: usize) -> AppResult<()> {
     let n = value.chars().count();
     if n > max {
-        return Err(AppError::value(format!("'{field}' must be <= {max} characters (got {n})")));
+        return Err(AppError::value(format!(
+            "'{field}' must be <= {max} characters (got {n})"
+        )));
     }
     Ok(())
 }
@@ -67,7 +69,9 @@ pub fn check_length(field: &str, value: &str, max: usize) -> AppResult<()> {
 /// Refuses a `limit` outside 1..=1000.
 pub fn check_limit(limit: i64) -> AppResult<usize> {
     if !(1..=1000).contains(&limit) {
-        return Err(AppError::value(format!("'limit' must be between 1 and 1000 (got {limit})")));
+        return Err(AppError::value(format!(
+            "'limit' must be between 1 and 1000 (got {limit})"
+        )));
     }
     Ok(limit as usize)
 }

@@ -27,19 +27,65 @@ pub const AFTER_MESSAGE_COLUMNS: usize = 27;
 
 /// The listing set of `fields="headers"`: everything but the bodies.
 pub const MESSAGE_HEADERS: &[&str] = &[
-    "id", "from", "to", "topic", "created_at", "kind", "work_status", "status",
-    "action_required", "pin_key", "acks", "age_days", "idle_days", "snippet", "match",
-    "obligation", "body_sha256", "body_length_bytes", "body_length_chars",
+    "id",
+    "from",
+    "to",
+    "topic",
+    "created_at",
+    "kind",
+    "work_status",
+    "status",
+    "action_required",
+    "pin_key",
+    "acks",
+    "age_days",
+    "idle_days",
+    "snippet",
+    "match",
+    "obligation",
+    "body_sha256",
+    "body_length_bytes",
+    "body_length_chars",
 ];
 
 /// Every field a message row may carry.
 pub const MESSAGE_FIELDS: &[&str] = &[
-    "id", "from", "to", "topic", "body", "action_required", "reply_to", "created_at", "read_at",
-    "status", "resolved_by", "resolved_at", "resolution_note", "kind", "work_status",
-    "blocked_by", "deleted_at", "pin_key", "about_message_id", "voters", "superseded_at",
-    "opened_at", "addenda", "addendum", "decision_requested", "revised_at", "recipients",
-    "body_sha256", "body_length_bytes", "body_length_chars", "acks", "age_days", "idle_days",
-    "snippet", "match", "obligation",
+    "id",
+    "from",
+    "to",
+    "topic",
+    "body",
+    "action_required",
+    "reply_to",
+    "created_at",
+    "read_at",
+    "status",
+    "resolved_by",
+    "resolved_at",
+    "resolution_note",
+    "kind",
+    "work_status",
+    "blocked_by",
+    "deleted_at",
+    "pin_key",
+    "about_message_id",
+    "voters",
+    "superseded_at",
+    "opened_at",
+    "addenda",
+    "addendum",
+    "decision_requested",
+    "revised_at",
+    "recipients",
+    "body_sha256",
+    "body_length_bytes",
+    "body_length_chars",
+    "acks",
+    "age_days",
+    "idle_days",
+    "snippet",
+    "match",
+    "obligation",
 ];
 
 /// One message as read from the index, with the viewer's delivery state.
@@ -116,7 +162,9 @@ impl MessageRow {
             reply_to: r.get(6)?,
             kind: r.get(7)?,
             work_status: r.get(8)?,
-            addenda: addenda.and_then(|a| serde_json::from_str(&a).ok()).unwrap_or_default(),
+            addenda: addenda
+                .and_then(|a| serde_json::from_str(&a).ok())
+                .unwrap_or_default(),
             decision_requested: r.get(10)?,
             ms: r.get(11)?,
             deleted_ms: r.get(12)?,
@@ -140,7 +188,10 @@ impl MessageRow {
     /// Adds `age_days` (since creation) and `idle_days` (since the last move).
     pub fn with_ages(&self, mut row: Map<String, Value>, now_ms: i64) -> Map<String, Value> {
         row.insert("age_days".into(), json!(days_between(self.ms, now_ms)));
-        row.insert("idle_days".into(), json!(days_between(self.last_move_ms, now_ms)));
+        row.insert(
+            "idle_days".into(),
+            json!(days_between(self.last_move_ms, now_ms)),
+        );
         row
     }
 
@@ -156,7 +207,11 @@ impl MessageRow {
 
     /// The full wire shape. `viewer` adds the viewer's own `addendum`.
     pub fn to_json(&self, viewer: Option<&Role>) -> Map<String, Value> {
-        let to = if self.is_multi() { json!(self.to) } else { json!(self.to.first()) };
+        let to = if self.is_multi() {
+            json!(self.to)
+        } else {
+            json!(self.to.first())
+        };
         let mut m = Map::new();
         m.insert("id".into(), json!(self.short_id()));
         m.insert("from".into(), json!(self.from));
@@ -164,22 +219,37 @@ impl MessageRow {
         m.insert("topic".into(), json!(self.topic));
         m.insert("body".into(), json!(self.body));
         m.insert("action_required".into(), json!(self.action_required));
-        m.insert("reply_to".into(), json!(self.reply_to.as_deref().map(short)));
+        m.insert(
+            "reply_to".into(),
+            json!(self.reply_to.as_deref().map(short)),
+        );
         m.insert("created_at".into(), json!(format_rfc3339(self.ms)));
         m.insert("read_at".into(), json!(self.read_ms.map(format_rfc3339)));
         m.insert("status".into(), json!(self.status));
         m.insert("resolved_by".into(), json!(self.resolved_by));
-        m.insert("resolved_at".into(), json!(self.resolved_ms.map(format_rfc3339)));
+        m.insert(
+            "resolved_at".into(),
+            json!(self.resolved_ms.map(format_rfc3339)),
+        );
         m.insert("resolution_note".into(), json!(self.resolution_note));
         m.insert("kind".into(), json!(self.kind));
         m.insert("work_status".into(), json!(self.work_status));
-        m.insert("blocked_by".into(), json!(self.blocked_by.as_deref().map(short)));
-        m.insert("deleted_at".into(), json!(self.deleted_ms.map(format_rfc3339)));
+        m.insert(
+            "blocked_by".into(),
+            json!(self.blocked_by.as_deref().map(short)),
+        );
+        m.insert(
+            "deleted_at".into(),
+            json!(self.deleted_ms.map(format_rfc3339)),
+        );
         m.insert("pin_key".into(), Value::Null);
         m.insert("about_message_id".into(), Value::Null);
         m.insert("voters".into(), Value::Null);
         m.insert("superseded_at".into(), Value::Null);
-        m.insert("opened_at".into(), json!(self.opened_ms.map(format_rfc3339)));
+        m.insert(
+            "opened_at".into(),
+            json!(self.opened_ms.map(format_rfc3339)),
+        );
         m.insert("addenda".into(), json!(self.addenda));
         if let Some(v) = viewer {
             m.insert("addendum".into(), json!(self.addenda.get(v.as_str())));
@@ -292,9 +362,13 @@ mod tests {
 
     #[test]
     fn projection_rules() {
-        let headers = Projection::parse(Some(&FieldsArg::One("headers".into())), MESSAGE_FIELDS, MESSAGE_HEADERS)
-            .unwrap()
-            .unwrap();
+        let headers = Projection::parse(
+            Some(&FieldsArg::One("headers".into())),
+            MESSAGE_FIELDS,
+            MESSAGE_HEADERS,
+        )
+        .unwrap()
+        .unwrap();
         assert!(headers.0.contains(&"topic".to_owned()));
         assert!(!headers.0.contains(&"body".to_owned()));
         let aliased = Projection::parse(
@@ -305,13 +379,21 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(aliased.0, vec!["from", "to"]);
-        let e = Projection::parse(Some(&FieldsArg::Many(vec![])), MESSAGE_FIELDS, MESSAGE_HEADERS)
-            .unwrap_err()
-            .to_string();
+        let e = Projection::parse(
+            Some(&FieldsArg::Many(vec![])),
+            MESSAGE_FIELDS,
+            MESSAGE_HEADERS,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("'fields' cannot be empty"), "{e}");
-        let e = Projection::parse(Some(&FieldsArg::One("nope".into())), MESSAGE_FIELDS, MESSAGE_HEADERS)
-            .unwrap_err()
-            .to_string();
+        let e = Projection::parse(
+            Some(&FieldsArg::One("nope".into())),
+            MESSAGE_FIELDS,
+            MESSAGE_HEADERS,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("unknown field(s) [\"nope\"]"), "{e}");
     }
 

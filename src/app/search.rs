@@ -8,7 +8,10 @@ use rusqlite::types::Value as Sql;
 use serde_json::{Value, json};
 
 use super::refusal::{AppError, AppResult, check_limit};
-use super::rows::{AFTER_MESSAGE_COLUMNS, FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing, project};
+use super::rows::{
+    AFTER_MESSAGE_COLUMNS, FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow,
+    Projection, listing, project,
+};
 use super::session::Session;
 use crate::core::query::SearchQuery;
 use crate::core::vocab::{DebtStatus, Kind};
@@ -42,7 +45,8 @@ pub fn search_messages(
     let mut args: Vec<Sql> = Vec::new();
     let scan = q.needs_scan();
     if scan {
-        q.check_scannable().map_err(|e| AppError::value(e.to_string()))?;
+        q.check_scannable()
+            .map_err(|e| AppError::value(e.to_string()))?;
     } else {
         args.push(Sql::Text(q.fts_match()));
         cond.push("bodies_fts MATCH ?1".into());
@@ -64,7 +68,8 @@ pub fn search_messages(
         cond.push(format!("m.kind = ?{}", args.len()));
     }
     if let Some(st) = &f.status {
-        let st = DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
+        let st =
+            DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
         cond.push(format!("m.status = '{}'", st.as_str()));
     }
     let single = "(SELECT {c} FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0)";
@@ -82,7 +87,9 @@ pub fn search_messages(
             cond.join(" AND ")
         );
         let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
-        let mut rows = st.query(rusqlite::params_from_iter(args.iter())).db(ix.path())?;
+        let mut rows = st
+            .query(rusqlite::params_from_iter(args.iter()))
+            .db(ix.path())?;
         while let Some(r) = rows.next().db(ix.path())? {
             let row = MessageRow::from_sql(r).db(ix.path())?;
             if q.matches(&row.topic, &row.body) {
@@ -105,7 +112,10 @@ pub fn search_messages(
         let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok((MessageRow::from_sql(r)?, r.get::<_, String>(AFTER_MESSAGE_COLUMNS)?))
+                Ok((
+                    MessageRow::from_sql(r)?,
+                    r.get::<_, String>(AFTER_MESSAGE_COLUMNS)?,
+                ))
             })
             .db(ix.path())?;
         for r in rows {
@@ -124,5 +134,10 @@ pub fn search_messages(
             project(proj.as_ref(), m)
         })
         .collect();
-    Ok(listing(out, limit, overflow, "more messages match; refine the query or raise 'limit' (at most 1000)"))
+    Ok(listing(
+        out,
+        limit,
+        overflow,
+        "more messages match; refine the query or raise 'limit' (at most 1000)",
+    ))
 }

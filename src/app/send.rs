@@ -86,7 +86,12 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
             req.body.len()
         )));
     }
-    let kind = req.kind.as_deref().map(|k| Kind::parse_field(k, "kind")).transpose().map_err(value)?;
+    let kind = req
+        .kind
+        .as_deref()
+        .map(|k| Kind::parse_field(k, "kind"))
+        .transpose()
+        .map_err(value)?;
     let work_status = req
         .work_status
         .as_deref()
@@ -119,7 +124,8 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         send.addenda = addenda(raw_addenda, &send.to)?;
         Ok::<_, AppError>((Op::Send(send.clone()), ()))
     })?;
-    let mut out = json!({ "id": rec.id.short(), "created_at": format_rfc3339(rec.header.hlc.ms()) });
+    let mut out =
+        json!({ "id": rec.id.short(), "created_at": format_rfc3339(rec.header.hlc.ms()) });
     if send.to.len() > 1 {
         out["recipients"] = json!(send.to);
     }
@@ -157,14 +163,19 @@ fn recipients(to: &ToArg, me: &Role, roster: &[Role]) -> AppResult<Vec<Role>> {
     }
     let mut out: Vec<Role> = Vec::new();
     for n in names {
-        let role = Role::new(&n).ok().filter(|r| roster.contains(r)).ok_or_else(|| {
-            AppError::value(format!(
-                "this channel's roles are {} — cannot address '{n}'",
-                roles_list(roster)
-            ))
-        })?;
+        let role = Role::new(&n)
+            .ok()
+            .filter(|r| roster.contains(r))
+            .ok_or_else(|| {
+                AppError::value(format!(
+                    "this channel's roles are {} — cannot address '{n}'",
+                    roles_list(roster)
+                ))
+            })?;
         if &role == me {
-            return Err(AppError::value(format!("cannot send to self (role='{me}')")));
+            return Err(AppError::value(format!(
+                "cannot send to self (role='{me}')"
+            )));
         }
         if !out.contains(&role) {
             out.push(role);
@@ -175,8 +186,11 @@ fn recipients(to: &ToArg, me: &Role, roster: &[Role]) -> AppResult<Vec<Role>> {
 }
 
 fn addenda(raw: BTreeMap<String, String>, to: &[Role]) -> AppResult<BTreeMap<Role, String>> {
-    let strangers: Vec<String> =
-        raw.keys().filter(|k| !to.iter().any(|r| r.as_str() == k.trim())).cloned().collect();
+    let strangers: Vec<String> = raw
+        .keys()
+        .filter(|k| !to.iter().any(|r| r.as_str() == k.trim()))
+        .cloned()
+        .collect();
     if !strangers.is_empty() {
         return Err(AppError::value(format!(
             "'addenda' names {strangers:?} who are not recipients — addenda are per-recipient \
@@ -212,8 +226,10 @@ fn check_audience(ix: &Index, send: &Send) -> AppResult<()> {
             .conn()
             .prepare_cached("SELECT from_role, to_json FROM messages WHERE id = ?1")
             .and_then(|mut st| {
-                st.query_row([id.hex()], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-                    .optional()
+                st.query_row([id.hex()], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .optional()
             })
             .db(ix.path())?,
         None => None,
@@ -224,7 +240,9 @@ fn check_audience(ix: &Index, send: &Send) -> AppResult<()> {
              one role, or reply (reply_to) to a multi-recipient message keeping its audience",
         )
     };
-    let Some((pfrom, pto)) = parent else { return Err(solo()) };
+    let Some((pfrom, pto)) = parent else {
+        return Err(solo());
+    };
     let pto: Vec<String> = serde_json::from_str(&pto).unwrap_or_default();
     if pto.len() < 2 {
         return Err(solo());

@@ -41,16 +41,23 @@ impl Session {
                 roles_list(&channel.roster())
             )));
         }
-        Ok(Self { channel, role, writer: None })
+        Ok(Self {
+            channel,
+            role,
+            writer: None,
+        })
     }
 
     /// The role from `--role`, else the environment (`COUNTERSIGN_ROLE`, then
     /// `AI_AGENT_CHANNEL_ROLE`); blank values count as absent.
     pub fn role_from(flag: Option<&str>) -> AppResult<Option<Role>> {
         let raw = flag.map(str::to_owned).or_else(|| {
-            ROLE_VARS.iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
+            ROLE_VARS
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
         });
-        raw.map(|r| Role::new(r.trim()).map_err(|e| AppError::value(e.to_string()))).transpose()
+        raw.map(|r| Role::new(r.trim()).map_err(|e| AppError::value(e.to_string())))
+            .transpose()
     }
 
     /// The channel.
@@ -124,7 +131,9 @@ pub fn find(ix: &Index, field: &str, raw: &str) -> AppResult<Found> {
     let hi = format!("{lo}g");
     let mut st = ix
         .conn()
-        .prepare_cached("SELECT id, deleted_ms IS NOT NULL FROM messages WHERE id >= ?1 AND id < ?2 LIMIT 3")
+        .prepare_cached(
+            "SELECT id, deleted_ms IS NOT NULL FROM messages WHERE id >= ?1 AND id < ?2 LIMIT 3",
+        )
         .db(ix.path())?;
     let rows: Vec<(String, bool)> = st
         .query_map(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -134,7 +143,8 @@ pub fn find(ix: &Index, field: &str, raw: &str) -> AppResult<Found> {
     match rows.as_slice() {
         [] => Err(AppError::value(format!("message {raw} not found"))),
         [(id, deleted)] => Ok(Found {
-            id: RecordId::parse(id).ok_or_else(|| AppError::value(format!("message {raw} not found")))?,
+            id: RecordId::parse(id)
+                .ok_or_else(|| AppError::value(format!("message {raw} not found")))?,
             deleted: *deleted,
         }),
         many => {
@@ -181,7 +191,10 @@ mod tests {
         let b = format!("abcdef02{}", "0".repeat(56));
         let ix = index_with(&[&a, &b]);
         let e = find(&ix, "message_id", "abcdef").unwrap_err().to_string();
-        assert!(e.contains("matches more than one message") && e.contains("pass more characters"), "{e}");
+        assert!(
+            e.contains("matches more than one message") && e.contains("pass more characters"),
+            "{e}"
+        );
         assert_eq!(find(&ix, "message_id", "abcdef01").unwrap().id.hex(), a);
         assert_eq!(find(&ix, "message_id", "#ABCDEF02").unwrap().id.hex(), b);
         let e = find(&ix, "message_id", "abcdef03").unwrap_err().to_string();

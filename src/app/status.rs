@@ -91,19 +91,29 @@ impl Summary {
         match self.tallies.get(counter) {
             Some((0, _)) => Vec::new(),
             Some((_, marker)) => vec![marker.as_str()],
-            None => self.items.get(counter).map(|v| v.iter().map(|i| i.id.as_str()).collect()).unwrap_or_default(),
+            None => self
+                .items
+                .get(counter)
+                .map(|v| v.iter().map(|i| i.id.as_str()).collect())
+                .unwrap_or_default(),
         }
     }
 
     /// The non-zero actionable counters.
     pub fn pending(&self) -> BTreeMap<&'static str, usize> {
-        ACTIONABLE.iter().map(|c| (*c, self.count(c))).filter(|(_, n)| *n > 0).collect()
+        ACTIONABLE
+            .iter()
+            .map(|c| (*c, self.count(c)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
     }
 
     /// All counters as a JSON object.
     pub fn counts_json(&self) -> Value {
-        let mut counts: Map<String, Value> =
-            COUNTERS.iter().map(|c| ((*c).to_owned(), json!(self.count(c)))).collect();
+        let mut counts: Map<String, Value> = COUNTERS
+            .iter()
+            .map(|c| ((*c).to_owned(), json!(self.count(c))))
+            .collect();
         if self.count("conflicted") > 0 {
             counts.insert("conflicted".into(), json!(self.count("conflicted")));
         }
@@ -132,8 +142,10 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     let (unread, unopened) = (unread as usize, unopened as usize);
     sum.tallies.insert("unread", (unread, format!("n{newest}")));
     sum.tallies.insert("unopened", (unopened, String::new()));
-    sum.tallies.insert("opened_unmarked", (unread - unopened, String::new()));
-    let mut push = |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
+    sum.tallies
+        .insert("opened_unmarked", (unread - unopened, String::new()));
+    let mut push =
+        |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
 
     // Open debts addressed to the role; untaken = not (yet) taken by it.
     let mut st = ix
@@ -144,10 +156,22 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
              ORDER BY m.ms, m.c, m.id",
         )
         .db(p)?;
-    let rows = st.query_map([me], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?))).db(p)?;
+    let rows = st
+        .query_map([me], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, bool>(2)?,
+            ))
+        })
+        .db(p)?;
     for row in rows {
         let (id, topic, taken) = row.db(p)?;
-        let item = Item { id, topic, extra: none() };
+        let item = Item {
+            id,
+            topic,
+            extra: none(),
+        };
         if !taken {
             push("open_obligations_untaken", item.clone());
         }
@@ -229,13 +253,24 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     for c in conflicts_of(ix, role)? {
         let record = c["record"].as_str().unwrap_or_default().to_owned();
         let extra = c.as_object().cloned().unwrap_or_default();
-        push("conflicted", Item { id: record, topic: String::new(), extra });
+        push(
+            "conflicted",
+            Item {
+                id: record,
+                topic: String::new(),
+                extra,
+            },
+        );
     }
     Ok(sum)
 }
 
 fn list(sum: &Summary, counter: &str) -> Value {
-    let items = sum.items.get(counter).map(Vec::as_slice).unwrap_or_default();
+    let items = sum
+        .items
+        .get(counter)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     Value::Array(
         items
             .iter()
@@ -281,10 +316,15 @@ fn conflicts_of(ix: &Index, me: &Role) -> AppResult<Vec<Value>> {
     let p = ix.path();
     let mut st = ix
         .conn()
-        .prepare_cached("SELECT id, conflicts FROM messages WHERE conflicts IS NOT NULL ORDER BY ms, c, id")
+        .prepare_cached(
+            "SELECT id, conflicts FROM messages WHERE conflicts IS NOT NULL ORDER BY ms, c, id",
+        )
         .db(p)?;
-    let rows: Vec<(String, String)> =
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).db(p)?.collect::<Result<_, _>>().db(p)?;
+    let rows: Vec<(String, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .db(p)?
+        .collect::<Result<_, _>>()
+        .db(p)?;
     let mut out = Vec::new();
     for (target, json) in rows {
         let list: Vec<Value> = serde_json::from_str(&json).unwrap_or_default();

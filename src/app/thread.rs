@@ -5,13 +5,19 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::refusal::AppResult;
-use super::rows::{FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, project};
+use super::rows::{
+    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, project,
+};
 use super::session::{Session, find};
 use crate::store::Index;
 use crate::store::error::SqlContext as _;
 
 /// The thread containing `message_id`, oldest first.
-pub fn get_thread(s: &mut Session, message_id: &str, fields: Option<&FieldsArg>) -> AppResult<Value> {
+pub fn get_thread(
+    s: &mut Session,
+    message_id: &str,
+    fields: Option<&FieldsArg>,
+) -> AppResult<Value> {
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     s.catch_up()?;
     let ix = s.index();
@@ -47,7 +53,10 @@ pub fn get_thread(s: &mut Session, message_id: &str, fields: Option<&FieldsArg>)
         rows.push(st.query_row([id], MessageRow::from_sql).db(ix.path())?);
     }
     rows.sort_by(|a, b| (a.ms, a.c, &a.id).cmp(&(b.ms, b.c, &b.id)));
-    let out: Vec<Value> = rows.iter().map(|r| project(proj.as_ref(), r.to_json(None))).collect();
+    let out: Vec<Value> = rows
+        .iter()
+        .map(|r| project(proj.as_ref(), r.to_json(None)))
+        .collect();
     Ok(serde_json::json!({ "result": out }))
 }
 
@@ -56,7 +65,10 @@ fn parent_of(ix: &Index, id: &str) -> AppResult<Option<String>> {
     Ok(ix
         .conn()
         .prepare_cached("SELECT reply_to FROM messages WHERE id = ?1")
-        .and_then(|mut st| st.query_row([id], |r| r.get::<_, Option<String>>(0)).optional())
+        .and_then(|mut st| {
+            st.query_row([id], |r| r.get::<_, Option<String>>(0))
+                .optional()
+        })
         .db(ix.path())?
         .flatten())
 }

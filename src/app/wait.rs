@@ -23,7 +23,9 @@ pub const WAIT_CAP_S: f64 = 50.0;
 /// Checks the wait parameters.
 pub fn check_wait(timeout_s: f64, poll_interval_s: f64) -> AppResult<()> {
     if !(0.0..=3600.0).contains(&timeout_s) {
-        return Err(AppError::value(format!("'timeout_s' must be between 0 and 3600 (got {timeout_s})")));
+        return Err(AppError::value(format!(
+            "'timeout_s' must be between 0 and 3600 (got {timeout_s})"
+        )));
     }
     if !(0.1..=60.0).contains(&poll_interval_s) {
         return Err(AppError::value(format!(
@@ -45,14 +47,21 @@ pub struct MailSnapshot {
 impl MailSnapshot {
     /// Non-zero counts.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
-        self.counts.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (*k, *n)).collect()
+        self.counts
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| (*k, *n))
+            .collect()
     }
 
     /// Counters holding an id not in `known`, with their current counts.
     pub fn news_since(&self, known: &Self) -> BTreeMap<&'static str, usize> {
         self.ids
             .iter()
-            .filter(|(k, v)| v.iter().any(|id| known.ids.get(*k).is_none_or(|kn| !kn.contains(id))))
+            .filter(|(k, v)| {
+                v.iter()
+                    .any(|id| known.ids.get(*k).is_none_or(|kn| !kn.contains(id)))
+            })
             .map(|(k, _)| (*k, self.counts.get(k).copied().unwrap_or(0)))
             .collect()
     }
@@ -84,7 +93,11 @@ pub fn mail_snapshot(s: &mut Session) -> AppResult<MailSnapshot> {
 
 /// What wait_for_reply waits on: the parent, and the local ingest number of
 /// `after_id` (replies ingested after it count).
-pub fn reply_target(s: &mut Session, message_id: &str, after_id: Option<&str>) -> AppResult<(RecordId, Option<i64>)> {
+pub fn reply_target(
+    s: &mut Session,
+    message_id: &str,
+    after_id: Option<&str>,
+) -> AppResult<(RecordId, Option<i64>)> {
     s.catch_up()?;
     let ix = s.index();
     let parent = find_live(ix, "message_id", message_id)?;
@@ -103,7 +116,12 @@ pub fn reply_target(s: &mut Session, message_id: &str, after_id: Option<&str>) -
 
 /// The earliest live reply to `parent` addressed to the caller (unread unless
 /// `include_read`; ingested after `after_n` if given), as a message row.
-pub fn reply_check(s: &mut Session, parent: &RecordId, after_n: Option<i64>, include_read: bool) -> AppResult<Option<Value>> {
+pub fn reply_check(
+    s: &mut Session,
+    parent: &RecordId,
+    after_n: Option<i64>,
+    include_read: bool,
+) -> AppResult<Option<Value>> {
     let me = s.role()?;
     s.catch_up()?;
     let ix = s.index();
@@ -112,13 +130,21 @@ pub fn reply_check(s: &mut Session, parent: &RecordId, after_n: Option<i64>, inc
          JOIN deliveries d ON d.message_id = m.id AND d.role = ?2 \
          WHERE m.reply_to = ?1 AND m.deleted_ms IS NULL AND m.n > ?3 {} \
          ORDER BY m.ms, m.c, m.id LIMIT 1",
-        if include_read { "" } else { "AND d.read_ms IS NULL" }
+        if include_read {
+            ""
+        } else {
+            "AND d.read_ms IS NULL"
+        }
     );
     let row = ix
         .conn()
         .prepare_cached(&sql)
         .and_then(|mut st| {
-            st.query_row(params![parent.hex(), me.as_str(), after_n.unwrap_or(-1)], MessageRow::from_sql).optional()
+            st.query_row(
+                params![parent.hex(), me.as_str(), after_n.unwrap_or(-1)],
+                MessageRow::from_sql,
+            )
+            .optional()
         })
         .db(ix.path())?;
     Ok(row.map(|r| Value::Object(r.to_json(Some(&me)))))

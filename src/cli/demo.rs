@@ -27,13 +27,28 @@ type Client = RunningService<RoleClient, ()>;
 
 /// Runs the demo.
 pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    let tmp = tempfile::Builder::new().prefix("countersign-demo-").tempdir()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("countersign-demo-")
+        .tempdir()?;
     let dir = tmp.path().join("channel");
     let home = tmp.path().join("home");
-    create_channel(&dir, &["frontend", "backend"], "demo", &Home::at(home.clone()))?;
-    println!("A throwaway channel with two roles, frontend and backend, in {}", dir.display());
-    println!("Each role is a real `countersign mcp` server on stdio; every step below is a tool call.\n");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    create_channel(
+        &dir,
+        &["frontend", "backend"],
+        "demo",
+        &Home::at(home.clone()),
+    )?;
+    println!(
+        "A throwaway channel with two roles, frontend and backend, in {}",
+        dir.display()
+    );
+    println!(
+        "Each role is a real `countersign mcp` server on stdio; every step below is a tool call.\n"
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     rt.block_on(play(&dir, &home))?;
     println!("\nThe channel is a folder of signed feeds; anyone can read it offline:\n");
     let exe = std::env::current_exe()?;
@@ -46,7 +61,11 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(status.success(), "countersign log failed");
     if a.keep {
         let kept = tmp.keep();
-        println!("\nKept in {} (set COUNTERSIGN_HOME={} to act as its roles).", kept.display(), kept.join("home").display());
+        println!(
+            "\nKept in {} (set COUNTERSIGN_HOME={} to act as its roles).",
+            kept.display(),
+            kept.join("home").display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -54,15 +73,24 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 async fn spawn(dir: &Path, home: &Path, role: &str) -> anyhow::Result<Client> {
     let exe = std::env::current_exe()?;
     let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
-        c.arg("mcp").arg("--role").arg(role).arg("--channel").arg(dir).env("COUNTERSIGN_HOME", home);
+        c.arg("mcp")
+            .arg("--role")
+            .arg(role)
+            .arg("--channel")
+            .arg(dir)
+            .env("COUNTERSIGN_HOME", home);
     }))?;
     ().serve(transport).await.context("starting the MCP server")
 }
 
 async fn call(c: &Client, who: &str, tool: &str, args: Value) -> anyhow::Result<Value> {
     println!("{who:>8} → {tool}({})", compact(&args));
-    let Value::Object(map) = args else { anyhow::bail!("arguments must be an object") };
-    let res = c.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map)).await?;
+    let Value::Object(map) = args else {
+        anyhow::bail!("arguments must be an object")
+    };
+    let res = c
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
+        .await?;
     let v = res.structured_content.unwrap_or(Value::Null);
     anyhow::ensure!(res.is_error != Some(true), "{tool} was refused: {v}");
     Ok(v)
@@ -71,7 +99,11 @@ async fn call(c: &Client, who: &str, tool: &str, args: Value) -> anyhow::Result<
 fn compact(v: &Value) -> String {
     let s = v.to_string();
     let s = s.trim_start_matches('{').trim_end_matches('}');
-    if s.chars().count() > 90 { format!("{}…", s.chars().take(90).collect::<String>()) } else { s.to_owned() }
+    if s.chars().count() > 90 {
+        format!("{}…", s.chars().take(90).collect::<String>())
+    } else {
+        s.to_owned()
+    }
 }
 
 fn show(label: &str, text: &str) {
@@ -95,7 +127,15 @@ async fn play(dir: &Path, home: &Path) -> anyhow::Result<()> {
     show("sent", &format!("#{q}"));
     let inbox = call(&be, "backend", "read_inbox", json!({})).await?;
     for m in inbox["result"].as_array().into_iter().flatten() {
-        show("inbox", &format!("#{} from {}: {}", m["id"].as_str().unwrap_or(""), m["from"].as_str().unwrap_or(""), m["topic"].as_str().unwrap_or("")));
+        show(
+            "inbox",
+            &format!(
+                "#{} from {}: {}",
+                m["id"].as_str().unwrap_or(""),
+                m["from"].as_str().unwrap_or(""),
+                m["topic"].as_str().unwrap_or("")
+            ),
+        );
     }
     let answered = call(
         &be,
@@ -105,28 +145,73 @@ async fn play(dir: &Path, home: &Path) -> anyhow::Result<()> {
                "body": "{user_id, display_name, token}; the token is a JWT valid for 1 hour. Schema in api/login.json."}),
     )
     .await?;
-    show("sent", &format!("#{}", answered["id"].as_str().unwrap_or_default()));
+    show(
+        "sent",
+        &format!("#{}", answered["id"].as_str().unwrap_or_default()),
+    );
     call(&be, "backend", "mark_read", json!({"message_id": q})).await?;
     let inbox = call(&fe, "frontend", "read_inbox", json!({})).await?;
     for m in inbox["result"].as_array().into_iter().flatten() {
-        show("inbox", &format!("#{} {}: {}", m["id"].as_str().unwrap_or(""), m["topic"].as_str().unwrap_or(""), m["body"].as_str().unwrap_or("")));
+        show(
+            "inbox",
+            &format!(
+                "#{} {}: {}",
+                m["id"].as_str().unwrap_or(""),
+                m["topic"].as_str().unwrap_or(""),
+                m["body"].as_str().unwrap_or("")
+            ),
+        );
     }
-    let hits = call(&fe, "frontend", "search_messages", json!({"query": "jwt token"})).await?;
+    let hits = call(
+        &fe,
+        "frontend",
+        "search_messages",
+        json!({"query": "jwt token"}),
+    )
+    .await?;
     for h in hits["result"].as_array().into_iter().flatten() {
-        show("hit", &format!("#{} {}", h["id"].as_str().unwrap_or(""), h["snippet"].as_str().unwrap_or("")));
+        show(
+            "hit",
+            &format!(
+                "#{} {}",
+                h["id"].as_str().unwrap_or(""),
+                h["snippet"].as_str().unwrap_or("")
+            ),
+        );
     }
-    let thread = call(&fe, "frontend", "get_thread", json!({"message_id": q, "fields": ["id", "from", "topic"]})).await?;
+    let thread = call(
+        &fe,
+        "frontend",
+        "get_thread",
+        json!({"message_id": q, "fields": ["id", "from", "topic"]}),
+    )
+    .await?;
     for m in thread["result"].as_array().into_iter().flatten() {
-        show("thread", &format!("#{} {}: {}", m["id"].as_str().unwrap_or(""), m["from"].as_str().unwrap_or(""), m["topic"].as_str().unwrap_or("")));
+        show(
+            "thread",
+            &format!(
+                "#{} {}: {}",
+                m["id"].as_str().unwrap_or(""),
+                m["from"].as_str().unwrap_or(""),
+                m["topic"].as_str().unwrap_or("")
+            ),
+        );
     }
     let refused = fe
         .call_tool(
-            CallToolRequestParams::new("send_message")
-                .with_arguments(json!({"to": "frontend", "topic": "note to self", "body": "x"}).as_object().cloned().unwrap_or_default()),
+            CallToolRequestParams::new("send_message").with_arguments(
+                json!({"to": "frontend", "topic": "note to self", "body": "x"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
         )
         .await?;
     println!("{:>8} → send_message(to: frontend …)", "frontend");
-    show("refused", &refused.structured_content.unwrap_or(Value::Null)["message"].to_string());
+    show(
+        "refused",
+        &refused.structured_content.unwrap_or(Value::Null)["message"].to_string(),
+    );
     fe.cancel().await?;
     be.cancel().await?;
     Ok(())

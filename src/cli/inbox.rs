@@ -32,7 +32,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         println!("(no {}messages)", if a.all { "" } else { "unread " });
     }
     for r in rows {
-        let flag = if r["action_required"] == true { " [action required]" } else { "" };
+        let flag = if r["action_required"] == true {
+            " [action required]"
+        } else {
+            ""
+        };
         println!(
             "#{} {} from {}{flag}\n  {}\n{}\n",
             r["id"].as_str().unwrap_or_default(),
@@ -49,5 +53,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("  | {l}")).collect::<Vec<_>>().join("\n")
+    s.lines()
+        .map(|l| format!("  | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -34,21 +34,42 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
-    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    })
 }
 
 /// The project folder's name as a slug, or "channel".
 fn default_name(root: &Path) -> String {
-    let base = if root.file_name().is_some_and(|n| n == DEFAULT_DIR) { root.parent() } else { Some(root) };
-    let raw = base.and_then(Path::file_name).and_then(|n| n.to_str()).unwrap_or("channel");
+    let base = if root.file_name().is_some_and(|n| n == DEFAULT_DIR) {
+        root.parent()
+    } else {
+        Some(root)
+    };
+    let raw = base
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("channel");
     let slug: String = raw
         .to_ascii_lowercase()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .skip_while(|c| *c == '-' || *c == '_')
         .take(64)
         .collect();
-    if crate::core::ids::is_slug(&slug) { slug } else { "channel".into() }
+    if crate::core::ids::is_slug(&slug) {
+        slug
+    } else {
+        "channel".into()
+    }
 }
 
 fn next_steps(dir: &ChannelDir, roles: &[Role]) -> String {
@@ -57,11 +78,18 @@ fn next_steps(dir: &ChannelDir, roles: &[Role]) -> String {
         "Created channel '{}' in {path}\n  id {}\n  roles: {}\n  owner key: stored in this device's countersign home (back it up; it cannot be recovered)\n\n",
         dir.genesis().name,
         dir.id(),
-        roles.iter().map(Role::as_str).collect::<Vec<_>>().join(", "),
+        roles
+            .iter()
+            .map(Role::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     out.push_str("Next steps — give each agent session one role.\n\n");
     for role in roles {
-        let args = format!("[\"mcp\", \"--role\", \"{role}\", \"--channel\", {}]", json_str(&path));
+        let args = format!(
+            "[\"mcp\", \"--role\", \"{role}\", \"--channel\", {}]",
+            json_str(&path)
+        );
         out.push_str(&format!(
             "Role '{role}':\n  Claude Code (.mcp.json in that session's project):\n    \
              {{\"mcpServers\": {{\"channel\": {{\"command\": \"countersign\", \"args\": {args}}}}}}}\n  \

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use crate::core::record::decode_body;
 use crate::core::op::Op;
+use crate::core::record::decode_body;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::error::SqlContext as _;
 
@@ -29,14 +29,28 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .db(ix.path())?;
     let mut rows = st.query([]).db(ix.path())?;
     while let Some(r) = rows.next().db(ix.path())? {
-        let (id, feed, seq, ms, op, body): (String, String, i64, i64, String, String) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?);
+        let (id, feed, seq, ms, op, body): (String, String, i64, i64, String, String) = (
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        );
         if a.json {
             println!("{body}");
             continue;
         }
-        let what = decode_body(&body).ok().and_then(|(_, _, op)| op).map(|op| describe(&op)).unwrap_or_default();
-        println!("✓ {} {feed} #{seq} {} {op}{what}", format_rfc3339(ms), &id[..12]);
+        let what = decode_body(&body)
+            .ok()
+            .and_then(|(_, _, op)| op)
+            .map(|op| describe(&op))
+            .unwrap_or_default();
+        println!(
+            "✓ {} {feed} #{seq} {} {op}{what}",
+            format_rfc3339(ms),
+            &id[..12]
+        );
     }
     for p in ix.problems()? {
         println!("✗ {}:{} {}: {}", p.path, p.offset, p.kind, p.reason);
@@ -45,17 +59,30 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn describe(op: &Op) -> String {
-    let short = |ids: &[crate::core::ids::RecordId]| ids.iter().map(|i| i.short()).collect::<Vec<_>>().join(",");
+    let short = |ids: &[crate::core::ids::RecordId]| {
+        ids.iter().map(|i| i.short()).collect::<Vec<_>>().join(",")
+    };
     match op {
         Op::Send(s) => {
             let to: Vec<&str> = s.to.iter().map(|r| r.as_str()).collect();
-            let debt = if s.action_required { " [action required]" } else { "" };
+            let debt = if s.action_required {
+                " [action required]"
+            } else {
+                ""
+            };
             format!(" → {}{debt}: {:?}", to.join(","), s.topic)
         }
         Op::Read(i) | Op::Opened(i) => format!(" {}", short(&i.ids)),
         Op::Delete(t) => format!(" {}", t.id.short()),
         Op::Resolve(n) | Op::Confirm(n) | Op::Reopen(n) => {
-            format!(" {}{}", n.id.short(), n.note.as_deref().map(|t| format!(": {t:?}")).unwrap_or_default())
+            format!(
+                " {}{}",
+                n.id.short(),
+                n.note
+                    .as_deref()
+                    .map(|t| format!(": {t:?}"))
+                    .unwrap_or_default()
+            )
         }
         Op::WorkStatus(w) => format!(" {} → {}", w.id.short(), w.value),
         Op::Admit(a) => format!(" {} as {}", a.feed, a.role),

@@ -119,8 +119,9 @@ impl Cli {
 
     /// A session acting as the role from --role or the environment (required).
     fn session_with_role(&self) -> anyhow::Result<Session> {
-        let role = Session::role_from(self.role.as_deref())?
-            .context("no role: pass --role ROLE or set COUNTERSIGN_ROLE (or AI_AGENT_CHANNEL_ROLE)")?;
+        let role = Session::role_from(self.role.as_deref())?.context(
+            "no role: pass --role ROLE or set COUNTERSIGN_ROLE (or AI_AGENT_CHANNEL_ROLE)",
+        )?;
         Ok(Session::new(self.open_channel()?, Some(role))?)
     }
 }

@@ -42,7 +42,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             s
         }
     };
-    let to = if a.to.len() == 1 { ToArg::One(a.to[0].clone()) } else { ToArg::Many(a.to.clone()) };
+    let to = if a.to.len() == 1 {
+        ToArg::One(a.to[0].clone())
+    } else {
+        ToArg::Many(a.to.clone())
+    };
     let mut session = cli.session_with_role()?;
     let out = send_message(
         &mut session,

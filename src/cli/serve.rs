@@ -20,7 +20,10 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         )
         .init();
     let session = cli.session_with_role()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     rt.block_on(Server::new(session).serve_stdio())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -18,7 +18,11 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
     let report = Ingest::run(&index, &dir, &mut ScanCache::default())?;
     let problems = index.problems()?;
     for p in &problems {
-        let rec = p.record.as_deref().map(|r| format!(" record {}", &r[..12.min(r.len())])).unwrap_or_default();
+        let rec = p
+            .record
+            .as_deref()
+            .map(|r| format!(" record {}", &r[..12.min(r.len())]))
+            .unwrap_or_default();
         println!("{}: {}:{}{rec}: {}", p.kind, p.path, p.offset, p.reason);
     }
     for w in &report.waiting {
@@ -32,5 +36,9 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         report.waiting.len(),
         if clean { "clean" } else { "NOT clean" }
     );
-    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -61,7 +61,9 @@ pub fn fit(
         };
     }
     if header.seq > head_seq + 1 {
-        return Fit::Gap { expected: head_seq + 1 };
+        return Fit::Gap {
+            expected: head_seq + 1,
+        };
     }
     match head {
         None if header.prev.is_some() => Fit::Broken("seq 1 must have prev null".into()),
@@ -71,9 +73,10 @@ pub fn fit(
             h.id.short(),
             h.seq
         )),
-        Some(h) if header.hlc <= h.hlc => {
-            Fit::Broken(format!("hlc {:?} does not increase past {:?}", header.hlc, h.hlc))
-        }
+        Some(h) if header.hlc <= h.hlc => Fit::Broken(format!(
+            "hlc {:?} does not increase past {:?}",
+            header.hlc, h.hlc
+        )),
         Some(_) => Fit::Next,
     }
 }
@@ -97,14 +100,33 @@ mod tests {
     fn verdicts() {
         let a = RecordId::of_body(b"a");
         let b = RecordId::of_body(b"b");
-        let head = Some(Head { seq: 1, id: a, hlc: Hlc(10, 0) });
+        let head = Some(Head {
+            seq: 1,
+            id: a,
+            hlc: Hlc(10, 0),
+        });
         assert_eq!(fit(None, &hdr(1, None, 1), a, |_| None), Fit::Next);
-        assert!(matches!(fit(None, &hdr(1, Some(a), 1), a, |_| None), Fit::Broken(_)));
-        assert_eq!(fit(None, &hdr(3, Some(a), 1), a, |_| None), Fit::Gap { expected: 1 });
+        assert!(matches!(
+            fit(None, &hdr(1, Some(a), 1), a, |_| None),
+            Fit::Broken(_)
+        ));
+        assert_eq!(
+            fit(None, &hdr(3, Some(a), 1), a, |_| None),
+            Fit::Gap { expected: 1 }
+        );
         assert_eq!(fit(head, &hdr(2, Some(a), 11), b, |_| None), Fit::Next);
-        assert!(matches!(fit(head, &hdr(2, Some(b), 11), b, |_| None), Fit::Broken(_)));
-        assert!(matches!(fit(head, &hdr(2, Some(a), 10), b, |_| None), Fit::Broken(_)));
+        assert!(matches!(
+            fit(head, &hdr(2, Some(b), 11), b, |_| None),
+            Fit::Broken(_)
+        ));
+        assert!(matches!(
+            fit(head, &hdr(2, Some(a), 10), b, |_| None),
+            Fit::Broken(_)
+        ));
         assert_eq!(fit(head, &hdr(1, None, 10), a, |_| Some(a)), Fit::Known);
-        assert_eq!(fit(head, &hdr(1, None, 10), b, |_| Some(a)), Fit::Fork { existing: a });
+        assert_eq!(
+            fit(head, &hdr(1, None, 10), b, |_| Some(a)),
+            Fit::Fork { existing: a }
+        );
     }
 }

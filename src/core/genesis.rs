@@ -53,9 +53,7 @@ pub enum GenesisError {
     #[error("roles must be different: '{0}' appears more than once")]
     DuplicateRole(String),
     /// A channel name that is not a slug.
-    #[error(
-        "channel name '{0}' must match ^[a-z0-9][a-z0-9_-]{{0,63}}$ (lowercase slug)"
-    )]
+    #[error("channel name '{0}' must match ^[a-z0-9][a-z0-9_-]{{0,63}}$ (lowercase slug)")]
     BadName(String),
     /// The document does not parse.
     #[error("channel.json is not a valid channel definition: {0}")]
@@ -85,7 +83,11 @@ impl Genesis {
 
     /// Checks the channel name.
     pub fn check_name(name: &str) -> Result<(), GenesisError> {
-        if is_slug(name) { Ok(()) } else { Err(GenesisError::BadName(name.to_owned())) }
+        if is_slug(name) {
+            Ok(())
+        } else {
+            Err(GenesisError::BadName(name.to_owned()))
+        }
     }
 
     /// The bytes written to `channel.json` (pretty, with a final newline). They
@@ -101,7 +103,10 @@ impl Genesis {
         let g: Self =
             serde_json::from_slice(bytes).map_err(|e| GenesisError::Malformed(e.to_string()))?;
         if g.format != FORMAT {
-            return Err(GenesisError::Malformed(format!("unknown format '{}'", g.format)));
+            return Err(GenesisError::Malformed(format!(
+                "unknown format '{}'",
+                g.format
+            )));
         }
         let names: Vec<&str> = g.roles.iter().map(Role::as_str).collect();
         Self::roster(&names)?;
@@ -125,9 +130,24 @@ mod tests {
         assert!(e.contains("at least two roles"), "{e}");
         let many: Vec<String> = (0..13).map(|i| format!("r{i}")).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
-        assert!(Genesis::roster(&many).unwrap_err().to_string().contains("at most 12"));
-        assert!(Genesis::roster(&["a", "a"]).unwrap_err().to_string().contains("different"));
-        assert!(Genesis::roster(&["a", "B"]).unwrap_err().to_string().contains("lowercase slug"));
+        assert!(
+            Genesis::roster(&many)
+                .unwrap_err()
+                .to_string()
+                .contains("at most 12")
+        );
+        assert!(
+            Genesis::roster(&["a", "a"])
+                .unwrap_err()
+                .to_string()
+                .contains("different")
+        );
+        assert!(
+            Genesis::roster(&["a", "B"])
+                .unwrap_err()
+                .to_string()
+                .contains("lowercase slug")
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::ids::RecordId;
 
 /// `[ms, counter]`: wall-clock milliseconds plus a tie-breaking counter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 pub struct Hlc(pub i64, pub u32);
 
 impl Hlc {
@@ -20,7 +22,11 @@ impl Hlc {
     /// The stamp a writer takes: after everything it has seen (`seen`) and not
     /// before `now`, so an operation sorts after all that its author knew.
     pub fn next(now_ms: i64, seen: Self) -> Self {
-        if now_ms > seen.0 { Self(now_ms, 0) } else { Self(seen.0, seen.1.saturating_add(1)) }
+        if now_ms > seen.0 {
+            Self(now_ms, 0)
+        } else {
+            Self(seen.0, seen.1.saturating_add(1))
+        }
     }
 }
 
@@ -51,7 +57,23 @@ mod tests {
         let a = RecordId::of_body(b"a");
         let b = RecordId::of_body(b"b");
         let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-        assert!(OrderKey { hlc: Hlc(1, 0), id: hi } < OrderKey { hlc: Hlc(1, 1), id: lo });
-        assert!(OrderKey { hlc: Hlc(1, 0), id: lo } < OrderKey { hlc: Hlc(1, 0), id: hi });
+        assert!(
+            OrderKey {
+                hlc: Hlc(1, 0),
+                id: hi
+            } < OrderKey {
+                hlc: Hlc(1, 1),
+                id: lo
+            }
+        );
+        assert!(
+            OrderKey {
+                hlc: Hlc(1, 0),
+                id: lo
+            } < OrderKey {
+                hlc: Hlc(1, 0),
+                id: hi
+            }
+        );
     }
 }

@@ -92,7 +92,11 @@ pub struct Role(String);
 impl Role {
     /// Validates a role slug.
     pub fn new(name: &str) -> Result<Self, BadRole> {
-        if is_slug(name) { Ok(Self(name.to_owned())) } else { Err(BadRole(name.to_owned())) }
+        if is_slug(name) {
+            Ok(Self(name.to_owned()))
+        } else {
+            Err(BadRole(name.to_owned()))
+        }
     }
 
     /// The role as text.
@@ -126,7 +130,8 @@ pub fn is_slug(s: &str) -> bool {
     !b.is_empty()
         && b.len() <= 64
         && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'_')
 }
 
 /// The pseudo-role of the channel owner's feed (membership records).
@@ -144,8 +149,10 @@ impl FeedId {
     /// The feed of `role` (or [`OWNER_FEED_ROLE`]) on `device`.
     pub fn new(role: &str, device: &str) -> Option<Self> {
         let role_ok = role == OWNER_FEED_ROLE || is_slug(role);
-        (role_ok && is_slug(device))
-            .then(|| Self { role: role.to_owned(), device: device.to_owned() })
+        (role_ok && is_slug(device)).then(|| Self {
+            role: role.to_owned(),
+            device: device.to_owned(),
+        })
     }
 
     /// The role part (may be [`OWNER_FEED_ROLE`]).
@@ -194,7 +201,8 @@ impl IdPrefix {
     /// Normalizes (trim, lowercase, optional leading `#`) and validates a prefix.
     pub fn parse(raw: &str) -> Option<Self> {
         let s = raw.trim().trim_start_matches('#').to_ascii_lowercase();
-        let ok = (MIN_PREFIX_LEN..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+        let ok =
+            (MIN_PREFIX_LEN..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
         ok.then_some(Self(s))
     }
 
@@ -218,7 +226,16 @@ mod tests {
         assert!(Role::new("backend").is_ok());
         assert!(Role::new("a").is_ok());
         assert!(Role::new("9-x_y").is_ok());
-        for bad in ["", "Backend", "-x", "_x", "a b", "a/b", &"a".repeat(65), "*"] {
+        for bad in [
+            "",
+            "Backend",
+            "-x",
+            "_x",
+            "a b",
+            "a/b",
+            &"a".repeat(65),
+            "*",
+        ] {
             assert!(Role::new(bad).is_err(), "{bad:?} accepted");
         }
         assert!(Role::new(&"a".repeat(64)).is_ok());
@@ -227,7 +244,10 @@ mod tests {
     #[test]
     fn record_id_round_trip() {
         let id = RecordId::of_body(b"{}");
-        assert_eq!(id.hex(), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+        assert_eq!(
+            id.hex(),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
         assert_eq!(RecordId::parse(&id.hex()), Some(id));
         assert_eq!(id.short(), "44136fa355b3");
         assert_eq!(RecordId::parse(&id.hex().to_uppercase()), None);

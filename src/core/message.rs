@@ -132,7 +132,11 @@ pub struct Message {
 impl Message {
     /// The state right after the `send` record `key` by `from`.
     pub fn create(key: OrderKey, from: &Role, send: &Send) -> Self {
-        let deliveries = send.to.iter().map(|r| (r.clone(), Delivery::default())).collect();
+        let deliveries = send
+            .to
+            .iter()
+            .map(|r| (r.clone(), Delivery::default()))
+            .collect();
         let mut events = Vec::new();
         if let Some(ws) = send.work_status {
             events.push(Event {
@@ -156,7 +160,10 @@ impl Message {
             }),
             work_status: send.work_status,
             blocked_by: None,
-            ws_last: send.work_status.map(|_| Move { key, role: from.clone() }),
+            ws_last: send.work_status.map(|_| Move {
+                key,
+                role: from.clone(),
+            }),
             last_reopen: None,
             events,
             conflicts: Vec::new(),
@@ -200,9 +207,13 @@ impl Message {
     /// True when the addressee of an open debt has taken it: the latest work
     /// status move is theirs and came after the latest reopen.
     pub fn taken(&self) -> bool {
-        let Some(addressee) = self.send.to.first() else { return false };
+        let Some(addressee) = self.send.to.first() else {
+            return false;
+        };
         self.ws_last.as_ref().is_some_and(|l| {
-            &l.role == addressee && l.key.id != self.id && self.last_reopen.is_none_or(|r| l.key > r)
+            &l.role == addressee
+                && l.key.id != self.id
+                && self.last_reopen.is_none_or(|r| l.key > r)
         })
     }
 
@@ -244,14 +255,26 @@ impl Message {
     }
 
     fn event(&mut self, rec: Applied<'_>, event: String, note: Option<String>) {
-        self.events.push(Event { key: rec.key, event, role: rec.role.clone(), note });
+        self.events.push(Event {
+            key: rec.key,
+            event,
+            role: rec.role.clone(),
+            note,
+        });
     }
 
     fn effect(&mut self, rec: Applied<'_>) {
         match rec.op {
             Op::Read(_) | Op::Opened(_) => {
-                let d = self.deliveries.get_mut(rec.role).expect("the rules checked the recipient");
-                let slot = if matches!(rec.op, Op::Read(_)) { &mut d.read } else { &mut d.opened };
+                let d = self
+                    .deliveries
+                    .get_mut(rec.role)
+                    .expect("the rules checked the recipient");
+                let slot = if matches!(rec.op, Op::Read(_)) {
+                    &mut d.read
+                } else {
+                    &mut d.opened
+                };
                 // Reading twice keeps the first time.
                 slot.get_or_insert(rec.key.hlc);
             }
@@ -259,12 +282,19 @@ impl Message {
             Op::Resolve(n) => {
                 let d = self.debt.as_mut().expect("the rules checked the debt");
                 d.status = DebtStatus::Resolved;
-                d.resolved = Some(Resolution { by: rec.role.clone(), at: rec.key, note: n.note.clone() });
+                d.resolved = Some(Resolution {
+                    by: rec.role.clone(),
+                    at: rec.key,
+                    note: n.note.clone(),
+                });
                 d.confirmed = false;
                 self.event(rec, "resolve".into(), n.note.clone());
             }
             Op::Confirm(n) => {
-                self.debt.as_mut().expect("the rules checked the debt").confirmed = true;
+                self.debt
+                    .as_mut()
+                    .expect("the rules checked the debt")
+                    .confirmed = true;
                 self.event(rec, "resolution_confirmed".into(), n.note.clone());
             }
             Op::Reopen(n) => {
@@ -277,8 +307,15 @@ impl Message {
             }
             Op::WorkStatus(w) => {
                 self.work_status = Some(w.value);
-                self.blocked_by = if w.value == WorkStatus::Blocked { w.blocked_by } else { None };
-                self.ws_last = Some(Move { key: rec.key, role: rec.role.clone() });
+                self.blocked_by = if w.value == WorkStatus::Blocked {
+                    w.blocked_by
+                } else {
+                    None
+                };
+                self.ws_last = Some(Move {
+                    key: rec.key,
+                    role: rec.role.clone(),
+                });
                 self.event(rec, format!("work_status:{}", w.value), w.note.clone());
             }
             // Creation and membership ops never target a message.
@@ -298,7 +335,10 @@ mod tests {
     }
 
     fn key(ms: i64, tag: &[u8]) -> OrderKey {
-        OrderKey { hlc: Hlc(ms, 0), id: RecordId::of_body(tag) }
+        OrderKey {
+            hlc: Hlc(ms, 0),
+            id: RecordId::of_body(tag),
+        }
     }
 
     fn send(to: &[&str]) -> Send {
@@ -329,10 +369,26 @@ mod tests {
         let opened = Op::Opened(Ids { ids: vec![id] });
         let (b, c) = (role("b"), role("c"));
         let recs = [
-            Applied { key: key(5, b"r1"), role: &b, op: &read },
-            Applied { key: key(3, b"o1"), role: &b, op: &opened },
-            Applied { key: key(7, b"r2"), role: &b, op: &read },
-            Applied { key: key(9, b"r3"), role: &c, op: &read },
+            Applied {
+                key: key(5, b"r1"),
+                role: &b,
+                op: &read,
+            },
+            Applied {
+                key: key(3, b"o1"),
+                role: &b,
+                op: &opened,
+            },
+            Applied {
+                key: key(7, b"r2"),
+                role: &b,
+                op: &read,
+            },
+            Applied {
+                key: key(9, b"r3"),
+                role: &c,
+                op: &read,
+            },
         ];
         let forward = Message::fold(key(1, b"s"), &role("a"), &s, recs);
         let mut rev = recs;
@@ -356,8 +412,16 @@ mod tests {
             &role("a"),
             &s,
             [
-                Applied { key: key(2, b"r"), role: &x, op: &read },
-                Applied { key: key(3, b"d"), role: &x, op: &del },
+                Applied {
+                    key: key(2, b"r"),
+                    role: &x,
+                    op: &read,
+                },
+                Applied {
+                    key: key(3, b"d"),
+                    role: &x,
+                    op: &del,
+                },
             ],
         );
         assert!(m.deleted.is_none());
@@ -377,9 +441,21 @@ mod tests {
             &role("a"),
             &s,
             [
-                Applied { key: key(2, b"d"), role: &b, op: &del },
-                Applied { key: key(3, b"r"), role: &b, op: &read },
-                Applied { key: key(4, b"d2"), role: &b, op: &del },
+                Applied {
+                    key: key(2, b"d"),
+                    role: &b,
+                    op: &del,
+                },
+                Applied {
+                    key: key(3, b"r"),
+                    role: &b,
+                    op: &read,
+                },
+                Applied {
+                    key: key(4, b"d2"),
+                    role: &b,
+                    op: &del,
+                },
             ],
         );
         assert_eq!(m.deleted, Some(key(2, b"d")));
@@ -398,7 +474,11 @@ mod tests {
             key(1, b"s"),
             &role("a"),
             &s,
-            [Applied { key: key(2, b"d"), role: &b, op: &del }],
+            [Applied {
+                key: key(2, b"d"),
+                role: &b,
+                op: &del,
+            }],
         );
         assert!(m.deleted.is_none());
         assert_eq!(m.conflicts.len(), 1);
@@ -409,7 +489,13 @@ mod tests {
     }
 
     fn ws(id: RecordId, value: WorkStatus, base: Option<RecordId>) -> Op {
-        Op::WorkStatus(WorkStatusMove { id, value, blocked_by: None, note: None, base })
+        Op::WorkStatus(WorkStatusMove {
+            id,
+            value,
+            blocked_by: None,
+            note: None,
+            base,
+        })
     }
 
     /// A debt from a to b, resolved by b at 2 and confirmed by a at 3.
@@ -421,10 +507,22 @@ mod tests {
         let resolve = Op::Resolve(note(id));
         let confirm = Op::Confirm(note(id));
         let mut recs = vec![
-            Applied { key: key(2, b"res"), role: &b, op: &resolve },
-            Applied { key: key(3, b"conf"), role: &a, op: &confirm },
+            Applied {
+                key: key(2, b"res"),
+                role: &b,
+                op: &resolve,
+            },
+            Applied {
+                key: key(3, b"conf"),
+                role: &a,
+                op: &confirm,
+            },
         ];
-        recs.extend(extra.iter().map(|(k, r, op)| Applied { key: *k, role: r, op }));
+        recs.extend(extra.iter().map(|(k, r, op)| Applied {
+            key: *k,
+            role: r,
+            op,
+        }));
         Message::fold(key(1, b"s"), &a, &s, recs)
     }
 
@@ -434,14 +532,20 @@ mod tests {
         let (a, b) = (role("a"), role("b"));
         let reopen = Op::Reopen(note(id));
         let delete = Op::Delete(Target { id });
-        let m = settled(&[(key(4, b"reopen"), &b, &reopen), (key(5, b"delete"), &a, &delete)]);
+        let m = settled(&[
+            (key(4, b"reopen"), &b, &reopen),
+            (key(5, b"delete"), &a, &delete),
+        ]);
         assert!(m.deleted.is_none());
         assert_eq!(m.debt.as_ref().unwrap().status, DebtStatus::Open);
         assert_eq!(m.conflicts.len(), 1);
         assert_eq!(m.conflicts[0].op, "delete");
         assert_eq!(m.conflicts[0].winner, Some(key(4, b"reopen").id));
         // The other order: the reopen loses to the delete.
-        let m = settled(&[(key(5, b"reopen"), &b, &reopen), (key(4, b"delete"), &a, &delete)]);
+        let m = settled(&[
+            (key(5, b"reopen"), &b, &reopen),
+            (key(4, b"delete"), &a, &delete),
+        ]);
         assert_eq!(m.deleted, Some(key(4, b"delete")));
         assert_eq!(m.conflicts[0].op, "reopen");
         assert_eq!(m.conflicts[0].winner, Some(key(4, b"delete").id));
@@ -453,15 +557,31 @@ mod tests {
         s.action_required = true;
         let id = key(1, b"s").id;
         let (a, b) = (role("a"), role("b"));
-        let (resolve, reopen, confirm) = (Op::Resolve(note(id)), Op::Reopen(note(id)), Op::Confirm(note(id)));
+        let (resolve, reopen, confirm) = (
+            Op::Resolve(note(id)),
+            Op::Reopen(note(id)),
+            Op::Confirm(note(id)),
+        );
         let m = Message::fold(
             key(1, b"s"),
             &a,
             &s,
             [
-                Applied { key: key(2, b"res"), role: &b, op: &resolve },
-                Applied { key: key(3, b"reopen"), role: &b, op: &reopen },
-                Applied { key: key(4, b"conf"), role: &a, op: &confirm },
+                Applied {
+                    key: key(2, b"res"),
+                    role: &b,
+                    op: &resolve,
+                },
+                Applied {
+                    key: key(3, b"reopen"),
+                    role: &b,
+                    op: &reopen,
+                },
+                Applied {
+                    key: key(4, b"conf"),
+                    role: &a,
+                    op: &confirm,
+                },
             ],
         );
         assert_eq!(m.conflicts.len(), 1);
@@ -474,12 +594,26 @@ mod tests {
         let id = key(1, b"s").id;
         let (a, b) = (role("a"), role("b"));
         let s = send(&["b"]);
-        let (x, y) = (ws(id, WorkStatus::InProgress, None), ws(id, WorkStatus::NeedsYou, None));
+        let (x, y) = (
+            ws(id, WorkStatus::InProgress, None),
+            ws(id, WorkStatus::NeedsYou, None),
+        );
         let m = Message::fold(
             key(1, b"s"),
             &a,
             &s,
-            [Applied { key: key(2, b"x"), role: &b, op: &x }, Applied { key: key(3, b"y"), role: &a, op: &y }],
+            [
+                Applied {
+                    key: key(2, b"x"),
+                    role: &b,
+                    op: &x,
+                },
+                Applied {
+                    key: key(3, b"y"),
+                    role: &a,
+                    op: &y,
+                },
+            ],
         );
         assert_eq!(m.work_status, Some(WorkStatus::InProgress));
         assert_eq!(m.conflicts.len(), 1);
@@ -489,7 +623,18 @@ mod tests {
             key(1, b"s"),
             &a,
             &s,
-            [Applied { key: key(2, b"x"), role: &b, op: &x }, Applied { key: key(3, b"x2"), role: &b, op: &x }],
+            [
+                Applied {
+                    key: key(2, b"x"),
+                    role: &b,
+                    op: &x,
+                },
+                Applied {
+                    key: key(3, b"x2"),
+                    role: &b,
+                    op: &x,
+                },
+            ],
         );
         assert!(m.conflicts.is_empty(), "{:?}", m.conflicts);
         assert_eq!(m.events.len(), 1);

@@ -92,7 +92,10 @@ pub struct Record {
 impl Record {
     /// Place in the total order.
     pub fn order_key(&self) -> OrderKey {
-        OrderKey { hlc: self.header.hlc, id: self.id }
+        OrderKey {
+            hlc: self.header.hlc,
+            id: self.id,
+        }
     }
 
     /// Checks the signature with the feed's key (`verify_strict`).
@@ -110,7 +113,10 @@ impl Record {
 }
 
 fn line_of(body: &str, sig: &Signature) -> String {
-    format!("{{\"body\":{body},\"sig\":\"{}\"}}\n", B64.encode(sig.to_bytes()))
+    format!(
+        "{{\"body\":{body},\"sig\":\"{}\"}}\n",
+        B64.encode(sig.to_bytes())
+    )
 }
 
 /// Why a line is not a record. Chain, key and channel checks come later.
@@ -185,8 +191,13 @@ pub fn decode_body(body: &str) -> Result<(Header, String, Option<Op>), DecodeErr
     let malformed = |e: serde_json::Error| DecodeError::Malformed(e.to_string());
     let inner: BodyIn<'_> = serde_json::from_str(body).map_err(malformed)?;
     let op = Op::decode(&inner.op, inner.data.get()).map_err(malformed)?;
-    let header =
-        Header { ch: inner.ch, feed: inner.feed, seq: inner.seq, prev: inner.prev, hlc: inner.hlc };
+    let header = Header {
+        ch: inner.ch,
+        feed: inner.feed,
+        seq: inner.seq,
+        prev: inner.prev,
+        hlc: inner.hlc,
+    };
     Ok((header, inner.op, op))
 }
 
@@ -217,8 +228,8 @@ pub fn pubkey_hex(key: &VerifyingKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::op::{Ids, Send};
     use crate::core::ids::Role;
+    use crate::core::op::{Ids, Send};
 
     fn key() -> SigningKey {
         SigningKey::from_bytes(&[7u8; 32])
@@ -264,19 +275,29 @@ mod tests {
     #[test]
     fn bad_lines_are_refused_not_panicking() {
         assert!(matches!(decode(b"\xff\xfe"), Err(DecodeError::NotUtf8)));
-        assert!(matches!(decode(b"{\"body\":1"), Err(DecodeError::Malformed(_))));
+        assert!(matches!(
+            decode(b"{\"body\":1"),
+            Err(DecodeError::Malformed(_))
+        ));
         assert!(matches!(decode(b"[]"), Err(DecodeError::Malformed(_))));
         let big = vec![b'a'; MAX_LINE];
         assert!(matches!(decode(&big), Err(DecodeError::TooLong(_))));
         let rec = encode(&header(), &Op::Read(Ids { ids: vec![] }), &key());
-        let dup = rec.to_line().replacen("\"seq\":1", "\"seq\":1,\"seq\":1", 1);
-        assert!(matches!(decode(dup.trim_end().as_bytes()), Err(DecodeError::Malformed(_))));
+        let dup = rec
+            .to_line()
+            .replacen("\"seq\":1", "\"seq\":1,\"seq\":1", 1);
+        assert!(matches!(
+            decode(dup.trim_end().as_bytes()),
+            Err(DecodeError::Malformed(_))
+        ));
     }
 
     #[test]
     fn unknown_op_decodes_without_op() {
         let rec = encode(&header(), &Op::Read(Ids { ids: vec![] }), &key());
-        let line = rec.to_line().replace("\"op\":\"read\"", "\"op\":\"teleport\"");
+        let line = rec
+            .to_line()
+            .replace("\"op\":\"read\"", "\"op\":\"teleport\"");
         let back = decode(line.trim_end().as_bytes()).unwrap();
         assert_eq!(back.op_name, "teleport");
         assert!(back.op.is_none());

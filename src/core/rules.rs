@@ -51,7 +51,9 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
     };
     let debt = |what: &str| {
         m.debt.as_ref().ok_or_else(|| {
-            Refusal::Value(format!("message {id} has action_required=false, nothing to {what}"))
+            Refusal::Value(format!(
+                "message {id} has action_required=false, nothing to {what}"
+            ))
         })
     };
     if m.deleted.is_some() {
@@ -87,12 +89,20 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
         Op::Resolve(_) => {
             party()?;
             let d = debt("resolve")?;
-            Ok(if d.status == DebtStatus::Resolved { Verdict::Noop } else { Verdict::Apply })
+            Ok(if d.status == DebtStatus::Resolved {
+                Verdict::Noop
+            } else {
+                Verdict::Apply
+            })
         }
         Op::Confirm(_) => {
             party()?;
             let d = debt("confirm")?;
-            let Some(res) = d.resolved.as_ref().filter(|_| d.status == DebtStatus::Resolved) else {
+            let Some(res) = d
+                .resolved
+                .as_ref()
+                .filter(|_| d.status == DebtStatus::Resolved)
+            else {
                 return Err(Refusal::Value(format!(
                     "message {id} is not resolved — confirm_resolution follows resolve_message"
                 )));
@@ -103,12 +113,20 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                      other side confirms it"
                 )));
             }
-            Ok(if d.confirmed { Verdict::Noop } else { Verdict::Apply })
+            Ok(if d.confirmed {
+                Verdict::Noop
+            } else {
+                Verdict::Apply
+            })
         }
         Op::Reopen(_) => {
             party()?;
             let d = debt("reopen")?;
-            Ok(if d.status == DebtStatus::Open { Verdict::Noop } else { Verdict::Apply })
+            Ok(if d.status == DebtStatus::Open {
+                Verdict::Noop
+            } else {
+                Verdict::Apply
+            })
         }
         Op::WorkStatus(w) => {
             party()?;
@@ -118,15 +136,21 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                 ));
             }
             let same = m.work_status == Some(w.value)
-                && m.blocked_by == (if w.value == WorkStatus::Blocked { w.blocked_by } else { None });
+                && m.blocked_by
+                    == (if w.value == WorkStatus::Blocked {
+                        w.blocked_by
+                    } else {
+                        None
+                    });
             // Re-setting the current value is a no-op for whoever set it, unless
             // a reopen came since; by the other side it is a real move (the ball).
             // A repeat stays a silent no-op even when its author had not seen
             // the move it repeats (two devices of one role): never a conflict.
             // ('done' never repeats: it needs done_local, below.)
-            let mine_since_reopen = m.ws_last.as_ref().is_some_and(|l| {
-                &l.role == role && m.last_reopen.is_none_or(|r| l.key > r)
-            });
+            let mine_since_reopen = m
+                .ws_last
+                .as_ref()
+                .is_some_and(|l| &l.role == role && m.last_reopen.is_none_or(|r| l.key > r));
             if same && mine_since_reopen && w.value != WorkStatus::Done {
                 return Ok(Verdict::Noop);
             }
@@ -159,11 +183,13 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
             if m.deliveries.contains_key(role) {
                 Ok(Verdict::Apply)
             } else {
-                Err(Refusal::Permission(format!("message {id} is not addressed to '{role}'")))
+                Err(Refusal::Permission(format!(
+                    "message {id} is not addressed to '{role}'"
+                )))
             }
         }
-        Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) => {
-            Err(Refusal::Value("this op does not act on a message".to_owned()))
-        }
+        Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) => Err(Refusal::Value(
+            "this op does not act on a message".to_owned(),
+        )),
     }
 }

@@ -123,7 +123,11 @@ impl DebtStatus {
         match s {
             "open" => Ok(Self::Open),
             "resolved" => Ok(Self::Resolved),
-            _ => Err(NotInEnum { field, allowed: "[\"open\", \"resolved\"]".into(), got: s.into() }),
+            _ => Err(NotInEnum {
+                field,
+                allowed: "[\"open\", \"resolved\"]".into(),
+                got: s.into(),
+            }),
         }
     }
 }
@@ -139,7 +143,10 @@ mod tests {
             e,
             "'kind' must be one of [\"bug\", \"feat\", \"proc\", \"status\", \"question\", \"answer\"] (got 'nope')"
         );
-        assert_eq!("done_local".parse::<WorkStatus>().unwrap(), WorkStatus::DoneLocal);
+        assert_eq!(
+            "done_local".parse::<WorkStatus>().unwrap(),
+            WorkStatus::DoneLocal
+        );
         assert!(DebtStatus::parse_field("closed", "status").is_err());
     }
 }

@@ -12,21 +12,39 @@ impl Server {
     /// Who is in this channel: {roles, you, source}. The roles come from the channel's
     /// definition (source "channel-registry"), so the list is complete even for roles that
     /// have never spoken. You need it to address anyone.
-    #[tool(annotations(title = "List roles", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    #[tool(annotations(
+        title = "List roles",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
     async fn list_roles(&self) -> Result<CallToolResult, McpError> {
         self.run(|s| Ok(info::list_roles(s))).await
     }
 
     /// What this running server is: its version, what it implements and what it does not
     /// (yet), so "missing" and "refused" are not confused. Ask it rather than a source tree.
-    #[tool(annotations(title = "Server build", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    #[tool(annotations(
+        title = "Server build",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
     async fn server_build(&self) -> Result<CallToolResult, McpError> {
         super::to_result(Ok(info::server_build()))
     }
 
     /// The channel protocol in full: every tool, its parameters, refusals and results, and the
     /// rules behind debts, votes and pins. Read it when a rule surprises you.
-    #[tool(annotations(title = "Get the protocol", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    #[tool(annotations(
+        title = "Get the protocol",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
     async fn get_protocol(&self) -> Result<CallToolResult, McpError> {
         super::to_result(Ok(Value::String(PROTOCOL.to_owned())))
     }

@@ -106,8 +106,17 @@ impl Server {
     /// (in the subject), text= (subject or body), from_role, to_role, since, status, kind,
     /// work_status, pin_key (structural link only). Unranked; for "where did we discuss X" use
     /// search_messages. `fields` projects rows; `truncated` says when more matched.
-    #[tool(annotations(title = "List messages", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn list_messages(&self, Parameters(p): Parameters<ListMessagesParams>) -> Result<CallToolResult, McpError> {
+    #[tool(annotations(
+        title = "List messages",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn list_messages(
+        &self,
+        Parameters(p): Parameters<ListMessagesParams>,
+    ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
             let f = ListFilter {
                 topic: p.topic,
@@ -130,10 +139,24 @@ impl Server {
     /// snippet and match="fts". A query holding a term shorter than 3 characters is answered
     /// by a scan with the same rules (match="substring", newest first). Deleted messages are
     /// never found. For unranked filtering use list_messages(text=...).
-    #[tool(annotations(title = "Search messages", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn search_messages(&self, Parameters(p): Parameters<SearchMessagesParams>) -> Result<CallToolResult, McpError> {
+    #[tool(annotations(
+        title = "Search messages",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn search_messages(
+        &self,
+        Parameters(p): Parameters<SearchMessagesParams>,
+    ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
-            let f = SearchFilter { from_role: p.from_role, to_role: p.to_role, kind: p.kind, status: p.status };
+            let f = SearchFilter {
+                from_role: p.from_role,
+                to_role: p.to_role,
+                kind: p.kind,
+                status: p.status,
+            };
             search_messages(s, &p.query, &f, p.limit, p.fields.as_ref())
         })
         .await
@@ -143,7 +166,11 @@ impl Server {
         root, then returns the full reply tree, oldest first. Deleted messages stay in as \
         tombstones (deleted_at set) so the chain never breaks. ", super::provenance!()),
         annotations(title = "Get a thread", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn get_thread(&self, Parameters(p): Parameters<GetThreadParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| get_thread(s, &p.message_id, p.fields.as_ref())).await
+    async fn get_thread(
+        &self,
+        Parameters(p): Parameters<GetThreadParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| get_thread(s, &p.message_id, p.fields.as_ref()))
+            .await
     }
 }

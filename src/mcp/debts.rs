@@ -104,31 +104,73 @@ impl Server {
     /// (confirm_resolution) or reopens it; until then it stays in their resolved_for_you.
     /// Returns the resolution and `unblocked`: tasks that were blocked on this debt. Resolving
     /// twice keeps the first note (already_resolved=true).
-    #[tool(annotations(title = "Resolve a debt", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn resolve_message(&self, Parameters(p): Parameters<ResolveParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| lifecycle::resolve_message(s, &p.message_id, p.resolution_note)).await
+    #[tool(annotations(
+        title = "Resolve a debt",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn resolve_message(
+        &self,
+        Parameters(p): Parameters<ResolveParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| lifecycle::resolve_message(s, &p.message_id, p.resolution_note))
+            .await
     }
 
     /// Confirm the other side's resolution of a debt, closing it for good. The resolver can
     /// never confirm its own resolution. Refused when the debt is not resolved.
-    #[tool(annotations(title = "Confirm a resolution", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn confirm_resolution(&self, Parameters(p): Parameters<ConfirmParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| lifecycle::confirm_resolution(s, &p.message_id, p.note)).await
+    #[tool(annotations(
+        title = "Confirm a resolution",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn confirm_resolution(
+        &self,
+        Parameters(p): Parameters<ConfirmParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| lifecycle::confirm_resolution(s, &p.message_id, p.note))
+            .await
     }
 
     /// Reopen a resolved debt (also after it was confirmed) when the work is not actually
     /// done. It goes back to open for its addressee; its work status is left as it is.
-    #[tool(annotations(title = "Reopen a debt", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn reopen_message(&self, Parameters(p): Parameters<ReopenParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| lifecycle::reopen_message(s, &p.message_id, p.reason)).await
+    #[tool(annotations(
+        title = "Reopen a debt",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn reopen_message(
+        &self,
+        Parameters(p): Parameters<ReopenParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| lifecycle::reopen_message(s, &p.message_id, p.reason))
+            .await
     }
 
     /// How much a role owes: its open debts, newest first, each with age_days (since it was
     /// raised) and idle_days (since it last moved: a resolve, reopen or status change). Idle is
     /// the number that finds forgotten work. Nothing ever closes on either number.
-    #[tool(annotations(title = "Open obligations", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn open_obligations(&self, Parameters(p): Parameters<OpenObligationsParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| obligations::open_obligations(s, p.to_role.as_deref(), p.limit, p.fields.as_ref())).await
+    #[tool(annotations(
+        title = "Open obligations",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn open_obligations(
+        &self,
+        Parameters(p): Parameters<OpenObligationsParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| {
+            obligations::open_obligations(s, p.to_role.as_deref(), p.limit, p.fields.as_ref())
+        })
+        .await
     }
 
     /// Move the work status of an existing message (do not send a new message for progress).
@@ -137,24 +179,62 @@ impl Server {
     /// with the other participant. Re-setting the current value is a no-op for whoever set it
     /// and a real, audited move for the other side. 'blocked' may name blocked_by: an open debt;
     /// when it is resolved the task shows up as unblocked and in ready_work.
-    #[tool(annotations(title = "Set work status", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn set_work_status(&self, Parameters(p): Parameters<SetWorkStatusParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| lifecycle::set_work_status(s, &p.message_id, &p.work_status, p.note, p.blocked_by.as_deref())).await
+    #[tool(annotations(
+        title = "Set work status",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn set_work_status(
+        &self,
+        Parameters(p): Parameters<SetWorkStatusParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| {
+            lifecycle::set_work_status(
+                s,
+                &p.message_id,
+                &p.work_status,
+                p.note,
+                p.blocked_by.as_deref(),
+            )
+        })
+        .await
     }
 
     /// What you can start now: your open debts that are not waiting behind a live blocker,
     /// oldest first, with age_days and idle_days. A blocked task whose blocker was resolved or
     /// deleted is included: resuming it is your move (set_work_status).
-    #[tool(annotations(title = "Ready work", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn ready_work(&self, Parameters(p): Parameters<ReadyWorkParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| obligations::ready_work(s, p.limit, p.fields.as_ref())).await
+    #[tool(annotations(
+        title = "Ready work",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn ready_work(
+        &self,
+        Parameters(p): Parameters<ReadyWorkParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| obligations::ready_work(s, p.limit, p.fields.as_ref()))
+            .await
     }
 
     /// The audit trail of a message, oldest first: every resolve, reopen, confirmation and
     /// work-status move (a status given at send time included), with who, when and the note.
-    #[tool(annotations(title = "Message history", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn message_history(&self, Parameters(p): Parameters<HistoryParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| lifecycle::message_history(s, &p.message_id)).await
+    #[tool(annotations(
+        title = "Message history",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn message_history(
+        &self,
+        Parameters(p): Parameters<HistoryParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| lifecycle::message_history(s, &p.message_id))
+            .await
     }
 
     /// Call this first in a session and before you finish. NUMBERS in `counts`: unread mail,
@@ -164,7 +244,13 @@ impl Server {
     /// fetch them with read_inbox, open_obligations and awaiting_ack. `conflicted` lists your
     /// moves that lost to a concurrent one on another machine; `alarms` reports trouble in the
     /// channel folder.
-    #[tool(annotations(title = "Channel status", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    #[tool(annotations(
+        title = "Channel status",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
     async fn channel_status(&self) -> Result<CallToolResult, McpError> {
         self.run(status::channel_status).await
     }

@@ -96,8 +96,17 @@ impl Server {
     /// created_at} (and recipients when there are several). Refuses: a topic over
     /// 80 characters, an empty body, unknown roles, sending to yourself, a broadcast debt, an
     /// unknown reply_to.
-    #[tool(annotations(title = "Send a message", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
-    async fn send_message(&self, Parameters(p): Parameters<SendMessageParams>) -> Result<CallToolResult, McpError> {
+    #[tool(annotations(
+        title = "Send a message",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn send_message(
+        &self,
+        Parameters(p): Parameters<SendMessageParams>,
+    ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
             send::send_message(
                 s,
@@ -123,25 +132,49 @@ impl Server {
         If more match than fit, a `truncated` note says how to page the rest with list_messages. ",
         super::provenance!()),
         annotations(title = "Read your inbox", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn read_inbox(&self, Parameters(p): Parameters<ReadInboxParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| inbox::read_inbox(s, p.unread_only, p.limit, p.fields.as_ref())).await
+    async fn read_inbox(
+        &self,
+        Parameters(p): Parameters<ReadInboxParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| inbox::read_inbox(s, p.unread_only, p.limit, p.fields.as_ref()))
+            .await
     }
 
     /// Mark one message (message_id) or a batch (message_ids) addressed to you as read — the
     /// only thing that lowers your unread count. A batch is checked whole first: an unknown id
     /// or someone else's mail refuses it and nothing is marked. Returns {id, read_at,
     /// already_read}, or a list of them for a batch.
-    #[tool(annotations(title = "Mark read", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn mark_read(&self, Parameters(p): Parameters<MarkReadParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| inbox::mark_read(s, p.message_id.as_deref(), p.message_ids.as_deref())).await
+    #[tool(annotations(
+        title = "Mark read",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn mark_read(
+        &self,
+        Parameters(p): Parameters<MarkReadParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| inbox::mark_read(s, p.message_id.as_deref(), p.message_ids.as_deref()))
+            .await
     }
 
     /// Soft-delete a message you sent or received: it becomes a tombstone, gone from inbox,
     /// listings and search, but kept in get_thread so reply chains stay whole. Refuses: a
     /// message you are not a party to, someone else's proposal (vote on it instead), and an
     /// open debt (resolve it first; deleting must not silently close it).
-    #[tool(annotations(title = "Delete a message", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false))]
-    async fn delete_message(&self, Parameters(p): Parameters<DeleteMessageParams>) -> Result<CallToolResult, McpError> {
-        self.run(move |s| delete::delete_message(s, &p.message_id)).await
+    #[tool(annotations(
+        title = "Delete a message",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn delete_message(
+        &self,
+        Parameters(p): Parameters<DeleteMessageParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| delete::delete_message(s, &p.message_id))
+            .await
     }
 }

@@ -116,7 +116,9 @@ impl Server {
     {
         let session = Arc::clone(&self.session);
         tokio::task::spawn_blocking(move || {
-            let mut guard = session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut guard = session
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             f(&mut guard)
         })
         .await
@@ -127,13 +129,15 @@ impl Server {
     /// use. `None` when the folder cannot be watched (waits then rescan on
     /// their poll interval only).
     fn folder_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        let started = self.watcher.get_or_init(|| match Watcher::start(&self.feeds) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!("{e}; waits fall back to rescanning on their poll interval");
-                None
-            }
-        });
+        let started = self
+            .watcher
+            .get_or_init(|| match Watcher::start(&self.feeds) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!("{e}; waits fall back to rescanning on their poll interval");
+                    None
+                }
+            });
         started.as_ref().map(Watcher::subscribe)
     }
 }
@@ -148,7 +152,11 @@ pub fn to_result(outcome: AppResult<Value>) -> Result<CallToolResult, McpError> 
                 other => serde_json::to_string(other).expect("JSON values serialize"),
             };
             // Structured content must be an object: bare lists travel as {result: …}.
-            let structured = if v.is_object() { v } else { json!({ "result": v }) };
+            let structured = if v.is_object() {
+                v
+            } else {
+                json!({ "result": v })
+            };
             let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
             r.structured_content = Some(structured);
             Ok(r)
@@ -187,7 +195,12 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let mut tools = self.tool_router.list_all();
-        tools.sort_by_key(|t| TOOL_ORDER.iter().position(|n| *n == t.name).unwrap_or(usize::MAX));
+        tools.sort_by_key(|t| {
+            TOOL_ORDER
+                .iter()
+                .position(|n| *n == t.name)
+                .unwrap_or(usize::MAX)
+        });
         Ok(ListToolsResult::with_all_items(tools))
     }
 }

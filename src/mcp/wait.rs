@@ -15,8 +15,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{Server, to_result};
-use crate::app::wait::{MailSnapshot, WAIT_CAP_S, check_wait, mail_snapshot, reply_check, reply_target, timed_out};
-
+use crate::app::wait::{
+    MailSnapshot, WAIT_CAP_S, check_wait, mail_snapshot, reply_check, reply_target, timed_out,
+};
 
 fn fifty() -> f64 {
     WAIT_CAP_S
@@ -66,7 +67,11 @@ pub struct WaitForMailParams {
 }
 
 /// Sleeps until the folder changes, `interval` passes, or `deadline` comes.
-async fn nap(changes: &mut Option<tokio::sync::watch::Receiver<u64>>, interval: Duration, deadline: Instant) {
+async fn nap(
+    changes: &mut Option<tokio::sync::watch::Receiver<u64>>,
+    interval: Duration,
+    deadline: Instant,
+) {
     let left = deadline.saturating_duration_since(Instant::now());
     let sleep = tokio::time::sleep(interval.min(left));
     match changes {
@@ -92,8 +97,17 @@ impl Server {
     /// after_id if given. Returns that message as soon as it is there; otherwise, after at most
     /// 50 s per call, {timed_out: true, retry: true} — call again to keep waiting; nothing is
     /// lost between calls.
-    #[tool(annotations(title = "Wait for a reply", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn wait_for_reply(&self, Parameters(p): Parameters<WaitForReplyParams>) -> Result<CallToolResult, McpError> {
+    #[tool(annotations(
+        title = "Wait for a reply",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn wait_for_reply(
+        &self,
+        Parameters(p): Parameters<WaitForReplyParams>,
+    ) -> Result<CallToolResult, McpError> {
         let started = Instant::now();
         let (timeout, interval) = (p.timeout_s, p.poll_interval_s);
         let (id, after) = (p.message_id.clone(), p.after_id.clone());
@@ -111,7 +125,9 @@ impl Server {
         let mut changes = self.folder_changes();
         loop {
             let include_read = p.include_read;
-            let found = self.blocking(move |s| reply_check(s, &parent, after_n, include_read)).await?;
+            let found = self
+                .blocking(move |s| reply_check(s, &parent, after_n, include_read))
+                .await?;
             match found {
                 Ok(Some(row)) => return to_result(Ok(row)),
                 Ok(None) => {}
@@ -131,8 +147,17 @@ impl Server {
     /// Returns {pending: {counter: count}, pending_at_entry, timed_out: false}, or after at most
     /// 50 s per call {timed_out: true, retry: true, pending_at_entry} — call again to keep
     /// waiting; nothing is lost between calls.
-    #[tool(annotations(title = "Wait for mail", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
-    async fn wait_for_mail(&self, Parameters(p): Parameters<WaitForMailParams>) -> Result<CallToolResult, McpError> {
+    #[tool(annotations(
+        title = "Wait for mail",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn wait_for_mail(
+        &self,
+        Parameters(p): Parameters<WaitForMailParams>,
+    ) -> Result<CallToolResult, McpError> {
         let started = Instant::now();
         let (timeout, interval) = (p.timeout_s, p.poll_interval_s);
         let entry = self
@@ -146,7 +171,11 @@ impl Server {
             Err(e) => return to_result(Err(e)),
         };
         let pending_at_entry = entry.counts();
-        let mut known = if p.ignore_backlog { entry.clone() } else { MailSnapshot::default() };
+        let mut known = if p.ignore_backlog {
+            entry.clone()
+        } else {
+            MailSnapshot::default()
+        };
         let deadline = started + Duration::from_secs_f64(timeout.min(WAIT_CAP_S));
         let mut changes = self.folder_changes();
         let mut now = entry;

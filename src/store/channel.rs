@@ -54,7 +54,14 @@ impl Channel {
         let device = home.device()?;
         let state_dir = home.state_dir(dir.id());
         let index = Index::open(&Index::path_in(&state_dir), dir.id())?;
-        Ok(Self { dir, home, device, state_dir, index, cache: ScanCache::default() })
+        Ok(Self {
+            dir,
+            home,
+            device,
+            state_dir,
+            index,
+            cache: ScanCache::default(),
+        })
     }
 
     /// The channel folder.
@@ -113,8 +120,14 @@ impl Channel {
     }
 
     fn pass(&mut self, immediate: bool) -> StoreResult<IngestReport> {
-        let Self { index, dir, cache, .. } = self;
-        let begin = if immediate { "BEGIN IMMEDIATE" } else { "BEGIN" };
+        let Self {
+            index, dir, cache, ..
+        } = self;
+        let begin = if immediate {
+            "BEGIN IMMEDIATE"
+        } else {
+            "BEGIN"
+        };
         index.conn().execute_batch(begin).db(index.path())?;
         match Ingest::run(index, dir, cache) {
             Ok(r) => {
@@ -134,7 +147,9 @@ impl Channel {
     pub fn reindex(&mut self, progress: Option<&mut dyn FnMut(u64)>) -> StoreResult<IngestReport> {
         let _lock = self.lock_index()?;
         self.cache.clear();
-        let Self { index, dir, cache, .. } = self;
+        let Self {
+            index, dir, cache, ..
+        } = self;
         index.set_cache_kib(64 * 1024)?;
         let result = index.write(|ix| {
             ix.clear_derived()?;
@@ -168,7 +183,10 @@ impl Channel {
             }
         };
         let pubkey = record::pubkey_hex(&key.verifying_key());
-        let writer = Writer { feed: self.feed_writer(feed.clone()), key };
+        let writer = Writer {
+            feed: self.feed_writer(feed.clone()),
+            key,
+        };
         self.catch_up()?;
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
@@ -177,15 +195,27 @@ impl Channel {
                      the channel owner's machine, then sync"
                 )));
             };
-            let owner_feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
-            let owner_writer = Writer { feed: self.feed_writer(owner_feed), key: owner };
-            let admit = Admit { feed: feed.clone(), pubkey: pubkey.clone(), role: role.clone() };
+            let owner_feed =
+                FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
+            let owner_writer = Writer {
+                feed: self.feed_writer(owner_feed),
+                key: owner,
+            };
+            let admit = Admit {
+                feed: feed.clone(),
+                pubkey: pubkey.clone(),
+                role: role.clone(),
+            };
             self.append_if(&owner_writer, |ix| {
                 let op = (!admitted_in(ix, &feed)?).then_some(Op::Admit(admit));
                 Ok::<_, StoreError>((op, ()))
             })?;
         }
-        let init = FeedInit { role: role.clone(), pubkey, device_name: self.device.name.clone() };
+        let init = FeedInit {
+            role: role.clone(),
+            pubkey,
+            device_name: self.device.name.clone(),
+        };
         self.append_if(&writer, |ix| {
             let op = (!has_records(ix, &feed)?).then_some(Op::FeedInit(init));
             Ok::<_, StoreError>((op, ()))
@@ -229,7 +259,9 @@ impl Channel {
         let _feed_lock = writer.feed.lock()?;
         let _index_lock = self.lock_index()?;
         let saved = self.cache.clone();
-        let Self { index, dir, cache, .. } = self;
+        let Self {
+            index, dir, cache, ..
+        } = self;
         let result = index.write(|ix| {
             Ingest::run(ix, dir, cache)?;
             let (op, out) = build(ix)?;
@@ -285,7 +317,9 @@ fn max_hlc(ix: &Index) -> StoreResult<Hlc> {
 
 /// Wall-clock milliseconds (the store may read the clock; core may not).
 pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -353,7 +387,10 @@ impl Channel {
         };
         let pubkey = record::pubkey_hex(&key.verifying_key());
         self.catch_up()?;
-        let mut run = self.bulk_on(Writer { feed: self.feed_writer(feed.clone()), key })?;
+        let mut run = self.bulk_on(Writer {
+            feed: self.feed_writer(feed.clone()),
+            key,
+        })?;
         if run.last.is_some() || has_records(&self.index, &feed)? {
             return Ok(run);
         }
@@ -364,13 +401,25 @@ impl Channel {
                      the channel owner's machine, then sync"
                 )));
             };
-            let owner_feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
-            let mut admits = self.bulk_on(Writer { feed: self.feed_writer(owner_feed), key: owner })?;
-            let admit = Admit { feed, pubkey: pubkey.clone(), role: role.clone() };
+            let owner_feed =
+                FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
+            let mut admits = self.bulk_on(Writer {
+                feed: self.feed_writer(owner_feed),
+                key: owner,
+            })?;
+            let admit = Admit {
+                feed,
+                pubkey: pubkey.clone(),
+                role: role.clone(),
+            };
             admits.push(&Op::Admit(admit), start_ms, Hlc::default());
             admits.flush()?;
         }
-        let init = FeedInit { role: role.clone(), pubkey, device_name: self.device.name.clone() };
+        let init = FeedInit {
+            role: role.clone(),
+            pubkey,
+            device_name: self.device.name.clone(),
+        };
         run.push(&Op::FeedInit(init), start_ms, Hlc::default());
         Ok(run)
     }
@@ -419,7 +468,9 @@ impl BulkFeed {
     /// Writes the pending records (journal, segments, head; one fsync per
     /// file) and returns how many were written.
     pub fn flush(&mut self) -> StoreResult<usize> {
-        self.writer.feed.append_batch(&self.pending, &self.writer.key)?;
+        self.writer
+            .feed
+            .append_batch(&self.pending, &self.writer.key)?;
         let n = self.pending.len();
         self.pending.clear();
         Ok(n)
@@ -446,7 +497,8 @@ mod bulk_tests {
             owner_pubkey: record::pubkey_hex(&owner.verifying_key()),
             nonce: "00".repeat(16),
         };
-        home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner).unwrap();
+        home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner)
+            .unwrap();
         let dir = ChannelDir::create(&tmp.path().join("channel"), &genesis).unwrap();
         let mut ch = Channel::open(dir, home).unwrap();
         let role = Role::new("alpha").unwrap();
@@ -465,7 +517,10 @@ mod bulk_tests {
         assert_eq!(bulk.pending(), 1, "feed_init opens the run");
         let mut seen = Hlc::default();
         for i in 0..1200 {
-            seen = bulk.push(&send(i), start + 1000 * i as i64, seen).header.hlc;
+            seen = bulk
+                .push(&send(i), start + 1000 * i as i64, seen)
+                .header
+                .hlc;
             if i == 700 {
                 assert_eq!(bulk.flush().unwrap(), 702);
             }
@@ -475,13 +530,26 @@ mod bulk_tests {
         // A fresh open, as another process would read it.
         let mut ch = Channel::open(ch.dir().clone(), ch.home().clone()).unwrap();
         let report = ch.catch_up().unwrap();
-        assert_eq!(report.accepted, 2 + 1200, "admit, feed_init and the sends: {report:?}");
+        assert_eq!(
+            report.accepted,
+            2 + 1200,
+            "admit, feed_init and the sends: {report:?}"
+        );
         assert!(ch.index().problems().unwrap().is_empty());
-        assert_eq!(seen, Hlc(start + 1000 * 1199, 0), "the caller's times stand");
+        assert_eq!(
+            seen,
+            Hlc(start + 1000 * 1199, 0),
+            "the caller's times stand"
+        );
         // The normal writer finds the feed begun and continues its chain.
         let alpha = ch.writer(&role).unwrap();
-        let (rec, ()) = ch.append(&alpha, |_| Ok::<_, StoreError>((send(9999), ()))).unwrap();
-        assert_eq!(rec.header.seq, 1202, "feed_init, 1200 bulk records, then this one");
+        let (rec, ()) = ch
+            .append(&alpha, |_| Ok::<_, StoreError>((send(9999), ())))
+            .unwrap();
+        assert_eq!(
+            rec.header.seq, 1202,
+            "feed_init, 1200 bulk records, then this one"
+        );
         assert!(rec.header.hlc > seen);
         let digest = ch.index().digest().unwrap();
         let rebuilt = ch.reindex(None).unwrap();

@@ -16,7 +16,8 @@ pub const DEFAULT_DIR: &str = ".countersign";
 
 /// The `.gitattributes` every channel starts with: feeds merge by union (records
 /// are immutable and deduplicated, so a pull never stops on a conflict).
-pub const GITATTRIBUTES: &str = "*.jsonl  -text merge=union\n*.gz     binary\nhead.json -text\n/channel.json -text\n";
+pub const GITATTRIBUTES: &str =
+    "*.jsonl  -text merge=union\n*.gz     binary\nhead.json -text\n/channel.json -text\n";
 
 /// An opened channel folder.
 #[derive(Clone, Debug)]
@@ -41,9 +42,15 @@ impl ChannelDir {
             }
             Err(e) => return Err(e).at(&path)?,
         };
-        let genesis = Genesis::from_bytes(&bytes)
-            .map_err(|e| StoreError::BadGenesis { path: path.clone(), reason: e.to_string() })?;
-        Ok(Self { root: root.to_path_buf(), genesis, id: channel_id(&bytes) })
+        let genesis = Genesis::from_bytes(&bytes).map_err(|e| StoreError::BadGenesis {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            root: root.to_path_buf(),
+            genesis,
+            id: channel_id(&bytes),
+        })
     }
 
     /// Finds the channel: `explicit` (from `--channel`), else

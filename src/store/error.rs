@@ -22,7 +22,10 @@ pub trait IoContext<T> {
 
 impl<T> IoContext<T> for io::Result<T> {
     fn at(self, path: impl AsRef<Path>) -> Result<T, PathError> {
-        self.map_err(|source| PathError { path: path.as_ref().to_path_buf(), source })
+        self.map_err(|source| PathError {
+            path: path.as_ref().to_path_buf(),
+            source,
+        })
     }
 }
 
@@ -82,6 +85,9 @@ pub trait SqlContext<T> {
 
 impl<T> SqlContext<T> for rusqlite::Result<T> {
     fn db(self, path: &Path) -> StoreResult<T> {
-        self.map_err(|source| StoreError::Sqlite { path: path.to_path_buf(), source })
+        self.map_err(|source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }

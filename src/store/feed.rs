@@ -61,14 +61,18 @@ pub fn list_feeds(feeds: &Path) -> Result<Vec<(FeedId, PathBuf)>, PathError> {
     };
     for role in roles {
         let role = role.at(feeds)?;
-        let Some(role_name) = role.file_name().to_str().map(str::to_owned) else { continue };
+        let Some(role_name) = role.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
         let role_path = role.path();
         if !role_path.is_dir() {
             continue;
         }
         for device in fs::read_dir(&role_path).at(&role_path)? {
             let device = device.at(&role_path)?;
-            let Some(dev_name) = device.file_name().to_str().map(str::to_owned) else { continue };
+            let Some(dev_name) = device.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
             if let Some(feed) = FeedId::new(&role_name, &dev_name)
                 && device.path().is_dir()
             {
@@ -86,7 +90,10 @@ pub fn list_segments(dir: &Path) -> Result<Vec<Segment>, PathError> {
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
         if let Some(first_seq) = entry.file_name().to_str().and_then(parse_segment_name) {
-            out.push(Segment { path: entry.path(), first_seq });
+            out.push(Segment {
+                path: entry.path(),
+                first_seq,
+            });
         }
     }
     out.sort_by_key(|s| s.first_seq);
@@ -151,7 +158,11 @@ fn read_tail(path: &Path) -> Result<Option<Tail>, PathError> {
         // The complete part ends after the last '\n'.
         let Some(last_nl) = buf.iter().rposition(|&b| b == b'\n') else {
             if start == 0 || window > MAX_LINE as u64 * 2 {
-                return Ok(Some(Tail { line: None, complete_len: 0, len }));
+                return Ok(Some(Tail {
+                    line: None,
+                    complete_len: 0,
+                    len,
+                }));
             }
             window *= 4;
             continue;
@@ -160,14 +171,26 @@ fn read_tail(path: &Path) -> Result<Option<Tail>, PathError> {
         match buf[..last_nl].iter().rposition(|&b| b == b'\n') {
             Some(prev_nl) => {
                 let line = buf[prev_nl + 1..last_nl].to_vec();
-                return Ok(Some(Tail { line: Some(line), complete_len, len }));
+                return Ok(Some(Tail {
+                    line: Some(line),
+                    complete_len,
+                    len,
+                }));
             }
             None if start == 0 => {
                 let line = buf[..last_nl].to_vec();
-                return Ok(Some(Tail { line: Some(line), complete_len, len }));
+                return Ok(Some(Tail {
+                    line: Some(line),
+                    complete_len,
+                    len,
+                }));
             }
             None if window > MAX_LINE as u64 * 2 => {
-                return Ok(Some(Tail { line: None, complete_len, len }));
+                return Ok(Some(Tail {
+                    line: None,
+                    complete_len,
+                    len,
+                }));
             }
             None => window *= 4,
         }
@@ -216,9 +239,16 @@ impl FeedWriter {
     /// The writer of `feed` in `feeds_dir`, with its journal and lock under `state_dir`.
     pub fn new(feeds_dir: &Path, state_dir: &Path, feed: FeedId) -> Self {
         let dir = feeds_dir.join(feed.role()).join(feed.device());
-        let journal = state_dir.join("journal").join(format!("{}.jsonl", feed.role()));
+        let journal = state_dir
+            .join("journal")
+            .join(format!("{}.jsonl", feed.role()));
         let lock = state_dir.join(format!("feed-{}.lock", feed.role()));
-        Self { feed, dir, journal, lock }
+        Self {
+            feed,
+            dir,
+            journal,
+            lock,
+        }
     }
 
     /// The feed id.
@@ -263,7 +293,11 @@ impl FeedWriter {
             self.rebuild_journal()?;
             return Ok(feed_last);
         }
-        if f > j || (f == j && f > 0 && feed_last.as_ref().map(|r| r.id) != journal_last.as_ref().map(|r| r.id)) {
+        if f > j
+            || (f == j
+                && f > 0
+                && feed_last.as_ref().map(|r| r.id) != journal_last.as_ref().map(|r| r.id))
+        {
             return Err(StoreError::ForeignWriter(format!(
                 "feed {} holds records this device did not write (published seq {f}, journal seq {j}): \
                  two copies of one countersign home are writing the same feed. Stop the other copy; \
@@ -311,7 +345,9 @@ impl FeedWriter {
         }
         let segments = list_segments(&self.dir)?;
         for seg in segments.iter().rev() {
-            let Some(tail) = read_tail(&seg.path)? else { continue };
+            let Some(tail) = read_tail(&seg.path)? else {
+                continue;
+            };
             truncate_torn(&seg.path, &tail)?;
             let last = tail.line.as_deref().map(record::decode);
             if let Some(Ok(rec)) = last
@@ -370,7 +406,11 @@ impl FeedWriter {
         if created {
             sync_dir(&self.dir)?;
         }
-        Ok(Appended { path, offset, len: line.len() as u64 })
+        Ok(Appended {
+            path,
+            offset,
+            len: line.len() as u64,
+        })
     }
 
     fn write_head(&self, rec: &Record, key: &SigningKey) -> StoreResult<()> {
@@ -385,7 +425,9 @@ impl FeedWriter {
 }
 
 fn decode_tail(path: &Path, tail: Option<&Tail>) -> StoreResult<Option<Record>> {
-    let Some(line) = tail.and_then(|t| t.line.as_ref()) else { return Ok(None) };
+    let Some(line) = tail.and_then(|t| t.line.as_ref()) else {
+        return Ok(None);
+    };
     record::decode(line).map(Some).map_err(|e| {
         StoreError::ForeignWriter(format!(
             "the last line of {} is not a record ({e}); this feed cannot be appended to until it is \
@@ -397,7 +439,11 @@ fn decode_tail(path: &Path, tail: Option<&Tail>) -> StoreResult<Option<Record>> 
 
 /// Appends bytes with one write and fsyncs; returns the offset they start at.
 fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
-    let mut f = OpenOptions::new().create(true).append(true).open(path).at(path)?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .at(path)?;
     let offset = f.seek(SeekFrom::End(0)).at(path)?;
     f.write_all(bytes).at(path)?;
     f.sync_data().at(path)?;
@@ -441,10 +487,13 @@ impl FeedWriter {
     ///
     /// If the records do not form one consecutive chain.
     pub fn append_batch(&self, records: &[Record], key: &SigningKey) -> StoreResult<()> {
-        let Some(last) = records.last() else { return Ok(()) };
+        let Some(last) = records.last() else {
+            return Ok(());
+        };
         for pair in records.windows(2) {
             assert!(
-                pair[1].header.seq == pair[0].header.seq + 1 && pair[1].header.prev == Some(pair[0].id),
+                pair[1].header.seq == pair[0].header.seq + 1
+                    && pair[1].header.prev == Some(pair[0].id),
                 "append_batch: record seq {} does not continue seq {}",
                 pair[1].header.seq,
                 pair[0].header.seq
@@ -510,7 +559,13 @@ mod tests {
     fn segment_names() {
         assert_eq!(segment_name(501), "00000501.jsonl");
         assert_eq!(parse_segment_name("00000501.jsonl"), Some(501));
-        for not in ["00000501.jsonl.partial", "0000501.jsonl", "x.jsonl", "00000501 (conflicted copy).jsonl", "head.json"] {
+        for not in [
+            "00000501.jsonl.partial",
+            "0000501.jsonl",
+            "x.jsonl",
+            "00000501 (conflicted copy).jsonl",
+            "head.json",
+        ] {
             assert_eq!(parse_segment_name(not), None, "{not}");
         }
     }
@@ -554,7 +609,10 @@ mod bulk_tests {
                 feed: feed.clone(),
                 seq: i as u64 + 1,
                 prev: last.map(|r| r.id),
-                hlc: Hlc::next(1_700_000_000_000 + i as i64 / 3, last.map_or(Hlc::default(), |r| r.header.hlc)),
+                hlc: Hlc::next(
+                    1_700_000_000_000 + i as i64 / 3,
+                    last.map_or(Hlc::default(), |r| r.header.hlc),
+                ),
             };
             out.push(encode(&header, op, key));
         }
@@ -569,7 +627,10 @@ mod bulk_tests {
                 if p.is_dir() {
                     walk(root, &p, out);
                 } else {
-                    out.insert(p.strip_prefix(root).unwrap().to_path_buf(), fs::read(&p).unwrap());
+                    out.insert(
+                        p.strip_prefix(root).unwrap().to_path_buf(),
+                        fs::read(&p).unwrap(),
+                    );
                 }
             }
         }
@@ -627,7 +688,10 @@ mod bulk_tests {
         let alpha_recs = chain(&ch, &alpha, &alpha_key, &ops);
 
         // Record by record, through `append`.
-        for (feed, key, recs) in [(&owner_feed, &owner, &owner_recs), (&alpha, &alpha_key, &alpha_recs)] {
+        for (feed, key, recs) in [
+            (&owner_feed, &owner, &owner_recs),
+            (&alpha, &alpha_key, &alpha_recs),
+        ] {
             let w = FeedWriter::new(&dir_one.feeds(), &one.join("state"), feed.clone());
             let _lock = w.lock().unwrap();
             assert!(w.reconcile(&key.verifying_key()).unwrap().is_none());
@@ -636,30 +700,45 @@ mod bulk_tests {
             }
         }
         // In bulk, split into uneven batches so runs start inside segments.
-        for (feed, key, recs) in [(&owner_feed, &owner, &owner_recs), (&alpha, &alpha_key, &alpha_recs)] {
+        for (feed, key, recs) in [
+            (&owner_feed, &owner, &owner_recs),
+            (&alpha, &alpha_key, &alpha_recs),
+        ] {
             let w = FeedWriter::new(&dir_bulk.feeds(), &bulk.join("state"), feed.clone());
             let _lock = w.lock().unwrap();
             for part in recs.chunks(333) {
                 let last = w.reconcile(&key.verifying_key()).unwrap();
-                assert_eq!(last.map(|r| r.header.seq + 1).unwrap_or(1), part[0].header.seq);
+                assert_eq!(
+                    last.map(|r| r.header.seq + 1).unwrap_or(1),
+                    part[0].header.seq
+                );
                 w.append_batch(part, key).unwrap();
             }
         }
 
         let files_one = tree(&one);
         let files_bulk = tree(&bulk);
-        assert_eq!(files_one.keys().collect::<Vec<_>>(), files_bulk.keys().collect::<Vec<_>>());
+        assert_eq!(
+            files_one.keys().collect::<Vec<_>>(),
+            files_bulk.keys().collect::<Vec<_>>()
+        );
         for (path, bytes) in &files_one {
             assert!(bytes == &files_bulk[path], "{} differs", path.display());
         }
         let alpha_dir = dir_one.feeds().join("alpha").join("dev-000001");
         let segments = list_segments(&alpha_dir).unwrap();
-        assert!(segments.len() >= 3, "both sealing rules are exercised ({} segments)", segments.len());
+        assert!(
+            segments.len() >= 3,
+            "both sealing rules are exercised ({} segments)",
+            segments.len()
+        );
         assert_eq!(segments[1].first_seq, SEGMENT_RECORDS + 1);
 
         let ingest = |dir: &ChannelDir| {
             let ix = Index::in_memory(dir.id()).unwrap();
-            let report = ix.write(|ix| Ingest::run(ix, dir, &mut ScanCache::default())).unwrap();
+            let report = ix
+                .write(|ix| Ingest::run(ix, dir, &mut ScanCache::default()))
+                .unwrap();
             (report, ix.digest().unwrap(), ix.problems().unwrap())
         };
         let (report_one, digest_one, problems_one) = ingest(&dir_one);

@@ -46,10 +46,14 @@ impl Home {
                 .map(PathBuf::from)
                 .or_else(|| home.as_ref().map(|h| h.join(fallback)))
         };
-        match (xdg("XDG_CONFIG_HOME", ".config"), xdg("XDG_STATE_HOME", ".local/state")) {
-            (Some(c), Some(s)) => {
-                Ok(Self { config: c.join("countersign"), state: s.join("countersign") })
-            }
+        match (
+            xdg("XDG_CONFIG_HOME", ".config"),
+            xdg("XDG_STATE_HOME", ".local/state"),
+        ) {
+            (Some(c), Some(s)) => Ok(Self {
+                config: c.join("countersign"),
+                state: s.join("countersign"),
+            }),
             _ => Err(StoreError::NoChannel(
                 "cannot find a home folder: set COUNTERSIGN_HOME or HOME".into(),
             )),
@@ -58,7 +62,10 @@ impl Home {
 
     /// A home with one root (what `COUNTERSIGN_HOME` selects; used by tests).
     pub fn at(root: PathBuf) -> Self {
-        Self { config: root.clone(), state: root }
+        Self {
+            config: root.clone(),
+            state: root,
+        }
     }
 
     /// This device, created on first use.
@@ -82,7 +89,10 @@ impl Home {
                 let name = host_slug();
                 let mut rnd = [0u8; 3];
                 getrandom::fill(&mut rnd).expect("the OS random source works");
-                let d = Device { id: format!("{name}-{}", hex::encode(rnd)), name };
+                let d = Device {
+                    id: format!("{name}-{}", hex::encode(rnd)),
+                    name,
+                };
                 fs::create_dir_all(&self.config).at(&self.config)?;
                 let bytes = serde_json::to_vec_pretty(&d).expect("device serializes");
                 write_new(&path, &bytes, 0o644)?;
@@ -127,16 +137,26 @@ impl Home {
 
     /// Stores `key` as `<name>.key` (mode 0600) unless a key already stands
     /// there; returns the key that stands.
-    pub fn store_key(&self, channel_id: &str, name: &str, key: &SigningKey) -> StoreResult<SigningKey> {
+    pub fn store_key(
+        &self,
+        channel_id: &str,
+        name: &str,
+        key: &SigningKey,
+    ) -> StoreResult<SigningKey> {
         let dir = self.keys_dir(channel_id);
         fs::create_dir_all(&dir).at(&dir)?;
         let path = dir.join(format!("{name}.key"));
-        write_new(&path, format!("{}\n", hex::encode(key.to_bytes())).as_bytes(), 0o600)?;
+        write_new(
+            &path,
+            format!("{}\n", hex::encode(key.to_bytes())).as_bytes(),
+            0o600,
+        )?;
         // If another process created the key first, its key is the one that stands.
-        self.load_key(channel_id, name)?.ok_or_else(|| StoreError::BadKey {
-            path,
-            reason: "vanished right after it was written".into(),
-        })
+        self.load_key(channel_id, name)?
+            .ok_or_else(|| StoreError::BadKey {
+                path,
+                reason: "vanished right after it was written".into(),
+            })
     }
 }
 
@@ -155,7 +175,12 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> StoreResult<()> {
     let mut rnd = [0u8; 8];
     getrandom::fill(&mut rnd).expect("the OS random source works");
     let tmp = path.with_extension(format!("tmp-{}", hex::encode(rnd)));
-    let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp).at(&tmp)?;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .at(&tmp)?;
     f.write_all(bytes).at(&tmp)?;
     f.sync_all().at(&tmp)?;
     drop(f);
@@ -182,7 +207,13 @@ fn host_slug() -> String {
         .trim()
         .to_ascii_lowercase()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     s = s.trim_start_matches(['-', '_']).to_owned();
     s.truncate(40);
@@ -211,7 +242,13 @@ mod tests {
         assert!(home.load_key("c", "alpha").unwrap().is_none());
         let k = home.create_key("c", "alpha").unwrap();
         let path = home.keys_dir("c").join("alpha.key");
-        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(home.load_key("c", "alpha").unwrap().unwrap().to_bytes(), k.to_bytes());
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            home.load_key("c", "alpha").unwrap().unwrap().to_bytes(),
+            k.to_bytes()
+        );
     }
 }

@@ -94,7 +94,14 @@ CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(
 
 /// Tables emptied by a rebuild (everything folded from the feeds).
 const DERIVED_TABLES: &[&str] = &[
-    "files", "feeds", "records", "targets", "problems", "messages", "deliveries", "events",
+    "files",
+    "feeds",
+    "records",
+    "targets",
+    "problems",
+    "messages",
+    "deliveries",
+    "events",
     "bodies",
 ];
 
@@ -136,7 +143,10 @@ impl Index {
         conn.busy_timeout(Duration::from_secs(10)).db(path)?;
         conn.pragma_update(None, "journal_mode", "WAL").db(path)?;
         conn.pragma_update(None, "synchronous", "NORMAL").db(path)?;
-        let me = Self { conn, path: path.to_path_buf() };
+        let me = Self {
+            conn,
+            path: path.to_path_buf(),
+        };
         // Creating the schema races with other processes opening a new index;
         // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
         me.conn.execute_batch("BEGIN IMMEDIATE").db(path)?;
@@ -163,8 +173,11 @@ impl Index {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().db(&path)?;
         conn.execute_batch(SCHEMA).db(&path)?;
-        conn.execute("INSERT INTO meta(key, value) VALUES ('channel_id', ?1)", [channel_id])
-            .db(&path)?;
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('channel_id', ?1)",
+            [channel_id],
+        )
+        .db(&path)?;
         Ok(Self { conn, path })
     }
 
@@ -200,12 +213,19 @@ impl Index {
     /// Empties every table folded from the feeds (inside the caller's transaction).
     pub fn clear_derived(&self) -> StoreResult<()> {
         for t in DERIVED_TABLES {
-            self.conn.execute(&format!("DELETE FROM {t}"), []).db(&self.path)?;
+            self.conn
+                .execute(&format!("DELETE FROM {t}"), [])
+                .db(&self.path)?;
         }
         self.conn
-            .execute("INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')", [])
+            .execute(
+                "INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')",
+                [],
+            )
             .db(&self.path)?;
-        self.conn.execute("DELETE FROM meta WHERE key = 'fts_rowid'", []).db(&self.path)?;
+        self.conn
+            .execute("DELETE FROM meta WHERE key = 'fts_rowid'", [])
+            .db(&self.path)?;
         Ok(())
     }
 
@@ -242,7 +262,9 @@ impl Index {
     /// Sets SQLite's page cache for this connection (KiB). Bulk work such as a
     /// rebuild wants a large one; a long-lived server keeps the default small.
     pub fn set_cache_kib(&self, kib: i64) -> StoreResult<()> {
-        self.conn.pragma_update(None, "cache_size", -kib).db(&self.path)
+        self.conn
+            .pragma_update(None, "cache_size", -kib)
+            .db(&self.path)
     }
 
     /// Writes the derived rows of one message (inside the caller's transaction).
@@ -447,7 +469,10 @@ impl Index {
              ORDER BY message_id, role",
             &mut h,
         )?;
-        dump("SELECT message_id, pos, event, role, note, ms, record FROM events ORDER BY message_id, pos", &mut h)?;
+        dump(
+            "SELECT message_id, pos, event, role, note, ms, record FROM events ORDER BY message_id, pos",
+            &mut h,
+        )?;
         Ok(hex::encode(h.finalize()))
     }
 }

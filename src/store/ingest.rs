@@ -92,7 +92,11 @@ pub struct Ingest<'a, 'p> {
 
 impl<'a, 'p> Ingest<'a, 'p> {
     /// Runs one pass. Call inside a write transaction of `index`.
-    pub fn run(index: &'a Index, dir: &'a ChannelDir, cache: &mut ScanCache) -> StoreResult<IngestReport> {
+    pub fn run(
+        index: &'a Index,
+        dir: &'a ChannelDir,
+        cache: &mut ScanCache,
+    ) -> StoreResult<IngestReport> {
         Self::run_with_progress(index, dir, cache, None)
     }
 
@@ -127,7 +131,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let root_mtime = mtime_of(&root);
         let unchanged = root_mtime.is_some()
             && cache.feeds_mtime == root_mtime
-            && cache.role_mtimes.iter().all(|(p, m)| mtime_of(p).as_ref() == Some(m));
+            && cache
+                .role_mtimes
+                .iter()
+                .all(|(p, m)| mtime_of(p).as_ref() == Some(m));
         if !unchanged {
             cache.feeds = feed::list_feeds(&root)?;
             cache.feeds_mtime = root_mtime;
@@ -146,7 +153,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut st = self
             .index
             .conn()
-            .prepare("SELECT feed, role, pubkey, head_seq, head_id, head_ms, head_c, frozen FROM feeds")
+            .prepare(
+                "SELECT feed, role, pubkey, head_seq, head_id, head_ms, head_c, frozen FROM feeds",
+            )
             .db(p)?;
         let rows = st
             .query_map([], |r| {
@@ -164,15 +173,28 @@ impl<'a, 'p> Ingest<'a, 'p> {
             .db(p)?;
         for row in rows {
             let (feed, role, pubkey, seq, id, ms, c, frozen) = row.db(p)?;
-            let Ok(feed) = FeedId::try_from(feed) else { continue };
+            let Ok(feed) = FeedId::try_from(feed) else {
+                continue;
+            };
             let head = match (id.as_deref().and_then(RecordId::parse), ms, c) {
-                (Some(id), Some(ms), Some(c)) if seq > 0 => {
-                    Some(Head { seq: seq as u64, id, hlc: Hlc(ms, c as u32) })
-                }
+                (Some(id), Some(ms), Some(c)) if seq > 0 => Some(Head {
+                    seq: seq as u64,
+                    id,
+                    hlc: Hlc(ms, c as u32),
+                }),
                 _ => None,
             };
             let pubkey = pubkey.as_deref().and_then(parse_pubkey);
-            self.feeds.insert(feed, FeedState { role, pubkey, head, frozen, dirty: false });
+            self.feeds.insert(
+                feed,
+                FeedState {
+                    role,
+                    pubkey,
+                    head,
+                    frozen,
+                    dirty: false,
+                },
+            );
         }
         Ok(())
     }
@@ -247,7 +269,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     /// Reads one segment from its cursor. `Some(reason)` when reading stopped
     /// at a record that has to wait.
-    fn ingest_file(&mut self, feed: &FeedId, path: &Path, cache: &mut ScanCache) -> StoreResult<Option<String>> {
+    fn ingest_file(
+        &mut self,
+        feed: &FeedId,
+        path: &Path,
+        cache: &mut ScanCache,
+    ) -> StoreResult<Option<String>> {
         let meta = match fs::metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -263,10 +290,18 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let cursor = self
             .index
             .conn()
-            .prepare_cached("SELECT size, mtime_ns, offset, tail_len, tail_hash FROM files WHERE path = ?1")
+            .prepare_cached(
+                "SELECT size, mtime_ns, offset, tail_len, tail_hash FROM files WHERE path = ?1",
+            )
             .and_then(|mut s| {
                 s.query_row([&rel], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, String>(4)?))
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, String>(4)?,
+                    ))
                 })
                 .optional()
             })
@@ -281,7 +316,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let start = match &cursor {
             Some((_, _, offset, tail_len, tail_hash))
-                if len >= *offset as u64 && tail_matches(path, *offset as u64, *tail_len as u64, tail_hash) =>
+                if len >= *offset as u64
+                    && tail_matches(path, *offset as u64, *tail_len as u64, tail_hash) =>
             {
                 *offset as u64
             }
@@ -337,10 +373,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 
     fn rel(&self, path: &Path) -> String {
-        path.strip_prefix(self.dir.root()).unwrap_or(path).to_string_lossy().into_owned()
+        path.strip_prefix(self.dir.root())
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
     }
 
-    fn problem(&mut self, kind: &str, path: &str, offset: u64, rec: Option<&Record>, feed: &FeedId, reason: &str) -> StoreResult<()> {
+    fn problem(
+        &mut self,
+        kind: &str,
+        path: &str,
+        offset: u64,
+        rec: Option<&Record>,
+        feed: &FeedId,
+        reason: &str,
+    ) -> StoreResult<()> {
         let n = self
             .index
             .conn()
@@ -349,7 +396,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .and_then(|mut s| {
-                s.execute(params![kind, path, offset as i64, rec.map(|r| r.id.hex()), feed.to_string(), reason])
+                s.execute(params![
+                    kind,
+                    path,
+                    offset as i64,
+                    rec.map(|r| r.id.hex()),
+                    feed.to_string(),
+                    reason
+                ])
             })
             .db(self.index.path())?;
         self.report.new_problems += n;
@@ -363,8 +417,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
         const PARALLEL_FROM: usize = 64;
         let state = self.feed_state(feed);
         let (key, head_seq) = (state.pubkey, state.head.map_or(0, |h| h.seq));
-        let Some(key) = key.filter(|_| lines.len() >= PARALLEL_FROM) else { return Vec::new() };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+        let Some(key) = key.filter(|_| lines.len() >= PARALLEL_FROM) else {
+            return Vec::new();
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8);
         let chunk = lines.len().div_ceil(threads);
         let mut out = vec![None; lines.len()];
         std::thread::scope(|scope| {
@@ -372,7 +430,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 scope.spawn(move || {
                     for (v, line) in slot.iter_mut().zip(part) {
                         // Records at or below the head are known: the chain check skips them.
-                        *v = line.record.as_ref().ok().filter(|r| r.header.seq > head_seq).map(|r| r.verify(&key));
+                        *v = line
+                            .record
+                            .as_ref()
+                            .ok()
+                            .filter(|r| r.header.seq > head_seq)
+                            .map(|r| r.verify(&key));
                     }
                 });
             }
@@ -382,7 +445,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     /// Decides one line. `verified` is the signature check if it was done
     /// ahead (see [`Self::verify_ahead`]).
-    fn handle(&mut self, feed: &FeedId, rel: &str, line: Line, verified: Option<bool>) -> StoreResult<Verdict> {
+    fn handle(
+        &mut self,
+        feed: &FeedId,
+        rel: &str,
+        line: Line,
+        verified: Option<bool>,
+    ) -> StoreResult<Verdict> {
         let rec = match line.record {
             Ok(r) => r,
             Err(e) => {
@@ -392,24 +461,33 @@ impl<'a, 'p> Ingest<'a, 'p> {
         };
         let offset = line.offset;
         if rec.header.ch != self.dir.id() {
-            let reason = format!("record of another channel ({}…)", rec.header.ch.get(..12).unwrap_or(&rec.header.ch));
+            let reason = format!(
+                "record of another channel ({}…)",
+                rec.header.ch.get(..12).unwrap_or(&rec.header.ch)
+            );
             self.problem("quarantine", rel, offset, Some(&rec), feed, &reason)?;
             return Ok(Verdict::Consumed);
         }
         if &rec.header.feed != feed {
-            let reason = format!("record signed for feed {} found in feed {feed}", rec.header.feed);
+            let reason = format!(
+                "record signed for feed {} found in feed {feed}",
+                rec.header.feed
+            );
             self.problem("quarantine", rel, offset, Some(&rec), feed, &reason)?;
             return Ok(Verdict::Consumed);
         }
         let state = self.feed_state(feed).clone();
         let Some(key) = state.pubkey else {
-            let reason = format!("feed {feed} is not admitted by the channel owner; its records wait");
+            let reason =
+                format!("feed {feed} is not admitted by the channel owner; its records wait");
             self.problem("unadmitted", rel, 0, None, feed, &reason)?;
             return Ok(Verdict::Wait("not admitted".into()));
         };
         // The chain is checked before the signature: a record already known
         // (a rescan, a duplicated line) costs one lookup, not a verification.
-        let fit = chain::fit(state.head, &rec.header, rec.id, |seq| self.id_at(feed, seq).ok().flatten());
+        let fit = chain::fit(state.head, &rec.header, rec.id, |seq| {
+            self.id_at(feed, seq).ok().flatten()
+        });
         if fit == Fit::Known {
             return Ok(Verdict::Consumed);
         }
@@ -417,7 +495,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
             return Ok(Verdict::Wait(format!("frozen: {frozen}")));
         }
         if let Fit::Gap { expected } = fit {
-            return Ok(Verdict::Wait(format!("seq {expected} is missing (found {})", rec.header.seq)));
+            return Ok(Verdict::Wait(format!(
+                "seq {expected} is missing (found {})",
+                rec.header.seq
+            )));
         }
         if !verified.unwrap_or_else(|| rec.verify(&key)) {
             self.problem("quarantine", rel, offset, Some(&rec), feed, "bad signature")?;
@@ -426,7 +507,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
         match fit {
             Fit::Next | Fit::Known | Fit::Gap { .. } => {}
             Fit::Broken(why) => {
-                self.problem("quarantine", rel, offset, Some(&rec), feed, &format!("broken chain: {why}"))?;
+                self.problem(
+                    "quarantine",
+                    rel,
+                    offset,
+                    Some(&rec),
+                    feed,
+                    &format!("broken chain: {why}"),
+                )?;
                 return Ok(Verdict::Consumed);
             }
             Fit::Fork { existing } => {
@@ -468,7 +556,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
             .index
             .conn()
             .prepare_cached("SELECT id FROM records WHERE feed = ?1 AND seq = ?2")
-            .and_then(|mut s| s.query_row(params![feed.to_string(), seq as i64], |r| r.get(0)).optional())
+            .and_then(|mut s| {
+                s.query_row(params![feed.to_string(), seq as i64], |r| r.get(0))
+                    .optional()
+            })
             .db(self.index.path())?;
         Ok(id.as_deref().and_then(RecordId::parse))
     }
@@ -498,7 +589,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let n = conn.last_insert_rowid();
         self.report.accepted += 1;
         let st = self.feed_state(feed);
-        st.head = Some(Head { seq: rec.header.seq, id: rec.id, hlc: rec.header.hlc });
+        st.head = Some(Head {
+            seq: rec.header.seq,
+            id: rec.id,
+            hlc: rec.header.hlc,
+        });
         st.dirty = true;
         match op {
             Op::Admit(a) => {
@@ -508,15 +603,27 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     target.pubkey = key;
                     target.role = a.role.to_string();
                     target.dirty = true;
-                    conn.prepare_cached("DELETE FROM problems WHERE kind = 'unadmitted' AND feed = ?1")
-                        .and_then(|mut s| s.execute([a.feed.to_string()]))
-                        .db(p)?;
+                    conn.prepare_cached(
+                        "DELETE FROM problems WHERE kind = 'unadmitted' AND feed = ?1",
+                    )
+                    .and_then(|mut s| s.execute([a.feed.to_string()]))
+                    .db(p)?;
                 }
             }
             Op::Send(send) => {
                 self.touched.insert(rec.id);
-                let Ok(from) = Role::new(&role) else { return Ok(()) };
-                self.fresh.insert(rec.id, SendRow { n, from, key: rec.order_key(), send: send.clone() });
+                let Ok(from) = Role::new(&role) else {
+                    return Ok(());
+                };
+                self.fresh.insert(
+                    rec.id,
+                    SendRow {
+                        n,
+                        from,
+                        key: rec.order_key(),
+                        send: send.clone(),
+                    },
+                );
             }
             Op::Read(_)
             | Op::Opened(_)
@@ -571,12 +678,18 @@ pub fn load_message(index: &Index, id: &RecordId) -> StoreResult<Option<Message>
 }
 
 fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<bool> {
-    let Some((m, n)) = fold_message(index, id, known)? else { return Ok(false) };
+    let Some((m, n)) = fold_message(index, id, known)? else {
+        return Ok(false);
+    };
     index.write_message(&m, n)?;
     Ok(true)
 }
 
-fn fold_message(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<Option<(Message, i64)>> {
+fn fold_message(
+    index: &Index,
+    id: &RecordId,
+    known: Option<&SendRow>,
+) -> StoreResult<Option<(Message, i64)>> {
     let p = index.path();
     let conn = index.conn();
     let loaded;
@@ -584,16 +697,34 @@ fn fold_message(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreR
         Some(row) => row,
         None => {
             let send: Option<(i64, String, i64, i64, String)> = conn
-                .prepare_cached("SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'")
+                .prepare_cached(
+                    "SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'",
+                )
                 .and_then(|mut s| {
-                    s.query_row([id.hex()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-                        .optional()
+                    s.query_row([id.hex()], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    })
+                    .optional()
                 })
                 .db(p)?;
-            let Some((n, role, ms, c, body)) = send else { return Ok(None) };
-            let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else { return Ok(None) };
-            let Ok(from) = Role::new(&role) else { return Ok(None) };
-            loaded = SendRow { n, from, key: OrderKey { hlc: Hlc(ms, c as u32), id: *id }, send };
+            let Some((n, role, ms, c, body)) = send else {
+                return Ok(None);
+            };
+            let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else {
+                return Ok(None);
+            };
+            let Ok(from) = Role::new(&role) else {
+                return Ok(None);
+            };
+            loaded = SendRow {
+                n,
+                from,
+                key: OrderKey {
+                    hlc: Hlc(ms, c as u32),
+                    id: *id,
+                },
+                send,
+            };
             &loaded
         }
     };
@@ -605,24 +736,43 @@ fn fold_message(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreR
         .db(p)?;
     let rows = st
         .query_map([id.hex()], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, String>(4)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, String>(4)?,
+            ))
         })
         .db(p)?;
     let mut ops: Vec<(OrderKey, Role, Op)> = Vec::new();
     for row in rows {
         let (rid, rrole, rms, rc, rbody) = row.db(p)?;
-        let (Some(rid), Ok(rrole), Ok((_, _, Some(op)))) =
-            (RecordId::parse(&rid), Role::new(&rrole), record::decode_body(&rbody))
-        else {
+        let (Some(rid), Ok(rrole), Ok((_, _, Some(op)))) = (
+            RecordId::parse(&rid),
+            Role::new(&rrole),
+            record::decode_body(&rbody),
+        ) else {
             continue;
         };
-        ops.push((OrderKey { hlc: Hlc(rms, rc as u32), id: rid }, rrole, op));
+        ops.push((
+            OrderKey {
+                hlc: Hlc(rms, rc as u32),
+                id: rid,
+            },
+            rrole,
+            op,
+        ));
     }
     let m = Message::fold(
         row.key,
         &row.from,
         &row.send,
-        ops.iter().map(|(k, r, op)| Applied { key: *k, role: r, op }),
+        ops.iter().map(|(k, r, op)| Applied {
+            key: *k,
+            role: r,
+            op,
+        }),
     );
     Ok(Some((m, row.n)))
 }
@@ -631,13 +781,20 @@ fn fold_message(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreR
 /// role feeds carry messages, and a feed_init must match the admitted key.
 fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option<String> {
     match op {
-        Op::Admit(_) if !feed.is_owner() => Some("only the channel owner's feed may admit feeds".into()),
+        Op::Admit(_) if !feed.is_owner() => {
+            Some("only the channel owner's feed may admit feeds".into())
+        }
         Op::Admit(a) if a.feed.role() != a.role.as_str() => {
             Some(format!("admit of {} names role '{}'", a.feed, a.role))
         }
         Op::Admit(_) => None,
-        _ if feed.is_owner() => Some(format!("op '{}' does not belong in the owner's feed", rec.op_name)),
-        Op::FeedInit(_) if rec.header.seq != 1 => Some(format!("feed_init at seq {} (must be 1)", rec.header.seq)),
+        _ if feed.is_owner() => Some(format!(
+            "op '{}' does not belong in the owner's feed",
+            rec.op_name
+        )),
+        Op::FeedInit(_) if rec.header.seq != 1 => {
+            Some(format!("feed_init at seq {} (must be 1)", rec.header.seq))
+        }
         Op::FeedInit(fi) if fi.role.as_str() != feed.role() => {
             Some(format!("feed_init names role '{}' in feed {feed}", fi.role))
         }
@@ -660,7 +817,8 @@ fn mtime_of(p: &Path) -> Option<SystemTime> {
 }
 
 fn nanos(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 fn hash_range(path: &Path, start: u64, len: u64) -> StoreResult<String> {

@@ -21,7 +21,12 @@ impl FileLock {
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).at(parent)?;
         }
-        let file = OpenOptions::new().create(true).truncate(false).write(true).open(path).at(path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .at(path)?;
         file.lock().at(path)?;
         Ok(Self { _file: file })
     }

@@ -33,10 +33,19 @@ impl Watcher {
             }
         })
         .map_err(|e| watch_error(feeds, &e))?;
-        std::fs::create_dir_all(feeds)
-            .map_err(|e| StoreError::Io(super::error::PathError { path: feeds.to_path_buf(), source: e }))?;
-        inner.watch(feeds, RecursiveMode::Recursive).map_err(|e| watch_error(feeds, &e))?;
-        Ok(Self { _inner: inner, generation: rx })
+        std::fs::create_dir_all(feeds).map_err(|e| {
+            StoreError::Io(super::error::PathError {
+                path: feeds.to_path_buf(),
+                source: e,
+            })
+        })?;
+        inner
+            .watch(feeds, RecursiveMode::Recursive)
+            .map_err(|e| watch_error(feeds, &e))?;
+        Ok(Self {
+            _inner: inner,
+            generation: rx,
+        })
     }
 
     /// A receiver whose value changes whenever something in the folder did.

@@ -32,8 +32,19 @@ impl TestChannel {
         let dir = tmp.path().join("channel");
         let home = tmp.path().join("home");
         let me = Self { tmp, dir, home };
-        let out = me.cli(&["init", me.dir.to_str().unwrap(), "--roles", &roles.join(","), "--name", "test"]);
-        assert!(out.status.success(), "init failed: {}", String::from_utf8_lossy(&out.stderr));
+        let out = me.cli(&[
+            "init",
+            me.dir.to_str().unwrap(),
+            "--roles",
+            &roles.join(","),
+            "--name",
+            "test",
+        ]);
+        assert!(
+            out.status.success(),
+            "init failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         me
     }
 
@@ -98,7 +109,10 @@ impl Reply {
     pub fn value_error(self, needle: &str) -> String {
         let (kind, message) = self.refused();
         assert_eq!(kind, "ValueError", "{message}");
-        assert!(message.contains(needle), "{message:?} does not contain {needle:?}");
+        assert!(
+            message.contains(needle),
+            "{message:?} does not contain {needle:?}"
+        );
         message
     }
 
@@ -106,7 +120,10 @@ impl Reply {
     pub fn permission_error(self, needle: &str) -> String {
         let (kind, message) = self.refused();
         assert_eq!(kind, "PermissionError", "{message}");
-        assert!(message.contains(needle), "{message:?} does not contain {needle:?}");
+        assert!(
+            message.contains(needle),
+            "{message:?} does not contain {needle:?}"
+        );
         message
     }
 }
@@ -115,17 +132,18 @@ impl Client {
     /// Spawns the server for `role`.
     pub async fn spawn(home: &Path, dir: &Path, role: &str) -> Self {
         let (home, dir, role) = (home.to_path_buf(), dir.to_path_buf(), role.to_owned());
-        let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
-            c.arg("mcp")
-                .arg("--role")
-                .arg(&role)
-                .arg("--channel")
-                .arg(&dir)
-                .env("COUNTERSIGN_HOME", &home)
-                .env_remove("COUNTERSIGN_ROLE")
-                .env_remove("AI_AGENT_CHANNEL_ROLE");
-        }))
-        .expect("spawn the server");
+        let transport =
+            TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
+                c.arg("mcp")
+                    .arg("--role")
+                    .arg(&role)
+                    .arg("--channel")
+                    .arg(&dir)
+                    .env("COUNTERSIGN_HOME", &home)
+                    .env_remove("COUNTERSIGN_ROLE")
+                    .env_remove("AI_AGENT_CHANNEL_ROLE");
+            }))
+            .expect("spawn the server");
         let inner = ().serve(transport).await.expect("MCP handshake");
         Self { inner }
     }
@@ -154,7 +172,13 @@ impl Client {
 
     /// Sends a plain message and returns its id.
     pub async fn send(&self, to: &str, topic: &str, body: &str) -> String {
-        let v = self.call("send_message", json!({"to": to, "topic": topic, "body": body})).await.ok();
+        let v = self
+            .call(
+                "send_message",
+                json!({"to": to, "topic": topic, "body": body}),
+            )
+            .await
+            .ok();
         v["id"].as_str().expect("an id").to_owned()
     }
 
@@ -173,7 +197,9 @@ impl TestChannel {
     /// a refusal must leave this unchanged.
     pub fn feed_records(&self) -> usize {
         fn walk(dir: &Path, n: &mut usize) {
-            let Ok(entries) = std::fs::read_dir(dir) else { return };
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
             for e in entries.flatten() {
                 let p = e.path();
                 if p.is_dir() {
@@ -194,7 +220,10 @@ impl Reply {
     /// The rows of a `{"result": [...]}` answer; panics on a refusal.
     pub fn rows(self) -> Vec<Value> {
         let v = self.ok();
-        v["result"].as_array().unwrap_or_else(|| panic!("no result list in {v}")).clone()
+        v["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no result list in {v}"))
+            .clone()
     }
 }
 
@@ -234,13 +263,17 @@ impl Client {
 
     /// All non-deleted messages, newest first (`list_messages` with limit 1000).
     pub async fn all_messages(&self) -> Vec<Value> {
-        self.call("list_messages", json!({"limit": 1000})).await.rows()
+        self.call("list_messages", json!({"limit": 1000}))
+            .await
+            .rows()
     }
 }
 
 /// The `id` of every row, in order.
 pub fn ids(rows: &[Value]) -> Vec<String> {
-    rows.iter().map(|r| r["id"].as_str().expect("row id").to_owned()).collect()
+    rows.iter()
+        .map(|r| r["id"].as_str().expect("row id").to_owned())
+        .collect()
 }
 
 /// True for `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -259,7 +292,9 @@ pub fn is_rfc3339_ms(s: &str) -> bool {
 
 /// True for a 12-character lowercase hex message id.
 pub fn is_message_id(s: &str) -> bool {
-    s.len() == 12 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    s.len() == 12
+        && s.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
 /// Hex sha256 of a text's UTF-8 bytes.
