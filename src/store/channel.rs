@@ -167,21 +167,7 @@ impl Channel {
     /// announced with `feed_init`. Elsewhere a device without the role's key
     /// is refused with the way to get one.
     pub fn writer(&mut self, role: &Role) -> StoreResult<Writer> {
-        let ch = self.dir.id().to_owned();
-        let feed = FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs");
-        let owner = self.home.load_key(&ch, "owner")?;
-        let key = match self.home.load_key(&ch, role.as_str())? {
-            Some(k) => k,
-            None if owner.is_some() => self.home.create_key(&ch, role.as_str())?,
-            None => {
-                return Err(StoreError::NotAdmitted(format!(
-                    "this device holds no key for role '{role}' in channel '{}' and is not the \
-                     owner's machine — run `countersign invite --role {role}` on the owner's \
-                     machine and `countersign join` here",
-                    self.dir.genesis().name
-                )));
-            }
-        };
+        let (feed, key, owner) = self.identity(role)?;
         let pubkey = record::pubkey_hex(&key.verifying_key());
         let writer = Writer {
             feed: self.feed_writer(feed.clone()),
@@ -190,10 +176,7 @@ impl Channel {
         self.catch_up()?;
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
-                return Err(StoreError::NotAdmitted(format!(
-                    "feed {feed} is not admitted yet — run `countersign admit {role} {pubkey}` on \
-                     the channel owner's machine, then sync"
-                )));
+                return Err(not_admitted(&feed, role, &pubkey));
             };
             let owner_feed =
                 FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
@@ -221,6 +204,29 @@ impl Channel {
             Ok::<_, StoreError>((op, ()))
         })?;
         Ok(writer)
+    }
+
+    /// This device's feed of `role`, its key (created on the owner's machine
+    /// when missing), and the owner key when this device holds it.
+    fn identity(&self, role: &Role) -> StoreResult<(FeedId, SigningKey, Option<SigningKey>)> {
+        let ch = self.dir.id();
+        let feed = FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs");
+        let owner = self.home.load_key(ch, "owner")?;
+        let key = match self.home.load_key(ch, role.as_str())? {
+            Some(k) => k,
+            None if owner.is_some() => self.home.create_key(ch, role.as_str())?,
+            None => {
+                // Admitting another machine's device (invite/join/admit) comes
+                // with sync; until then roles write from the owner's machine.
+                return Err(StoreError::NotAdmitted(format!(
+                    "this device holds no key for role '{role}' in channel '{}' and is not the \
+                     channel owner's machine; in this version every role writes from the machine \
+                     that ran `countersign init` (its COUNTERSIGN_HOME holds the owner key)",
+                    self.dir.genesis().name
+                )));
+            }
+        };
+        Ok((feed, key, owner))
     }
 
     /// Serializes writers of the index on this machine. SQLite would too, but
@@ -286,6 +292,14 @@ impl Channel {
         }
         result
     }
+}
+
+/// The refusal for a feed the owner has not admitted, with the command that fixes it.
+fn not_admitted(feed: &FeedId, role: &Role, pubkey: &str) -> StoreError {
+    StoreError::NotAdmitted(format!(
+        "feed {feed} (role '{role}', key {pubkey}) is not admitted by the channel owner, and \
+         this device does not hold the owner key that would admit it"
+    ))
 }
 
 fn admitted_in(ix: &Index, feed: &FeedId) -> StoreResult<bool> {
@@ -373,18 +387,7 @@ impl Channel {
     /// these records carry `start_ms`, so a seeded history can lie in the
     /// past. Like `writer`, a new feed needs the owner key on this device.
     pub fn bulk(&mut self, role: &Role, start_ms: i64) -> StoreResult<BulkFeed> {
-        let ch = self.dir.id().to_owned();
-        let feed = FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs");
-        let owner = self.home.load_key(&ch, "owner")?;
-        let key = match self.home.load_key(&ch, role.as_str())? {
-            Some(k) => k,
-            None if owner.is_some() => self.home.create_key(&ch, role.as_str())?,
-            None => {
-                return Err(StoreError::NotAdmitted(format!(
-                    "this device holds no key for role '{role}' and is not the owner's machine"
-                )));
-            }
-        };
+        let (feed, key, owner) = self.identity(role)?;
         let pubkey = record::pubkey_hex(&key.verifying_key());
         self.catch_up()?;
         let mut run = self.bulk_on(Writer {
@@ -396,10 +399,7 @@ impl Channel {
         }
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
-                return Err(StoreError::NotAdmitted(format!(
-                    "feed {feed} is not admitted yet — run `countersign admit {role} {pubkey}` on \
-                     the channel owner's machine, then sync"
-                )));
+                return Err(not_admitted(&feed, role, &pubkey));
             };
             let owner_feed =
                 FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
