@@ -52,24 +52,7 @@ fn default_name(root: &Path) -> String {
         .and_then(Path::file_name)
         .and_then(|n| n.to_str())
         .unwrap_or("channel");
-    let slug: String = raw
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .skip_while(|c| *c == '-' || *c == '_')
-        .take(64)
-        .collect();
-    if crate::core::ids::is_slug(&slug) {
-        slug
-    } else {
-        "channel".into()
-    }
+    crate::core::ids::slugify(raw, 64).unwrap_or_else(|| "channel".into())
 }
 
 fn next_steps(dir: &ChannelDir, roles: &[Role]) -> String {

@@ -134,6 +134,27 @@ pub fn is_slug(s: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'_')
 }
 
+/// Turns free text (a host or folder name) into a slug of at most `max`
+/// characters: lowercased, other characters become `-`, leading `-`/`_`
+/// dropped. `None` if nothing usable is left.
+pub fn slugify(raw: &str, max: usize) -> Option<String> {
+    let s: String = raw
+        .trim()
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .skip_while(|c| *c == '-' || *c == '_')
+        .take(max.min(64))
+        .collect();
+    is_slug(&s).then_some(s)
+}
+
 /// The pseudo-role of the channel owner's feed (membership records).
 pub const OWNER_FEED_ROLE: &str = "_owner";
 
@@ -262,6 +283,14 @@ mod tests {
         assert!(FeedId::new("_owner", "laptop").unwrap().is_owner());
         assert!(FeedId::try_from("nope".to_owned()).is_err());
         assert!(FeedId::try_from("a/b/c".to_owned()).is_err());
+    }
+
+    #[test]
+    fn slugs_from_free_text() {
+        assert_eq!(slugify("My Project!", 64).as_deref(), Some("my-project-"));
+        assert_eq!(slugify("__x.local", 4).as_deref(), Some("x-lo"));
+        assert_eq!(slugify("  ", 10), None);
+        assert_eq!(slugify("éé", 10), None);
     }
 
     #[test]

@@ -203,21 +203,7 @@ fn host_slug() -> String {
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_default();
-    let mut s: String = raw
-        .trim()
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    s = s.trim_start_matches(['-', '_']).to_owned();
-    s.truncate(40);
-    if s.is_empty() { "device".into() } else { s }
+    crate::core::ids::slugify(&raw, 40).unwrap_or_else(|| "device".into())
 }
 
 #[cfg(test)]
