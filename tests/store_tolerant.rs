@@ -260,3 +260,38 @@ fn an_unknown_op_freezes_the_feed_with_an_upgrade_alarm() {
         "{report:?}"
     );
 }
+
+#[test]
+fn records_that_fill_a_segment_and_start_the_next_are_all_read() {
+    // A reader that already knows the newest segment must notice that it grew
+    // when, in the same burst (a sync, a bulk load), a new segment started.
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "first", "one");
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 1);
+    let mut writer = l.channel();
+    let mut run = writer
+        .bulk(&countersign::core::ids::Role::new("a").unwrap(), 1)
+        .unwrap();
+    let now = countersign::store::channel::now_ms();
+    for i in 0..700 {
+        let op = Op::Send(countersign::core::op::Send {
+            to: vec![countersign::core::ids::Role::new("b").unwrap()],
+            topic: format!("bulk {i}"),
+            body: "x".into(),
+            decision_requested: true,
+            ..Default::default()
+        });
+        run.push(&op, now + i, Hlc(now, 0));
+    }
+    run.flush().unwrap();
+    assert!(
+        list_segments(&l.feed_dir("a")).unwrap().len() >= 2,
+        "the burst started a new segment"
+    );
+    let report = reader.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(messages(&reader), 701);
+}

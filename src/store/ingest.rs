@@ -242,21 +242,22 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     fn ingest_feed(&mut self, feed: &FeedId, dir: &Path, cache: &mut ScanCache) -> StoreResult<()> {
         let dir_mtime = mtime_of(dir);
-        let segments = match (dir_mtime, cache.dirs.get(dir)) {
-            (Some(m), Some((cm, segs))) if *cm == m => segs.clone(),
+        let (segments, listed_again) = match (dir_mtime, cache.dirs.get(dir)) {
+            (Some(m), Some((cm, segs))) if *cm == m => (segs.clone(), false),
             _ => {
                 let segs = feed::list_segments(dir)?;
                 if let Some(m) = dir_mtime {
                     cache.dirs.insert(dir.to_path_buf(), (m, segs.clone()));
                 }
-                segs
+                (segs, true)
             }
         };
-        // Only the newest segment grows; older ones change only by being
-        // replaced, which changes the folder's mtime (checked above).
+        // While the folder is unchanged only the newest segment can grow. Once
+        // it changed (a new segment, a replaced file), every segment is looked
+        // at: the previous newest may have grown before the next one started.
         let last = segments.len().saturating_sub(1);
         for (i, seg) in segments.iter().enumerate() {
-            if i < last && cache.files.contains_key(&seg.path) {
+            if i < last && !listed_again && cache.files.contains_key(&seg.path) {
                 continue;
             }
             if let Some(reason) = self.ingest_file(feed, &seg.path, cache)? {
