@@ -30,6 +30,7 @@ use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 use super::Cli;
+use super::bench_wake::Wake;
 use crate::app::Session;
 use crate::app::init::create_channel;
 use crate::app::listing::{ListFilter, list_messages};
@@ -163,6 +164,14 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let mcp = rt.block_on(Mcp::measure(&exe, &seeded, a.calls))?;
+    eprintln!("measuring wake-ups and the status command and stop hook…");
+    let wake = rt.block_on(Wake::measure(
+        &exe,
+        seeded.dir.root(),
+        &seeded.home_path,
+        "backend",
+        SERVER_ROLE,
+    ))?;
     drop(rt);
     let own_hwm = vm_hwm_kb("self");
 
@@ -210,6 +219,36 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Some(first <= 30.0),
         30.0 / first,
     );
+    for (name, samples, p50_budget, p99_budget) in [
+        (
+            "wake: append → wait_for_mail returns",
+            &wake.wake,
+            50.0,
+            Some(200.0),
+        ),
+        ("countersign status (process)", &wake.status, 20.0, None),
+        (
+            "countersign hook stop (process)",
+            &wake.stop_hook,
+            20.0,
+            None,
+        ),
+    ] {
+        let (p50, p99) = (ms(p(samples, 50)), ms(p(samples, 99)));
+        let ok = p50 <= p50_budget && p99_budget.is_none_or(|b| p99 <= b);
+        let budget = match p99_budget {
+            Some(b) => format!("p50 ≤ {p50_budget} ms, p99 ≤ {b} ms"),
+            None => format!("≤ {p50_budget} ms"),
+        };
+        t.row(
+            name,
+            format!("{p50:.1} ms"),
+            format!("{p99:.1} ms (n={})", samples.len()),
+            &budget,
+            Some(ok),
+            p50_budget / p50,
+        );
+    }
     let rss_mb = mcp.server_hwm_kb as f64 * 1024.0 / 1e6;
     t.row(
         "server peak RSS (VmHWM)",
@@ -1169,13 +1208,23 @@ impl Mcp {
 /// Spawns `countersign mcp` for `role` on the seeded channel, with the
 /// seeded home, and completes the MCP handshake.
 async fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<(Client, Option<u32>)> {
+    spawn_in(exe, seeded.dir.root(), &seeded.home_path, role).await
+}
+
+/// Spawns `countersign mcp` for `role` on the channel `dir` with home `home`.
+pub(super) async fn spawn_in(
+    exe: &Path,
+    dir: &Path,
+    home: &Path,
+    role: &str,
+) -> anyhow::Result<(Client, Option<u32>)> {
     let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
         c.arg("mcp")
             .arg("--role")
             .arg(role)
             .arg("--channel")
-            .arg(seeded.dir.root())
-            .env("COUNTERSIGN_HOME", &seeded.home_path)
+            .arg(dir)
+            .env("COUNTERSIGN_HOME", home)
             .env_remove("COUNTERSIGN_ROLE")
             .env_remove("AI_AGENT_CHANNEL_ROLE")
             .env_remove("COUNTERSIGN_CHANNEL");
@@ -1187,7 +1236,7 @@ async fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<(Clien
 }
 
 /// Calls a tool; a refusal or protocol error is a failure of the bench.
-async fn call(client: &Client, tool: &str, args: Value) -> anyhow::Result<Value> {
+pub(super) async fn call(client: &Client, tool: &str, args: Value) -> anyhow::Result<Value> {
     let Value::Object(args) = args else {
         bail!("arguments must be an object")
     };

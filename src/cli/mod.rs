@@ -3,6 +3,7 @@
 //! 2 the command could not run.
 
 mod bench;
+mod bench_wake;
 mod demo;
 mod hook;
 mod inbox;

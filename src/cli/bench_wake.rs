@@ -1,0 +1,129 @@
+//! The bench's measurements of waking and of the harness-facing commands:
+//! how long a blocked `wait_for_mail` takes to return after another process
+//! appended a record, and how long `countersign status` and `countersign hook
+//! stop` take end to end (process start to exit) on the seeded channel.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use super::bench::{call, spawn_in};
+use crate::app::Session;
+use crate::app::send::{SendRequest, ToArg, send_message};
+use crate::core::ids::Role;
+use crate::store::{Channel, ChannelDir, Home};
+
+/// How many wake-ups are timed.
+const WAKES: usize = 30;
+/// How many runs of each command are timed.
+const RUNS: usize = 15;
+
+/// What was measured.
+pub struct Wake {
+    /// Start of an append by another process → the blocked wait_for_mail
+    /// returns at the client.
+    pub wake: Vec<Duration>,
+    /// `countersign status` as a process, start to exit.
+    pub status: Vec<Duration>,
+    /// `countersign hook stop` with JSON on stdin, start to exit.
+    pub stop_hook: Vec<Duration>,
+}
+
+impl Wake {
+    /// Measures on the channel in `dir` with `home_path`. The waiting server
+    /// acts as `waiter`; this process appends as `writer`.
+    pub async fn measure(
+        exe: &Path,
+        dir: &Path,
+        home_path: &Path,
+        waiter: &str,
+        writer: &str,
+    ) -> anyhow::Result<Self> {
+        let (client, _) = spawn_in(exe, dir, home_path, waiter).await?;
+        let channel = Channel::open(ChannelDir::open(dir)?, Home::at(home_path.to_path_buf()))?;
+        let mut session = Session::new(channel, Some(Role::new(writer)?))?;
+        let mut wake = Vec::with_capacity(WAKES);
+        for i in 0..WAKES {
+            let waiting = {
+                let client = &client;
+                async move {
+                    call(
+                        client,
+                        "wait_for_mail",
+                        json!({"timeout_s": 50, "poll_interval_s": 30}),
+                    )
+                    .await
+                }
+            };
+            tokio::pin!(waiting);
+            // Let the call reach its wait before the record is written.
+            let settle = tokio::time::sleep(Duration::from_millis(80));
+            tokio::select! {
+                r = &mut waiting => anyhow::bail!("wait_for_mail returned before anything was written: {r:?}"),
+                () = settle => {}
+            }
+            let req = SendRequest {
+                to: ToArg::One(waiter.to_owned()),
+                topic: format!("wake {i}"),
+                body: "a record from another process".into(),
+                action_required: false,
+                reply_to: None,
+                kind: None,
+                work_status: None,
+                addenda: None,
+                decision_requested: true,
+            };
+            // Timed from before the append: the writer's own send (~1–2 ms) is
+            // included, so this is an upper bound on the wake-up itself.
+            let start = Instant::now();
+            let sent = send_message(&mut session, req)?;
+            let answer = waiting.await?;
+            wake.push(start.elapsed());
+            anyhow::ensure!(
+                answer["timed_out"] == false,
+                "the wait timed out instead of waking: {answer} ({sent})"
+            );
+        }
+        client.cancel().await.ok();
+        let run = |args: &[&str], stdin: Option<&str>| -> anyhow::Result<Duration> {
+            let start = Instant::now();
+            let mut child = Command::new(exe)
+                .arg("--channel")
+                .arg(dir)
+                .arg("--role")
+                .arg(waiter)
+                .args(args)
+                .env("COUNTERSIGN_HOME", home_path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("running countersign")?;
+            if let Some(text) = stdin {
+                child
+                    .stdin
+                    .take()
+                    .context("stdin")?
+                    .write_all(text.as_bytes())?;
+            }
+            drop(child.stdin.take());
+            child.wait()?;
+            Ok(start.elapsed())
+        };
+        let status = (0..RUNS)
+            .map(|_| run(&["status"], None))
+            .collect::<anyhow::Result<_>>()?;
+        let stop_hook = (0..RUNS)
+            .map(|_| run(&["hook", "stop"], Some("{}")))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self {
+            wake,
+            status,
+            stop_hook,
+        })
+    }
+}
