@@ -348,7 +348,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 // in memory, written with one fsync per file. Not a write path for tools.
 // ---------------------------------------------------------------------------
 
-use super::feed::FeedLock;
 use crate::core::ids::RecordId;
 
 /// A run of new records for one feed of this device, chained and signed as
@@ -376,7 +375,7 @@ pub struct BulkFeed {
     ch: String,
     last: Option<(u64, RecordId, Hlc)>,
     pending: Vec<Record>,
-    _lock: FeedLock,
+    _lock: FileLock,
 }
 
 impl Channel {

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use super::error::{IoContext as _, PathError, StoreError, StoreResult};
+use super::lock::FileLock;
 use crate::core::ids::FeedId;
 use crate::core::record::{self, DecodeError, MAX_LINE, Record};
 
@@ -229,12 +230,6 @@ pub struct FeedWriter {
     lock: PathBuf,
 }
 
-/// Holds the feed's exclusive lock until dropped.
-#[derive(Debug)]
-pub struct FeedLock {
-    _file: File,
-}
-
 impl FeedWriter {
     /// The writer of `feed` in `feeds_dir`, with its journal and lock under `state_dir`.
     pub fn new(feeds_dir: &Path, state_dir: &Path, feed: FeedId) -> Self {
@@ -257,18 +252,8 @@ impl FeedWriter {
     }
 
     /// Takes the feed's lock: one append at a time per feed on this device.
-    pub fn lock(&self) -> StoreResult<FeedLock> {
-        if let Some(parent) = self.lock.parent() {
-            fs::create_dir_all(parent).at(parent)?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.lock)
-            .at(&self.lock)?;
-        file.lock().at(&self.lock)?;
-        Ok(FeedLock { _file: file })
+    pub fn lock(&self) -> StoreResult<FileLock> {
+        FileLock::exclusive(&self.lock)
     }
 
     /// Brings the published feed in line with the journal and returns the

@@ -666,18 +666,14 @@ struct SendRow {
     send: Send,
 }
 
-/// Re-folds one message from its records and writes its rows. `false` when
-/// its `send` is not in the index (yet).
-pub fn refold(index: &Index, id: &RecordId) -> StoreResult<bool> {
-    refold_with(index, id, None)
-}
-
 /// The current state of one message, folded from its records (`None` when
 /// its `send` is not in the index). Use cases check their rules against it.
 pub fn load_message(index: &Index, id: &RecordId) -> StoreResult<Option<Message>> {
     Ok(fold_message(index, id, None)?.map(|(m, _)| m))
 }
 
+/// Re-folds one message from its records and writes its rows. `false` when
+/// its `send` is not in the index (yet).
 fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<bool> {
     let Some((m, n)) = fold_message(index, id, known)? else {
         return Ok(false);
