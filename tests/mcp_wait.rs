@@ -185,3 +185,118 @@ async fn wait_for_reply_returns_the_reply_once_it_exists() {
     fe.close().await;
     be.close().await;
 }
+
+#[tokio::test]
+async fn a_wait_ends_at_its_deadline_not_a_poll_interval_later() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let be = ch.client("backend").await;
+    let started = std::time::Instant::now();
+    let v = be
+        .call(
+            "wait_for_mail",
+            json!({"timeout_s": 0.5, "poll_interval_s": 30}),
+        )
+        .await
+        .ok();
+    assert_eq!(v["timed_out"], true);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "slept a poll interval past the deadline"
+    );
+    be.close().await;
+}
+
+#[tokio::test]
+async fn new_items_wake_even_when_the_count_nets_out() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let fe = ch.client("frontend").await;
+    let be = ch.client("backend").await;
+    let be2 = ch.client("backend").await;
+    let old = fe
+        .send("backend", "old", "read while the other waits")
+        .await;
+    let waiting = tokio::spawn(async move {
+        let v = be
+            .call(
+                "wait_for_mail",
+                json!({"timeout_s": 40, "poll_interval_s": 30}),
+            )
+            .await
+            .ok();
+        (v, be)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    be2.call("mark_read", json!({"message_id": old})).await.ok();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "reading mail is not news");
+    fe.send("backend", "new", "one in, one out: still one unread")
+        .await;
+    let (v, be) = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("woken")
+        .unwrap();
+    assert_eq!(v["timed_out"], false, "{v}");
+    assert_eq!(v["pending"]["unread"], 1, "{v}");
+    assert_eq!(v["pending_at_entry"]["unread"], 1, "{v}");
+    for c in [fe, be, be2] {
+        c.close().await;
+    }
+}
+
+#[tokio::test]
+async fn an_item_that_leaves_and_comes_back_wakes() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let fe = ch.client("frontend").await;
+    let be = ch.client("backend").await;
+    let be2 = ch.client("backend").await;
+    let debt = fe
+        .call(
+            "send_message",
+            json!({"to": "backend", "topic": "fix", "body": "the bug", "action_required": true}),
+        )
+        .await
+        .ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    be2.call("mark_read", json!({"message_id": debt}))
+        .await
+        .ok();
+    let waiting = tokio::spawn(async move {
+        let v = be
+            .call(
+                "wait_for_mail",
+                json!({"timeout_s": 40, "poll_interval_s": 30}),
+            )
+            .await
+            .ok();
+        (v, be)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The addressee takes the debt: it leaves open_obligations_untaken…
+    be2.call(
+        "set_work_status",
+        json!({"message_id": debt, "work_status": "in_progress"}),
+    )
+    .await
+    .ok();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!waiting.is_finished(), "an item leaving is not news");
+    // …and the author's poke puts it back: that is news again.
+    fe.call(
+        "set_work_status",
+        json!({"message_id": debt, "work_status": "in_progress"}),
+    )
+    .await
+    .ok();
+    let (v, be) = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("woken")
+        .unwrap();
+    assert_eq!(v["timed_out"], false, "{v}");
+    assert_eq!(v["pending"]["open_obligations_untaken"], 1, "{v}");
+    assert_eq!(v["pending_at_entry"]["open_obligations_untaken"], 1, "{v}");
+    for c in [fe, be, be2] {
+        c.close().await;
+    }
+}
