@@ -20,17 +20,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail, ensure};
+use anyhow::{Context as _, ensure};
 use ed25519_dalek::VerifyingKey;
 use indicatif::{ProgressBar, ProgressStyle};
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
-use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 use super::Cli;
 use super::bench_wake::Wake;
+use super::mcp_client::{self, Client, call};
 use crate::app::Session;
 use crate::app::init::create_channel;
 use crate::app::listing::{ListFilter, list_messages};
@@ -1103,8 +1100,6 @@ impl Incremental {
 // Through the MCP server.
 // ---------------------------------------------------------------------------
 
-type Client = RunningService<RoleClient, ()>;
-
 struct Mcp {
     first_answer: Vec<Duration>,
     first_call: Vec<Duration>,
@@ -1208,49 +1203,7 @@ impl Mcp {
 /// Spawns `countersign mcp` for `role` on the seeded channel, with the
 /// seeded home, and completes the MCP handshake.
 async fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<(Client, Option<u32>)> {
-    spawn_in(exe, seeded.dir.root(), &seeded.home_path, role).await
-}
-
-/// Spawns `countersign mcp` for `role` on the channel `dir` with home `home`.
-pub(super) async fn spawn_in(
-    exe: &Path,
-    dir: &Path,
-    home: &Path,
-    role: &str,
-) -> anyhow::Result<(Client, Option<u32>)> {
-    let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
-        c.arg("mcp")
-            .arg("--role")
-            .arg(role)
-            .arg("--channel")
-            .arg(dir)
-            .env("COUNTERSIGN_HOME", home)
-            .env_remove("COUNTERSIGN_ROLE")
-            .env_remove("AI_AGENT_CHANNEL_ROLE")
-            .env_remove("COUNTERSIGN_CHANNEL");
-    }))
-    .context("spawning the MCP server")?;
-    let pid = transport.id();
-    let client = ().serve(transport).await.context("MCP handshake")?;
-    Ok((client, pid))
-}
-
-/// Calls a tool; a refusal or protocol error is a failure of the bench.
-pub(super) async fn call(client: &Client, tool: &str, args: Value) -> anyhow::Result<Value> {
-    let Value::Object(args) = args else {
-        bail!("arguments must be an object")
-    };
-    let res = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .with_context(|| format!("calling {tool}"))?;
-    if res.is_error == Some(true) {
-        bail!(
-            "{tool} was refused: {}",
-            res.structured_content.unwrap_or(Value::Null)
-        );
-    }
-    Ok(res.structured_content.unwrap_or(Value::Null))
+    mcp_client::spawn(exe, seeded.dir.root(), &seeded.home_path, role).await
 }
 
 /// Decides which calls are timed: up to [`WARMUP`] untimed calls first (only

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::json;
 
-use super::bench::{call, spawn_in};
+use super::mcp_client::{call, spawn};
 use crate::app::Session;
 use crate::app::send::{SendRequest, ToArg, send_message};
 use crate::core::ids::Role;
@@ -43,7 +43,7 @@ impl Wake {
         waiter: &str,
         writer: &str,
     ) -> anyhow::Result<Self> {
-        let (client, _) = spawn_in(exe, dir, home_path, waiter).await?;
+        let (client, _) = spawn(exe, dir, home_path, waiter).await?;
         let channel = Channel::open(ChannelDir::open(dir)?, Home::at(home_path.to_path_buf()))?;
         let mut session = Session::new(channel, Some(Role::new(writer)?))?;
         let mut wake = Vec::with_capacity(WAKES);

@@ -4,14 +4,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
-use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 use super::Cli;
+use super::mcp_client::{self, Client};
 use crate::app::init::create_channel;
 use crate::store::Home;
 
@@ -22,8 +19,6 @@ pub struct Args {
     #[arg(long)]
     pub keep: bool,
 }
-
-type Client = RunningService<RoleClient, ()>;
 
 /// Runs the demo.
 pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
@@ -71,29 +66,16 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn spawn(dir: &Path, home: &Path, role: &str) -> anyhow::Result<Client> {
-    let exe = std::env::current_exe()?;
-    let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
-        c.arg("mcp")
-            .arg("--role")
-            .arg(role)
-            .arg("--channel")
-            .arg(dir)
-            .env("COUNTERSIGN_HOME", home);
-    }))?;
-    ().serve(transport).await.context("starting the MCP server")
+    Ok(
+        mcp_client::spawn(&std::env::current_exe()?, dir, home, role)
+            .await?
+            .0,
+    )
 }
 
 async fn call(c: &Client, who: &str, tool: &str, args: Value) -> anyhow::Result<Value> {
     println!("{who:>8} → {tool}({})", compact(&args));
-    let Value::Object(map) = args else {
-        anyhow::bail!("arguments must be an object")
-    };
-    let res = c
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
-        .await?;
-    let v = res.structured_content.unwrap_or(Value::Null);
-    anyhow::ensure!(res.is_error != Some(true), "{tool} was refused: {v}");
-    Ok(v)
+    mcp_client::call(c, tool, args).await
 }
 
 fn compact(v: &Value) -> String {

@@ -10,6 +10,7 @@ mod inbox;
 mod init;
 mod install;
 mod log;
+mod mcp_client;
 mod reindex;
 mod send;
 mod serve;

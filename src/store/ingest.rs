@@ -648,6 +648,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     fn refold_touched(&mut self) -> StoreResult<()> {
         let touched = std::mem::take(&mut self.touched);
+        if touched.is_empty() {
+            // Nothing new: a read tool's catch-up stops here.
+            return Ok(());
+        }
         let fresh = std::mem::take(&mut self.fresh);
         for id in touched {
             if refold_with(self.index, &id, fresh.get(&id))? {

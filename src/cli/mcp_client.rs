@@ -1,0 +1,56 @@
+//! A real MCP client for the commands that drive this binary's own server
+//! (`demo`, `bench`): spawn `countersign mcp` and call its tools.
+
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt as _};
+use serde_json::Value;
+
+/// A connected client.
+pub type Client = RunningService<RoleClient, ()>;
+
+/// Spawns `exe mcp --role ROLE --channel DIR` with `COUNTERSIGN_HOME=home`
+/// (ignoring role and channel variables of the caller's environment) and
+/// completes the handshake. Returns the client and the server's pid.
+pub async fn spawn(
+    exe: &Path,
+    dir: &Path,
+    home: &Path,
+    role: &str,
+) -> anyhow::Result<(Client, Option<u32>)> {
+    let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
+        c.arg("mcp")
+            .arg("--role")
+            .arg(role)
+            .arg("--channel")
+            .arg(dir)
+            .env("COUNTERSIGN_HOME", home)
+            .env_remove("COUNTERSIGN_ROLE")
+            .env_remove("AI_AGENT_CHANNEL_ROLE")
+            .env_remove("COUNTERSIGN_CHANNEL");
+    }))
+    .context("spawning the MCP server")?;
+    let pid = transport.id();
+    let client = ().serve(transport).await.context("MCP handshake")?;
+    Ok((client, pid))
+}
+
+/// Calls a tool and returns its structured result; a refusal is an error.
+pub async fn call(client: &Client, tool: &str, args: Value) -> anyhow::Result<Value> {
+    let Value::Object(args) = args else {
+        bail!("arguments must be an object")
+    };
+    let res = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .with_context(|| format!("calling {tool}"))?;
+    let v = res.structured_content.unwrap_or(Value::Null);
+    if res.is_error == Some(true) {
+        bail!("{tool} was refused: {v}");
+    }
+    Ok(v)
+}
