@@ -76,3 +76,35 @@ async fn four_processes_append_500_messages_each_without_loss() {
         "{text}"
     );
 }
+
+/// The first processes to open a fresh channel create its index together; none
+/// of them may fail with "database is locked" (SQLite switches a new database
+/// to WAL without waiting on its busy handler).
+#[test]
+fn processes_opening_a_fresh_channel_at_once_all_succeed() {
+    for round in 0..8 {
+        let ch = TestChannel::new(&["frontend", "backend"]);
+        let children: Vec<_> = ["frontend", "backend", "frontend", "backend", "frontend"]
+            .iter()
+            .map(|role| {
+                std::process::Command::new(common::bin())
+                    .env("COUNTERSIGN_HOME", &ch.home)
+                    .env_remove("COUNTERSIGN_ROLE")
+                    .args(["inbox", "--role", role, "--channel"])
+                    .arg(&ch.dir)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("the binary runs")
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().expect("the child ends");
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

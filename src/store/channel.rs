@@ -13,7 +13,7 @@ use ed25519_dalek::SigningKey;
 use rusqlite::OptionalExtension as _;
 
 use super::channel_dir::ChannelDir;
-use super::error::{SqlContext as _, StoreError, StoreResult};
+use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
 use super::feed::FeedWriter;
 use super::home::{Device, Home};
 use super::index::Index;
@@ -23,6 +23,9 @@ use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
 use crate::core::op::{Admit, FeedInit, Op};
 use crate::core::record::{self, Header, Record};
+
+/// The file that serializes index writers on this machine.
+const INDEX_LOCK: &str = "index.lock";
 
 /// The signing identity of one feed on this device.
 #[derive(Clone, Debug)]
@@ -53,7 +56,14 @@ impl Channel {
     pub fn open(dir: ChannelDir, home: Home) -> StoreResult<Self> {
         let device = home.device()?;
         let state_dir = home.state_dir(dir.id());
-        let index = Index::open(&Index::path_in(&state_dir), dir.id())?;
+        std::fs::create_dir_all(&state_dir).at(&state_dir)?;
+        // Creating a new index switches it to WAL mode, which SQLite does
+        // without waiting on its busy handler; concurrent first opens would
+        // then fail with "database is locked". The index lock orders them.
+        let index = {
+            let _lock = FileLock::exclusive(&state_dir.join(INDEX_LOCK))?;
+            Index::open(&Index::path_in(&state_dir), dir.id())?
+        };
         Ok(Self {
             dir,
             home,
@@ -233,7 +243,7 @@ impl Channel {
     /// its busy handler sleeps in growing steps; a blocking lock wakes the next
     /// writer as soon as the last one commits. Order: feed lock, then this.
     fn lock_index(&self) -> StoreResult<FileLock> {
-        FileLock::exclusive(&self.state_dir.join("index.lock"))
+        FileLock::exclusive(&self.state_dir.join(INDEX_LOCK))
     }
 
     fn feed_writer(&self, feed: FeedId) -> FeedWriter {
