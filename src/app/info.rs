@@ -2,6 +2,8 @@
 
 use serde_json::{Value, json};
 
+use super::presence::devices_by_role;
+use super::refusal::AppResult;
 use super::session::Session;
 
 /// The version of this build.
@@ -10,13 +12,16 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The protocol document served by get_protocol.
 pub const PROTOCOL: &str = include_str!("../../docs/PROTOCOL.md");
 
-/// Who is in the channel: the roster from the channel definition.
-pub fn list_roles(s: &Session) -> Value {
-    json!({
+/// Who is in the channel: the roster from the channel definition, and for
+/// each role the devices writing it and when each was last heard from.
+pub fn list_roles(s: &mut Session) -> AppResult<Value> {
+    s.catch_up()?;
+    Ok(json!({
         "roles": s.roster(),
         "you": s.role_opt(),
         "source": "channel-registry",
-    })
+        "devices": devices_by_role(s)?,
+    }))
 }
 
 /// What this running server is and what it implements.

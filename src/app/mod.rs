@@ -12,6 +12,7 @@ pub mod init;
 pub mod lifecycle;
 pub mod listing;
 pub mod obligations;
+pub mod presence;
 pub mod refusal;
 pub mod rows;
 pub mod search;

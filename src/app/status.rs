@@ -354,8 +354,18 @@ fn conflicts_of(ix: &Index, me: &Role) -> AppResult<Vec<Value>> {
     Ok(out)
 }
 
+/// Records held because they are dated too far ahead of local time.
+fn held(ix: &Index) -> AppResult<i64> {
+    Ok(ix
+        .conn()
+        .prepare_cached("SELECT count(*) FROM problems WHERE kind = 'held'")
+        .and_then(|mut st| st.query_row([], |r| r.get(0)))
+        .db(ix.path())?)
+}
+
 /// Local evidence of trouble in the folder: quarantined records, forks,
-/// frozen feeds, feeds nobody admitted.
+/// frozen feeds, feeds nobody admitted, second claims of a feed, held
+/// records and clocks far ahead.
 fn alarms(ix: &Index) -> AppResult<Vec<Value>> {
     Ok(ix
         .problems()?
@@ -403,6 +413,13 @@ pub fn status_view(s: &mut Session) -> AppResult<(Summary, Value)> {
     let alarms = alarms(s.index())?;
     if !alarms.is_empty() {
         out["alarms"] = Value::Array(alarms);
+    }
+    let held = held(s.index())?;
+    if held > 0 {
+        out["held"] = json!(held);
+    }
+    if let Some(ms) = super::presence::tentative_since(s)? {
+        out["tentative_since"] = json!(format_rfc3339(ms));
     }
     Ok((sum, out))
 }

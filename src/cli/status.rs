@@ -135,6 +135,27 @@ fn status_text(out: &Map<String, Value>, pending: &Counts) -> String {
             ));
         }
     }
+    if let Some(n) = out.get("held").and_then(Value::as_i64) {
+        t.push_str(&format!(
+            "held: {n} record(s) dated ahead of this machine's clock\n"
+        ));
+    }
+    let alarms = out
+        .get("alarms")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if !alarms.is_empty() {
+        t.push_str("alarms:\n");
+        for a in alarms {
+            t.push_str(&format!(
+                "  {} {}: {}\n",
+                s(&a["kind"]),
+                s(&a["feed"]),
+                one_line(&s(&a["reason"]))
+            ));
+        }
+    }
     t
 }
 

@@ -213,6 +213,45 @@ pub fn encode_head(feed: &FeedId, seq: u64, id: RecordId, hlc: Hlc, key: &Signin
     line_of(&body, &key.sign(&msg))
 }
 
+/// What a verified `head.json` says: the feed's last record as its writer
+/// published it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadClaim {
+    /// The seq of the feed's last record.
+    pub seq: u64,
+    /// Its id.
+    pub id: RecordId,
+    /// Its clock.
+    pub hlc: Hlc,
+}
+
+/// Decodes a `head.json` line and checks it: signed by `key` for `feed`.
+/// `None` for anything else (a hand edit, another feed's head, a torn
+/// write): a head is a hint, and one that fails is ignored.
+pub fn decode_head(text: &[u8], feed: &FeedId, key: &VerifyingKey) -> Option<HeadClaim> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct HeadBody {
+        feed: FeedId,
+        seq: u64,
+        id: RecordId,
+        hlc: Hlc,
+    }
+    let text = std::str::from_utf8(text).ok()?.trim_end();
+    strict_json::check_no_duplicate_keys(text).ok()?;
+    let outer: LineIn<'_> = serde_json::from_str(text).ok()?;
+    let sig = Signature::from_slice(&B64.decode(outer.sig.as_bytes()).ok()?).ok()?;
+    let mut msg = HEAD_DOMAIN.to_vec();
+    msg.extend_from_slice(outer.body.get().as_bytes());
+    key.verify_strict(&msg, &sig).ok()?;
+    let body: HeadBody = serde_json::from_str(outer.body.get()).ok()?;
+    (&body.feed == feed).then_some(HeadClaim {
+        seq: body.seq,
+        id: body.id,
+        hlc: body.hlc,
+    })
+}
+
 /// Parses a hex ed25519 public key.
 pub fn parse_pubkey(hex_key: &str) -> Option<VerifyingKey> {
     let mut b = [0u8; 32];
@@ -301,6 +340,21 @@ mod tests {
         let back = decode(line.trim_end().as_bytes()).unwrap();
         assert_eq!(back.op_name, "teleport");
         assert!(back.op.is_none());
+    }
+
+    #[test]
+    fn a_head_verifies_only_as_signed() {
+        let feed = header().feed;
+        let id = RecordId::of_body(b"x");
+        let head = encode_head(&feed, 7, id, Hlc(5, 1), &key());
+        let got = decode_head(head.as_bytes(), &feed, &key().verifying_key()).unwrap();
+        assert_eq!((got.seq, got.id, got.hlc), (7, id, Hlc(5, 1)));
+        let lie = head.replace("\"seq\":7", "\"seq\":9");
+        assert_eq!(decode_head(lie.as_bytes(), &feed, &key().verifying_key()), None);
+        let other = SigningKey::from_bytes(&[8u8; 32]).verifying_key();
+        assert_eq!(decode_head(head.as_bytes(), &feed, &other), None);
+        let elsewhere = FeedId::new("backend", "other-000001").unwrap();
+        assert_eq!(decode_head(head.as_bytes(), &elsewhere, &key().verifying_key()), None);
     }
 
     #[test]

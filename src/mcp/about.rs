@@ -20,7 +20,7 @@ impl Server {
         open_world_hint = false
     ))]
     async fn list_roles(&self) -> Result<CallToolResult, McpError> {
-        self.run(|s| Ok(info::list_roles(s))).await
+        self.run(info::list_roles).await
     }
 
     /// What this running server is: its version, what it implements and what it does not

@@ -1,10 +1,13 @@
 //! Feeds on disk: segment files, tolerant reading, and the durable append.
 //!
 //! A feed lives in `feeds/<role>/<device>/` as segments named by their first
-//! seq (`00000001.jsonl`); the newest one grows. This module owns reading lines
-//! out of segments (a torn last line waits, it is never consumed) and the
-//! writer's append: journal first, then the published feed, each fsynced, under
-//! the feed's lock. It does not verify signatures or chains (ingest does).
+//! seq (`00000001.jsonl`); the newest one grows. A segment is sealed once a
+//! later one exists; a sealed segment is never rewritten, but may be replaced
+//! by its gzip form (`00000001.jsonl.gz`, see [`gzip_sealed_segments`]), and
+//! readers take both forms alike. This module owns reading lines out of
+//! segments (a torn last line waits, it is never consumed) and the writer's
+//! append: journal first, then the published feed, each fsynced, under the
+//! feed's lock. It does not verify signatures or chains (ingest does).
 //!
 //! A bulk path, [`FeedWriter::append_batch`], writes a run of records with one
 //! write and one fsync per file instead of two fsyncs per record. It exists to
@@ -18,6 +21,9 @@ use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
+use flate2::Compression;
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
 
 use super::error::{IoContext as _, PathError, StoreError, StoreResult};
 use super::lock::FileLock;
@@ -36,6 +42,8 @@ pub struct Segment {
     pub path: PathBuf,
     /// The seq of its first record (from its name).
     pub first_seq: u64,
+    /// True for a sealed segment in gzip form (`.jsonl.gz`).
+    pub gz: bool,
 }
 
 /// The name of the segment starting at `seq`.
@@ -43,12 +51,22 @@ pub fn segment_name(seq: u64) -> String {
     format!("{seq:08}.jsonl")
 }
 
-/// Parses a segment file name; conflict copies, partial and temp files and
-/// anything else are not segments.
+/// Parses a segment file name, plain (`00000001.jsonl`) or gzip
+/// (`00000001.jsonl.gz`). Conflict copies (`*.sync-conflict-*`, "conflicted
+/// copy"), partial and temp files (`*.partial`, `*.tmp`, `.~tmp~`) and
+/// anything else are not segments: readers ignore them as paths.
 pub fn parse_segment_name(name: &str) -> Option<u64> {
-    let stem = name.strip_suffix(".jsonl")?;
+    parse_segment_file(name).map(|(seq, _)| seq)
+}
+
+/// Like [`parse_segment_name`], also telling whether the file is gzip.
+pub fn parse_segment_file(name: &str) -> Option<(u64, bool)> {
+    let (stem, gz) = match name.strip_suffix(".jsonl.gz") {
+        Some(stem) => (stem, true),
+        None => (name.strip_suffix(".jsonl")?, false),
+    };
     (stem.len() == 8 && stem.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| stem.parse().ok())
+        .then(|| stem.parse().ok().map(|seq| (seq, gz)))
         .flatten()
 }
 
@@ -85,20 +103,104 @@ pub fn list_feeds(feeds: &Path) -> Result<Vec<(FeedId, PathBuf)>, PathError> {
     Ok(out)
 }
 
-/// The segments of one feed folder, by first seq.
+/// The segments of one feed folder, by first seq. When a segment is present
+/// in both forms (a compression that has renamed its gzip file into place but
+/// not yet removed the plain one), only the plain file is listed: both hold
+/// the same records, and readers dedupe by id anyway.
 pub fn list_segments(dir: &Path) -> Result<Vec<Segment>, PathError> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
-        if let Some(first_seq) = entry.file_name().to_str().and_then(parse_segment_name) {
+        if let Some((first_seq, gz)) = entry.file_name().to_str().and_then(parse_segment_file) {
             out.push(Segment {
                 path: entry.path(),
                 first_seq,
+                gz,
             });
         }
     }
-    out.sort_by_key(|s| s.first_seq);
+    // Plain before gzip for one first seq, then keep the first of each.
+    out.sort_by_key(|s| (s.first_seq, s.gz));
+    out.dedup_by_key(|s| s.first_seq);
     Ok(out)
+}
+
+/// The bytes of a segment as records were written: a gzip segment is
+/// decompressed. A gzip file that ends early or is damaged (a copy still in
+/// flight) yields what decodes before the damage; its last line is then torn
+/// and waits, like a plain file's.
+pub fn read_segment(path: &Path) -> Result<Vec<u8>, PathError> {
+    if !is_gz(path) {
+        return fs::read(path).at(path);
+    }
+    let f = File::open(path).at(path)?;
+    let mut buf = Vec::new();
+    match MultiGzDecoder::new(std::io::BufReader::new(f)).read_to_end(&mut buf) {
+        Ok(_) => Ok(buf),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::InvalidInput
+                    | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            Ok(buf)
+        }
+        Err(e) => Err(e).at(path),
+    }
+}
+
+/// True when `path` names a gzip segment.
+pub fn is_gz(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "gz")
+}
+
+/// Replaces every sealed plain segment of the feed folder `feed_dir` by its
+/// gzip form and returns the files written. A segment is sealed once a later
+/// one exists (only the newest grows), so the newest is always left plain.
+///
+/// Each replacement is atomic for readers: the gzip is written to
+/// `<name>.jsonl.gz.tmp` (not a segment name, so ignored), fsynced, renamed
+/// into place, and only then is the plain file removed. A reader that sees both
+/// reads the plain one ([`list_segments`]); one that read the plain file before
+/// and the gzip file after finds the same records by id and applies nothing
+/// twice. Safe to repeat after a crash at any step.
+///
+/// Compress only this device's own feeds: another writer's files belong to it.
+pub fn gzip_sealed_segments(feed_dir: &Path) -> StoreResult<Vec<PathBuf>> {
+    let segments = list_segments(feed_dir)?;
+    let mut written = Vec::new();
+    for seg in segments.iter().take(segments.len().saturating_sub(1)) {
+        if seg.gz {
+            continue;
+        }
+        let plain = fs::read(&seg.path).at(&seg.path)?;
+        let gz_path = feed_dir.join(format!("{}.gz", segment_name(seg.first_seq)));
+        // A gzip form left by an interrupted run is kept only if it is whole.
+        let whole = gz_path.exists() && read_segment(&gz_path)? == plain;
+        if !whole {
+            let tmp = feed_dir.join(format!("{}.gz.tmp", segment_name(seg.first_seq)));
+            let f = File::create(&tmp).at(&tmp)?;
+            let mut enc = GzEncoder::new(f, Compression::default());
+            enc.write_all(&plain).at(&tmp)?;
+            let f = enc.finish().at(&tmp)?;
+            f.sync_all().at(&tmp)?;
+            fs::rename(&tmp, &gz_path).at(&gz_path)?;
+            sync_dir(feed_dir)?;
+            written.push(gz_path);
+        }
+        fs::remove_file(&seg.path).at(&seg.path)?;
+        sync_dir(feed_dir)?;
+    }
+    Ok(written)
+}
+
+/// The feed's `head.json` in `feed_dir`, if it is there and verifies with
+/// `key` for `feed` (a heartbeat and a hint: never trusted over the records).
+pub fn read_head(feed_dir: &Path, feed: &FeedId, key: &VerifyingKey) -> Option<record::HeadClaim> {
+    let bytes = fs::read(feed_dir.join("head.json")).ok()?;
+    record::decode_head(&bytes, feed, key)
 }
 
 /// One complete line read from a file.
@@ -114,11 +216,20 @@ pub struct Line {
 
 /// Reads the complete lines of `path` from `offset`. A last line without its
 /// `\n` is torn (a write in progress, or a crash) and is left for later.
+///
+/// A gzip segment is read decompressed, `offset` counting decompressed bytes.
 pub fn read_lines(path: &Path, offset: u64) -> Result<Vec<Line>, PathError> {
-    let mut f = File::open(path).at(path)?;
-    f.seek(SeekFrom::Start(offset)).at(path)?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).at(path)?;
+    let buf = if is_gz(path) {
+        let mut all = read_segment(path)?;
+        all.drain(..(offset as usize).min(all.len()));
+        all
+    } else {
+        let mut f = File::open(path).at(path)?;
+        f.seek(SeekFrom::Start(offset)).at(path)?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf).at(path)?;
+        buf
+    };
     let mut out = Vec::new();
     let mut start = 0usize;
     while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
@@ -330,6 +441,18 @@ impl FeedWriter {
         }
         let segments = list_segments(&self.dir)?;
         for seg in segments.iter().rev() {
+            if seg.gz {
+                // Sealed and never appended to: no torn tail to cut.
+                let ours = read_lines(&seg.path, 0)?
+                    .into_iter()
+                    .rev()
+                    .filter_map(|l| l.record.ok())
+                    .find(|r| r.header.feed == self.feed && r.verify(key));
+                if ours.is_some() {
+                    return Ok(ours);
+                }
+                continue;
+            }
             let Some(tail) = read_tail(&seg.path)? else {
                 continue;
             };
@@ -374,6 +497,8 @@ impl FeedWriter {
         }
         let segments = list_segments(&self.dir)?;
         let path = match segments.last() {
+            // A gzip segment is sealed: the next record starts a new one.
+            Some(seg) if seg.gz => self.dir.join(segment_name(rec.header.seq)),
             Some(seg) => {
                 let size = fs::metadata(&seg.path).at(&seg.path)?.len();
                 let count = rec.header.seq.saturating_sub(seg.first_seq);
@@ -497,6 +622,7 @@ impl FeedWriter {
             sync_dir(self.dir.parent().expect("feed dir has a parent"))?;
         }
         let mut current: Option<(PathBuf, u64, u64)> = match list_segments(&self.dir)?.pop() {
+            Some(seg) if seg.gz => None,
             Some(seg) => {
                 let size = fs::metadata(&seg.path).at(&seg.path)?.len();
                 Some((seg.path, seg.first_seq, size))

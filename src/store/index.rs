@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use sha2::{Digest as _, Sha256};
 
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
-use crate::core::ids::sha256_hex;
+use crate::core::ids::{RecordId, sha256_hex};
 use crate::core::message::Message;
 
 /// The schema version; part of the file name.
@@ -108,7 +108,8 @@ const DERIVED_TABLES: &[&str] = &[
 /// A line or feed that ingest could not apply.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
-    /// `garbage`, `quarantine`, `fork`, `unknown_op` or `unadmitted`.
+    /// `garbage`, `quarantine`, `fork`, `unknown_op`, `unadmitted`,
+    /// `second_claim`, `held` or `clock`.
     pub kind: String,
     /// The segment file, relative to the channel folder.
     pub path: String,
@@ -407,6 +408,38 @@ impl Index {
                 e.key.id.hex()
             ])
             .db(p)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every derived row of one message (inside the caller's
+    /// transaction): its send was taken back (a fork). Its search rows leave
+    /// the full-text index too.
+    pub fn remove_message(&self, id: &RecordId) -> StoreResult<()> {
+        let p = &self.path;
+        let id = id.hex();
+        let done: i64 = self
+            .conn
+            .prepare_cached("SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0)")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .db(p)?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO bodies_fts(bodies_fts, rowid, topic, body) \
+                 SELECT 'delete', rowid, topic, body FROM bodies WHERE message_id = ?1 AND rowid <= ?2",
+            )
+            .and_then(|mut s| s.execute(params![id, done]))
+            .db(p)?;
+        for sql in [
+            "DELETE FROM bodies WHERE message_id = ?1",
+            "DELETE FROM events WHERE message_id = ?1",
+            "DELETE FROM deliveries WHERE message_id = ?1",
+            "DELETE FROM messages WHERE id = ?1",
+        ] {
+            self.conn
+                .prepare_cached(sql)
+                .and_then(|mut s| s.execute([&id]))
+                .db(p)?;
         }
         Ok(())
     }

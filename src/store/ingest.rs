@@ -9,9 +9,20 @@
 //! messages they touch. Reading is tolerant: nothing here panics or stops on a
 //! bad line, and every skip is recorded in `problems`.
 //!
+//! Time only holds, never rejects: a record dated more than
+//! [`HOLD_AHEAD_MS`] past local time is held (not applied, not witnessed,
+//! recorded as a `held` problem) and looked at again on every pass; more
+//! than [`CLOCK_ALARM_MS`] ahead also raises a `clock` alarm for its feed.
+//!
+//! A fork (two valid records at one seq of a feed) takes back every record of
+//! that feed from the forked seq on, whichever branch arrived first, and
+//! freezes the feed after the last common record: every machine ends in the
+//! same state whatever order the branches arrive in. The lines stay in the
+//! files as proof and the `fork` problem names both records.
+//!
 //! Runs inside the caller's write transaction; it never writes feed files.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -30,6 +41,11 @@ use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::message::{Applied, Message};
 use crate::core::op::{Op, Send};
 use crate::core::record::{self, Record, parse_pubkey};
+
+/// A record dated more than this far past local time is held.
+pub const HOLD_AHEAD_MS: i64 = 5 * 60 * 1000;
+/// A record dated more than this far past local time also raises a clock alarm.
+pub const CLOCK_ALARM_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// What one ingest pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -88,6 +104,10 @@ pub struct Ingest<'a, 'p> {
     fresh: HashMap<RecordId, SendRow>,
     report: IngestReport,
     progress: Option<&'p mut dyn FnMut(u64)>,
+    /// Local wall-clock time of this pass (ms), for holding future records.
+    now_ms: i64,
+    /// Records held on an earlier pass (their `held` problems go once applied).
+    held: HashSet<String>,
 }
 
 impl<'a, 'p> Ingest<'a, 'p> {
@@ -107,7 +127,30 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
     ) -> StoreResult<IngestReport> {
+        Self::run_full(index, dir, cache, progress, super::channel::now_ms())
+    }
+
+    /// Like [`Self::run`], as if local time were `now_ms`: records dated
+    /// past it are held (see the module docs).
+    pub fn run_at(
+        index: &'a Index,
+        dir: &'a ChannelDir,
+        cache: &mut ScanCache,
+        now_ms: i64,
+    ) -> StoreResult<IngestReport> {
+        Self::run_full(index, dir, cache, None, now_ms)
+    }
+
+    fn run_full(
+        index: &'a Index,
+        dir: &'a ChannelDir,
+        cache: &mut ScanCache,
+        progress: Option<&'p mut dyn FnMut(u64)>,
+        now_ms: i64,
+    ) -> StoreResult<IngestReport> {
         let mut me = Self {
+            now_ms,
+            held: HashSet::new(),
             progress,
             index,
             dir,
@@ -118,6 +161,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             report: IngestReport::default(),
         };
         me.load_feeds()?;
+        me.load_held()?;
         for (feed, path) in me.feed_dirs(cache)? {
             me.ingest_feed(&feed, &path, cache)?;
         }
@@ -195,6 +239,20 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     dirty: false,
                 },
             );
+        }
+        Ok(())
+    }
+
+    fn load_held(&mut self) -> StoreResult<()> {
+        let p = self.index.path();
+        let mut st = self
+            .index
+            .conn()
+            .prepare_cached("SELECT record FROM problems WHERE kind = 'held' AND record IS NOT NULL")
+            .db(p)?;
+        let rows = st.query_map([], |r| r.get::<_, String>(0)).db(p)?;
+        for r in rows {
+            self.held.insert(r.db(p)?);
         }
         Ok(())
     }
@@ -315,9 +373,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
             cache.files.insert(path.to_path_buf(), (len, mtime));
             return Ok(None);
         }
+        // A gzip segment is sealed: once read it never grows, so a change
+        // means a rewrite and it is read again from the start (its records
+        // are known by id and cost a lookup each).
+        let gz = feed::is_gz(path);
         let start = match &cursor {
             Some((_, _, offset, tail_len, tail_hash))
-                if len >= *offset as u64
+                if !gz
+                    && len >= *offset as u64
                     && tail_matches(path, *offset as u64, *tail_len as u64, tail_hash) =>
             {
                 *offset as u64
@@ -345,7 +408,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 }
             }
         }
-        let (tail_len, tail_hash) = if consumed == start {
+        let (tail_len, tail_hash) = if gz {
+            (0, String::new())
+        } else if consumed == start {
             match &cursor {
                 Some((_, _, _, tl, th)) if start > 0 => (*tl as u64, th.clone()),
                 _ => (0, String::new()),
@@ -527,11 +592,41 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     rec.header.seq - 1
                 );
                 self.problem("fork", rel, offset, Some(&rec), feed, &reason)?;
+                // Neither branch stands: take back what this machine applied
+                // from the forked seq on, so every machine ends in the same
+                // state whichever branch reached it first.
+                let head = self.rollback_from(feed, rec.header.seq)?;
                 let st = self.feed_state(feed);
                 st.frozen = Some(reason);
+                st.head = head;
                 st.dirty = true;
                 return Ok(Verdict::Consumed);
             }
+        }
+        let ahead = rec.header.hlc.ms().saturating_sub(self.now_ms);
+        if ahead > HOLD_AHEAD_MS {
+            let reason = format!(
+                "seq {} is dated {} ahead of this machine's clock: held (not applied) until the \
+                 clock catches up",
+                rec.header.seq,
+                span(ahead)
+            );
+            self.problem("held", rel, offset, Some(&rec), feed, &reason)?;
+            self.held.insert(rec.id.hex());
+            if ahead > CLOCK_ALARM_MS {
+                let reason = format!(
+                    "clock of feed {feed} is {} ahead of this machine's (seq {}): its records are \
+                     held; check that device's clock",
+                    span(ahead),
+                    rec.header.seq
+                );
+                self.problem("clock", rel, offset, Some(&rec), feed, &reason)?;
+            }
+            return Ok(Verdict::Wait(format!(
+                "held: seq {} is dated {} ahead",
+                rec.header.seq,
+                span(ahead)
+            )));
         }
         let Some(op) = rec.op.clone() else {
             let reason = format!(
@@ -548,7 +643,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             self.problem("quarantine", rel, offset, Some(&rec), feed, &why)?;
             return Ok(Verdict::Consumed);
         }
-        self.accept(feed, &rec, &op)?;
+        self.accept(feed, &rec, &op, rel, offset)?;
         Ok(Verdict::Consumed)
     }
 
@@ -565,8 +660,81 @@ impl<'a, 'p> Ingest<'a, 'p> {
         Ok(id.as_deref().and_then(RecordId::parse))
     }
 
-    fn accept(&mut self, feed: &FeedId, rec: &Record, op: &Op) -> StoreResult<()> {
+    /// Takes back every accepted record of `feed` from `seq` on (a fork):
+    /// their rows go, the messages they touched are folded again, and
+    /// messages they created vanish. Returns the feed's new head.
+    fn rollback_from(&mut self, feed: &FeedId, seq: u64) -> StoreResult<Option<Head>> {
         let p = self.index.path();
+        let conn = self.index.conn();
+        let gone: Vec<(i64, String, String)> = conn
+            .prepare_cached("SELECT n, id, op FROM records WHERE feed = ?1 AND seq >= ?2")
+            .and_then(|mut s| {
+                s.query_map(params![feed.to_string(), seq as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
+                .collect::<Result<_, _>>()
+            })
+            .db(p)?;
+        for (n, id, op) in &gone {
+            let targets: Vec<String> = conn
+                .prepare_cached("SELECT target FROM targets WHERE n = ?1")
+                .and_then(|mut s| s.query_map([n], |r| r.get(0))?.collect::<Result<_, _>>())
+                .db(p)?;
+            conn.prepare_cached("DELETE FROM targets WHERE n = ?1")
+                .and_then(|mut s| s.execute([n]))
+                .db(p)?;
+            conn.prepare_cached("DELETE FROM records WHERE n = ?1")
+                .and_then(|mut s| s.execute([n]))
+                .db(p)?;
+            self.touched
+                .extend(targets.iter().filter_map(|t| RecordId::parse(t)));
+            if op == "send"
+                && let Some(rid) = RecordId::parse(id)
+            {
+                self.touched.remove(&rid);
+                self.fresh.remove(&rid);
+                self.index.remove_message(&rid)?;
+            }
+        }
+        let head: Option<(i64, String, i64, i64)> = conn
+            .prepare_cached(
+                "SELECT seq, id, ms, c FROM records WHERE feed = ?1 ORDER BY seq DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row([feed.to_string()], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .optional()
+            })
+            .db(p)?;
+        Ok(head.and_then(|(seq, id, ms, c)| {
+            Some(Head {
+                seq: seq as u64,
+                id: RecordId::parse(&id)?,
+                hlc: Hlc(ms, c as u32),
+            })
+        }))
+    }
+
+    fn accept(
+        &mut self,
+        feed: &FeedId,
+        rec: &Record,
+        op: &Op,
+        rel: &str,
+        offset: u64,
+    ) -> StoreResult<()> {
+        let p = self.index.path();
+        if !self.held.is_empty() && self.held.remove(&rec.id.hex()) {
+            // Held on an earlier pass; the clock has caught up.
+            self.index
+                .conn()
+                .prepare_cached(
+                    "DELETE FROM problems WHERE kind IN ('held', 'clock') AND record = ?1",
+                )
+                .and_then(|mut s| s.execute([rec.id.hex()]))
+                .db(p)?;
+        }
         let role = self.feed_state(feed).role.clone();
         let conn = self.index.conn();
         conn.prepare_cached(
@@ -600,7 +768,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
             Op::Admit(a) => {
                 let key = parse_pubkey(&a.pubkey);
                 let target = self.feed_state(&a.feed);
-                if target.pubkey.is_none() {
+                if let Some(first) = target.pubkey
+                    && key != Some(first)
+                {
+                    // A feed has one key; the first admit in the owner's feed
+                    // stands and a second claim is an alarm, never applied.
+                    let reason = format!(
+                        "second claim of feed {}: admitted with key {}…, a later admit names key \
+                         {}…; the first key stands",
+                        a.feed,
+                        &record::pubkey_hex(&first)[..12],
+                        a.pubkey.get(..12).unwrap_or(&a.pubkey)
+                    );
+                    let claimed = a.feed.clone();
+                    self.problem("second_claim", rel, offset, Some(rec), &claimed, &reason)?;
+                } else if target.pubkey.is_none() {
                     target.pubkey = key;
                     target.role = a.role.to_string();
                     target.dirty = true;
@@ -805,6 +987,16 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
         Op::FeedInit(_) => None,
         _ if rec.header.seq == 1 => Some("a role feed must start with feed_init".into()),
         _ => None,
+    }
+}
+
+/// A duration in words for alarms: "2 d 0 h", "1 h 0 min", "7 min".
+fn span(ms: i64) -> String {
+    let min = ms / 60_000;
+    match min {
+        m if m >= 24 * 60 => format!("{} d {} h", m / (24 * 60), m % (24 * 60) / 60),
+        m if m >= 60 => format!("{} h {} min", m / 60, m % 60),
+        m => format!("{m} min"),
     }
 }
 

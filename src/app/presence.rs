@@ -1,0 +1,139 @@
+//! Presence: which devices write for each role, and when each was last heard.
+//!
+//! A feed's `head.json` is its heartbeat: rewritten with every record its
+//! device writes, signed with the feed's key. A device was last heard from at
+//! the later of its newest record here and its verified head; a head that
+//! fails its signature (a hand edit, a lie about its seq) is ignored, and a
+//! head is never trusted over the records (it never applies anything).
+//!
+//! Owns the presence fields of `list_roles` and the `tentative_since` mark of
+//! `channel_status`. It reads the index and the heads; it writes nothing.
+
+use std::collections::BTreeMap;
+
+use rusqlite::OptionalExtension as _;
+use serde_json::{Value, json};
+
+use super::refusal::AppResult;
+use super::session::Session;
+use crate::core::ids::FeedId;
+use crate::core::record::parse_pubkey;
+use crate::core::timestamp::format_rfc3339;
+use crate::store::error::SqlContext as _;
+use crate::store::feed::read_head;
+
+/// One device's feed of one role, as seen from here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Device {
+    /// The feed (`<role>/<device>`).
+    pub feed: FeedId,
+    /// Records of the feed accepted here.
+    pub records: u64,
+    /// When it was last heard from (ms), from its newest record or its head.
+    pub last_heard_ms: Option<i64>,
+    /// Records its verified head announces that have not arrived here yet.
+    pub missing: u64,
+    /// Why the feed is frozen, if it is.
+    pub frozen: Option<String>,
+    /// True for this device's own feed.
+    pub this_device: bool,
+}
+
+/// Every admitted role feed known to the index, with its presence.
+pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
+    let ix = s.index();
+    let p = ix.path();
+    let me = s.channel().device().id.clone();
+    let feeds_dir = s.channel().dir().feeds();
+    let mut st = ix
+        .conn()
+        .prepare_cached(
+            "SELECT feed, pubkey, head_seq, head_ms, frozen FROM feeds \
+             WHERE pubkey IS NOT NULL ORDER BY feed",
+        )
+        .db(p)?;
+    let rows: Vec<(String, String, i64, Option<i64>, Option<String>)> = st
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .db(p)?
+        .collect::<Result<_, _>>()
+        .db(p)?;
+    let mut out = Vec::new();
+    for (feed, pubkey, seq, ms, frozen) in rows {
+        let Ok(feed) = FeedId::try_from(feed) else {
+            continue;
+        };
+        if feed.is_owner() {
+            continue;
+        }
+        let records = seq.max(0) as u64;
+        let head = parse_pubkey(&pubkey).and_then(|key| {
+            read_head(&feeds_dir.join(feed.role()).join(feed.device()), &feed, &key)
+        });
+        let last_heard_ms = match (ms, head) {
+            (Some(ms), Some(h)) => Some(ms.max(h.hlc.ms())),
+            (ms, h) => ms.or(h.map(|h| h.hlc.ms())),
+        };
+        out.push(Device {
+            this_device: feed.device() == me,
+            missing: head.map_or(0, |h| h.seq.saturating_sub(records)),
+            feed,
+            records,
+            last_heard_ms,
+            frozen,
+        });
+    }
+    Ok(out)
+}
+
+/// list_roles' `devices`: for every role of the roster, its devices.
+pub fn devices_by_role(s: &Session) -> AppResult<Value> {
+    let mut by_role: BTreeMap<String, Vec<Value>> = s
+        .roster()
+        .into_iter()
+        .map(|r| (r.to_string(), Vec::new()))
+        .collect();
+    for d in devices(s)? {
+        let mut v = json!({
+            "device": d.feed.device(),
+            "feed": d.feed.to_string(),
+            "records": d.records,
+            "last_heard_at": d.last_heard_ms.map(format_rfc3339),
+            "this_device": d.this_device,
+        });
+        if d.missing > 0 {
+            v["missing"] = json!(d.missing);
+        }
+        if let Some(f) = d.frozen {
+            v["frozen"] = json!(f);
+        }
+        by_role.entry(d.feed.role().to_owned()).or_default().push(v);
+    }
+    Ok(json!(by_role))
+}
+
+/// The time from which the channel's order is still tentative: the earliest
+/// last-heard time among other devices' live feeds, when records sorting
+/// after it are already here. Such a device may have written records we have
+/// not received yet; they will sort from its last-heard time on, before some
+/// of what is shown. `None` when every other device has been heard from since
+/// the newest record (or there is no other device).
+pub fn tentative_since(s: &Session) -> AppResult<Option<i64>> {
+    let earliest = devices(s)?
+        .into_iter()
+        .filter(|d| !d.this_device && d.frozen.is_none())
+        .filter_map(|d| d.last_heard_ms)
+        .min();
+    let Some(earliest) = earliest else {
+        return Ok(None);
+    };
+    let ix = s.index();
+    let newest: Option<i64> = ix
+        .conn()
+        .prepare_cached("SELECT max(ms) FROM records")
+        .and_then(|mut st| st.query_row([], |r| r.get(0)).optional())
+        .db(ix.path())?
+        .flatten();
+    Ok(newest.filter(|n| *n > earliest).map(|_| earliest))
+}
