@@ -992,7 +992,7 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
 
 /// A duration in words for alarms: "2 d 0 h", "1 h 0 min", "7 min".
 fn span(ms: i64) -> String {
-    let min = ms / 60_000;
+    let min = (ms + 30_000) / 60_000;
     match min {
         m if m >= 24 * 60 => format!("{} d {} h", m / (24 * 60), m % (24 * 60) / 60),
         m if m >= 60 => format!("{} h {} min", m / 60, m % 60),

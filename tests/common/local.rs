@@ -26,6 +26,11 @@ impl Local {
         Self { tmp, dir, home }
     }
 
+    /// The home's folder (what `COUNTERSIGN_HOME` names).
+    pub fn home_root(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
     /// Opens the channel (a fresh index handle, as another process would).
     pub fn channel(&self) -> Channel {
         open(&self.dir, &self.home)
