@@ -937,3 +937,104 @@ fn list_roles_shows_devices_and_channel_status_marks_what_is_tentative() {
     let v = status::channel_status(&mut sa).unwrap();
     assert!(v.get("tentative_since").is_none(), "{v}");
 }
+
+// ---------------------------------------------------------------------------------------
+// A git checkout under a waiting call
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@example.invalid",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test]
+async fn a_git_checkout_rewriting_many_files_wakes_a_wait_once_with_the_right_result() {
+    let l = Local::new(&["a", "b", "c"]);
+    git(&l.dir, &["init", "-q"]);
+    {
+        let (mut sb, mut sc) = (l.session("b"), l.session("c"));
+        send(&mut sb, "a", "old from b", "x");
+        send(&mut sc, "a", "old from c", "x");
+        send(&mut l.session("a"), "b", "old from a", "x");
+    }
+    git(&l.dir, &["add", "-A"]);
+    git(&l.dir, &["commit", "-q", "-m", "before"]);
+    // The other side of the pull: news for a, and enough else that the
+    // checkout rewrites and creates many files at once.
+    {
+        let (mut sb, mut sc) = (l.session("b"), l.session("c"));
+        send(&mut sb, "a", "new from b", "x");
+        send(&mut sc, "a", "new from c", "x");
+    }
+    bulk_sends(&l, 600);
+    git(&l.dir, &["add", "-A"]);
+    git(&l.dir, &["commit", "-q", "-m", "after"]);
+    let after = git(&l.dir, &["rev-parse", "HEAD"]);
+    let mut writer = l.channel();
+    let want = digest(&mut writer);
+    git(&l.dir, &["checkout", "-q", "HEAD~1"]);
+
+    // Another machine, waiting for a's mail with the older files in place.
+    let home = l.tmp.path().join("reader");
+    let client = common::Client::spawn(&home, &l.dir, "a").await;
+    let v = client
+        .call("channel_status", serde_json::json!({}))
+        .await
+        .ok();
+    assert_eq!(v["unread"], 2, "{v}");
+    let waiting = tokio::spawn(async move {
+        let v = client
+            .call(
+                "wait_for_mail",
+                serde_json::json!({"timeout_s": 40, "poll_interval_s": 30}),
+            )
+            .await
+            .ok();
+        (v, client)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(!waiting.is_finished(), "nothing new yet");
+    git(&l.dir, &["checkout", "-q", &after]);
+    let (v, client) = tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
+        .await
+        .expect("woken by the checkout")
+        .unwrap();
+    assert_eq!(v["timed_out"], false, "{v}");
+    assert_eq!(v["pending"]["unread"], 4, "{v}");
+    assert_eq!(v["pending_at_entry"]["unread"], 2, "{v}");
+    // The rest of the burst is not news: the next wait finds nothing new.
+    let v = client
+        .call(
+            "wait_for_mail",
+            serde_json::json!({"timeout_s": 1, "poll_interval_s": 0.2}),
+        )
+        .await
+        .ok();
+    assert_eq!(v["timed_out"], true, "{v}");
+    client.close().await;
+    // Nothing applied twice: the reader's index is the writer's state, record
+    // for record.
+    let mut r = local::open(&l.dir, &Home::at(home));
+    assert_eq!(digest(&mut r), want);
+    assert_eq!(messages(&r), 605);
+    assert!(problems(&r).is_empty(), "{:?}", problems(&r));
+    let count = |ch: &Channel| -> i64 {
+        ch.index()
+            .conn()
+            .query_row("SELECT count(*) FROM records", [], |x| x.get(0))
+            .unwrap()
+    };
+    assert_eq!(count(&r), count(&writer));
+}
