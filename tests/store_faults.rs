@@ -268,6 +268,27 @@ fn sealed_segments_gzip_in_place_and_every_reader_takes_both_forms() {
 }
 
 #[test]
+fn the_compress_command_gzips_only_this_devices_sealed_segments() {
+    let l = Local::new(&["a", "b"]);
+    bulk_sends(&l, 1100);
+    let mine = l.feed_dir("a");
+    // Another writer's folder, as sync brought it: not ours to rewrite.
+    let theirs = l.dir.join("feeds").join("a").join("else-000001");
+    copy_dir(&mine, &theirs);
+    let out = cli(&l.home_root(), &l.dir, &["compress"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 sealed segment(s) compressed"),
+        "{out:?}"
+    );
+    let gz = |dir: &Path| -> Vec<bool> {
+        list_segments(dir).unwrap().iter().map(|s| s.gz).collect()
+    };
+    assert_eq!(gz(&mine), vec![true, true, false]);
+    assert_eq!(gz(&theirs), vec![false, false, false]);
+}
+
+#[test]
 fn a_lost_newest_segment_after_gzip_is_republished_into_a_new_plain_one() {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");

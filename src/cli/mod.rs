@@ -4,6 +4,7 @@
 
 mod bench;
 mod bench_wake;
+mod compress;
 mod demo;
 mod hook;
 mod inbox;
@@ -61,6 +62,9 @@ enum Command {
     Verify(verify::Args),
     /// Rebuild this device's index of the channel from the feeds.
     Reindex(reindex::Args),
+    /// Gzip the sealed segments of this device's own feeds (for folders synced with rclone;
+    /// under git keep them plain). Readers take .jsonl and .jsonl.gz alike.
+    Compress(compress::Args),
     /// Measure rebuild, ingest, tool latency and memory against the budgets, on a throwaway channel.
     Bench(bench::Args),
     /// Play a short exchange between two roles on a throwaway channel, through the real
@@ -91,6 +95,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Log(a) => log::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
+        Command::Compress(a) => compress::run(&cli, a),
         Command::Bench(a) => bench::run(&cli, a),
         Command::Demo(a) => demo::run(&cli, a),
         Command::Status(a) => status::run(&cli, a),

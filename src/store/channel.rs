@@ -172,6 +172,24 @@ impl Channel {
         result
     }
 
+    /// Gzips the sealed segments of this device's own feeds
+    /// ([`super::feed::gzip_sealed_segments`]), each under its feed's lock, and
+    /// returns the files written. Other writers' feeds are never touched: their
+    /// files are theirs. Meant for folders synced by rclone (smaller uploads of
+    /// immutable files); under git keep segments plain, git compresses its own
+    /// objects and a gzip file defeats its deltas.
+    pub fn gzip_own_segments(&self) -> StoreResult<Vec<PathBuf>> {
+        let mut written = Vec::new();
+        for (feed, dir) in super::feed::list_feeds(&self.dir.feeds())? {
+            if feed.device() != self.device.id {
+                continue;
+            }
+            let _lock = self.feed_writer(feed).lock()?;
+            written.extend(super::feed::gzip_sealed_segments(&dir)?);
+        }
+        Ok(written)
+    }
+
     /// The writer for `role` on this device, set up on first use: on the
     /// owner's machine the role key is created, admitted by the owner and
     /// announced with `feed_init`. Elsewhere a device without the role's key
