@@ -245,7 +245,10 @@ fn sealed_segments_gzip_in_place_and_every_reader_takes_both_forms() {
     assert_eq!(both.index().digest().unwrap(), d);
     assert!(problems(&both).is_empty());
     assert!(gzip_sealed_segments(&dir).unwrap().is_empty());
-    assert!(!dir.join("00000001.jsonl").exists(), "the rerun finishes it");
+    assert!(
+        !dir.join("00000001.jsonl").exists(),
+        "the rerun finishes it"
+    );
 
     // The writer goes on in the newest segment; readers follow.
     send(&mut s, "b", "after", "compression");
@@ -281,9 +284,8 @@ fn the_compress_command_gzips_only_this_devices_sealed_segments() {
         String::from_utf8_lossy(&out.stdout).contains("2 sealed segment(s) compressed"),
         "{out:?}"
     );
-    let gz = |dir: &Path| -> Vec<bool> {
-        list_segments(dir).unwrap().iter().map(|s| s.gz).collect()
-    };
+    let gz =
+        |dir: &Path| -> Vec<bool> { list_segments(dir).unwrap().iter().map(|s| s.gz).collect() };
     assert_eq!(gz(&mine), vec![true, true, false]);
     assert_eq!(gz(&theirs), vec![false, false, false]);
 }
@@ -339,7 +341,10 @@ fn bytes_missing_mid_file_wait_for_the_missing_records() {
     let report = r.reindex(None).unwrap();
     assert_eq!(messages(&r), 2, "m0 and m1; m3 and m4 wait");
     assert!(
-        report.waiting.iter().any(|w| w.contains("seq 4 is missing")),
+        report
+            .waiting
+            .iter()
+            .any(|w| w.contains("seq 4 is missing")),
         "{report:?}"
     );
     assert!(problems(&r).is_empty(), "a gap is no problem");
@@ -476,7 +481,10 @@ fn a_later_segment_arriving_first_waits_for_the_earlier_one() {
     let mut r = local::open(&copy, &Home::at(l.tmp.path().join("r")));
     let report = r.catch_up().unwrap();
     assert!(
-        report.waiting.iter().any(|w| w.contains("seq 1 is missing")),
+        report
+            .waiting
+            .iter()
+            .any(|w| w.contains("seq 1 is missing")),
         "{report:?}"
     );
     assert_eq!(messages(&r), 0);
@@ -541,11 +549,7 @@ fn records_dated_ahead_are_held_and_two_days_ahead_raise_a_clock_alarm() {
     let report = r.catch_up().unwrap();
     assert_eq!(messages(&r), 2, "neither is applied");
     assert_eq!(
-        report
-            .waiting
-            .iter()
-            .filter(|w| w.contains("held"))
-            .count(),
+        report.waiting.iter().filter(|w| w.contains("held")).count(),
         2,
         "{report:?}"
     );
@@ -553,8 +557,9 @@ fn records_dated_ahead_are_held_and_two_days_ahead_raise_a_clock_alarm() {
     let count = |k: &str| p.iter().filter(|(kind, _)| kind == k).count();
     assert_eq!((count("held"), count("clock")), (2, 1), "{p:?}");
     assert!(
-        p.iter()
-            .any(|(k, why)| k == "clock" && why.contains("clock of feed b/") && why.contains("2 d")),
+        p.iter().any(|(k, why)| k == "clock"
+            && why.contains("clock of feed b/")
+            && why.contains("2 d")),
         "{p:?}"
     );
     // Re-checked on every pass, reported once.
@@ -703,7 +708,11 @@ fn a_head_that_lies_about_its_seq_changes_nothing() {
     let d = digest(&mut r);
     let head = fs::read_to_string(dir.join("head.json")).unwrap();
     // A hand edit: the signature no longer matches, so it is ignored.
-    fs::write(dir.join("head.json"), head.replace("\"seq\":2", "\"seq\":999")).unwrap();
+    fs::write(
+        dir.join("head.json"),
+        head.replace("\"seq\":2", "\"seq\":999"),
+    )
+    .unwrap();
     assert_eq!(digest(&mut r), d);
     assert!(problems(&r).is_empty());
     let mut sr = session_on(reader(&l, "r"), "b");
@@ -735,9 +744,12 @@ fn a_head_that_lies_about_its_seq_changes_nothing() {
 // ---------------------------------------------------------------------------------------
 // Forks and trust
 
+/// Lines of a file, each with its `\n`.
+type Lines = Vec<Vec<u8>>;
+
 /// A home copied to a second machine: both write feed `a` from seq 3 on.
 /// Returns the lines of the two branches after the common prefix.
-fn forked(l: &Local) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn forked(l: &Local) -> (Lines, Lines, Lines) {
     let mut s = l.session("a");
     send(&mut s, "b", "common", "x");
     drop(s);
@@ -768,7 +780,13 @@ fn a_fork_is_kept_as_proof_frozen_after_the_last_common_record_and_reported() {
     assert_eq!(messages(&early), 3);
     // git's union merge puts both branches in the file, in either order.
     let merged = |first: &[Vec<u8>], second: &[Vec<u8>]| -> Vec<u8> {
-        common.iter().chain(first).chain(second).flatten().copied().collect()
+        common
+            .iter()
+            .chain(first)
+            .chain(second)
+            .flatten()
+            .copied()
+            .collect()
     };
     fs::write(&seg, merged(&one, &two)).unwrap();
     let mut a = reader(&l, "ra");
@@ -793,11 +811,9 @@ fn a_fork_is_kept_as_proof_frozen_after_the_last_common_record_and_reported() {
         let frozen: Option<String> = ch
             .index()
             .conn()
-            .query_row(
-                "SELECT frozen FROM feeds WHERE feed LIKE 'a/%'",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT frozen FROM feeds WHERE feed LIKE 'a/%'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert!(frozen.is_some());
     }
@@ -854,7 +870,7 @@ fn trust_alarms_second_claim_unadmitted_key_and_record_for_another_feed() {
         &owner,
         now_ms(),
         &Op::Admit(Admit {
-            feed: a_feed.clone(),
+            feed: a_feed,
             pubkey: pubkey_hex(&intruder.verifying_key()),
             role: Role::new("a").unwrap(),
         }),
@@ -866,7 +882,7 @@ fn trust_alarms_second_claim_unadmitted_key_and_record_for_another_feed() {
     let rogue = FeedId::new("a", "rogue-000001").unwrap();
     let init = record::encode(
         &Header {
-            ch: ch.clone(),
+            ch,
             feed: rogue,
             seq: 1,
             prev: None,
@@ -902,11 +918,7 @@ fn trust_alarms_second_claim_unadmitted_key_and_record_for_another_feed() {
     for k in want {
         assert!(alarms.contains(&k.to_owned()), "{k} in {v}");
     }
-    let out = cli(
-        &l.tmp.path().join("r"),
-        &l.dir,
-        &["status", "--role", "a"],
-    );
+    let out = cli(&l.tmp.path().join("r"), &l.dir, &["status", "--role", "a"]);
     let view: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(alarm_kinds(&view).len(), 3, "{view}");
     let out = cli(&l.tmp.path().join("v"), &l.dir, &["verify"]);
@@ -929,7 +941,11 @@ fn list_roles_shows_devices_and_channel_status_marks_what_is_tentative() {
     // A second device: its home briefly holds the owner key to admit its feed.
     let home2 = Home::at(l.tmp.path().join("device2"));
     home2
-        .store_key(&ch, "owner", &l.home.load_key(&ch, "owner").unwrap().unwrap())
+        .store_key(
+            &ch,
+            "owner",
+            &l.home.load_key(&ch, "owner").unwrap().unwrap(),
+        )
         .unwrap();
     let mut sa = l.session("a");
     let mut sb = session_on(local::open(&l.dir, &home2), "b");
@@ -945,7 +961,9 @@ fn list_roles_shows_devices_and_channel_status_marks_what_is_tentative() {
     assert_eq!(b[0]["this_device"], false);
     assert_eq!(b[0]["device"], home2.device().unwrap().id);
     assert_eq!(a[0]["records"], 2);
-    assert!(common::is_rfc3339_ms(b[0]["last_heard_at"].as_str().unwrap()));
+    assert!(common::is_rfc3339_ms(
+        b[0]["last_heard_at"].as_str().unwrap()
+    ));
     // b has been heard from since everything here: nothing is tentative.
     let v = status::channel_status(&mut sa).unwrap();
     assert!(v.get("tentative_since").is_none(), "{v}");

@@ -39,6 +39,9 @@ pub struct Device {
     pub this_device: bool,
 }
 
+/// A row of the index's `feeds` table: feed, key, head seq, head ms, frozen.
+type FeedRow = (String, String, i64, Option<i64>, Option<String>);
+
 /// Every admitted role feed known to the index, with its presence.
 pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
     let ix = s.index();
@@ -52,7 +55,7 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
              WHERE pubkey IS NOT NULL ORDER BY feed",
         )
         .db(p)?;
-    let rows: Vec<(String, String, i64, Option<i64>, Option<String>)> = st
+    let rows: Vec<FeedRow> = st
         .query_map([], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })
@@ -69,7 +72,11 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
         }
         let records = seq.max(0) as u64;
         let head = parse_pubkey(&pubkey).and_then(|key| {
-            read_head(&feeds_dir.join(feed.role()).join(feed.device()), &feed, &key)
+            read_head(
+                &feeds_dir.join(feed.role()).join(feed.device()),
+                &feed,
+                &key,
+            )
         });
         let last_heard_ms = match (ms, head) {
             (Some(ms), Some(h)) => Some(ms.max(h.hlc.ms())),

@@ -350,11 +350,17 @@ mod tests {
         let got = decode_head(head.as_bytes(), &feed, &key().verifying_key()).unwrap();
         assert_eq!((got.seq, got.id, got.hlc), (7, id, Hlc(5, 1)));
         let lie = head.replace("\"seq\":7", "\"seq\":9");
-        assert_eq!(decode_head(lie.as_bytes(), &feed, &key().verifying_key()), None);
+        assert_eq!(
+            decode_head(lie.as_bytes(), &feed, &key().verifying_key()),
+            None
+        );
         let other = SigningKey::from_bytes(&[8u8; 32]).verifying_key();
         assert_eq!(decode_head(head.as_bytes(), &feed, &other), None);
         let elsewhere = FeedId::new("backend", "other-000001").unwrap();
-        assert_eq!(decode_head(head.as_bytes(), &elsewhere, &key().verifying_key()), None);
+        assert_eq!(
+            decode_head(head.as_bytes(), &elsewhere, &key().verifying_key()),
+            None
+        );
     }
 
     #[test]

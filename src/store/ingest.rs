@@ -248,7 +248,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut st = self
             .index
             .conn()
-            .prepare_cached("SELECT record FROM problems WHERE kind = 'held' AND record IS NOT NULL")
+            .prepare_cached(
+                "SELECT record FROM problems WHERE kind = 'held' AND record IS NOT NULL",
+            )
             .db(p)?;
         let rows = st.query_map([], |r| r.get::<_, String>(0)).db(p)?;
         for r in rows {
