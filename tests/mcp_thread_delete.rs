@@ -258,7 +258,8 @@ async fn list_roles_answers_the_sorted_roster() {
     let v = fe.call("list_roles", json!({})).await.ok();
     assert_eq!(
         v,
-        json!({"roles": ["backend", "frontend", "infra"], "you": "frontend", "source": "channel-registry"})
+        json!({"roles": ["backend", "frontend", "infra"], "you": "frontend", "source": "channel-registry",
+               "devices": {"backend": [], "frontend": [], "infra": []}})
     );
     // The roster holds roles that never spoke, and answers the same to everyone but `you`.
     let infra = ch.client("infra").await;
