@@ -389,7 +389,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
             }
             _ => 0,
         };
-        let lines = feed::read_lines(path, start)?;
+        let lines = match feed::read_lines(path, start) {
+            Ok(lines) => lines,
+            // Gone between the listing and the read (a segment replaced by
+            // its gzip form, a checkout): the folder changed, so the next
+            // pass lists it again.
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
         if let Some(p) = self.progress.as_mut() {
             p(len.saturating_sub(start));
         }
