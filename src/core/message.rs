@@ -318,8 +318,17 @@ impl Message {
                 });
                 self.event(rec, format!("work_status:{}", w.value), w.note.clone());
             }
-            // Creation and membership ops never target a message.
-            Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) => {}
+            // Creation, membership and channel-wide ops never target a message.
+            Op::Send(_)
+            | Op::FeedInit(_)
+            | Op::Admit(_)
+            | Op::Revise(_)
+            | Op::Ack(_)
+            | Op::PinSet(_)
+            | Op::Backfill(_)
+            | Op::UndoBackfill(_)
+            | Op::UploadChunk(_)
+            | Op::Seal(_) => {}
         }
     }
 }

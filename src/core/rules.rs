@@ -188,7 +188,16 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                 )))
             }
         }
-        Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) => Err(Refusal::Value(
+        Op::Send(_)
+        | Op::FeedInit(_)
+        | Op::Admit(_)
+        | Op::Revise(_)
+        | Op::Ack(_)
+        | Op::PinSet(_)
+        | Op::Backfill(_)
+        | Op::UndoBackfill(_)
+        | Op::UploadChunk(_)
+        | Op::Seal(_) => Err(Refusal::Value(
             "this op does not act on a message".to_owned(),
         )),
     }

@@ -632,7 +632,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
             | Op::Resolve(_)
             | Op::Confirm(_)
             | Op::Reopen(_)
-            | Op::WorkStatus(_) => {
+            | Op::WorkStatus(_)
+            | Op::Revise(_)
+            | Op::Ack(_) => {
                 let mut ins = conn
                     .prepare_cached("INSERT OR IGNORE INTO targets(target, n) VALUES (?1, ?2)")
                     .db(p)?;
@@ -641,7 +643,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     self.touched.insert(*t);
                 }
             }
-            Op::FeedInit(_) => {}
+            Op::FeedInit(_)
+            | Op::PinSet(_)
+            | Op::Backfill(_)
+            | Op::UndoBackfill(_)
+            | Op::UploadChunk(_)
+            | Op::Seal(_) => {}
         }
         Ok(())
     }
