@@ -13,6 +13,7 @@ pub mod lifecycle;
 pub mod listing;
 pub mod obligations;
 pub mod refusal;
+pub mod retirement;
 pub mod rows;
 pub mod search;
 pub mod send;
