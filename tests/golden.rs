@@ -78,6 +78,7 @@ fn records() -> Vec<String> {
             work_status: Some(WorkStatus::NeedsYou),
             addenda: BTreeMap::from([(role("frontend"), "just for you".to_owned())]),
             decision_requested: false,
+            ..Send::default()
         }),
         Op::Send(Send {
             to: vec![role("frontend")],

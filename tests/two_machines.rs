@@ -63,7 +63,9 @@ impl Machine {
         let mut s = self.session("frontend");
         s.catch_up().unwrap();
         let full = find(s.index(), "message_id", id).unwrap().id;
-        load_message(s.index(), &full).unwrap().unwrap()
+        load_message(s.index(), &s.roster(), &full)
+            .unwrap()
+            .unwrap()
     }
 }
 

@@ -14,6 +14,7 @@ pub mod listing;
 pub mod obligations;
 pub mod presence;
 pub mod refusal;
+pub mod retirement;
 pub mod rows;
 pub mod search;
 pub mod send;

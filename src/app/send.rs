@@ -110,6 +110,7 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         work_status,
         addenda: BTreeMap::new(),
         decision_requested: req.decision_requested,
+        ..Send::default()
     };
     let writer = s.writer()?;
     let reply_to = req.reply_to;

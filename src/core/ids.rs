@@ -302,3 +302,9 @@ mod tests {
         assert!(IdPrefix::parse("zzzzzz").is_none());
     }
 }
+
+/// Roles as refusals name them: `['a', 'b']`.
+pub fn roles_list(roles: &[Role]) -> String {
+    let inner: Vec<String> = roles.iter().map(|r| format!("'{r}'")).collect();
+    format!("[{}]", inner.join(", "))
+}
