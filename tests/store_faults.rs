@@ -852,6 +852,75 @@ fn a_fork_is_kept_as_proof_frozen_after_the_last_common_record_and_reported() {
 }
 
 #[test]
+fn a_fork_between_two_votes_takes_both_back_and_folds_consent_alike_everywhere() {
+    use countersign::core::op::Ack;
+    use countersign::core::vocab::{Decision, Kind};
+    let l = Local::new(&["a", "b"]);
+    send(&mut l.session("a"), "b", "hello", "x");
+    send(&mut l.session("b"), "a", "hello", "x");
+    let pseg = segment(&l.feed_dir("b"));
+    let proposal = next_at(
+        &pseg,
+        &role_key(&l, "b"),
+        now_ms(),
+        &Op::Send(Send {
+            to: vec![Role::new("a").unwrap()],
+            topic: "adopt the plan".into(),
+            body: "the plan".into(),
+            kind: Some(Kind::Proc),
+            decision_requested: true,
+            ..Send::default()
+        }),
+    );
+    append_raw(&pseg, proposal.to_line().as_bytes());
+    let aseg = segment(&l.feed_dir("a"));
+    let vote = |decision| {
+        next_at(
+            &aseg,
+            &role_key(&l, "a"),
+            now_ms() + 1,
+            &Op::Ack(Ack {
+                id: proposal.id,
+                decision,
+                note: None,
+                body_sha256: countersign::core::ids::sha256_hex(b"the plan"),
+                pin_head: None,
+            }),
+        )
+    };
+    let (agree, reject) = (vote(Decision::Agree), vote(Decision::Reject));
+    let votes = |ch: &Channel| -> i64 {
+        ch.index()
+            .conn()
+            .query_row("SELECT count(*) FROM votes", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = fs::read(&aseg).unwrap();
+    append_raw(&aseg, agree.to_line().as_bytes());
+    let mut early = reader(&l, "early");
+    early.catch_up().unwrap();
+    assert_eq!(votes(&early), 1, "the agree counted until the fork showed");
+    append_raw(&aseg, reject.to_line().as_bytes());
+    early.catch_up().unwrap();
+    assert_eq!(votes(&early), 0, "neither vote stands");
+    assert_eq!(problems(&early)[0].0, "fork");
+    let d = digest(&mut early);
+    let mut fresh = reader(&l, "fresh");
+    fresh.reindex(None).unwrap();
+    assert_eq!(fresh.index().digest().unwrap(), d);
+    // The other order of the two lines.
+    let copy = l.tmp.path().join("other-order");
+    copy_dir(&l.dir, &copy);
+    let mut swapped = before;
+    swapped.extend_from_slice(reject.to_line().as_bytes());
+    swapped.extend_from_slice(agree.to_line().as_bytes());
+    fs::write(copy.join(aseg.strip_prefix(&l.dir).unwrap()), swapped).unwrap();
+    let mut other = local::open(&copy, &Home::at(l.tmp.path().join("other")));
+    assert_eq!(digest(&mut other), d);
+    assert_eq!(votes(&other), 0);
+}
+
+#[test]
 fn trust_alarms_second_claim_unadmitted_key_and_record_for_another_feed() {
     let l = Local::new(&["a", "b"]);
     let mut sa = l.session("a");
