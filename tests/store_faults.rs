@@ -395,6 +395,54 @@ fn a_feed_replaced_by_an_older_copy_keeps_its_records_and_the_owner_republishes(
 }
 
 #[test]
+fn a_stale_copy_is_repaired_from_the_journal_before_it_travels() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "m0", "x");
+    let dir = l.feed_dir("a");
+    let old = l.tmp.path().join("old-copy");
+    copy_dir(&dir, &old);
+    send(&mut s, "b", "m1", "x");
+    let whole = fs::read(segment(&dir)).unwrap();
+    drop(s);
+    // An older copy, and a feed folder lost altogether.
+    fs::remove_dir_all(&dir).unwrap();
+    copy_dir(&old, &dir);
+    let owner_dir = l.dir.join("feeds").join(OWNER_FEED_ROLE);
+    let owner_before = fs::read(segment(
+        &fs::read_dir(&owner_dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path(),
+    ))
+    .unwrap();
+    fs::remove_dir_all(&owner_dir).unwrap();
+    // What sync runs before it publishes: nothing new is written, what was
+    // lost is back, byte for byte.
+    assert_eq!(
+        l.channel().reconcile_own_feeds().unwrap(),
+        2,
+        "a and the owner"
+    );
+    assert_eq!(fs::read(segment(&dir)).unwrap(), whole);
+    let owner_seg = segment(
+        &fs::read_dir(&owner_dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path(),
+    );
+    assert_eq!(fs::read(owner_seg).unwrap(), owner_before);
+    let mut fresh = reader(&l, "fresh");
+    fresh.reindex(None).unwrap();
+    assert_eq!(messages(&fresh), 2);
+    assert!(problems(&fresh).is_empty());
+}
+
+#[test]
 fn partial_temp_and_conflict_copies_are_ignored_as_paths() {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");

@@ -190,6 +190,42 @@ impl Channel {
         Ok(written)
     }
 
+    /// Brings every feed this device writes in line with its private
+    /// journal, writing nothing new ([`FeedWriter::reconcile`]): a torn tail
+    /// is cut, and records that a stale copy of the folder lost (a feed file
+    /// replaced by an older one, truncated, or deleted) are published again.
+    /// Sync calls it before publishing this device's feeds, so a stale copy
+    /// never travels; a write does the same for its own feed. Returns the
+    /// feeds looked at. A feed someone else wrote is refused
+    /// ([`StoreError::ForeignWriter`]).
+    pub fn reconcile_own_feeds(&self) -> StoreResult<usize> {
+        let journals = self.state_dir.join("journal");
+        let entries = match std::fs::read_dir(&journals) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e).at(&journals)?,
+        };
+        let mut n = 0;
+        for entry in entries {
+            let name = entry.at(&journals)?.file_name();
+            let Some(role) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            let Some(feed) = FeedId::new(role, &self.device.id) else {
+                continue;
+            };
+            let key_name = if feed.is_owner() { "owner" } else { role };
+            let Some(key) = self.home.load_key(self.dir.id(), key_name)? else {
+                continue;
+            };
+            let writer = self.feed_writer(feed);
+            let _lock = writer.lock()?;
+            writer.reconcile(&key.verifying_key())?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// The writer for `role` on this device, set up on first use: on the
     /// owner's machine the role key is created, admitted by the owner and
     /// announced with `feed_init`. Elsewhere a device without the role's key

@@ -682,6 +682,50 @@ mod tests {
     }
 
     #[test]
+    fn a_gzip_segment_still_arriving_reads_as_far_as_it_decodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        let mut enc = GzEncoder::new(Vec::new(), Compression::default());
+        enc.write_all(text.as_bytes()).unwrap();
+        let gz = enc.finish().unwrap();
+        let p = dir.path().join("00000001.jsonl.gz");
+        fs::write(&p, &gz).unwrap();
+        assert_eq!(read_segment(&p).unwrap(), text.as_bytes());
+        assert_eq!(read_lines(&p, 0).unwrap().len(), 200);
+        assert_eq!(
+            read_lines(&p, 7).unwrap()[0].offset,
+            7,
+            "offsets count plain bytes"
+        );
+        for cut in [0, 10, gz.len() / 2, gz.len() - 4] {
+            fs::write(&p, &gz[..cut]).unwrap();
+            let got = read_segment(&p).unwrap();
+            assert!(text.as_bytes().starts_with(&got), "cut at {cut}");
+            assert!(read_lines(&p, 0).unwrap().len() <= 200);
+        }
+        fs::write(&p, b"not gzip at all\n").unwrap();
+        assert!(read_lines(&p, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn gzip_names_are_segments_and_plain_wins_a_tie() {
+        assert_eq!(parse_segment_file("00000501.jsonl.gz"), Some((501, true)));
+        assert_eq!(parse_segment_file("00000501.jsonl"), Some((501, false)));
+        for not in ["00000501.jsonl.gz.tmp", "00000501.gz", "x.jsonl.gz"] {
+            assert_eq!(parse_segment_file(not), None, "{not}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("00000001.jsonl.gz"), b"").unwrap();
+        fs::write(dir.path().join("00000001.jsonl"), b"").unwrap();
+        fs::write(dir.path().join("00000501.jsonl"), b"").unwrap();
+        let segs = list_segments(dir.path()).unwrap();
+        assert_eq!(
+            segs.iter().map(|s| (s.first_seq, s.gz)).collect::<Vec<_>>(),
+            vec![(1, false), (501, false)]
+        );
+    }
+
+    #[test]
     fn torn_last_line_waits() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f.jsonl");
