@@ -41,6 +41,7 @@ pub fn server_build() -> Value {
             {"id": "messaging", "shipped_at": "2026-11-30", "what": "send_message, read_inbox, mark_read, delete_message, list_messages, search_messages, get_thread, list_roles, server_build, get_protocol"},
             {"id": "debts", "shipped_at": "2026-11-30", "what": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status; decisions made on two machines fold to one winner, the loser listed as conflicted"},
             {"id": "waits", "shipped_at": "2026-11-30", "what": "wait_for_mail and wait_for_reply, woken by a watcher on the channel folder"},
+            {"id": "presence", "shipped_at": "2026-11-30", "what": "list_roles devices with last_heard_at; channel_status tentative_since, held, and alarms for forks, second key claims, held records and clocks ahead; sealed segments may be gzip (countersign compress)"},
         ],
         "not_shipped": [
             {"id": "consent", "why": "proposals with pin keys, votes (acknowledge), pins, uploads and retirement are not served by this build yet"},

@@ -9,9 +9,10 @@ use crate::app::info::{self, PROTOCOL};
 
 #[tool_router(router = about_router, vis = "pub(super)")]
 impl Server {
-    /// Who is in this channel: {roles, you, source}. The roles come from the channel's
+    /// Who is in this channel: {roles, you, source, devices}. The roles come from the channel's
     /// definition (source "channel-registry"), so the list is complete even for roles that
-    /// have never spoken. You need it to address anyone.
+    /// have never spoken. You need it to address anyone. `devices` gives, per role, the
+    /// devices writing it and when each was last heard from on this machine.
     #[tool(annotations(
         title = "List roles",
         read_only_hint = true,

@@ -243,7 +243,8 @@ impl Server {
     /// in_progress and blocked work. unread, open_obligations and awaiting_ack are counts —
     /// fetch them with read_inbox, open_obligations and awaiting_ack. `conflicted` lists your
     /// moves that lost to a concurrent one on another machine; `alarms` reports trouble in the
-    /// channel folder.
+    /// channel folder (tell your user); `held` counts records dated ahead of this machine's
+    /// clock; `tentative_since` says from when the order may still change as devices sync.
     #[tool(annotations(
         title = "Channel status",
         read_only_hint = false,
