@@ -359,6 +359,28 @@ fn bytes_missing_mid_file_wait_for_the_missing_records() {
 }
 
 #[test]
+fn an_older_segment_completed_in_place_is_read_to_its_end() {
+    // `cp` onto an existing file, or a copy in flight, writes in place: the
+    // folder does not change, and the segment is not the newest.
+    let l = Local::new(&["a", "b"]);
+    bulk_sends(&l, 700);
+    let mut w = l.channel();
+    let d = digest(&mut w);
+    let segs = list_segments(&l.feed_dir("a")).unwrap();
+    let first = fs::read(&segs[0].path).unwrap();
+    fs::write(&segs[0].path, &first[..first.len() / 2]).unwrap();
+    let mut r = reader(&l, "r");
+    r.catch_up().unwrap();
+    r.catch_up().unwrap();
+    assert!(messages(&r) < 700);
+    fs::write(&segs[0].path, &first).unwrap();
+    let report = r.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(messages(&r), 700);
+    assert_eq!(digest(&mut r), d);
+}
+
+#[test]
 fn a_feed_replaced_by_an_older_copy_keeps_its_records_and_the_owner_republishes() {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");

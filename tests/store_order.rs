@@ -1,6 +1,8 @@
 //! The fold does not care how records arrive: any order of files, segments
 //! split anywhere and delivered out of order, ingest passes at any point, and
-//! re-ingesting, all give the state a full rebuild gives.
+//! re-ingesting, all give the state a full rebuild gives. Neither do the
+//! forms sync hands files over in: gzip, CRLF, half-copied, beside conflict
+//! copies.
 
 mod common;
 
@@ -132,6 +134,12 @@ struct Plan {
     order: Vec<u32>,
     /// Whether to run an ingest pass after each landing.
     ingest_after: Vec<bool>,
+    /// Per piece, how sync hands it over: 0 plain, 1 gzip, 2 CRLF, 3 plain
+    /// beside a conflict copy holding junk.
+    form: Vec<u8>,
+    /// Per piece, whether it first lands cut in the middle (a copy in flight),
+    /// with an ingest pass before the rest arrives.
+    torn: Vec<bool>,
 }
 
 fn plan() -> impl Strategy<Value = Plan> {
@@ -139,15 +147,35 @@ fn plan() -> impl Strategy<Value = Plan> {
         prop::collection::vec(prop::collection::vec(0.0f64..1.0, 0..4), 4),
         prop::collection::vec(any::<u32>(), 32),
         prop::collection::vec(any::<bool>(), 32),
+        prop::collection::vec(0u8..4, 32),
+        prop::collection::vec(any::<bool>(), 32),
     )
-        .prop_map(|(cuts, order, ingest_after)| Plan {
+        .prop_map(|(cuts, order, ingest_after, form, torn)| Plan {
             cuts,
             order,
             ingest_after,
+            form,
+            torn,
         })
 }
 
-fn deliver(dir: &Path, h: &History, plan: &Plan, home: &Home) -> String {
+fn gz_path(plain: &Path) -> PathBuf {
+    let mut name = plain.file_name().unwrap().to_os_string();
+    name.push(".gz");
+    plain.with_file_name(name)
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Lays the history's feeds out in `dir` as `plan` says. With `hazards`, the
+/// pieces also arrive gzip, CRLF-converted, beside conflict copies, and cut
+/// in the middle before they are whole.
+fn deliver(dir: &Path, h: &History, plan: &Plan, home: &Home, hazards: bool) -> String {
     fs::create_dir_all(dir.join("feeds")).unwrap();
     fs::write(dir.join("channel.json"), &h.genesis).unwrap();
     // Cut every feed into segments.
@@ -192,7 +220,23 @@ fn deliver(dir: &Path, h: &History, plan: &Plan, home: &Home) -> String {
     for (n, (_, i)) in keyed.into_iter().enumerate() {
         let (path, text) = &pieces[i];
         fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
+        let (path, bytes) = match (hazards, plan.form[n % plan.form.len()]) {
+            (true, 1) => (gz_path(path), gzip(text.as_bytes())),
+            (true, 2) => (path.clone(), text.replace('\n', "\r\n").into_bytes()),
+            (true, 3) => {
+                let copy = path.with_extension("sync-conflict-20261130-0101-X.jsonl");
+                fs::write(copy, format!("{text}junk\n{text}")).unwrap();
+                (path.clone(), text.clone().into_bytes())
+            }
+            _ => (path.clone(), text.clone().into_bytes()),
+        };
+        if hazards && plan.torn[n % plan.torn.len()] {
+            fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+            ch.get_or_insert_with(|| open(dir, home))
+                .catch_up()
+                .unwrap();
+        }
+        fs::write(&path, &bytes).unwrap();
         if plan.ingest_after[n % plan.ingest_after.len()] {
             let c = ch.get_or_insert_with(|| open(dir, home));
             c.catch_up().unwrap();
@@ -217,11 +261,26 @@ proptest! {
         let tmp = tempfile::tempdir().unwrap();
         let home = Home::at(tmp.path().join("home"));
         let dir = tmp.path().join("copy");
-        let incremental = deliver(&dir, h, &p, &home);
+        let incremental = deliver(&dir, h, &p, &home, false);
         prop_assert_eq!(&incremental, &h.digest);
         let mut rebuilt = open(&dir, &home);
         rebuilt.reindex(None).unwrap();
         prop_assert_eq!(rebuilt.index().digest().unwrap(), h.digest.clone());
+    }
+
+    #[test]
+    fn what_sync_does_on_the_way_gives_the_rebuilt_state(p in plan()) {
+        let h = history();
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home::at(tmp.path().join("home"));
+        let dir = tmp.path().join("copy");
+        let incremental = deliver(&dir, h, &p, &home, true);
+        prop_assert_eq!(&incremental, &h.digest);
+        let mut rebuilt = open(&dir, &home);
+        rebuilt.reindex(None).unwrap();
+        prop_assert_eq!(rebuilt.index().digest().unwrap(), h.digest.clone());
+        let problems = rebuilt.index().problems().unwrap();
+        prop_assert!(problems.is_empty(), "{:?}", problems);
     }
 }
 

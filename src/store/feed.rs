@@ -219,6 +219,12 @@ pub struct Line {
 ///
 /// A gzip segment is read decompressed, `offset` counting decompressed bytes.
 pub fn read_lines(path: &Path, offset: u64) -> Result<Vec<Line>, PathError> {
+    read_lines_and_rest(path, offset).map(|(lines, _)| lines)
+}
+
+/// Like [`read_lines`], also giving the number of bytes after the last
+/// complete line (a torn tail; 0 when the file ends with `\n`).
+pub fn read_lines_and_rest(path: &Path, offset: u64) -> Result<(Vec<Line>, u64), PathError> {
     let buf = if is_gz(path) {
         let mut all = read_segment(path)?;
         all.drain(..(offset as usize).min(all.len()));
@@ -241,7 +247,7 @@ pub fn read_lines(path: &Path, offset: u64) -> Result<Vec<Line>, PathError> {
         });
         start += nl + 1;
     }
-    Ok(out)
+    Ok((out, (buf.len() - start) as u64))
 }
 
 /// The last complete line of a file and where the file's complete part ends.

@@ -393,8 +393,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
             }
             _ => 0,
         };
-        let lines = match feed::read_lines(path, start) {
-            Ok(lines) => lines,
+        let (lines, torn) = match feed::read_lines_and_rest(path, start) {
+            Ok(read) => read,
             // Gone between the listing and the read (a segment replaced by
             // its gzip form, a checkout): the folder changed, so the next
             // pass lists it again.
@@ -431,8 +431,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
         } else {
             (last_len, hash_range(path, consumed - last_len, last_len)?)
         };
-        // A file that had to wait is looked at again on the next pass.
-        let size = if waited.is_some() { -1 } else { len as i64 };
+        // A file that had to wait, or that ends in a torn line, is looked at
+        // again on the next pass.
+        let size = if waited.is_some() || torn > 0 {
+            -1
+        } else {
+            len as i64
+        };
         self.index
             .conn()
             .prepare_cached(
@@ -443,7 +448,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
             )
             .and_then(|mut s| s.execute(params![rel, size, mtime_ns, consumed as i64, tail_len as i64, tail_hash]))
             .db(p)?;
-        if waited.is_none() {
+        // A file left with a torn tail, like one that waits, is looked at on
+        // every pass: the rest may be written in place (a copy in flight, a
+        // plain `cp`), which changes neither the folder nor, for an older
+        // segment, what the pass otherwise looks at.
+        if waited.is_none() && torn == 0 {
             cache.files.insert(path.to_path_buf(), (len, mtime));
         } else {
             cache.files.remove(path);
