@@ -368,16 +368,21 @@ fn an_older_segment_completed_in_place_is_read_to_its_end() {
     let d = digest(&mut w);
     let segs = list_segments(&l.feed_dir("a")).unwrap();
     let first = fs::read(&segs[0].path).unwrap();
-    fs::write(&segs[0].path, &first[..first.len() / 2]).unwrap();
-    let mut r = reader(&l, "r");
-    r.catch_up().unwrap();
-    r.catch_up().unwrap();
-    assert!(messages(&r) < 700);
-    fs::write(&segs[0].path, &first).unwrap();
-    let report = r.catch_up().unwrap();
-    assert!(report.waiting.is_empty(), "{report:?}");
-    assert_eq!(messages(&r), 700);
-    assert_eq!(digest(&mut r), d);
+    let half = first.len() / 2;
+    let at_line_end = half + first[half..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    // Cut inside a line (torn), and cut between lines (looks complete).
+    for cut in [half, at_line_end] {
+        fs::write(&segs[0].path, &first[..cut]).unwrap();
+        let mut r = reader(&l, &format!("r{cut}"));
+        r.catch_up().unwrap();
+        r.catch_up().unwrap();
+        assert!(messages(&r) < 700);
+        fs::write(&segs[0].path, &first).unwrap();
+        let report = r.catch_up().unwrap();
+        assert!(report.waiting.is_empty(), "{report:?}");
+        assert_eq!(messages(&r), 700);
+        assert_eq!(digest(&mut r), d);
+    }
 }
 
 #[test]

@@ -135,7 +135,8 @@ struct Plan {
     /// Whether to run an ingest pass after each landing.
     ingest_after: Vec<bool>,
     /// Per piece, how sync hands it over: 0 plain, 1 gzip, 2 CRLF, 3 plain
-    /// beside a conflict copy holding junk.
+    /// beside a conflict copy holding junk, 4 both plain and gzip, 5 every
+    /// line twice (a union merge of two copies).
     form: Vec<u8>,
     /// Per piece, whether it first lands cut in the middle (a copy in flight),
     /// with an ingest pass before the rest arrives.
@@ -147,7 +148,7 @@ fn plan() -> impl Strategy<Value = Plan> {
         prop::collection::vec(prop::collection::vec(0.0f64..1.0, 0..4), 4),
         prop::collection::vec(any::<u32>(), 32),
         prop::collection::vec(any::<bool>(), 32),
-        prop::collection::vec(0u8..4, 32),
+        prop::collection::vec(0u8..6, 32),
         prop::collection::vec(any::<bool>(), 32),
     )
         .prop_map(|(cuts, order, ingest_after, form, torn)| Plan {
@@ -227,6 +228,14 @@ fn deliver(dir: &Path, h: &History, plan: &Plan, home: &Home, hazards: bool) -> 
                 let copy = path.with_extension("sync-conflict-20261130-0101-X.jsonl");
                 fs::write(copy, format!("{text}junk\n{text}")).unwrap();
                 (path.clone(), text.clone().into_bytes())
+            }
+            (true, 4) => {
+                fs::write(gz_path(path), gzip(text.as_bytes())).unwrap();
+                (path.clone(), text.clone().into_bytes())
+            }
+            (true, 5) => {
+                let doubled: String = text.lines().map(|l| format!("{l}\n{l}\n")).collect();
+                (path.clone(), doubled.into_bytes())
             }
             _ => (path.clone(), text.clone().into_bytes()),
         };

@@ -319,9 +319,16 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // While the folder is unchanged only the newest segment can grow. Once
         // it changed (a new segment, a replaced file), every segment is looked
         // at: the previous newest may have grown before the next one started.
+        // An older segment whose records are not all in yet is looked at too:
+        // its rest may be written in place (a copy in flight, `cp`), which
+        // leaves the folder unchanged.
         let last = segments.len().saturating_sub(1);
+        let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
         for (i, seg) in segments.iter().enumerate() {
-            if i < last && !listed_again && cache.files.contains_key(&seg.path) {
+            let complete = segments
+                .get(i + 1)
+                .is_some_and(|next| head + 1 >= next.first_seq);
+            if i < last && complete && !listed_again && cache.files.contains_key(&seg.path) {
                 continue;
             }
             if let Some(reason) = self.ingest_file(feed, &seg.path, cache)? {
