@@ -125,6 +125,9 @@ fn debt(s: &mut Session, to: &str, topic: &str) -> String {
         work_status: None,
         addenda: None,
         decision_requested: true,
+        pin_key: None,
+        about_message_id: None,
+        voters: None,
     };
     send_message(s, req).unwrap()["id"]
         .as_str()
@@ -180,6 +183,9 @@ fn pair() -> (Local, Machine, Machine) {
             work_status: None,
             addenda: None,
             decision_requested: true,
+            pin_key: None,
+            about_message_id: None,
+            voters: None,
         },
     )
     .unwrap_err()
