@@ -662,3 +662,149 @@ async fn nudges_owe_nothing_and_retire_with_their_target() {
         .rows();
     assert!(hist.iter().any(|e| e["event"] == "superseded"), "{hist:?}");
 }
+
+#[tokio::test]
+async fn a_cleanup_pass_is_previewed_guarded_applied_and_undone() {
+    let ch = TestChannel::new(ROLES);
+    let (a, b, g) = (
+        ch.client("alpha").await,
+        ch.client("beta").await,
+        ch.client("gamma").await,
+    );
+    let x = a.send("beta", "draft", "an early draft").await;
+    let proc = json!({"kind": "proc", "pin_key": null, "about_message_id": null});
+    let p1 = a
+        .send_with(
+            json!("beta"),
+            "follow-up",
+            &format!("about #{x}"),
+            proc.clone(),
+        )
+        .await;
+    let p2 = b
+        .send_with(
+            json!("alpha"),
+            "on that",
+            &format!("see #{p1}"),
+            proc.clone(),
+        )
+        .await;
+    let nudge = b
+        .send_with(
+            json!("alpha"),
+            "vote?",
+            "please",
+            json!({"kind": "status", "about_message_id": p1}),
+        )
+        .await;
+    a.call("pin_set", pin("notes", "1", "owned by alpha", None))
+        .await
+        .ok();
+    let word = a.send("beta", "go ahead", "clean up #p1").await;
+    let stranger_word = b.send("alpha", "me too", "fine").await;
+    a.call("delete_message", json!({"message_id": x}))
+        .await
+        .ok();
+
+    g.send("alpha", "hello", "sets up gamma's feed").await;
+    // Preview: the citation of a dead message is a target row; the reference waits.
+    let before = ch.feed_records();
+    let v = g.call("backfill_superseded", json!({})).await.ok();
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["count"], 1);
+    assert_eq!(v["total_candidates"], 2);
+    assert_eq!(v["excluded"]["by_reference"], 1);
+    let row = &v["would_retire"][0];
+    assert_eq!(row["id"], p1.as_str());
+    assert_eq!(row["match_kind"], "target");
+    assert_eq!(row["settled_by"][0]["matched_by"], "target_text");
+    assert_eq!(row["settled_by"][0]["reason"], "deleted");
+    assert_eq!(v["would_cascade"], json!([nudge.clone()]));
+    assert!(v["generated_at"].as_str().unwrap().ends_with('Z'));
+    let v = g
+        .call(
+            "backfill_superseded",
+            json!({"include_by_reference": true, "ids": [p2, "ffffffffffff"], "fields": "headers"}),
+        )
+        .await
+        .ok();
+    assert_eq!(ids(v["would_retire"].as_array().unwrap()), vec![p2.clone()]);
+    assert_eq!(v["not_candidates"], json!(["ffffffffffff"]));
+    assert!(v["would_retire"][0].get("settled_by").is_none());
+    assert_eq!(ch.feed_records(), before, "a preview writes nothing");
+
+    // Every guard refuses on its own, retiring nothing.
+    let apply = |extra: Value| {
+        let mut args = json!({"dry_run": false, "ids": [p1], "expect_count": 1,
+                              "key": "notes", "word_message_id": word});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        g.call("backfill_superseded", args)
+    };
+    apply(json!({"ids": null}))
+        .await
+        .value_error("'ids' is required");
+    apply(json!({"expect_count": null}))
+        .await
+        .value_error("'expect_count' is required");
+    apply(json!({"expect_count": 2}))
+        .await
+        .value_error("'expect_count' is 2 but 'ids' names 1");
+    apply(json!({"key": null}))
+        .await
+        .value_error("one word per key");
+    apply(json!({"word_message_id": stranger_word}))
+        .await
+        .value_error("owned by 'alpha'");
+    apply(json!({"ids": [p2]}))
+        .await
+        .value_error("include_by_reference=true");
+    apply(json!({"ids": [word]}))
+        .await
+        .value_error("never were candidates");
+    assert_eq!(ch.feed_records(), before);
+
+    let done = apply(json!({})).await.ok();
+    assert_eq!(done["retired"], json!([p1.clone()]));
+    assert_eq!(done["cascaded"], json!([nudge.clone()]));
+    assert_eq!(done["keys"], json!(["notes"]));
+    let hist = a
+        .call("message_history", json!({"message_id": p1}))
+        .await
+        .rows();
+    let e = hist
+        .iter()
+        .find(|e| e["event"] == "superseded_backfill")
+        .unwrap();
+    let note = e["note"].as_str().unwrap();
+    assert!(
+        note.contains("key notes") && note.contains(&format!("word: #{word}")),
+        "{note}"
+    );
+
+    // Undo: only the pass's author or the key's owner; live-rule retirements stay.
+    b.call("undo_backfill", json!({"ids": [p1]}))
+        .await
+        .permission_error("may undo it");
+    let r = a
+        .call("undo_backfill", json!({"ids": [p1], "reason": "too early"}))
+        .await
+        .ok();
+    assert_eq!(r["restored"], json!([p1.clone()]));
+    let hist = a
+        .call("message_history", json!({"message_id": p1}))
+        .await
+        .rows();
+    assert_eq!(hist.last().unwrap()["event"], "superseded_undone");
+    assert_eq!(awaiting(&b).await, vec![p1.clone()], "live again");
+    let round = round(&a, "notes", json!("*"), "v2").await;
+    ack(&b, &round, "agree").await;
+    ack(&g, &round, "agree").await;
+    a.call("pin_set", pin("notes", "2", "v2", Some(&round)))
+        .await
+        .ok();
+    g.call("undo_backfill", json!({"ids": [round]}))
+        .await
+        .value_error("retired by the live rule");
+}

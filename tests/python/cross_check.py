@@ -35,7 +35,8 @@ TOOLS = [
     "search_messages", "resolve_message", "confirm_resolution", "reopen_message",
     "open_obligations", "set_work_status", "ready_work", "awaiting_ack", "get_thread",
     "revise_message", "message_history", "pin_set", "pin_get", "pin_list", "pin_history",
-    "acknowledge", "get_acknowledgements", "list_roles", "channel_status", "wait_for_reply",
+    "acknowledge", "get_acknowledgements", "backfill_superseded", "undo_backfill", "list_roles",
+    "channel_status", "wait_for_reply",
     "wait_for_mail", "server_build", "get_protocol",
 ]
 READ_ONLY = {
