@@ -808,3 +808,65 @@ async fn a_cleanup_pass_is_previewed_guarded_applied_and_undone() {
         .await
         .value_error("retired by the live rule");
 }
+
+#[tokio::test]
+async fn pin_digests_are_exact_and_the_status_command_lists_pins() {
+    let ch = TestChannel::new(ROLES);
+    let a = ch.client("alpha").await;
+    // Bytes and characters differ; a trailing newline or one space changes the digest.
+    let v = a
+        .call("pin_set", pin("style", "1", "héllo wörld\n", None))
+        .await
+        .ok();
+    assert_eq!(v["body_length_bytes"], 14);
+    assert_eq!(v["body_length_chars"], 12);
+    assert_eq!(v["body_sha256"], common::sha256_hex("héllo wörld\n"));
+    let w = a
+        .call("pin_set", pin("style", "2", "héllo wörld", None))
+        .await
+        .ok();
+    let x = a
+        .call("pin_set", pin("style", "3", "héllo  wörld", None))
+        .await
+        .ok();
+    assert_ne!(v["body_sha256"], w["body_sha256"]);
+    assert_ne!(w["body_sha256"], x["body_sha256"]);
+    for args in [
+        pin(" ", "1", "b", None),
+        pin("k", " ", "b", None),
+        pin("k", "1", "", None),
+        pin(&"k".repeat(81), "1", "b", None),
+    ] {
+        a.call("pin_set", args).await.refused();
+    }
+    a.call(
+        "pin_set",
+        json!({"key": "k", "title": "t".repeat(201), "version": "1", "body": "b"}),
+    )
+    .await
+    .value_error("'title' must be <= 200 characters");
+    a.call(
+        "pin_set",
+        json!({"key": "k", "title": "t", "version": "v".repeat(81), "body": "b"}),
+    )
+    .await
+    .value_error("'version' must be <= 80 characters");
+    a.call("pin_set", pin("api", "1", "x", None)).await.ok();
+
+    let out = ch.cli(&["--role", "beta", "status", "pins"]);
+    assert!(out.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, vec!["api", "style"]);
+    assert_eq!(rows[1]["version"], "3");
+    assert_eq!(rows[1]["body_sha256"], x["body_sha256"]);
+    assert!(rows.iter().all(|r| r.get("body").is_none()));
+    let out = ch.cli(&["--role", "beta", "status", "pins", "--text"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().nth(1).unwrap();
+    let cells: Vec<&str> = line.split('\t').collect();
+    assert_eq!(cells[0], "style");
+    assert_eq!(cells[1], "3");
+    assert_eq!(cells[3], "alpha");
+    assert_eq!(cells[5], x["body_sha256"].as_str().unwrap());
+}
