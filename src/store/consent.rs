@@ -77,8 +77,19 @@ pub fn channel_ops(index: &Index) -> StoreResult<Vec<Decoded>> {
 
 /// Folds the consent state from the index.
 pub fn load(index: &Index, roster: &[Role]) -> StoreResult<Loaded> {
+    load_including(index, roster, None)
+}
+
+/// Like [`load`], with one more message taking part (a pin write about to
+/// name it as its approval).
+pub fn load_including(
+    index: &Index,
+    roster: &[Role],
+    extra: Option<RecordId>,
+) -> StoreResult<Loaded> {
     let channel = channel_ops(index)?;
-    let ids = domain(index, &channel)?;
+    let mut ids = domain(index, &channel)?;
+    ids.extend(extra);
     let mut recs: Vec<Decoded> = channel;
     let mut sends = Vec::new();
     let mut n = BTreeMap::new();
