@@ -1119,6 +1119,31 @@ fn list_roles_shows_devices_and_channel_status_marks_what_is_tentative() {
     send(&mut sb, "a", "four", "x");
     let v = status::channel_status(&mut sa).unwrap();
     assert!(v.get("tentative_since").is_none(), "{v}");
+    // b's heartbeat announces two records that have not arrived: what
+    // follows its last record here is tentative again, whatever the head says.
+    let b_dir = l
+        .dir
+        .join("feeds")
+        .join("b")
+        .join(home2.device().unwrap().id);
+    let last = last_record(&segment(&b_dir));
+    let head = record::encode_head(
+        &last.header.feed,
+        last.header.seq + 2,
+        last.id,
+        Hlc(now_ms() + 1000, 0),
+        &home2.load_key(&ch, "b").unwrap().unwrap(),
+    );
+    fs::write(b_dir.join("head.json"), head).unwrap();
+    send(&mut sa, "b", "five", "x");
+    let roles = info::list_roles(&mut sa).unwrap();
+    assert_eq!(roles["devices"]["b"][0]["missing"], 2, "{roles}");
+    let v = status::channel_status(&mut sa).unwrap();
+    assert_eq!(
+        v["tentative_since"],
+        countersign::core::timestamp::format_rfc3339(last.header.hlc.0),
+        "{v}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ pub struct Device {
     pub records: u64,
     /// When it was last heard from (ms), from its newest record or its head.
     pub last_heard_ms: Option<i64>,
+    /// The time of its newest record here (ms).
+    pub last_record_ms: Option<i64>,
     /// Records its verified head announces that have not arrived here yet.
     pub missing: u64,
     /// Why the feed is frozen, if it is.
@@ -88,6 +90,7 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
             feed,
             records,
             last_heard_ms,
+            last_record_ms: ms,
             frozen,
         });
     }
@@ -121,16 +124,25 @@ pub fn devices_by_role(s: &Session) -> AppResult<Value> {
 }
 
 /// The time from which the channel's order is still tentative: the earliest
-/// last-heard time among other devices' live feeds, when records sorting
-/// after it are already here. Such a device may have written records we have
+/// last-heard time among other devices' live feeds (for a device whose
+/// heartbeat announces records not here yet, the time of its newest record
+/// here), when records sorting after it are already here. Such a device may have written records we have
 /// not received yet; they will sort from its last-heard time on, before some
 /// of what is shown. `None` when every other device has been heard from since
 /// the newest record (or there is no other device).
 pub fn tentative_since(s: &Session) -> AppResult<Option<i64>> {
+    // A device whose heartbeat announces records that have not arrived is
+    // settled only up to its newest record here: the missing ones come after.
     let earliest = devices(s)?
         .into_iter()
         .filter(|d| !d.this_device && d.frozen.is_none())
-        .filter_map(|d| d.last_heard_ms)
+        .filter_map(|d| {
+            if d.missing > 0 {
+                d.last_record_ms.or(Some(0))
+            } else {
+                d.last_heard_ms
+            }
+        })
         .min();
     let Some(earliest) = earliest else {
         return Ok(None);
