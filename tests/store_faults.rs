@@ -386,6 +386,44 @@ fn an_older_segment_completed_in_place_is_read_to_its_end() {
 }
 
 #[test]
+fn a_writer_killed_mid_write_restarts_cleanly() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "m0", "x");
+    send(&mut s, "b", "m1", "x");
+    drop(s);
+    let seg = segment(&l.feed_dir("a"));
+    let journal = l.channel().state_dir().join("journal").join("a.jsonl");
+    // Killed after the journal was written, half-way through the feed line.
+    let mut lines = lines_of(&seg);
+    let last = lines.pop().unwrap();
+    let mut torn: Vec<u8> = lines.concat();
+    torn.extend_from_slice(&last[..last.len() / 2]);
+    fs::write(&seg, &torn).unwrap();
+    // And killed again during the next journal write.
+    append_raw(&journal, &last[..last.len() / 3]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "m2", "x");
+    let mut r = reader(&l, "r");
+    let report = r.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(messages(&r), 3);
+    assert!(problems(&r).is_empty(), "{:?}", problems(&r));
+    let seqs = |p: &Path| -> Vec<u64> {
+        lines_of(p)
+            .iter()
+            .map(|l| record::decode(&l[..l.len() - 1]).unwrap().header.seq)
+            .collect()
+    };
+    assert_eq!(
+        seqs(&seg),
+        vec![1, 2, 3, 4],
+        "the feed is whole and in order"
+    );
+    assert_eq!(seqs(&journal), vec![1, 2, 3, 4], "so is the journal");
+}
+
+#[test]
 fn a_feed_replaced_by_an_older_copy_keeps_its_records_and_the_owner_republishes() {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");
