@@ -424,6 +424,42 @@ fn a_writer_killed_mid_write_restarts_cleanly() {
 }
 
 #[test]
+fn records_lost_mid_file_for_good_are_published_again_by_repair() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    for i in 0..5 {
+        send(&mut s, "b", &format!("m{i}"), "x");
+    }
+    drop(s);
+    let seg = segment(&l.feed_dir("a"));
+    let lines = lines_of(&seg);
+    // m1 and m2 are cut out and never come back.
+    let cut: Vec<u8> = [&lines[..2], &lines[4..]].concat().concat();
+    fs::write(&seg, &cut).unwrap();
+    let mut r = reader(&l, "r");
+    r.catch_up().unwrap();
+    assert_eq!(messages(&r), 1, "the rest waits for seq 3");
+    let out = cli(&l.home_root(), &l.dir, &["repair"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 record(s) published again"),
+        "{out:?}"
+    );
+    let report = r.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(messages(&r), 5);
+    assert!(problems(&r).is_empty(), "{:?}", problems(&r));
+    let mut w = l.channel();
+    assert_eq!(digest(&mut r), digest(&mut w));
+    // Nothing is missing any more: a second repair publishes nothing.
+    let out = cli(&l.home_root(), &l.dir, &["repair"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 record(s)"));
+    // And the writer goes on after the repaired records.
+    send(&mut l.session("a"), "b", "m5", "x");
+    assert_eq!(r.catch_up().unwrap().accepted, 1);
+}
+
+#[test]
 fn a_feed_replaced_by_an_older_copy_keeps_its_records_and_the_owner_republishes() {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");
@@ -809,6 +845,29 @@ fn a_record_edited_by_hand_is_quarantined_and_the_original_stands() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("bad signature"), "{text}");
     assert!(text.contains("seq 2 is missing"), "{text}");
+    // The repair: the original line, from the writer's journal, appended to
+    // the feed. Its place does not matter, only its chain and signature.
+    let journal = l.channel().state_dir().join("journal").join("a.jsonl");
+    let original = lines_of(&journal)
+        .into_iter()
+        .find(|line| String::from_utf8_lossy(line).contains("pay 10"))
+        .unwrap();
+    append_raw(&seg, &original);
+    let report = fresh.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(digest(&mut fresh), d);
+    // The writer goes on without publishing anything twice.
+    send(&mut s, "b", "after the repair", "x");
+    let seqs: Vec<u64> = lines_of(&seg)
+        .iter()
+        .filter_map(|l| record::decode(&l[..l.len() - 1]).ok())
+        .map(|r| r.header.seq)
+        .collect();
+    assert_eq!(seqs, vec![1, 2, 3, 2, 4]);
+    assert_eq!(fresh.catch_up().unwrap().accepted, 1);
+    let out = cli(&l.tmp.path().join("v2"), &l.dir, &["verify"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 feed(s) waiting"), "{text}");
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod install;
 mod log;
 mod mcp_client;
 mod reindex;
+mod repair;
 mod send;
 mod serve;
 mod status;
@@ -65,6 +66,9 @@ enum Command {
     /// Gzip the sealed segments of this device's own feeds (for folders synced with rclone;
     /// under git keep them plain). Readers take .jsonl and .jsonl.gz alike.
     Compress(compress::Args),
+    /// Publish again the records of this device that its feeds in the folder lack (a line
+    /// edited or cut out by hand, a file lost or replaced by an older copy), from its journal.
+    Repair(repair::Args),
     /// Measure rebuild, ingest, tool latency and memory against the budgets, on a throwaway channel.
     Bench(bench::Args),
     /// Play a short exchange between two roles on a throwaway channel, through the real
@@ -96,6 +100,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
         Command::Compress(a) => compress::run(&cli, a),
+        Command::Repair(a) => repair::run(&cli, a),
         Command::Bench(a) => bench::run(&cli, a),
         Command::Demo(a) => demo::run(&cli, a),
         Command::Status(a) => status::run(&cli, a),

@@ -199,13 +199,40 @@ impl Channel {
     /// feeds looked at. A feed someone else wrote is refused
     /// ([`StoreError::ForeignWriter`]).
     pub fn reconcile_own_feeds(&self) -> StoreResult<usize> {
+        let mut n = 0;
+        self.each_own_feed(|writer, key| {
+            writer.reconcile(key)?;
+            n += 1;
+            Ok(())
+        })?;
+        Ok(n)
+    }
+
+    /// Publishes again every record of this device's journals that its
+    /// published feeds lack, wherever the hole is
+    /// ([`FeedWriter::republish_missing`]); returns how many. Reads every
+    /// own feed whole: a repair for `countersign repair`, not for each write.
+    pub fn repair_own_feeds(&self) -> StoreResult<usize> {
+        let mut n = 0;
+        self.each_own_feed(|writer, key| {
+            n += writer.republish_missing(key)?;
+            Ok(())
+        })?;
+        Ok(n)
+    }
+
+    /// Runs `f` on the writer of each feed this device has a journal and a
+    /// key for, under that feed's lock.
+    fn each_own_feed(
+        &self,
+        mut f: impl FnMut(&FeedWriter, &ed25519_dalek::VerifyingKey) -> StoreResult<()>,
+    ) -> StoreResult<()> {
         let journals = self.state_dir.join("journal");
         let entries = match std::fs::read_dir(&journals) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e).at(&journals)?,
         };
-        let mut n = 0;
         for entry in entries {
             let name = entry.at(&journals)?.file_name();
             let Some(role) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
@@ -220,10 +247,9 @@ impl Channel {
             };
             let writer = self.feed_writer(feed);
             let _lock = writer.lock()?;
-            writer.reconcile(&key.verifying_key())?;
-            n += 1;
+            f(&writer, &key.verifying_key())?;
         }
-        Ok(n)
+        Ok(())
     }
 
     /// The writer for `role` on this device, set up on first use: on the

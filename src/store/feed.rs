@@ -408,15 +408,68 @@ impl FeedWriter {
             )));
         }
         if j > f {
+            // Lines already published somewhere in the feed (an older line
+            // put back at the end by hand) are not published twice.
+            let published = self.published_ids()?;
             for line in read_lines(&self.journal, 0)? {
                 if let Ok(rec) = line.record
                     && rec.header.seq > f
+                    && !published.contains(&rec.id)
                 {
                     self.publish(&rec)?;
                 }
             }
         }
         Ok(journal_last)
+    }
+
+    /// Publishes again every journal record that the published feed lacks,
+    /// wherever its hole is (a line edited or cut out by hand, a middle lost
+    /// in a copy), after [`Self::reconcile`]; returns how many. They go at the
+    /// end of the newest segment: readers place a record by its chain, not by
+    /// where it stands. Reads the whole feed, so it is a repair to run on
+    /// demand, not on every write. Call under [`Self::lock`].
+    pub fn republish_missing(&self, key: &VerifyingKey) -> StoreResult<usize> {
+        self.reconcile(key)?;
+        let mut published = std::collections::HashSet::new();
+        if self.dir.exists() {
+            for seg in list_segments(&self.dir)? {
+                published.extend(
+                    read_lines(&seg.path, 0)?
+                        .into_iter()
+                        .filter_map(|l| l.record.ok())
+                        .filter(|r| r.header.feed == self.feed && r.verify(key))
+                        .map(|r| r.id),
+                );
+            }
+        }
+        let mut n = 0;
+        for line in read_lines(&self.journal, 0)? {
+            if let Ok(rec) = line.record
+                && !published.contains(&rec.id)
+            {
+                self.publish(&rec)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The ids of every record line in the published feed (signature unchecked).
+    fn published_ids(&self) -> StoreResult<std::collections::HashSet<crate::core::ids::RecordId>> {
+        let mut out = std::collections::HashSet::new();
+        if !self.dir.exists() {
+            return Ok(out);
+        }
+        for seg in list_segments(&self.dir)? {
+            out.extend(
+                read_lines(&seg.path, 0)?
+                    .into_iter()
+                    .filter_map(|l| l.record.ok())
+                    .map(|r| r.id),
+            );
+        }
+        Ok(out)
     }
 
     fn rebuild_journal(&self) -> StoreResult<()> {

@@ -43,6 +43,10 @@ use crate::core::message::{Applied, Message};
 use crate::core::op::{Op, Send};
 use crate::core::record::{self, Record, parse_pubkey};
 
+/// At most this many missing records of one feed are looked for further on
+/// in the feed in one pass (the rest wait for the next).
+const MAX_GAP_FILLS: usize = 64;
+
 /// A record dated more than this far past local time is held.
 pub const HOLD_AHEAD_MS: i64 = 5 * 60 * 1000;
 /// A record dated more than this far past local time also raises a clock alarm.
@@ -70,6 +74,9 @@ pub struct ScanCache {
     feeds: Vec<(FeedId, PathBuf)>,
     dirs: HashMap<PathBuf, (SystemTime, Vec<Segment>)>,
     files: HashMap<PathBuf, (u64, SystemTime)>,
+    /// Per feed, the last fruitless search for a missing record: its seq and
+    /// the files searched (path, size, mtime). Searched again on a change.
+    gap_searches: HashMap<FeedId, (u64, Vec<(PathBuf, u64, Option<SystemTime>)>)>,
 }
 
 impl ScanCache {
@@ -111,6 +118,8 @@ pub struct Ingest<'a, 'p> {
     now_ms: i64,
     /// Records held on an earlier pass (their `held` problems go once applied).
     held: HashSet<String>,
+    /// The seq the last waiting line was missing, when it waited on a gap.
+    gap: Option<u64>,
 }
 
 impl<'a, 'p> Ingest<'a, 'p> {
@@ -154,6 +163,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut me = Self {
             now_ms,
             held: HashSet::new(),
+            gap: None,
             progress,
             index,
             dir,
@@ -324,19 +334,85 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // leaves the folder unchanged.
         let last = segments.len().saturating_sub(1);
         let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
-        for (i, seg) in segments.iter().enumerate() {
+        let mut filled = 0;
+        let mut i = 0;
+        while let Some(seg) = segments.get(i) {
             let complete = segments
                 .get(i + 1)
                 .is_some_and(|next| head + 1 >= next.first_seq);
             if i < last && complete && !listed_again && cache.files.contains_key(&seg.path) {
+                i += 1;
                 continue;
             }
+            self.gap = None;
             if let Some(reason) = self.ingest_file(feed, &seg.path, cache)? {
+                // A record missing here may stand further on in the feed (put
+                // back by hand at the end, say): apply it, then read on.
+                if let Some(expected) = self.gap.take()
+                    && filled < MAX_GAP_FILLS
+                    && self.fill_gap(feed, &segments[i..], expected, cache)?
+                {
+                    filled += 1;
+                    continue;
+                }
                 self.report.waiting.push(format!("{feed}: {reason}"));
                 return Ok(());
             }
+            i += 1;
         }
         Ok(())
+    }
+
+    /// Looks for the record at `expected` (the seq a line waits for) further
+    /// on in `segments`, and applies it if one fits. Its place in the files
+    /// does not matter, only its chain and signature. A search that found
+    /// nothing is not repeated until one of the files changes.
+    fn fill_gap(
+        &mut self,
+        feed: &FeedId,
+        segments: &[Segment],
+        expected: u64,
+        cache: &mut ScanCache,
+    ) -> StoreResult<bool> {
+        let files: Vec<(PathBuf, u64, Option<SystemTime>)> = segments
+            .iter()
+            .map(|s| {
+                let meta = fs::metadata(&s.path).ok();
+                (
+                    s.path.clone(),
+                    meta.as_ref().map_or(0, |m| m.len()),
+                    meta.and_then(|m| m.modified().ok()),
+                )
+            })
+            .collect();
+        let searched = (expected, files);
+        if cache.gap_searches.get(feed) == Some(&searched) {
+            return Ok(false);
+        }
+        for seg in segments {
+            let lines = match feed::read_lines(&seg.path, 0) {
+                Ok(lines) => lines,
+                Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let rel = self.rel(&seg.path);
+            for line in lines {
+                let fits = line
+                    .record
+                    .as_ref()
+                    .is_ok_and(|r| r.header.seq == expected && &r.header.feed == feed);
+                if !fits {
+                    continue;
+                }
+                self.handle(feed, &rel, line, None)?;
+                if self.feed_state(feed).head.map_or(0, |h| h.seq) >= expected {
+                    cache.gap_searches.remove(feed);
+                    return Ok(true);
+                }
+            }
+        }
+        cache.gap_searches.insert(feed.clone(), searched);
+        Ok(false)
     }
 
     /// Reads one segment from its cursor. `Some(reason)` when reading stopped
@@ -590,6 +666,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             return Ok(Verdict::Wait(format!("frozen: {frozen}")));
         }
         if let Fit::Gap { expected } = fit {
+            self.gap = Some(expected);
             return Ok(Verdict::Wait(format!(
                 "seq {expected} is missing (found {})",
                 rec.header.seq
