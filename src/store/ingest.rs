@@ -65,6 +65,9 @@ pub struct IngestReport {
     pub refolded: usize,
 }
 
+/// A file as last seen: path, size and mtime.
+type FileStamp = (PathBuf, u64, Option<SystemTime>);
+
 /// What this process remembers between passes so that a pass over an
 /// unchanged folder costs a few `stat` calls.
 #[derive(Clone, Debug, Default)]
@@ -76,7 +79,7 @@ pub struct ScanCache {
     files: HashMap<PathBuf, (u64, SystemTime)>,
     /// Per feed, the last fruitless search for a missing record: its seq and
     /// the files searched (path, size, mtime). Searched again on a change.
-    gap_searches: HashMap<FeedId, (u64, Vec<(PathBuf, u64, Option<SystemTime>)>)>,
+    gap_searches: HashMap<FeedId, (u64, Vec<FileStamp>)>,
 }
 
 impl ScanCache {
@@ -374,7 +377,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         expected: u64,
         cache: &mut ScanCache,
     ) -> StoreResult<bool> {
-        let files: Vec<(PathBuf, u64, Option<SystemTime>)> = segments
+        let files: Vec<FileStamp> = segments
             .iter()
             .map(|s| {
                 let meta = fs::metadata(&s.path).ok();
