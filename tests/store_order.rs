@@ -2,7 +2,7 @@
 //! split anywhere and delivered out of order, ingest passes at any point, and
 //! re-ingesting, all give the state a full rebuild gives. Neither do the
 //! forms sync hands files over in: gzip, CRLF, half-copied, beside conflict
-//! copies.
+//! copies, lines doubled or in reverse order by a merge.
 
 mod common;
 
@@ -200,7 +200,8 @@ struct Plan {
     ingest_after: Vec<bool>,
     /// Per piece, how sync hands it over: 0 plain, 1 gzip, 2 CRLF, 3 plain
     /// beside a conflict copy holding junk, 4 both plain and gzip, 5 every
-    /// line twice (a union merge of two copies).
+    /// line twice (a union merge of two copies), 6 the lines in reverse order
+    /// (an interleaving merge).
     form: Vec<u8>,
     /// Per piece, whether it first lands cut in the middle (a copy in flight),
     /// with an ingest pass before the rest arrives.
@@ -212,7 +213,7 @@ fn plan() -> impl Strategy<Value = Plan> {
         prop::collection::vec(prop::collection::vec(0.0f64..1.0, 0..4), 4),
         prop::collection::vec(any::<u32>(), 32),
         prop::collection::vec(any::<bool>(), 32),
-        prop::collection::vec(0u8..6, 32),
+        prop::collection::vec(0u8..7, 32),
         prop::collection::vec(any::<bool>(), 32),
     )
         .prop_map(|(cuts, order, ingest_after, form, torn)| Plan {
@@ -300,6 +301,10 @@ fn deliver(dir: &Path, h: &History, plan: &Plan, home: &Home, hazards: bool) -> 
             (true, 5) => {
                 let doubled: String = text.lines().map(|l| format!("{l}\n{l}\n")).collect();
                 (path.clone(), doubled.into_bytes())
+            }
+            (true, 6) => {
+                let reversed: String = text.lines().rev().map(|l| format!("{l}\n")).collect();
+                (path.clone(), reversed.into_bytes())
             }
             _ => (path.clone(), text.clone().into_bytes()),
         };
