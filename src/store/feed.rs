@@ -431,6 +431,9 @@ impl FeedWriter {
     /// demand, not on every write. Call under [`Self::lock`].
     pub fn republish_missing(&self, key: &VerifyingKey) -> StoreResult<usize> {
         self.reconcile(key)?;
+        // A journal record is published when a line with its body and its
+        // signature stands in the feed (the same bytes, so no key is needed:
+        // records signed before a key change count too).
         let mut published = std::collections::HashSet::new();
         if self.dir.exists() {
             for seg in list_segments(&self.dir)? {
@@ -438,15 +441,14 @@ impl FeedWriter {
                     read_lines(&seg.path, 0)?
                         .into_iter()
                         .filter_map(|l| l.record.ok())
-                        .filter(|r| r.header.feed == self.feed && r.verify(key))
-                        .map(|r| r.id),
+                        .map(|r| (r.id, r.sig.to_bytes())),
                 );
             }
         }
         let mut n = 0;
         for line in read_lines(&self.journal, 0)? {
             if let Ok(rec) = line.record
-                && !published.contains(&rec.id)
+                && !published.contains(&(rec.id, rec.sig.to_bytes()))
             {
                 self.publish(&rec)?;
                 n += 1;
