@@ -807,6 +807,14 @@ async fn a_cleanup_pass_is_previewed_guarded_applied_and_undone() {
     g.call("undo_backfill", json!({"ids": [round]}))
         .await
         .value_error("retired by the live rule");
+    // An approval record is never a candidate.
+    g.call(
+        "backfill_superseded",
+        json!({"dry_run": false, "ids": [round], "expect_count": 1, "key": "notes",
+               "word_message_id": word}),
+    )
+    .await
+    .value_error("(approval record of pin 'notes')");
 }
 
 #[tokio::test]
