@@ -19,6 +19,7 @@ use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
 use crate::store::consent;
 use crate::store::error::SqlContext as _;
+use crate::store::ingest::load_message;
 
 /// Longest pin title, in characters.
 pub const TITLE_MAX: usize = 200;
@@ -104,7 +105,15 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
             },
             None => None,
         };
-        let state = consent::load_including(ix, &roster, approved_by)?.consent;
+        let mut state = consent::load_around(ix, &roster, approved_by, [key.clone()])?.consent;
+        // A message that takes no part in consent (not a proposal) is still
+        // named in the refusal, by its own fold.
+        if let Some(id) = approved_by
+            && !state.messages.contains_key(&id)
+            && let Some(m) = load_message(ix, &roster, &id)?
+        {
+            state.messages.insert(id, m);
+        }
         let set = PinSet {
             key: key.clone(),
             title: title.clone(),

@@ -195,7 +195,7 @@ fn check_round(ix: &Index, roster: &[Role], me: &Role, key: &str, send: &Send) -
             roles_list(&missing)
         )));
     }
-    let state = consent::load(ix, roster)?;
+    let state = consent::load_around(ix, roster, [], [key.to_owned()])?;
     if let Some(round) = state.consent.open_round(key) {
         return Err(AppError::value(format!(
             "pin '{key}' already has an open round: #{} by '{}' ({}). Ways forward: reply in its \

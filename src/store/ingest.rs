@@ -40,7 +40,7 @@ use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::message::{Applied, Message};
-use crate::core::op::{Op, Send};
+use crate::core::op::{Backfill, Op, Send, UndoBackfill};
 use crate::core::record::{self, Record, parse_pubkey};
 
 /// At most this many missing records of one feed are looked for further on
@@ -113,8 +113,8 @@ pub struct Ingest<'a, 'p> {
     /// Sends accepted in this pass, kept decoded so re-folding them needs no
     /// second read and parse.
     fresh: HashMap<RecordId, SendRow>,
-    /// True once this pass accepted a pin write or a cleanup pass.
-    consent_ops: bool,
+    /// The keys of the pin writes this pass accepted.
+    pin_keys: BTreeSet<String>,
     report: IngestReport,
     progress: Option<&'p mut dyn FnMut(u64)>,
     /// Local wall-clock time of this pass (ms), for holding future records.
@@ -123,6 +123,8 @@ pub struct Ingest<'a, 'p> {
     held: HashSet<String>,
     /// The seq the last waiting line was missing, when it waited on a gap.
     gap: Option<u64>,
+    /// True once a fork took records back: consent is folded again whole.
+    refold_all: bool,
 }
 
 impl<'a, 'p> Ingest<'a, 'p> {
@@ -167,6 +169,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             now_ms,
             held: HashSet::new(),
             gap: None,
+            refold_all: false,
             progress,
             index,
             dir,
@@ -174,7 +177,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             feeds: HashMap::new(),
             touched: BTreeSet::new(),
             fresh: HashMap::new(),
-            consent_ops: false,
+            pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
         };
         me.load_feeds()?;
@@ -807,7 +810,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         // A taken-back record may have been a pin write, a vote or a
         // proposal: consent, which crosses messages, is folded again whole.
-        self.consent_ops |= !gone.is_empty();
+        self.refold_all |= !gone.is_empty();
         let head: Option<(i64, String, i64, i64)> = conn
             .prepare_cached(
                 "SELECT seq, id, ms, c FROM records WHERE feed = ?1 ORDER BY seq DESC LIMIT 1",
@@ -937,7 +940,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     self.touched.insert(*t);
                 }
             }
-            Op::PinSet(_) | Op::Backfill(_) | Op::UndoBackfill(_) => self.consent_ops = true,
+            Op::PinSet(ps) => {
+                self.pin_keys.insert(ps.key.clone());
+            }
+            // A cleanup pass acts on the messages it lists (and their nudges).
+            Op::Backfill(Backfill { ids, .. }) | Op::UndoBackfill(UndoBackfill { ids, .. }) => {
+                self.touched.extend(ids.iter().copied());
+            }
             Op::FeedInit(_) | Op::UploadChunk(_) | Op::Seal(_) => {}
         }
         Ok(())
@@ -945,7 +954,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     fn refold_touched(&mut self) -> StoreResult<()> {
         let touched = std::mem::take(&mut self.touched);
-        if touched.is_empty() && !self.consent_ops {
+        let pin_keys = std::mem::take(&mut self.pin_keys);
+        if touched.is_empty() && pin_keys.is_empty() && !self.refold_all {
             // Nothing new: a read tool's catch-up stops here.
             return Ok(());
         }
@@ -955,14 +965,18 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 self.report.refolded += 1;
             }
         }
-        // Consent crosses messages: when anything that takes part moved, its
-        // whole fold runs again (after the rows above exist).
-        if self.consent_ops || consent::touches(self.index, &touched)? {
-            consent::refold(self.index, &self.dir.genesis().roles)?;
-        }
+        // Consent crosses messages: the scope of whatever took part runs
+        // again (after the rows above exist). A very large pass (a rebuild)
+        // re-folds everything at once rather than walking scope by scope.
+        let keys = (touched.len() <= WALK_LIMIT && !self.refold_all).then_some(pin_keys);
+        consent::refold(self.index, &self.dir.genesis().roles, &touched, keys)?;
         self.index.index_new_bodies()
     }
 }
+
+/// Past this many touched messages, a pass re-folds all of consent instead of
+/// walking the scope of each.
+const WALK_LIMIT: usize = 2000;
 
 /// A decoded `send` with what the fold needs about its record.
 pub(super) struct SendRow {
@@ -983,13 +997,8 @@ pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResul
         return Ok(None);
     };
     // A message that takes part in consent has facets (approval, retirement)
-    // that only the channel-wide fold knows.
-    if consent::touches(index, &BTreeSet::from([*id]))?
-        && let Some(full) = consent::message(index, roster, id)?
-    {
-        return Ok(Some(full));
-    }
-    Ok(Some(m))
+    // that only the consent fold knows.
+    Ok(Some(consent::message(index, roster, id)?.unwrap_or(m)))
 }
 
 /// Re-folds one message from its records and writes its rows. `false` when
