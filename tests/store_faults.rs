@@ -451,6 +451,29 @@ fn records_lost_mid_file_for_good_are_published_again_by_repair() {
     assert!(problems(&r).is_empty(), "{:?}", problems(&r));
     let mut w = l.channel();
     assert_eq!(digest(&mut r), digest(&mut w));
+    // A line whose signature alone was damaged is published again too.
+    let lines = lines_of(&seg);
+    let text = String::from_utf8(lines[2].clone()).unwrap();
+    let sig_at = text.find("\"sig\":\"").unwrap() + 7;
+    let flipped = if &text[sig_at..sig_at + 1] == "A" {
+        "B"
+    } else {
+        "A"
+    };
+    let damaged = format!("{}{flipped}{}", &text[..sig_at], &text[sig_at + 1..]);
+    let mut bytes = lines.concat();
+    let at = lines[..2].iter().map(Vec::len).sum::<usize>();
+    bytes.splice(at..at + lines[2].len(), damaged.into_bytes());
+    fs::write(&seg, &bytes).unwrap();
+    let out = cli(&l.home_root(), &l.dir, &["repair"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 record(s) published again"),
+        "{out:?}"
+    );
+    let mut fresh = reader(&l, "fresh");
+    let report = fresh.reindex(None).unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(fresh.index().digest().unwrap(), digest(&mut r));
     // Nothing is missing any more: a second repair publishes nothing.
     let out = cli(&l.home_root(), &l.dir, &["repair"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 record(s)"));

@@ -135,6 +135,11 @@ fn status_text(out: &Map<String, Value>, pending: &Counts) -> String {
             ));
         }
     }
+    if let Some(since) = out.get("tentative_since").and_then(Value::as_str) {
+        t.push_str(&format!(
+            "tentative since: {since} (a device not heard from since may still bring earlier records)\n"
+        ));
+    }
     if let Some(n) = out.get("held").and_then(Value::as_i64) {
         t.push_str(&format!(
             "held: {n} record(s) dated ahead of this machine's clock\n"
