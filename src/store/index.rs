@@ -12,12 +12,12 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension as _, params};
 use sha2::{Digest as _, Sha256};
 
+use super::body::message_body;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
-use crate::core::ids::sha256_hex;
 use crate::core::message::Message;
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -90,6 +90,30 @@ CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(
 -- No trigger feeds bodies_fts: FTS5 flushes its buffer to disk at every
 -- statement savepoint, so one insert per body would flush once per message.
 -- Ingest indexes each pass's new bodies with one INSERT … SELECT instead.
+
+-- Uploads. Every chunk record keeps its text here once (a document of 8 MiB is
+-- many rows, never one row rewritten per append); `pos` is its place in the
+-- document as folded, NULL for a chunk that conflicted.
+CREATE TABLE IF NOT EXISTS upload_chunks(
+    n INTEGER PRIMARY KEY, record TEXT NOT NULL UNIQUE, upload TEXT NOT NULL,
+    role TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, text TEXT NOT NULL,
+    label TEXT, pos INTEGER);
+CREATE INDEX IF NOT EXISTS upload_chunks_upload ON upload_chunks(upload, pos);
+CREATE TABLE IF NOT EXISTS upload_seals(
+    n INTEGER PRIMARY KEY, record TEXT NOT NULL UNIQUE, upload TEXT NOT NULL,
+    role TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, sha256 TEXT NOT NULL,
+    length_bytes INTEGER NOT NULL, length_chars INTEGER NOT NULL, chunks INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS upload_seals_upload ON upload_seals(upload);
+-- The folded state of each upload (sha256 and lengths of the text so far).
+CREATE TABLE IF NOT EXISTS uploads(
+    id TEXT PRIMARY KEY, uploader TEXT NOT NULL, label TEXT, ms INTEGER NOT NULL,
+    c INTEGER NOT NULL, chunks INTEGER NOT NULL, length_bytes INTEGER NOT NULL,
+    length_chars INTEGER NOT NULL, sha256 TEXT NOT NULL, sealed_ms INTEGER, seal TEXT,
+    conflicts TEXT);
+-- Messages whose body is an upload: re-written when that upload is sealed here.
+CREATE TABLE IF NOT EXISTS body_refs(
+    upload TEXT NOT NULL, message_id TEXT NOT NULL, PRIMARY KEY(upload, message_id))
+    WITHOUT ROWID;
 "#;
 
 /// Tables emptied by a rebuild (everything folded from the feeds).
@@ -103,6 +127,10 @@ const DERIVED_TABLES: &[&str] = &[
     "deliveries",
     "events",
     "bodies",
+    "upload_chunks",
+    "upload_seals",
+    "uploads",
+    "body_refs",
 ];
 
 /// A line or feed that ingest could not apply.
@@ -309,8 +337,24 @@ impl Index {
                     ])
                 })
                 .db(p)?;
+            // A body kept in an upload that was not sealed here when the
+            // message arrived shows up once the seal has been ingested.
+            if m.send.body_ref.is_some() && !self.has_body(&id)? {
+                let body = message_body(self, &m.send)?;
+                if let Some(text) = &body.text {
+                    self.conn
+                        .prepare_cached(
+                            "UPDATE messages SET body_sha256 = ?2, body_bytes = ?3, body_chars = ?4 \
+                             WHERE id = ?1",
+                        )
+                        .and_then(|mut s| s.execute(params![id, body.sha256, body.bytes, body.chars]))
+                        .db(p)?;
+                    self.insert_body(&id, &m.send.topic, text)?;
+                }
+            }
         } else {
             let s = &m.send;
+            let body = message_body(self, s)?;
             let to_json = serde_json::to_string(&s.to).expect("roles serialize");
             let addenda = (!s.addenda.is_empty())
                 .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
@@ -342,9 +386,9 @@ impl Index {
                         m.created.ms(),
                         m.created.1,
                         deleted_ms,
-                        sha256_hex(s.body.as_bytes()),
-                        s.body.len() as i64,
-                        s.body.chars().count() as i64,
+                        body.sha256,
+                        body.bytes,
+                        body.chars,
                         conflicts,
                         l.status,
                         l.resolved_by,
@@ -358,10 +402,17 @@ impl Index {
                     ])
                 })
                 .db(p)?;
-            self.conn
-                .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
-                .and_then(|mut st| st.execute(params![id, s.topic, s.body]))
-                .db(p)?;
+            if let Some(text) = &body.text {
+                self.insert_body(&id, &s.topic, text)?;
+            }
+            if let Some(r) = &s.body_ref {
+                self.conn
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO body_refs(upload, message_id) VALUES (?1, ?2)",
+                    )
+                    .and_then(|mut st| st.execute(params![r.upload.hex(), id]))
+                    .db(p)?;
+            }
         }
         let mut up = self
             .conn
@@ -411,6 +462,24 @@ impl Index {
         Ok(())
     }
 
+    /// Adds the immutable text row of a message body (search reads it).
+    fn insert_body(&self, id: &str, topic: &str, text: &str) -> StoreResult<()> {
+        self.conn
+            .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
+            .and_then(|mut st| st.execute(params![id, topic, text]))
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    fn has_body(&self, id: &str) -> StoreResult<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM bodies WHERE message_id = ?1 LIMIT 1")
+            .and_then(|mut s| s.query_row([id], |_| Ok(())).optional())
+            .db(&self.path)?
+            .is_some())
+    }
+
     /// Every problem recorded by ingest (garbage, quarantine, forks, unknown
     /// ops, feeds not admitted), in the order they were found.
     pub fn problems(&self) -> StoreResult<Vec<Problem>> {
@@ -435,7 +504,7 @@ impl Index {
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
-    /// state, events and conflicts, keyed by full record ids with times from
+    /// state, events, conflicts and uploads, keyed by full record ids with times from
     /// the records' clocks. Cursors, local ingest numbers, problems and the
     /// search tables are left out, so equal feeds give equal digests anywhere.
     pub fn digest(&self) -> StoreResult<String> {
@@ -471,6 +540,16 @@ impl Index {
         )?;
         dump(
             "SELECT message_id, pos, event, role, note, ms, record FROM events ORDER BY message_id, pos",
+            &mut h,
+        )?;
+        // The text of an upload is covered by its sha256; which chunks make it, by pos.
+        dump(
+            "SELECT id, uploader, label, ms, c, chunks, length_bytes, length_chars, sha256, \
+             sealed_ms, seal, conflicts FROM uploads ORDER BY id",
+            &mut h,
+        )?;
+        dump(
+            "SELECT record, upload, pos FROM upload_chunks ORDER BY record",
             &mut h,
         )?;
         Ok(hex::encode(h.finalize()))

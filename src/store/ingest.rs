@@ -24,6 +24,7 @@ use super::channel_dir::ChannelDir;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::index::Index;
+use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
@@ -83,6 +84,8 @@ pub struct Ingest<'a, 'p> {
     owner_key: Option<VerifyingKey>,
     feeds: HashMap<FeedId, FeedState>,
     touched: BTreeSet<RecordId>,
+    /// Uploads that gained a chunk or a seal in this pass.
+    uploads: BTreeSet<RecordId>,
     /// Sends accepted in this pass, kept decoded so re-folding them needs no
     /// second read and parse.
     fresh: HashMap<RecordId, SendRow>,
@@ -114,6 +117,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             owner_key: parse_pubkey(&dir.genesis().owner_pubkey),
             feeds: HashMap::new(),
             touched: BTreeSet::new(),
+            uploads: BTreeSet::new(),
             fresh: HashMap::new(),
             report: IngestReport::default(),
         };
@@ -643,18 +647,30 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     self.touched.insert(*t);
                 }
             }
-            Op::FeedInit(_)
-            | Op::PinSet(_)
-            | Op::Backfill(_)
-            | Op::UndoBackfill(_)
-            | Op::UploadChunk(_)
-            | Op::Seal(_) => {}
+            Op::UploadChunk(c) => {
+                let upload = upload::record_chunk(self.index, n, rec.order_key(), &role, c)?;
+                self.uploads.insert(upload);
+            }
+            Op::Seal(s) => {
+                upload::record_seal(self.index, n, rec.order_key(), &role, s)?;
+                self.uploads.insert(s.upload);
+            }
+            Op::FeedInit(_) | Op::PinSet(_) | Op::Backfill(_) | Op::UndoBackfill(_) => {}
         }
         Ok(())
     }
 
     fn refold_touched(&mut self) -> StoreResult<()> {
-        let touched = std::mem::take(&mut self.touched);
+        let mut touched = std::mem::take(&mut self.touched);
+        // Uploads first: a seal ingested here completes the bodies of the
+        // messages that were waiting for it.
+        for id in std::mem::take(&mut self.uploads) {
+            if let Some(u) = upload::refold_upload(self.index, &id)?
+                && u.sealed.is_some()
+            {
+                touched.extend(upload::waiting_messages(self.index, &id)?);
+            }
+        }
         if touched.is_empty() {
             // Nothing new: a read tool's catch-up stops here.
             return Ok(());

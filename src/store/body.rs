@@ -1,0 +1,73 @@
+//! The body a message shows: its inline text, or the text of the sealed
+//! upload its `body_ref` names.
+//!
+//! Every place the index writes a message's body (the `bodies` row that
+//! listings, search and the digest read, and the body digest columns) takes
+//! it from [`message_body`], so what a body is gets decided once. A body whose
+//! upload has not been sealed on this machine yet (another feed, sync order)
+//! is pending: the digest is already known from the reference, the text comes
+//! when the seal is ingested. This module does not fold anything.
+
+use rusqlite::{OptionalExtension as _, params};
+
+use super::error::{SqlContext as _, StoreResult};
+use super::index::Index;
+use super::upload::upload_text;
+use crate::core::ids::sha256_hex;
+use crate::core::op::{BodyRef, Send};
+
+/// A message body as the index stores it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Body {
+    /// The text, `None` while the upload it names is not sealed here.
+    pub text: Option<String>,
+    /// Hex sha256 of the text.
+    pub sha256: String,
+    /// Length in bytes (0 while pending).
+    pub bytes: i64,
+    /// Length in characters (0 while pending).
+    pub chars: i64,
+}
+
+impl Body {
+    fn of(text: String) -> Self {
+        Self {
+            sha256: sha256_hex(text.as_bytes()),
+            bytes: text.len() as i64,
+            chars: text.chars().count() as i64,
+            text: Some(text),
+        }
+    }
+}
+
+/// The body of a sent message.
+pub fn message_body(ix: &Index, send: &Send) -> StoreResult<Body> {
+    match &send.body_ref {
+        None => Ok(Body::of(send.body.clone())),
+        Some(r) => referenced(ix, r),
+    }
+}
+
+/// The text of the sealed upload `r` names, if it is sealed here with the
+/// digest the reference carries.
+fn referenced(ix: &Index, r: &BodyRef) -> StoreResult<Body> {
+    let sealed: Option<i64> = ix
+        .conn()
+        .prepare_cached(
+            "SELECT 1 FROM uploads WHERE id = ?1 AND sealed_ms IS NOT NULL AND sha256 = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![r.upload.hex(), r.sha256], |row| row.get(0))
+                .optional()
+        })
+        .db(ix.path())?;
+    if sealed.is_none() {
+        return Ok(Body {
+            text: None,
+            sha256: r.sha256.clone(),
+            bytes: 0,
+            chars: 0,
+        });
+    }
+    Ok(Body::of(upload_text(ix, &r.upload)?))
+}
