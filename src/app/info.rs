@@ -1,4 +1,5 @@
-//! Channel information tools: list_roles, server_build, get_protocol.
+//! Channel information tools: list_roles, server_build, get_protocol,
+//! get_charter_template.
 
 use serde_json::{Value, json};
 
@@ -9,6 +10,9 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The protocol document served by get_protocol.
 pub const PROTOCOL: &str = include_str!("../../docs/PROTOCOL.md");
+
+/// The starting team charter served by get_charter_template.
+pub const CHARTER_TEMPLATE: &str = include_str!("../../docs/charter-template.md");
 
 /// Who is in the channel: the roster from the channel definition.
 pub fn list_roles(s: &Session) -> Value {
@@ -36,9 +40,11 @@ pub fn server_build() -> Value {
             {"id": "messaging", "shipped_at": "2026-11-30", "what": "send_message, read_inbox, mark_read, delete_message, list_messages, search_messages, get_thread, list_roles, server_build, get_protocol"},
             {"id": "debts", "shipped_at": "2026-11-30", "what": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status; decisions made on two machines fold to one winner, the loser listed as conflicted"},
             {"id": "waits", "shipped_at": "2026-11-30", "what": "wait_for_mail and wait_for_reply, woken by a watcher on the channel folder"},
+            {"id": "uploads", "shipped_at": "2026-11-30", "what": "upload_content, seal_content, get_content (documents up to 8 MiB) and body_ref on send_message"},
+            {"id": "charter", "shipped_at": "2026-11-30", "what": "get_charter_template, a starting team charter with ten ground rules"},
         ],
         "not_shipped": [
-            {"id": "consent", "why": "proposals with pin keys, votes (acknowledge), pins, uploads and retirement are not served by this build yet"},
+            {"id": "consent", "why": "proposals with pin keys, votes (acknowledge), pins and retirement are not served by this build yet"},
             {"id": "sync", "why": "countersign sync (git, rclone) is not in this build; a channel folder can still be shared by any means that copies files"},
         ],
         "source": "countersign (Rust), stdio MCP server",

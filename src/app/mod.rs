@@ -5,6 +5,7 @@
 //! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
 //! layer knows nothing of MCP, clap or terminals.
 
+pub mod body;
 pub mod delete;
 pub mod inbox;
 pub mod info;
@@ -19,6 +20,7 @@ pub mod send;
 pub mod session;
 pub mod status;
 pub mod thread;
+pub mod upload;
 pub mod wait;
 
 pub use refusal::{AppError, AppResult};

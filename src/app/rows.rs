@@ -16,7 +16,7 @@ use crate::core::timestamp::{days_between, format_rfc3339};
 
 /// Columns every message query selects first, in [`MessageRow::from_sql`]'s order.
 pub const MESSAGE_COLUMNS: &str = "m.id, m.from_role, m.to_json, m.topic, \
-    (SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), \
+    COALESCE((SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), ''), \
     m.action_required, m.reply_to, m.kind, m.work_status, m.addenda, m.decision_requested, \
     m.ms, m.deleted_ms, m.body_sha256, m.body_bytes, m.body_chars, m.n, m.c, m.status, \
     m.resolved_by, m.resolved_ms, m.resolution_note, m.confirmed, m.blocked_by, m.last_move_ms";

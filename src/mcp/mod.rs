@@ -10,6 +10,7 @@ mod about;
 mod browse;
 mod debts;
 mod messaging;
+mod uploads;
 mod wait;
 
 use std::path::PathBuf;
@@ -59,6 +60,9 @@ const TOOL_ORDER: &[&str] = &[
     "set_work_status",
     "ready_work",
     "get_thread",
+    "upload_content",
+    "seal_content",
+    "get_content",
     "message_history",
     "list_roles",
     "channel_status",
@@ -66,6 +70,7 @@ const TOOL_ORDER: &[&str] = &[
     "wait_for_mail",
     "server_build",
     "get_protocol",
+    "get_charter_template",
 ];
 
 /// The MCP server of one session.
@@ -87,6 +92,7 @@ impl Server {
             tool_router: Self::messaging_router()
                 + Self::browse_router()
                 + Self::debts_router()
+                + Self::uploads_router()
                 + Self::wait_router()
                 + Self::about_router(),
         }
