@@ -27,13 +27,17 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             "set_work_status",
             "ready_work",
             "get_thread",
+            "upload_content",
+            "seal_content",
+            "get_content",
             "message_history",
             "list_roles",
             "channel_status",
             "wait_for_reply",
             "wait_for_mail",
             "server_build",
-            "get_protocol"
+            "get_protocol",
+            "get_charter_template"
         ]
     );
     // read_inbox and channel_status write (delivery, seen news), so they are not read-only.
@@ -43,12 +47,14 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
         "open_obligations",
         "ready_work",
         "get_thread",
+        "get_content",
         "message_history",
         "list_roles",
         "wait_for_reply",
         "wait_for_mail",
         "server_build",
         "get_protocol",
+        "get_charter_template",
     ];
     for t in &tools {
         let a = t
@@ -78,7 +84,7 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             );
         }
     }
-    for peer_text in ["read_inbox", "get_thread"] {
+    for peer_text in ["read_inbox", "get_thread", "get_content"] {
         let t = tools.iter().find(|t| t.name == peer_text).unwrap();
         assert!(
             t.description

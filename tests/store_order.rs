@@ -69,6 +69,7 @@ fn history() -> &'static History {
                             to: ToArg::One("*".into()),
                             topic: format!("status {step}"),
                             body: format!("everyone: step {step}"),
+                            body_ref: None,
                             action_required: false,
                             reply_to: sent.last().map(|m| m.0.clone()),
                             kind: Some("status".into()),
