@@ -117,7 +117,7 @@ async fn an_upload_in_two_parts_is_sealed_and_sent_by_reference() {
         .call("search_messages", json!({"query": "ünïcode"}))
         .await
         .rows();
-    assert_eq!(common::ids(&found), [mid.clone()]);
+    assert_eq!(common::ids(&found), [mid]);
 
     let full = fe
         .call("get_content", json!({"upload_id": id, "with_body": true}))

@@ -33,6 +33,10 @@ pub fn server_build() -> Value {
             "since": "2026-11-30",
             "what": "signed per-role feeds in a shared folder, a local index, messaging, debts with their lifecycle, work status and the wait tools",
             "do": "call channel_status() first and triage what it lists; get_protocol() has the rules",
+        }, {
+            "since": "2026-11-30",
+            "what": "documents larger than an inline body: upload_content, seal_content, get_content, and body_ref on send_message; get_charter_template gives a starting team charter",
+            "do": "send anything over 256 KiB (or whose digest matters on its own) with upload_content, seal_content, then send_message(body_ref=<upload_id>)",
         }],
         "shipped": [
             {"id": "feeds", "shipped_at": "2026-11-30", "what": "signed, hash-chained per-role feeds; tolerant reading; verify"},
