@@ -13,7 +13,10 @@ pub mod init;
 pub mod lifecycle;
 pub mod listing;
 pub mod obligations;
+pub mod pin;
 pub mod refusal;
+pub mod retirement;
+pub mod revise;
 pub mod rows;
 pub mod search;
 pub mod send;
@@ -21,6 +24,7 @@ pub mod session;
 pub mod status;
 pub mod thread;
 pub mod upload;
+pub mod vote;
 pub mod wait;
 
 pub use refusal::{AppError, AppResult};

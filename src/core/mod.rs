@@ -5,6 +5,7 @@
 //! bytes and times in. Every other layer depends on this one, never the reverse.
 
 pub mod chain;
+pub mod consent;
 pub mod genesis;
 pub mod hlc;
 pub mod ids;

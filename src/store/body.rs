@@ -1,12 +1,13 @@
 //! The body a message shows: its inline text, or the text of the sealed
 //! upload its `body_ref` names.
 //!
-//! Every place the index writes a message's body (the `bodies` row that
+//! Every place the index writes a message's body (the `bodies` rows that
 //! listings, search and the digest read, and the body digest columns) takes
-//! it from [`message_body`], so what a body is gets decided once. A body whose
-//! upload has not been sealed on this machine yet (another feed, sync order)
-//! is pending: the digest is already known from the reference, the text comes
-//! when the seal is ingested. This module does not fold anything.
+//! it from [`message_body`] over the message's text as it stands (the send's
+//! or the latest revision's), so what a body is gets decided once. A body
+//! whose upload has not been sealed on this machine yet (another feed, sync
+//! order) is pending: the digest is already known from the reference, the
+//! text comes when the seal is ingested. This module does not fold anything.
 
 use rusqlite::{OptionalExtension as _, params};
 
@@ -14,7 +15,8 @@ use super::error::{SqlContext as _, StoreResult};
 use super::index::Index;
 use super::upload::upload_text;
 use crate::core::ids::sha256_hex;
-use crate::core::op::{BodyRef, Send};
+use crate::core::message::Text;
+use crate::core::op::BodyRef;
 
 /// A message body as the index stores it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,10 +42,10 @@ impl Body {
     }
 }
 
-/// The body of a sent message.
-pub fn message_body(ix: &Index, send: &Send) -> StoreResult<Body> {
-    match &send.body_ref {
-        None => Ok(Body::of(send.body.clone())),
+/// The body of a message's text as it stands (sent or revised).
+pub fn message_body(ix: &Index, text: &Text) -> StoreResult<Body> {
+    match &text.body_ref {
+        None => Ok(Body::of(text.body.clone())),
         Some(r) => referenced(ix, r),
     }
 }

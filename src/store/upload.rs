@@ -257,15 +257,15 @@ pub fn upload_text(ix: &Index, id: &RecordId) -> StoreResult<String> {
     Ok(out)
 }
 
-/// The messages whose body is upload `id` and that show no body yet (their
-/// `send` arrived before the upload was sealed here).
+/// The messages whose text is (or was) upload `id`: when it is sealed here,
+/// the ones that arrived first can show its text.
 pub fn waiting_messages(ix: &Index, id: &RecordId) -> StoreResult<Vec<RecordId>> {
     let p = ix.path();
     let mut st = ix
         .conn()
         .prepare_cached(
-            "SELECT r.message_id FROM body_refs r WHERE r.upload = ?1 \
-             AND NOT EXISTS (SELECT 1 FROM bodies b WHERE b.message_id = r.message_id)",
+            "SELECT r.message_id FROM body_refs r JOIN messages m ON m.id = r.message_id \
+             WHERE r.upload = ?1 AND m.body_bytes = 0",
         )
         .db(p)?;
     let ids: Vec<String> = st
