@@ -301,3 +301,83 @@ async fn the_charter_template_is_served_as_text() {
     assert_eq!(numbered, (1..=10).collect::<Vec<_>>());
     fe.close().await;
 }
+
+#[tokio::test]
+async fn revise_message_and_pin_set_take_a_sealed_upload_as_body() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let fe = ch.client("frontend").await;
+    let be = ch.client("backend").await;
+    let doc = "Ä document of record.\n".repeat(50);
+    let up = fe.call("upload_content", json!({"text": doc})).await.ok();
+    let id = upload_id(&up);
+    let open = fe
+        .call("upload_content", json!({"text": "draft"}))
+        .await
+        .ok();
+    let open = upload_id(&open);
+    fe.call("seal_content", json!({"upload_id": id})).await.ok();
+
+    let mid = fe.send("backend", "notes", "short version").await;
+    fe.call(
+        "revise_message",
+        json!({"message_id": mid, "body": "x", "body_ref": id}),
+    )
+    .await
+    .value_error("pass either 'body' or 'body_ref', not both");
+    fe.call(
+        "revise_message",
+        json!({"message_id": mid, "body_ref": open}),
+    )
+    .await
+    .value_error("is not sealed");
+    let v = fe
+        .call("revise_message", json!({"message_id": mid, "body_ref": id}))
+        .await
+        .ok();
+    assert_eq!(v["unchanged"], false);
+    assert_eq!(v["previous_body_sha256"], sha256_hex("short version"));
+    assert_eq!(v["body_sha256"], sha256_hex(&doc));
+    assert_eq!(v["body_length_bytes"], doc.len());
+    assert_eq!(v["body_length_chars"], doc.chars().count());
+    let rows = be.call("read_inbox", json!({})).await.rows();
+    assert_eq!(rows[0]["body"], doc);
+    assert_eq!(rows[0]["body_sha256"], sha256_hex(&doc));
+    // The same document again changes nothing.
+    let again = fe
+        .call("revise_message", json!({"message_id": mid, "body_ref": id}))
+        .await
+        .ok();
+    assert_eq!(again["unchanged"], true);
+
+    let dry = be
+        .call(
+            "pin_set",
+            json!({"key": "notes", "title": "Notes", "version": "1", "body_ref": id,
+                   "dry_run": true}),
+        )
+        .await
+        .ok();
+    assert_eq!(dry["ok"], true);
+    assert_eq!(dry["would_write"]["body_sha256"], sha256_hex(&doc));
+    assert_eq!(dry["would_write"]["body_length_bytes"], doc.len());
+    let set = be
+        .call(
+            "pin_set",
+            json!({"key": "notes", "title": "Notes", "version": "1", "body_ref": &id[..8]}),
+        )
+        .await
+        .ok();
+    assert_eq!(set["body_sha256"], sha256_hex(&doc));
+    assert_eq!(set["body_length_bytes"], doc.len());
+    let pin = fe.call("pin_get", json!({"key": "notes"})).await.ok();
+    assert_eq!(pin["body"], doc);
+    assert_eq!(pin["body_length_chars"], doc.chars().count());
+    be.call(
+        "pin_set",
+        json!({"key": "notes", "title": "Notes", "version": "2", "body_ref": open}),
+    )
+    .await
+    .value_error("is not sealed");
+    fe.close().await;
+    be.close().await;
+}

@@ -154,6 +154,7 @@ fn history() -> &'static History {
                             body: format!("pinned at {step}"),
                             approved_by: approved_by.filter(|_| rnd(4) != 0),
                             dry_run: false,
+                            body_ref: None,
                         },
                     );
                 }

@@ -640,6 +640,7 @@ fn pin_req(key: &str, version: &str, approved_by: &str) -> PinRequest {
         body: format!("{key} {version}"),
         approved_by: Some(approved_by.into()),
         dry_run: false,
+        body_ref: None,
     }
 }
 

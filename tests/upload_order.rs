@@ -1,4 +1,5 @@
-//! A message whose body is an upload, when the feeds reach a machine in different orders:
+//! A message and a pin version whose body is an upload, when the feeds reach a machine in
+//! different orders:
 //! the message first (its body waits, its digest already known), the upload first, or the
 //! upload's chunks before its seal. Every order ends in the state of the machine that wrote
 //! them, and a rebuild gives the same digest.
@@ -14,6 +15,7 @@ use std::path::Path;
 
 use common::local::{self, Local};
 use common::sha256_hex;
+use countersign::app::pin::{PinRequest, pin_set};
 use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::app::upload::{seal_content, upload_content};
 use countersign::store::{Channel, Home};
@@ -44,6 +46,19 @@ fn body_of(ch: &mut Channel, short_id: &str) -> (String, String, i64) {
         .unwrap()
 }
 
+/// `(body, bytes)` of the current version of pin `notes` on `ch`.
+fn pin_body(ch: &mut Channel) -> (String, i64) {
+    ch.catch_up().unwrap();
+    ch.index()
+        .conn()
+        .query_row(
+            "SELECT body, bytes FROM pins WHERE key = 'notes' ORDER BY pos DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+}
+
 struct Written {
     local: Local,
     text: String,
@@ -67,7 +82,7 @@ fn written() -> Written {
             to: ToArg::One("frontend".into()),
             topic: "the doc".into(),
             body: String::new(),
-            body_ref: Some(id),
+            body_ref: Some(id.clone()),
             action_required: false,
             reply_to: None,
             kind: None,
@@ -81,11 +96,23 @@ fn written() -> Written {
     )
     .unwrap();
     let message = sent["id"].as_str().unwrap().to_owned();
+    pin_set(
+        &mut be,
+        PinRequest {
+            key: "notes".into(),
+            title: "Notes".into(),
+            version: "1".into(),
+            body_ref: Some(id),
+            ..PinRequest::default()
+        },
+    )
+    .unwrap();
     let mut ch = local.channel();
     let (body, sha, bytes) = body_of(&mut ch, &message);
     assert_eq!(body, text);
     assert_eq!(sha, sha256_hex(&text));
     assert_eq!(bytes, text.len() as i64);
+    assert_eq!(pin_body(&mut ch), (text.clone(), text.len() as i64));
     let digest = ch.index().digest().unwrap();
     Written {
         local,
@@ -121,6 +148,7 @@ fn assert_whole(w: &Written, dir: &Path, home: &Home) {
     assert_eq!(body, w.text);
     assert_eq!(sha, sha256_hex(&w.text));
     assert_eq!(bytes, w.text.len() as i64);
+    assert_eq!(pin_body(&mut ch), (w.text.clone(), w.text.len() as i64));
     assert_eq!(ch.index().digest().unwrap(), w.digest, "incremental");
     ch.reindex(None).unwrap();
     assert_eq!(ch.index().digest().unwrap(), w.digest, "rebuilt");
@@ -139,6 +167,7 @@ fn the_message_before_the_upload() {
         "the digest is known from the reference"
     );
     assert_eq!(bytes, 0);
+    assert_eq!(pin_body(&mut ch), (String::new(), 0), "so does the pin's");
     drop(ch);
     arrive(&w, &dir, "frontend");
     assert_whole(&w, &dir, &home);

@@ -8,6 +8,7 @@
 
 use super::refusal::{AppError, AppResult};
 use super::upload::find_upload;
+use crate::core::ids::sha256_hex;
 use crate::core::op::BodyRef;
 use crate::store::Index;
 use crate::store::upload::upload_row;
@@ -16,13 +17,19 @@ use crate::store::upload::upload_row;
 pub const INLINE_BODY_MAX: usize = 256 * 1024;
 
 /// What an op stores as its body: the text, or (with the text empty) the
-/// sealed upload that is the text.
+/// sealed upload that is the text; with the digests of the body either way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpBody {
     /// Inline text (empty with `body_ref`).
     pub body: String,
     /// The sealed upload that is the body.
     pub body_ref: Option<BodyRef>,
+    /// Hex sha256 of the body's bytes.
+    pub sha256: String,
+    /// Its length in bytes.
+    pub length_bytes: u64,
+    /// Its length in characters.
+    pub length_chars: u64,
 }
 
 /// Checks `body` and `body_ref` (an upload id prefix) and answers what the op
@@ -44,6 +51,9 @@ pub fn op_body(ix: &Index, body: String, body_ref: Option<&str>) -> AppResult<Op
             )));
         }
         return Ok(OpBody {
+            sha256: sha256_hex(body.as_bytes()),
+            length_bytes: body.len() as u64,
+            length_chars: body.chars().count() as u64,
             body,
             body_ref: None,
         });
@@ -69,7 +79,10 @@ pub fn op_body(ix: &Index, body: String, body_ref: Option<&str>) -> AppResult<Op
         body: String::new(),
         body_ref: Some(BodyRef {
             upload: id,
-            sha256: u.sha256,
+            sha256: u.sha256.clone(),
         }),
+        sha256: u.sha256,
+        length_bytes: u.length_bytes as u64,
+        length_chars: u.length_chars as u64,
     })
 }

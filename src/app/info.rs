@@ -35,7 +35,7 @@ pub fn server_build() -> Value {
             "do": "call channel_status() first and triage what it lists; get_protocol() has the rules",
         }, {
             "since": "2026-11-30",
-            "what": "documents larger than an inline body: upload_content, seal_content, get_content, and body_ref on send_message; get_charter_template gives a starting team charter",
+            "what": "documents larger than an inline body: upload_content, seal_content, get_content, and body_ref on send_message, revise_message and pin_set; get_charter_template gives a starting team charter",
             "do": "send anything over 256 KiB (or whose digest matters on its own) with upload_content, seal_content, then send_message(body_ref=<upload_id>)",
         }],
         "shipped": [
@@ -44,7 +44,7 @@ pub fn server_build() -> Value {
             {"id": "messaging", "shipped_at": "2026-11-30", "what": "send_message, read_inbox, mark_read, delete_message, list_messages, search_messages, get_thread, list_roles, server_build, get_protocol"},
             {"id": "debts", "shipped_at": "2026-11-30", "what": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status; decisions made on two machines fold to one winner, the loser listed as conflicted"},
             {"id": "waits", "shipped_at": "2026-11-30", "what": "wait_for_mail and wait_for_reply, woken by a watcher on the channel folder"},
-            {"id": "uploads", "shipped_at": "2026-11-30", "what": "upload_content, seal_content, get_content (documents up to 8 MiB) and body_ref on send_message"},
+            {"id": "uploads", "shipped_at": "2026-11-30", "what": "upload_content, seal_content, get_content (documents up to 8 MiB) and body_ref on send_message, revise_message and pin_set"},
             {"id": "charter", "shipped_at": "2026-11-30", "what": "get_charter_template, a starting team charter with ten ground rules"},
         ],
         "not_shipped": [

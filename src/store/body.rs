@@ -44,8 +44,14 @@ impl Body {
 
 /// The body of a message's text as it stands (sent or revised).
 pub fn message_body(ix: &Index, text: &Text) -> StoreResult<Body> {
-    match &text.body_ref {
-        None => Ok(Body::of(text.body.clone())),
+    body_of(ix, &text.body, text.body_ref.as_ref())
+}
+
+/// The body an op stores as `body` and `body_ref` (a message text, a pin
+/// version).
+pub fn body_of(ix: &Index, body: &str, body_ref: Option<&BodyRef>) -> StoreResult<Body> {
+    match body_ref {
+        None => Ok(Body::of(body.to_owned())),
         Some(r) => referenced(ix, r),
     }
 }

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::params;
 
+use super::body::body_of;
 use super::error::{SqlContext as _, StoreResult};
 use super::index::Index;
 use super::ingest::{Decoded, decode_row, decoded_row, send_row, target_records};
@@ -155,22 +156,23 @@ fn write_pins(index: &Index, c: &Consent) -> StoreResult<()> {
     for (key, versions) in &c.pins {
         for (pos, v) in versions.iter().enumerate() {
             let s = &v.set;
+            let body = body_of(index, &s.body, s.body_ref.as_ref())?;
             ins.execute(params![
                 v.key.id.hex(),
                 key,
                 pos as i64,
                 s.title,
                 s.version,
-                s.body,
+                body.text.as_deref().unwrap_or_default(),
                 s.body_ref
                     .as_ref()
                     .map(|r| serde_json::to_string(r).expect("body_ref serializes")),
                 s.approved_by.map(|a| a.hex()),
                 v.role.as_str(),
                 v.key.hlc.ms(),
-                v.sha256(),
-                s.body.len() as i64,
-                s.body.chars().count() as i64,
+                body.sha256,
+                body.bytes,
+                body.chars,
             ])
             .db(p)?;
         }

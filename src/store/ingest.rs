@@ -674,6 +674,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 && u.sealed.is_some()
             {
                 touched.extend(upload::waiting_messages(self.index, &id)?);
+                // Pin versions are rewritten by the consent fold.
+                self.consent_ops |= upload::named_by_pins(self.index, &id)?;
             }
         }
         if touched.is_empty() && !self.consent_ops {

@@ -276,6 +276,18 @@ pub fn waiting_messages(ix: &Index, id: &RecordId) -> StoreResult<Vec<RecordId>>
     Ok(ids.iter().filter_map(|s| RecordId::parse(s)).collect())
 }
 
+/// True if a pin version's body is upload `id`.
+pub fn named_by_pins(ix: &Index, id: &RecordId) -> StoreResult<bool> {
+    // body_ref is kept as its JSON, `{"upload":"<hex>",…}`.
+    let pattern = format!("%\"upload\":\"{}\"%", id.hex());
+    Ok(ix
+        .conn()
+        .prepare_cached("SELECT 1 FROM pins WHERE body_ref LIKE ?1 LIMIT 1")
+        .and_then(|mut s| s.query_row([pattern], |_| Ok(())).optional())
+        .db(ix.path())?
+        .is_some())
+}
+
 /// The folded state of an upload as the index keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UploadRow {
