@@ -163,7 +163,7 @@ fn write_pins(index: &Index, c: &Consent) -> StoreResult<()> {
                 pos as i64,
                 s.title,
                 s.version,
-                body.text.as_deref().unwrap_or_default(),
+                body.text(index)?,
                 s.body_ref
                     .as_ref()
                     .map(|r| serde_json::to_string(r).expect("body_ref serializes")),

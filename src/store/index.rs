@@ -401,7 +401,7 @@ impl Index {
         // an upload that was sealed here after the message arrived (its
         // length moves from 0).
         if before.as_ref() != Some(&(text.topic.clone(), body.sha256.clone(), body.bytes)) {
-            let shown = body.text.as_deref().unwrap_or_default();
+            let shown = body.text(self)?;
             self.conn
                 .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
                 .and_then(|mut st| st.execute(params![id, text.topic, shown]))
