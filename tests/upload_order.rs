@@ -17,7 +17,10 @@ use common::local::{self, Local};
 use common::sha256_hex;
 use countersign::app::pin::{PinRequest, pin_set};
 use countersign::app::send::{SendRequest, ToArg, send_message};
-use countersign::app::upload::{seal_content, upload_content};
+use countersign::app::upload::{get_content, seal_content, upload_content};
+use countersign::core::hlc::Hlc;
+use countersign::core::ids::{RecordId, Role};
+use countersign::core::op::{Op, UploadChunk};
 use countersign::store::{Channel, Home};
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -213,4 +216,56 @@ fn the_chunks_then_the_message_then_the_seal() {
     drop(ch);
     fs::write(last, &bytes).unwrap();
     assert_whole(&w, &dir, &home);
+}
+
+#[test]
+fn a_piece_written_after_the_seal_changes_nothing() {
+    let local = Local::new(&["frontend", "backend"]);
+    let mut fe = local.session("frontend");
+    let up = upload_content(&mut fe, "sealed text", None, None).unwrap();
+    let id = up["upload_id"].as_str().unwrap().to_owned();
+    let sealed = seal_content(&mut fe, &id).unwrap();
+    drop(fe);
+    // A piece that sorts after the seal, as one from another device of the uploader that had
+    // not seen the seal would: written past the app's checks, kept by the fold without effect.
+    let mut ch = local.channel();
+    ch.catch_up().unwrap();
+    let (full, seen): (String, (i64, i64)) = ch
+        .index()
+        .conn()
+        .query_row(
+            "SELECT id, (SELECT ms FROM records ORDER BY ms DESC, c DESC LIMIT 1), \
+             (SELECT c FROM records ORDER BY ms DESC, c DESC LIMIT 1) FROM uploads",
+            [],
+            |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))),
+        )
+        .unwrap();
+    let upload = RecordId::parse(&full).unwrap();
+    let role = Role::new("frontend").unwrap();
+    let mut bulk = ch.bulk(&role, seen.0).unwrap();
+    bulk.push(
+        &Op::UploadChunk(UploadChunk {
+            upload: Some(upload),
+            text: " and more".into(),
+            label: None,
+        }),
+        seen.0 + 1,
+        Hlc(seen.0, seen.1 as u32),
+    );
+    bulk.flush().unwrap();
+    drop(bulk);
+    ch.catch_up().unwrap();
+    let mut fe = local.session("frontend");
+    let now = get_content(&mut fe, &id, true).unwrap();
+    assert_eq!(now["body"], "sealed text");
+    assert_eq!(now["sha256"], sealed["sha256"]);
+    let conflicts: String = ch
+        .index()
+        .conn()
+        .query_row("SELECT conflicts FROM uploads", [], |r| r.get(0))
+        .unwrap();
+    assert!(conflicts.contains("is sealed"), "{conflicts}");
+    let digest = ch.index().digest().unwrap();
+    ch.reindex(None).unwrap();
+    assert_eq!(ch.index().digest().unwrap(), digest);
 }
