@@ -662,3 +662,300 @@ async fn nudges_owe_nothing_and_retire_with_their_target() {
         .rows();
     assert!(hist.iter().any(|e| e["event"] == "superseded"), "{hist:?}");
 }
+
+#[tokio::test]
+async fn a_cleanup_pass_is_previewed_guarded_applied_and_undone() {
+    let ch = TestChannel::new(ROLES);
+    let (a, b, g) = (
+        ch.client("alpha").await,
+        ch.client("beta").await,
+        ch.client("gamma").await,
+    );
+    let x = a.send("beta", "draft", "an early draft").await;
+    let proc = json!({"kind": "proc", "pin_key": null, "about_message_id": null});
+    let p1 = a
+        .send_with(
+            json!("beta"),
+            "follow-up",
+            &format!("about #{x}"),
+            proc.clone(),
+        )
+        .await;
+    let p2 = b
+        .send_with(
+            json!("alpha"),
+            "on that",
+            &format!("see #{p1}"),
+            proc.clone(),
+        )
+        .await;
+    let nudge = b
+        .send_with(
+            json!("alpha"),
+            "vote?",
+            "please",
+            json!({"kind": "status", "about_message_id": p1}),
+        )
+        .await;
+    a.call("pin_set", pin("notes", "1", "owned by alpha", None))
+        .await
+        .ok();
+    let word = a.send("beta", "go ahead", "clean up #p1").await;
+    let stranger_word = b.send("alpha", "me too", "fine").await;
+    a.call("delete_message", json!({"message_id": x}))
+        .await
+        .ok();
+
+    g.send("alpha", "hello", "sets up gamma's feed").await;
+    // Preview: the citation of a dead message is a target row; the reference waits.
+    let before = ch.feed_records();
+    let v = g.call("backfill_superseded", json!({})).await.ok();
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["count"], 1);
+    assert_eq!(v["total_candidates"], 2);
+    assert_eq!(v["excluded"]["by_reference"], 1);
+    let row = &v["would_retire"][0];
+    assert_eq!(row["id"], p1.as_str());
+    assert_eq!(row["match_kind"], "target");
+    assert_eq!(row["settled_by"][0]["matched_by"], "target_text");
+    assert_eq!(row["settled_by"][0]["reason"], "deleted");
+    assert_eq!(v["would_cascade"], json!([nudge.clone()]));
+    assert!(v["generated_at"].as_str().unwrap().ends_with('Z'));
+    let v = g
+        .call(
+            "backfill_superseded",
+            json!({"include_by_reference": true, "ids": [p2, "ffffffffffff"], "fields": "headers"}),
+        )
+        .await
+        .ok();
+    assert_eq!(ids(v["would_retire"].as_array().unwrap()), vec![p2.clone()]);
+    assert_eq!(v["not_candidates"], json!(["ffffffffffff"]));
+    assert!(v["would_retire"][0].get("settled_by").is_none());
+    assert_eq!(ch.feed_records(), before, "a preview writes nothing");
+
+    // Every guard refuses on its own, retiring nothing.
+    let apply = |extra: Value| {
+        let mut args = json!({"dry_run": false, "ids": [p1], "expect_count": 1,
+                              "key": "notes", "word_message_id": word});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        g.call("backfill_superseded", args)
+    };
+    apply(json!({"ids": null}))
+        .await
+        .value_error("'ids' is required");
+    apply(json!({"expect_count": null}))
+        .await
+        .value_error("'expect_count' is required");
+    apply(json!({"expect_count": 2}))
+        .await
+        .value_error("'expect_count' is 2 but 'ids' names 1");
+    apply(json!({"key": null}))
+        .await
+        .value_error("one word per key");
+    apply(json!({"word_message_id": stranger_word}))
+        .await
+        .value_error("owned by 'alpha'");
+    apply(json!({"ids": [p2]}))
+        .await
+        .value_error("include_by_reference=true");
+    apply(json!({"ids": [word]}))
+        .await
+        .value_error("never were candidates");
+    assert_eq!(ch.feed_records(), before);
+
+    let done = apply(json!({})).await.ok();
+    assert_eq!(done["retired"], json!([p1.clone()]));
+    assert_eq!(done["cascaded"], json!([nudge.clone()]));
+    assert_eq!(done["keys"], json!(["notes"]));
+    let hist = a
+        .call("message_history", json!({"message_id": p1}))
+        .await
+        .rows();
+    let e = hist
+        .iter()
+        .find(|e| e["event"] == "superseded_backfill")
+        .unwrap();
+    let note = e["note"].as_str().unwrap();
+    assert!(
+        note.contains("key notes") && note.contains(&format!("word: #{word}")),
+        "{note}"
+    );
+
+    // Undo: only the pass's author or the key's owner; live-rule retirements stay.
+    b.call("undo_backfill", json!({"ids": [p1]}))
+        .await
+        .permission_error("may undo it");
+    let r = a
+        .call("undo_backfill", json!({"ids": [p1], "reason": "too early"}))
+        .await
+        .ok();
+    assert_eq!(r["restored"], json!([p1.clone()]));
+    let hist = a
+        .call("message_history", json!({"message_id": p1}))
+        .await
+        .rows();
+    assert_eq!(hist.last().unwrap()["event"], "superseded_undone");
+    assert_eq!(awaiting(&b).await, vec![p1.clone()], "live again");
+    let round = round(&a, "notes", json!("*"), "v2").await;
+    ack(&b, &round, "agree").await;
+    ack(&g, &round, "agree").await;
+    a.call("pin_set", pin("notes", "2", "v2", Some(&round)))
+        .await
+        .ok();
+    g.call("undo_backfill", json!({"ids": [round]}))
+        .await
+        .value_error("retired by the live rule");
+    // An approval record is never a candidate.
+    g.call(
+        "backfill_superseded",
+        json!({"dry_run": false, "ids": [round], "expect_count": 1, "key": "notes",
+               "word_message_id": word}),
+    )
+    .await
+    .value_error("(approval record of pin 'notes')");
+}
+
+#[tokio::test]
+async fn pin_digests_are_exact_and_the_status_command_lists_pins() {
+    let ch = TestChannel::new(ROLES);
+    let a = ch.client("alpha").await;
+    // Bytes and characters differ; a trailing newline or one space changes the digest.
+    let v = a
+        .call("pin_set", pin("style", "1", "héllo wörld\n", None))
+        .await
+        .ok();
+    assert_eq!(v["body_length_bytes"], 14);
+    assert_eq!(v["body_length_chars"], 12);
+    assert_eq!(v["body_sha256"], common::sha256_hex("héllo wörld\n"));
+    let w = a
+        .call("pin_set", pin("style", "2", "héllo wörld", None))
+        .await
+        .ok();
+    let x = a
+        .call("pin_set", pin("style", "3", "héllo  wörld", None))
+        .await
+        .ok();
+    assert_ne!(v["body_sha256"], w["body_sha256"]);
+    assert_ne!(w["body_sha256"], x["body_sha256"]);
+    for args in [
+        pin(" ", "1", "b", None),
+        pin("k", " ", "b", None),
+        pin("k", "1", "", None),
+        pin(&"k".repeat(81), "1", "b", None),
+    ] {
+        a.call("pin_set", args).await.refused();
+    }
+    a.call(
+        "pin_set",
+        json!({"key": "k", "title": "t".repeat(201), "version": "1", "body": "b"}),
+    )
+    .await
+    .value_error("'title' must be <= 200 characters");
+    a.call(
+        "pin_set",
+        json!({"key": "k", "title": "t", "version": "v".repeat(81), "body": "b"}),
+    )
+    .await
+    .value_error("'version' must be <= 80 characters");
+    a.call("pin_set", pin("api", "1", "x", None)).await.ok();
+
+    let out = ch.cli(&["--role", "beta", "status", "pins"]);
+    assert!(out.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, vec!["api", "style"]);
+    assert_eq!(rows[1]["version"], "3");
+    assert_eq!(rows[1]["body_sha256"], x["body_sha256"]);
+    assert!(rows.iter().all(|r| r.get("body").is_none()));
+    let out = ch.cli(&["--role", "beta", "status", "pins", "--text"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().nth(1).unwrap();
+    let cells: Vec<&str> = line.split('\t').collect();
+    assert_eq!(cells[0], "style");
+    assert_eq!(cells[1], "3");
+    assert_eq!(cells[3], "alpha");
+    assert_eq!(cells[5], x["body_sha256"].as_str().unwrap());
+}
+
+#[tokio::test]
+async fn a_message_claimed_by_two_keys_needs_both_owners_words() {
+    let ch = TestChannel::new(ROLES);
+    let (a, b, g) = (
+        ch.client("alpha").await,
+        ch.client("beta").await,
+        ch.client("gamma").await,
+    );
+    let proc = json!({"kind": "proc", "pin_key": null, "about_message_id": null});
+    let x = a.send("beta", "old", "old").await;
+    let p = a
+        .send_with(
+            json!("beta"),
+            "api and style",
+            &format!("api, style, see #{x}"),
+            proc,
+        )
+        .await;
+    a.call("delete_message", json!({"message_id": x}))
+        .await
+        .ok();
+    a.call("pin_set", pin("notes", "1", "n", None)).await.ok();
+    let word_a = a.send("beta", "ok", "go").await;
+    let base = json!({"dry_run": false, "key": "notes", "word_message_id": word_a});
+    let mut args = base.clone();
+    args["ids"] = json!([p]);
+    args["expect_count"] = json!(1);
+    g.call("backfill_superseded", args).await.ok();
+    // While it is retired, both keys move on (written by different owners); then it is
+    // restored and is a live proposal older than the current version of both keys.
+    a.call("pin_set", pin("api", "1", "a", None)).await.ok();
+    b.call("pin_set", pin("style", "1", "s", None)).await.ok();
+    a.call("undo_backfill", json!({"ids": [p]})).await.ok();
+    let v = g.call("backfill_superseded", json!({})).await.ok();
+    assert_eq!(v["multi_claimed"], json!([p.clone()]));
+    let row = &v["would_retire"][0];
+    assert_eq!(row["claimed_by"], json!(["api", "style"]));
+    assert_eq!(row["claim_count"], 2);
+    assert_eq!(row["match_kind"], "key");
+    let by: Vec<&str> = row["settled_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["matched_by"].as_str())
+        .collect();
+    assert_eq!(by, vec!["text", "text", "target_text"], "key claims first");
+    let filtered = g
+        .call("backfill_superseded", json!({"key": "notes"}))
+        .await
+        .ok();
+    assert_eq!(filtered["count"], 0);
+    assert_eq!(filtered["excluded"]["other_keys"], 1);
+    assert_eq!(filtered["filtered_by_key"], json!(["notes"]));
+
+    let word_b = b.send("alpha", "ok", "go").await;
+    g.call(
+        "backfill_superseded",
+        json!({"dry_run": false, "ids": [p], "expect_count": 1, "key": "api",
+               "word_message_id": word_a}),
+    )
+    .await
+    .value_error("Missing: [\"style\"]");
+    g.call(
+        "backfill_superseded",
+        json!({"dry_run": false, "ids": [p], "expect_count": 1, "key": ["api", "style"],
+               "word_message_id": [word_a, word_a]}),
+    )
+    .await
+    .value_error("owned by 'beta'");
+    let done = g
+        .call(
+            "backfill_superseded",
+            json!({"dry_run": false, "ids": [p], "expect_count": 1, "key": ["api", "style"],
+                   "word_message_id": [word_a, word_b]}),
+        )
+        .await
+        .ok();
+    assert_eq!(done["retired"], json!([p.clone()]));
+    assert_eq!(done["keys"], json!(["api", "style"]));
+}

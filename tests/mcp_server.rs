@@ -39,6 +39,8 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             "pin_history",
             "acknowledge",
             "get_acknowledgements",
+            "backfill_superseded",
+            "undo_backfill",
             "list_roles",
             "channel_status",
             "wait_for_reply",

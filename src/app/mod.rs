@@ -5,6 +5,7 @@
 //! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
 //! layer knows nothing of MCP, clap or terminals.
 
+pub mod backfill;
 pub mod body;
 pub mod delete;
 pub mod inbox;

@@ -302,6 +302,14 @@ impl Message {
         self.send.to.len() > 1
     }
 
+    /// The place of its `send` in the total order.
+    pub fn created_key(&self) -> OrderKey {
+        OrderKey {
+            hlc: self.created,
+            id: self.id,
+        }
+    }
+
     /// True for a proposal (`kind="proc"`).
     pub fn is_proposal(&self) -> bool {
         self.send.kind == Some(Kind::Proc)

@@ -1,5 +1,6 @@
 //! Tools of consent: awaiting_ack, revise_message, pin_set, pin_get, pin_list,
-//! pin_history, acknowledge, get_acknowledgements.
+//! pin_history, acknowledge, get_acknowledgements, backfill_superseded,
+//! undo_backfill.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
@@ -8,6 +9,7 @@ use rmcp::{ErrorData as McpError, tool, tool_router};
 use serde::Deserialize;
 
 use super::Server;
+use crate::app::backfill::{self, BackfillRequest, OneOrMany};
 use crate::app::pin::{self, PinRequest};
 use crate::app::revise::{self, ReviseRequest};
 use crate::app::rows::FieldsArg;
@@ -15,6 +17,9 @@ use crate::app::vote;
 
 fn hundred() -> i64 {
     100
+}
+fn yes() -> bool {
+    true
 }
 
 /// Parameters of awaiting_ack.
@@ -133,6 +138,48 @@ pub struct GetAcknowledgementsParams {
     /// notes, or a list of field names.
     #[serde(default)]
     pub fields: Option<FieldsArg>,
+}
+
+/// Parameters of backfill_superseded.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BackfillParams {
+    /// True (default): preview only, nothing changes. False: apply (needs ids, expect_count,
+    /// key and word_message_id).
+    #[serde(default = "yes")]
+    pub dry_run: bool,
+    /// The messages to retire: exactly those you reviewed in the preview (narrows a preview).
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    /// Projection of the preview rows: a list of field names, or "headers".
+    #[serde(default)]
+    pub fields: Option<FieldsArg>,
+    /// The pin key(s) this pass settles: one key or a list (narrows the key rows of a preview).
+    #[serde(default)]
+    pub key: Option<OneOrMany>,
+    /// One message per key, in the same order: where the key's owner (the role that wrote its
+    /// current version) agreed to this cleanup.
+    #[serde(default)]
+    pub word_message_id: Option<OneOrMany>,
+    /// The number of ids, taken independently from the message carrying the owner's word; a
+    /// mismatch retires nothing.
+    #[serde(default)]
+    pub expect_count: Option<i64>,
+    /// The preview's generated_at: ids retired by someone else since then are named.
+    #[serde(default)]
+    pub snapshot_at: Option<String>,
+    /// Also show (and allow retiring) proposals that only cite a candidate as #id.
+    #[serde(default)]
+    pub include_by_reference: bool,
+}
+
+/// Parameters of undo_backfill.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct UndoBackfillParams {
+    /// The messages a cleanup pass retired that should be live again.
+    pub ids: Vec<String>,
+    /// Why (at most 4000 characters); kept in message_history.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 #[tool_router(router = consent_router, vis = "pub(super)")]
@@ -312,6 +359,62 @@ impl Server {
         Parameters(p): Parameters<GetAcknowledgementsParams>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| vote::get_acknowledgements(s, &p.message_id, p.fields.as_ref()))
+            .await
+    }
+
+    /// A one-off cleanup applying the retirement rules to history written before they
+    /// existed: live proposals settled by a pin version (key rows), messages about a dead
+    /// target (target rows), and, on request, proposals citing those (reference rows). Never
+    /// retires by age; approval records are never candidates. dry_run=true (default) previews
+    /// {would_retire, count, would_cascade, not_candidates, multi_claimed, total_candidates,
+    /// excluded, generated_at}. Applying needs ids (those reviewed), expect_count (counted
+    /// independently), and key + word_message_id (each key's owner's go-ahead); any mismatch
+    /// retires nothing. The only retirement that undo_backfill can reverse.
+    #[tool(annotations(
+        title = "Cleanup pass (preview or apply)",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn backfill_superseded(
+        &self,
+        Parameters(p): Parameters<BackfillParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| {
+            backfill::backfill_superseded(
+                s,
+                BackfillRequest {
+                    dry_run: p.dry_run,
+                    ids: p.ids,
+                    fields: p.fields,
+                    key: p.key,
+                    word_message_id: p.word_message_id,
+                    expect_count: p.expect_count,
+                    snapshot_at: p.snapshot_at,
+                    include_by_reference: p.include_by_reference,
+                },
+            )
+        })
+        .await
+    }
+
+    /// Restore messages a cleanup pass (backfill_superseded) retired, and only those:
+    /// retirements by the live rules (a pin write, a vote, a deletion) stay. Allowed to the role
+    /// that ran the pass or the owner of a key it named. Returns {restored, refused}; refused
+    /// when nothing could be restored.
+    #[tool(annotations(
+        title = "Undo a cleanup pass",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn undo_backfill(
+        &self,
+        Parameters(p): Parameters<UndoBackfillParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| backfill::undo_backfill(s, &p.ids, p.reason))
             .await
     }
 }

@@ -73,6 +73,8 @@ const TOOL_ORDER: &[&str] = &[
     "pin_history",
     "acknowledge",
     "get_acknowledgements",
+    "backfill_superseded",
+    "undo_backfill",
     "list_roles",
     "channel_status",
     "wait_for_reply",

@@ -36,8 +36,8 @@ TOOLS = [
     "open_obligations", "set_work_status", "ready_work", "awaiting_ack", "get_thread",
     "upload_content", "seal_content", "get_content", "revise_message", "message_history",
     "pin_set", "pin_get", "pin_list", "pin_history", "acknowledge", "get_acknowledgements",
-    "list_roles", "channel_status", "wait_for_reply", "wait_for_mail", "server_build",
-    "get_protocol", "get_charter_template",
+    "backfill_superseded", "undo_backfill", "list_roles", "channel_status", "wait_for_reply",
+    "wait_for_mail", "server_build", "get_protocol", "get_charter_template",
 ]
 READ_ONLY = {
     "list_messages", "search_messages", "open_obligations", "ready_work", "awaiting_ack",
