@@ -551,8 +551,8 @@ impl Index {
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
-    /// state, events, votes, pins, conflicts and uploads, keyed by full record ids with times from
-    /// the records' clocks. Cursors, local ingest numbers, problems and the
+    /// state, events, votes, pins, conflicts and uploads, keyed by full record
+    /// ids with times from the records' clocks. Cursors, local ingest numbers, problems and the
     /// search tables are left out, so equal feeds give equal digests anywhere.
     pub fn digest(&self) -> StoreResult<String> {
         let p = &self.path;
