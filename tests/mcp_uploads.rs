@@ -218,8 +218,7 @@ async fn only_the_uploader_appends_and_seals_and_unknown_uploads_are_named() {
         .await
         .ok();
     let id = upload_id(&v);
-    // The backend's feed exists once it has written (its first write sets it up).
-    be.send("frontend", "hello", "b").await;
+    // Refused before the backend has ever written: not even its feed is set up.
     let before = ch.feed_records();
     be.call("upload_content", json!({"text": "x", "upload_id": id}))
         .await
@@ -272,7 +271,7 @@ async fn only_the_uploader_appends_and_seals_and_unknown_uploads_are_named() {
     assert_eq!(
         ch.feed_records(),
         before + 1,
-        "only the message was written"
+        "only the message was written (frontend's feed existed)"
     );
     fe.close().await;
     be.close().await;

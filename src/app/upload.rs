@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::refusal::{AppError, AppResult, check_length};
 use super::session::Session;
-use crate::core::ids::{IdPrefix, RecordId};
+use crate::core::ids::{IdPrefix, RecordId, Role};
 use crate::core::op::{Op, UploadChunk};
 use crate::core::rules::{Refusal, Verdict};
 use crate::core::timestamp::format_rfc3339;
@@ -85,6 +85,12 @@ pub fn upload_content(
         )));
     }
     let pieces = split(text);
+    // Checked before this role's feed is set up, so a refusal writes nothing
+    // at all; checked again under the write lock below.
+    if let Some(raw) = upload_id {
+        s.catch_up()?;
+        check_append(s.index(), &me, raw, &pieces[0], text.len())?;
+    }
     let writer = s.writer()?;
     let label = label.map(str::to_owned);
     let raw = upload_id.map(str::to_owned);
@@ -103,29 +109,17 @@ pub fn upload_content(
             }
             return Ok::<_, AppError>((steps, None));
         };
-        let id = find_upload(ix, "upload_id", &raw)?;
-        let u = load_upload(ix, &id)?
-            .ok_or_else(|| AppError::value(format!("upload {raw} not found")))?;
-        let ops: Vec<Op> = pieces
+        let id = check_append(ix, &me, &raw, &pieces[0], text.len())?;
+        let steps: Vec<Step> = pieces
             .into_iter()
             .map(|text| {
-                Op::UploadChunk(UploadChunk {
+                let op = Op::UploadChunk(UploadChunk {
                     upload: Some(id),
                     text,
                     label: None,
-                })
+                });
+                Box::new(move |_: &[_]| op) as Step
             })
-            .collect();
-        // Who may append, and to what, is decided on the first piece; the cap
-        // on the whole append, so the refusal names the size it would reach.
-        check(&u, &me, &ops[0]).map_err(refusal)?;
-        let total = u.length_bytes + text.len() as u64;
-        if total > UPLOAD_MAX_BYTES {
-            return Err(AppError::value(over_cap(&id, u.length_bytes, total)));
-        }
-        let steps: Vec<Step> = ops
-            .into_iter()
-            .map(|op| Box::new(move |_: &[_]| op) as Step)
             .collect();
         Ok((steps, Some(id)))
     })?;
@@ -133,24 +127,61 @@ pub fn upload_content(
     state(s.index(), &id, false)
 }
 
+/// Who may append to which upload, decided on the first piece of the
+/// append; the cap on the whole append (`total` bytes), so the refusal names
+/// the size it would reach.
+fn check_append(
+    ix: &Index,
+    me: &Role,
+    raw: &str,
+    first: &str,
+    total: usize,
+) -> AppResult<RecordId> {
+    let id = find_upload(ix, "upload_id", raw)?;
+    let u =
+        load_upload(ix, &id)?.ok_or_else(|| AppError::value(format!("upload {raw} not found")))?;
+    let op = Op::UploadChunk(UploadChunk {
+        upload: Some(id),
+        text: first.to_owned(),
+        label: None,
+    });
+    check(&u, me, &op).map_err(refusal)?;
+    let would_be = u.length_bytes + total as u64;
+    if would_be > UPLOAD_MAX_BYTES {
+        return Err(AppError::value(over_cap(&id, u.length_bytes, would_be)));
+    }
+    Ok(id)
+}
+
 /// Seals the caller's upload: its bytes stop moving and its digest is final.
 /// Sealing a sealed upload again writes nothing.
 pub fn seal_content(s: &mut Session, upload_id: &str) -> AppResult<Value> {
     let me = s.role()?;
-    let writer = s.writer()?;
     let raw = upload_id.trim().to_owned();
+    // Checked before this role's feed is set up, so a refusal writes nothing
+    // at all; checked again under the write lock below.
+    s.catch_up()?;
+    if let (id, None) = plan_seal(s.index(), &me, &raw)? {
+        return state(s.index(), &id, false);
+    }
+    let writer = s.writer()?;
     let (_, id) = s.channel_mut().append_if(&writer, |ix| {
-        let id = find_upload(ix, "upload_id", &raw)?;
-        let u = load_upload(ix, &id)?
-            .ok_or_else(|| AppError::value(format!("upload {raw} not found")))?;
-        let seal = Op::Seal(u.seal_op());
-        let op = match check(&u, &me, &seal).map_err(refusal)? {
-            Verdict::Apply => Some(seal),
-            Verdict::Noop => None,
-        };
+        let (id, op) = plan_seal(ix, &me, &raw)?;
         Ok::<_, AppError>((op, id))
     })?;
     state(s.index(), &id, false)
+}
+
+/// The seal to write on upload `raw`, `None` when it is sealed already.
+fn plan_seal(ix: &Index, me: &Role, raw: &str) -> AppResult<(RecordId, Option<Op>)> {
+    let id = find_upload(ix, "upload_id", raw)?;
+    let u =
+        load_upload(ix, &id)?.ok_or_else(|| AppError::value(format!("upload {raw} not found")))?;
+    let seal = Op::Seal(u.seal_op());
+    Ok(match check(&u, me, &seal).map_err(refusal)? {
+        Verdict::Apply => (id, Some(seal)),
+        Verdict::Noop => (id, None),
+    })
 }
 
 /// Any upload's state, with its text when `with_body`.
