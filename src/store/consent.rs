@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::{OptionalExtension as _, params};
 
+use super::body::body_of;
 use super::error::{SqlContext as _, StoreResult};
 use super::index::Index;
 use super::ingest::{Decoded, decode_row, decoded_row, send_row, target_records};
@@ -368,22 +369,23 @@ fn write_pins(index: &Index, c: &Consent, keys: &BTreeSet<String>) -> StoreResul
     for (key, versions) in &c.pins {
         for (pos, v) in versions.iter().enumerate() {
             let s = &v.set;
+            let body = body_of(index, &s.body, s.body_ref.as_ref())?;
             ins.execute(params![
                 v.key.id.hex(),
                 key,
                 pos as i64,
                 s.title,
                 s.version,
-                s.body,
+                body.text(index)?,
                 s.body_ref
                     .as_ref()
                     .map(|r| serde_json::to_string(r).expect("body_ref serializes")),
                 s.approved_by.map(|a| a.hex()),
                 v.role.as_str(),
                 v.key.hlc.ms(),
-                v.sha256(),
-                s.body.len() as i64,
-                s.body.chars().count() as i64,
+                body.sha256,
+                body.bytes,
+                body.chars,
             ])
             .db(p)?;
         }

@@ -36,6 +36,7 @@ use super::consent;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::index::Index;
+use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
@@ -110,6 +111,8 @@ pub struct Ingest<'a, 'p> {
     owner_key: Option<VerifyingKey>,
     feeds: HashMap<FeedId, FeedState>,
     touched: BTreeSet<RecordId>,
+    /// Uploads that gained a chunk or a seal in this pass.
+    uploads: BTreeSet<RecordId>,
     /// Sends accepted in this pass, kept decoded so re-folding them needs no
     /// second read and parse.
     fresh: HashMap<RecordId, SendRow>,
@@ -176,6 +179,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             owner_key: parse_pubkey(&dir.genesis().owner_pubkey),
             feeds: HashMap::new(),
             touched: BTreeSet::new(),
+            uploads: BTreeSet::new(),
             fresh: HashMap::new(),
             pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
@@ -807,6 +811,28 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 self.fresh.remove(&rid);
                 self.index.remove_message(&rid)?;
             }
+            // An upload's chunk or seal: the upload is folded again (and goes
+            // if its first chunk went), and so are the messages showing it.
+            let table = match op.as_str() {
+                "upload_chunk" => "upload_chunks",
+                "seal" => "upload_seals",
+                _ => continue,
+            };
+            let upload: Option<String> = conn
+                .prepare_cached(&format!("SELECT upload FROM {table} WHERE n = ?1"))
+                .and_then(|mut s| s.query_row([n], |r| r.get(0)).optional())
+                .db(p)?;
+            conn.prepare_cached(&format!("DELETE FROM {table} WHERE n = ?1"))
+                .and_then(|mut s| s.execute([n]))
+                .db(p)?;
+            if let Some(u) = upload.as_deref().and_then(RecordId::parse) {
+                conn.prepare_cached("DELETE FROM uploads WHERE id = ?1")
+                    .and_then(|mut s| s.execute([u.hex()]))
+                    .db(p)?;
+                self.touched
+                    .extend(upload::waiting_messages(self.index, &u)?);
+                self.uploads.insert(u);
+            }
         }
         // A taken-back record may have been a pin write, a vote or a
         // proposal: consent, which crosses messages, is folded again whole.
@@ -940,6 +966,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     self.touched.insert(*t);
                 }
             }
+            Op::UploadChunk(c) => {
+                let upload = upload::record_chunk(self.index, n, rec.order_key(), &role, c)?;
+                self.uploads.insert(upload);
+            }
+            Op::Seal(s) => {
+                upload::record_seal(self.index, n, rec.order_key(), &role, s)?;
+                self.uploads.insert(s.upload);
+            }
             Op::PinSet(ps) => {
                 self.pin_keys.insert(ps.key.clone());
             }
@@ -947,15 +981,27 @@ impl<'a, 'p> Ingest<'a, 'p> {
             Op::Backfill(Backfill { ids, .. }) | Op::UndoBackfill(UndoBackfill { ids, .. }) => {
                 self.touched.extend(ids.iter().copied());
             }
-            Op::FeedInit(_) | Op::UploadChunk(_) | Op::Seal(_) => {}
+            Op::FeedInit(_) => {}
         }
         Ok(())
     }
 
     fn refold_touched(&mut self) -> StoreResult<()> {
-        let touched = std::mem::take(&mut self.touched);
+        let mut touched = std::mem::take(&mut self.touched);
         let pin_keys = std::mem::take(&mut self.pin_keys);
-        if touched.is_empty() && pin_keys.is_empty() && !self.refold_all {
+        // Uploads first: a seal ingested here completes the bodies of the
+        // messages that were waiting for it.
+        let mut pins_wait = false;
+        for id in std::mem::take(&mut self.uploads) {
+            if let Some(u) = upload::refold_upload(self.index, &id)?
+                && u.sealed.is_some()
+            {
+                touched.extend(upload::waiting_messages(self.index, &id)?);
+                // Pin versions are rewritten by the consent fold.
+                pins_wait |= upload::named_by_pins(self.index, &id)?;
+            }
+        }
+        if touched.is_empty() && pin_keys.is_empty() && !pins_wait && !self.refold_all {
             // Nothing new: a read tool's catch-up stops here.
             return Ok(());
         }
@@ -968,7 +1014,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // Consent crosses messages: the scope of whatever took part runs
         // again (after the rows above exist). A very large pass (a rebuild)
         // re-folds everything at once rather than walking scope by scope.
-        let keys = (touched.len() <= WALK_LIMIT && !self.refold_all).then_some(pin_keys);
+        // So does a seal that pin versions were waiting for (their keys are
+        // not known here), and a fork that took records back.
+        let keys =
+            (!pins_wait && !self.refold_all && touched.len() <= WALK_LIMIT).then_some(pin_keys);
         consent::refold(self.index, &self.dir.genesis().roles, &touched, keys)?;
         self.index.index_new_bodies()
     }
