@@ -1116,6 +1116,82 @@ fn a_fork_between_two_votes_takes_both_back_and_folds_consent_alike_everywhere()
 }
 
 #[test]
+fn a_fork_between_a_seal_and_another_chunk_takes_both_back() {
+    use countersign::core::op::{Seal, UploadChunk};
+    let l = Local::new(&["a", "b"]);
+    send(&mut l.session("a"), "b", "hello", "x");
+    let seg = segment(&l.feed_dir("a"));
+    let key = role_key(&l, "a");
+    let start = next_at(
+        &seg,
+        &key,
+        now_ms(),
+        &Op::UploadChunk(UploadChunk {
+            upload: None,
+            text: "hello ".into(),
+            label: Some("doc".into()),
+        }),
+    );
+    append_raw(&seg, start.to_line().as_bytes());
+    let before = fs::read(&seg).unwrap();
+    let seal = next_at(
+        &seg,
+        &key,
+        now_ms() + 1,
+        &Op::Seal(Seal {
+            upload: start.id,
+            sha256: countersign::core::ids::sha256_hex(b"hello "),
+            length_bytes: 6,
+            length_chars: 6,
+            chunks: 1,
+        }),
+    );
+    let more = next_at(
+        &seg,
+        &key,
+        now_ms() + 1,
+        &Op::UploadChunk(UploadChunk {
+            upload: Some(start.id),
+            text: "world".into(),
+            label: None,
+        }),
+    );
+    let upload = |ch: &Channel| -> (i64, Option<i64>) {
+        ch.index()
+            .conn()
+            .query_row("SELECT chunks, sealed_ms FROM uploads", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap()
+    };
+    append_raw(&seg, seal.to_line().as_bytes());
+    let mut early = reader(&l, "early");
+    early.catch_up().unwrap();
+    assert!(upload(&early).1.is_some(), "sealed until the fork showed");
+    append_raw(&seg, more.to_line().as_bytes());
+    early.catch_up().unwrap();
+    assert_eq!(
+        upload(&early),
+        (1, None),
+        "neither the seal nor the chunk stands"
+    );
+    assert_eq!(problems(&early)[0].0, "fork");
+    let d = digest(&mut early);
+    let mut fresh = reader(&l, "fresh");
+    fresh.reindex(None).unwrap();
+    assert_eq!(fresh.index().digest().unwrap(), d);
+    let copy = l.tmp.path().join("other-order");
+    copy_dir(&l.dir, &copy);
+    let mut swapped = before;
+    swapped.extend_from_slice(more.to_line().as_bytes());
+    swapped.extend_from_slice(seal.to_line().as_bytes());
+    fs::write(copy.join(seg.strip_prefix(&l.dir).unwrap()), swapped).unwrap();
+    let mut other = local::open(&copy, &Home::at(l.tmp.path().join("other")));
+    assert_eq!(digest(&mut other), d);
+    assert_eq!(upload(&other), (1, None));
+}
+
+#[test]
 fn trust_alarms_second_claim_unadmitted_key_and_record_for_another_feed() {
     let l = Local::new(&["a", "b"]);
     let mut sa = l.session("a");
