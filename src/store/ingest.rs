@@ -376,7 +376,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// Looks for the record at `expected` (the seq a line waits for) further
     /// on in `segments`, and applies it if one fits. Its place in the files
     /// does not matter, only its chain and signature. A search that found
-    /// nothing is not repeated until one of the files changes.
+    /// nothing is not repeated until one of the files changes, unless it met
+    /// the record held for being dated ahead (held records are looked at on
+    /// every pass).
     fn fill_gap(
         &mut self,
         feed: &FeedId,
@@ -399,6 +401,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if cache.gap_searches.get(feed) == Some(&searched) {
             return Ok(false);
         }
+        let mut again = false;
         for seg in segments {
             let lines = match feed::read_lines(&seg.path, 0) {
                 Ok(lines) => lines,
@@ -414,14 +417,19 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 if !fits {
                     continue;
                 }
-                self.handle(feed, &rel, line, None)?;
+                if let Verdict::Wait(_) = self.handle(feed, &rel, line, None)? {
+                    // Held (dated ahead): looked at again on the next pass.
+                    again = true;
+                }
                 if self.feed_state(feed).head.map_or(0, |h| h.seq) >= expected {
                     cache.gap_searches.remove(feed);
                     return Ok(true);
                 }
             }
         }
-        cache.gap_searches.insert(feed.clone(), searched);
+        if !again {
+            cache.gap_searches.insert(feed.clone(), searched);
+        }
         Ok(false)
     }
 
