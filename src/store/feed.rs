@@ -113,6 +113,10 @@ pub fn list_segments(dir: &Path) -> Result<Vec<Segment>, PathError> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
+        // A folder that happens to carry a segment's name is not one.
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
         if let Some((first_seq, gz)) = entry.file_name().to_str().and_then(parse_segment_file) {
             out.push(Segment {
                 path: entry.path(),
@@ -781,6 +785,7 @@ mod tests {
         fs::write(dir.path().join("00000001.jsonl.gz"), b"").unwrap();
         fs::write(dir.path().join("00000001.jsonl"), b"").unwrap();
         fs::write(dir.path().join("00000501.jsonl"), b"").unwrap();
+        fs::create_dir(dir.path().join("00000601.jsonl")).unwrap();
         let segs = list_segments(dir.path()).unwrap();
         assert_eq!(
             segs.iter().map(|s| (s.first_seq, s.gz)).collect::<Vec<_>>(),
