@@ -11,6 +11,7 @@ pub mod info;
 pub mod init;
 pub mod lifecycle;
 pub mod listing;
+pub mod membership;
 pub mod obligations;
 pub mod refusal;
 pub mod rows;
@@ -18,6 +19,7 @@ pub mod search;
 pub mod send;
 pub mod session;
 pub mod status;
+pub mod sync;
 pub mod thread;
 pub mod wait;
 

@@ -319,7 +319,7 @@ impl Message {
                 self.event(rec, format!("work_status:{}", w.value), w.note.clone());
             }
             // Creation and membership ops never target a message.
-            Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) => {}
+            Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) | Op::AddRole(_) | Op::ReplaceKey(_) => {}
         }
     }
 }

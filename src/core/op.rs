@@ -37,6 +37,11 @@ pub enum Op {
     Reopen(Note),
     /// A party moves a message's work status.
     WorkStatus(WorkStatusMove),
+    /// Owner feed only: adds a role to the roster.
+    AddRole(AddRole),
+    /// A feed's key changes: in the feed itself, signed by the old key; or in
+    /// the owner's feed, when the old key is lost.
+    ReplaceKey(ReplaceKey),
 }
 
 impl Op {
@@ -53,6 +58,8 @@ impl Op {
             Self::Confirm(_) => "confirm",
             Self::Reopen(_) => "reopen",
             Self::WorkStatus(_) => "work_status",
+            Self::AddRole(_) => "add_role",
+            Self::ReplaceKey(_) => "replace_key",
         }
     }
 
@@ -71,6 +78,8 @@ impl Op {
             "confirm" => Self::Confirm(from_str(data)?),
             "reopen" => Self::Reopen(from_str(data)?),
             "work_status" => Self::WorkStatus(from_str(data)?),
+            "add_role" => Self::AddRole(from_str(data)?),
+            "replace_key" => Self::ReplaceKey(from_str(data)?),
             _ => return Ok(None),
         }))
     }
@@ -82,7 +91,11 @@ impl Op {
             Self::Resolve(n) | Self::Confirm(n) | Self::Reopen(n) => std::slice::from_ref(&n.id),
             Self::WorkStatus(w) => std::slice::from_ref(&w.id),
             Self::Opened(ids) | Self::Read(ids) => &ids.ids,
-            Self::FeedInit(_) | Self::Admit(_) | Self::Send(_) => &[],
+            Self::FeedInit(_)
+            | Self::Admit(_)
+            | Self::Send(_)
+            | Self::AddRole(_)
+            | Self::ReplaceKey(_) => &[],
         }
     }
 }
@@ -109,6 +122,24 @@ pub struct Admit {
     pub pubkey: String,
     /// The role it may write as (the feed's role part).
     pub role: Role,
+}
+
+/// Data of `add_role`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddRole {
+    /// The new role.
+    pub role: Role,
+}
+
+/// Data of `replace_key`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceKey {
+    /// The feed whose key changes.
+    pub feed: FeedId,
+    /// Its new hex ed25519 public key: every later record of the feed is signed by it.
+    pub pubkey: String,
 }
 
 fn is_false(b: &bool) -> bool {

@@ -188,8 +188,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                 )))
             }
         }
-        Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) => Err(Refusal::Value(
-            "this op does not act on a message".to_owned(),
-        )),
+        Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) | Op::AddRole(_) | Op::ReplaceKey(_) => Err(
+            Refusal::Value("this op does not act on a message".to_owned()),
+        ),
     }
 }
