@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod local;
+pub mod machines;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
