@@ -157,6 +157,20 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
     Ok(out)
 }
 
+/// A fingerprint of this device's feed files (names and sizes): it changes
+/// whenever this device appends a record.
+pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for f in own.iter().flat_map(OwnFeed::files) {
+        f.hash(&mut h);
+        fs::metadata(root.join(f))
+            .map_or(0, |m| m.len())
+            .hash(&mut h);
+    }
+    h.finish()
+}
+
 /// The first seq of a segment file, plain or gzip; `None` for anything else
 /// (temporary files, partial downloads, conflict copies).
 fn segment_seq(name: &str) -> Option<u64> {
