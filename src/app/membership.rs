@@ -40,7 +40,9 @@ pub fn join(channel: &mut Channel, role: &str) -> AppResult<Value> {
         Some(_) => (
             "key_differs",
             Some(format!(
-                "countersign rotate-key --role {role} --lost --device {device} --pubkey {pubkey}"
+                "countersign rotate-key --role {role} --lost --device {device} --pubkey {pubkey} \
+                 --from-seq {}",
+                channel.head_seq(&feed)? + 1
             )),
         ),
         None => (
@@ -131,21 +133,23 @@ pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<Value> {
 
 /// Replaces a feed's key. Without `lost`: this device's key of `role`, by a
 /// record signed with the old key. With `lost` (owner): the key of `role` on
-/// `device` (default this one) becomes `pubkey` (default a new key made here).
+/// `device` (default this one) becomes `pubkey` (default a new key made here)
+/// from seq `from_seq` on (default: after the last record this machine has).
 pub fn rotate_key(
     channel: &mut Channel,
     role: &str,
     lost: bool,
     device: Option<&str>,
     pubkey: Option<&str>,
+    from_seq: Option<u64>,
 ) -> AppResult<Value> {
     let role = role_in_roster(channel, role)?;
     let (rec, feed, new_key) = if lost {
-        channel.replace_lost_key(&role, device, pubkey)?
+        channel.replace_lost_key(&role, device, pubkey, from_seq)?
     } else {
-        if device.is_some() || pubkey.is_some() {
+        if device.is_some() || pubkey.is_some() || from_seq.is_some() {
             return Err(AppError::value(
-                "--device and --pubkey go with --lost (an owner replacing a lost key); without \
+                "--device, --pubkey and --from-seq go with --lost (an owner replacing a lost key); without \
                  it the key of this device's own feed is replaced",
             ));
         }

@@ -13,7 +13,7 @@ use crate::app::membership::rotate_key;
 #[command(
     after_help = "Examples:\n  countersign --role backend rotate-key\n      \
     this device's backend key is replaced; the change is signed by the old key\n  \
-    countersign --role backend rotate-key --lost --device laptop-3f9a2c --pubkey 3b6a…e1\n      \
+    countersign --role backend rotate-key --lost --device laptop-3f9a2c --pubkey 3b6a…e1 --from-seq 42\n      \
     on the owner's machine, when the old key is lost: the owner signs the change (the new key \
     comes from `countersign --role backend join` on that device)\n\n\
     After the change, the feed's records must be signed by the new key. The old key file is \
@@ -29,6 +29,10 @@ pub struct Args {
     /// With --lost: the new public key (default: a new key made on this device).
     #[arg(long, requires = "lost")]
     pub pubkey: Option<String>,
+    /// With --lost: the first seq of the feed signed by the new key (`join` on the device
+    /// prints it; default: the seq after the last record this machine has of the feed).
+    #[arg(long, requires = "lost")]
+    pub from_seq: Option<u64>,
 }
 
 /// Runs `rotate-key`.
@@ -43,6 +47,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         a.lost,
         a.device.as_deref(),
         a.pubkey.as_deref(),
+        a.from_seq,
     )?;
     println!(
         "{} now writes with key {} (signed by the {}); run `countersign sync`",

@@ -140,6 +140,10 @@ pub struct ReplaceKey {
     pub feed: FeedId,
     /// Its new hex ed25519 public key: every later record of the feed is signed by it.
     pub pubkey: String,
+    /// In the owner's feed only: the first seq of `feed` signed by the new
+    /// key (in the feed itself, the change starts with the next record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_seq: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {

@@ -282,6 +282,17 @@ impl Channel {
         Ok(key.flatten())
     }
 
+    /// The seq of the last record of `feed` in the index (0 if none).
+    pub fn head_seq(&self, feed: &FeedId) -> StoreResult<u64> {
+        let seq: Option<i64> = self
+            .index
+            .conn()
+            .prepare_cached("SELECT head_seq FROM feeds WHERE feed = ?1")
+            .and_then(|mut s| s.query_row([feed.to_string()], |r| r.get(0)).optional())
+            .db(self.index.path())?;
+        Ok(seq.unwrap_or(0).max(0) as u64)
+    }
+
     /// The feed of `role` on this device.
     pub fn own_feed(&self, role: &Role) -> FeedId {
         FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs")
@@ -333,6 +344,7 @@ impl Channel {
         let op = Op::ReplaceKey(ReplaceKey {
             feed: writer.feed().clone(),
             pubkey: pubkey.clone(),
+            from_seq: None,
         });
         let (rec, ()) = self.append(&writer, |_| Ok::<_, StoreError>((op, ())))?;
         self.home.swap_key(&ch, role.as_str(), &next_name)?;
@@ -340,13 +352,15 @@ impl Channel {
     }
 
     /// Replaces the key of `role`'s feed on `device` when its old key is lost:
-    /// an owner-signed `replace_key`. Without `pubkey`, `device` must be this
-    /// one and a new key is made here.
+    /// an owner-signed `replace_key` from seq `from_seq` on (default: the seq
+    /// after the last record this machine has of the feed). Without `pubkey`,
+    /// `device` must be this one and a new key is made here.
     pub fn replace_lost_key(
         &mut self,
         role: &Role,
         device: Option<&str>,
         pubkey: Option<&str>,
+        from_seq: Option<u64>,
     ) -> StoreResult<(Record, FeedId, String)> {
         let owner = self.owner_writer()?;
         let device = device.unwrap_or(&self.device.id).to_owned();
@@ -382,9 +396,11 @@ impl Channel {
                 )));
             }
         };
+        let from_seq = from_seq.unwrap_or(self.head_seq(&feed)? + 1).max(1);
         let op = Op::ReplaceKey(ReplaceKey {
             feed: feed.clone(),
             pubkey: pubkey.clone(),
+            from_seq: Some(from_seq),
         });
         let (rec, ()) = self.append(&owner, |_| Ok::<_, StoreError>((op, ())))?;
         if local {

@@ -65,7 +65,9 @@ impl Machine {
 
     /// The topics in `role`'s inbox.
     pub fn inbox_topics(&self, role: &str) -> Vec<String> {
-        let out = self.ok(&["--role", role, "inbox", "--all", "--json"]);
+        let out = self.ok(&[
+            "--role", role, "inbox", "--all", "--limit", "1000", "--json",
+        ]);
         let v: serde_json::Value = serde_json::from_str(out.trim()).expect("inbox prints JSON");
         v["result"]
             .as_array()
@@ -229,6 +231,19 @@ impl World {
         };
         world.admit_all(roles);
         world
+    }
+
+    /// Another machine for a git world: a clone with the remote set, that has
+    /// not joined any role.
+    pub fn clone_machine(&self, i: usize) -> Machine {
+        let m = machine(self.tmp.path(), i);
+        let url = self.remote.to_str().unwrap();
+        git_ok(
+            self.tmp.path(),
+            &["clone", "-q", url, m.dir.to_str().unwrap()],
+        );
+        m.ok(&["remote", "set", "git", url]);
+        m
     }
 
     fn admit_all(&self, roles: &[&str]) {
