@@ -277,3 +277,30 @@ fn a_rotation_inside_a_long_run_of_records_is_read_alike_by_every_pass() {
     let topics = m.inbox_topics("frontend");
     assert_eq!(topics.len(), 140, "every genuine message, none forged");
 }
+
+/// A running server sees a role added meanwhile: list_roles lists it and
+/// send_message accepts it as a recipient.
+#[tokio::test]
+async fn a_running_server_sees_a_role_added_meanwhile() {
+    let ch = common::TestChannel::new(&["frontend", "backend"]);
+    let fe = ch.client("frontend").await;
+    let before = fe.call("list_roles", serde_json::json!({})).await.ok();
+    assert!(!before.to_string().contains("infra"), "{before}");
+    let out = ch.cli(&["add-role", "infra"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fe.call("list_roles", serde_json::json!({})).await.ok();
+    assert!(
+        after["roles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "infra"),
+        "{after}"
+    );
+    fe.send("infra", "welcome", "to the new role").await;
+    fe.close().await;
+}

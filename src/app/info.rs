@@ -10,7 +10,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The protocol document served by get_protocol.
 pub const PROTOCOL: &str = include_str!("../../docs/PROTOCOL.md");
 
-/// Who is in the channel: the roster from the channel definition.
+/// Who is in the channel: the roster (the channel definition's roles and those the owner added).
 pub fn list_roles(s: &Session) -> Value {
     json!({
         "roles": s.roster(),
@@ -36,10 +36,10 @@ pub fn server_build() -> Value {
             {"id": "messaging", "shipped_at": "2026-11-30", "what": "send_message, read_inbox, mark_read, delete_message, list_messages, search_messages, get_thread, list_roles, server_build, get_protocol"},
             {"id": "debts", "shipped_at": "2026-11-30", "what": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status; decisions made on two machines fold to one winner, the loser listed as conflicted"},
             {"id": "waits", "shipped_at": "2026-11-30", "what": "wait_for_mail and wait_for_reply, woken by a watcher on the channel folder"},
+            {"id": "sync", "shipped_at": "2026-11-30", "what": "countersign sync through git or rclone, mcp --sync-every in the background; join, admit, add-role and rotate-key for machines and roles (CLI, on the owner's machine where the owner signs)"},
         ],
         "not_shipped": [
             {"id": "consent", "why": "proposals with pin keys, votes (acknowledge), pins, uploads and retirement are not served by this build yet"},
-            {"id": "sync", "why": "countersign sync (git, rclone) is not in this build; a channel folder can still be shared by any means that copies files"},
         ],
         "source": "countersign (Rust), stdio MCP server",
     })

@@ -98,6 +98,8 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         .map(|w| WorkStatus::parse_field(w, "work_status"))
         .transpose()
         .map_err(value)?;
+    // A role the owner added arrives as a record: fold what is new first.
+    s.catch_up()?;
     let roster = s.roster();
     let to = recipients(&req.to, &me, &roster)?;
     let mut send = Send {

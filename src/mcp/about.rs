@@ -20,7 +20,12 @@ impl Server {
         open_world_hint = false
     ))]
     async fn list_roles(&self) -> Result<CallToolResult, McpError> {
-        self.run(|s| Ok(info::list_roles(s))).await
+        self.run(|s| {
+            // Roles the owner added are records: fold what is new first.
+            s.catch_up()?;
+            Ok(info::list_roles(s))
+        })
+        .await
     }
 
     /// What this running server is: its version, what it implements and what it does not
