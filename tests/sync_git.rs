@@ -246,3 +246,103 @@ fn a_channel_inside_another_repository_is_refused() {
         "no commit in the project"
     );
 }
+
+#[test]
+fn a_remote_that_refuses_the_push_is_reported_and_nothing_is_lost() {
+    let w = World::git(2, &ROLES);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    let hook = w.remote.join("hooks").join("pre-receive");
+    fs::write(
+        &hook,
+        "#!/bin/sh\necho 'pushes are closed today' >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    a.send("frontend", "backend", "held back");
+    let out = a.cli(&["sync"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pushes are closed today"),
+        "carries the remote's words: {err}"
+    );
+    assert!(
+        err.contains(w.remote.to_str().unwrap()),
+        "names the remote: {err}"
+    );
+    a.send("frontend", "backend", "written after the refusal");
+    fs::remove_file(&hook).unwrap();
+    a.sync();
+    b.sync();
+    let topics = b.inbox_topics("backend");
+    assert!(topics.contains(&"held back".to_owned()), "{topics:?}");
+    assert!(
+        topics.contains(&"written after the refusal".to_owned()),
+        "{topics:?}"
+    );
+}
+
+#[test]
+fn machines_that_sync_at_the_same_moment_all_land() {
+    let w = World::git(3, &["frontend", "backend", "infra"]);
+    let roles = ["frontend", "backend", "infra"];
+    for round in 0..3 {
+        for (m, role) in w.machines.iter().zip(roles) {
+            m.send(
+                role,
+                if role == "frontend" {
+                    "backend"
+                } else {
+                    "frontend"
+                },
+                &format!("{role} {round}"),
+            );
+        }
+        // All three push at once: the ones that lose the race are rejected,
+        // merge and push again.
+        std::thread::scope(|s| {
+            for m in &w.machines {
+                s.spawn(move || m.sync());
+            }
+        });
+    }
+    w.settle();
+    let topics = w.machines[0].inbox_topics("frontend");
+    for round in 0..3 {
+        for role in ["backend", "infra"] {
+            assert!(topics.contains(&format!("{role} {round}")), "{topics:?}");
+        }
+    }
+}
+
+#[test]
+fn two_syncs_of_one_channel_on_one_machine_take_turns() {
+    let w = World::git(2, &ROLES);
+    let a = &w.machines[0];
+    let device = a.device();
+    let own_commits = || {
+        git_ok(&w.remote, &["log", "--format=%s"])
+            .lines()
+            .filter(|l| l.ends_with(device.as_str()))
+            .count()
+    };
+    let before = own_commits();
+    a.send("frontend", "backend", "once");
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..3).map(|_| s.spawn(|| a.cli(&["sync"]))).collect();
+        for r in runs {
+            let out = r.join().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    });
+    assert_eq!(
+        own_commits(),
+        before + 1,
+        "one commit for the send, whoever made it"
+    );
+}

@@ -169,15 +169,18 @@ pub fn sync(
             let _ = git.output(&["update-ref", &tracking, "HEAD"]);
             break;
         }
+        if !moved_meanwhile(&push.stderr) {
+            // Not a race (no access, no such repository…): retrying cannot help.
+            return Err(git.failure("push", &push));
+        }
         if attempt == PUSH_ATTEMPTS {
             return Err(git.failure(
-                &format!("push (rejected {PUSH_ATTEMPTS} times: the remote kept moving)"),
+                &format!("push (rejected {PUSH_ATTEMPTS} times in a row)"),
                 &push,
             ));
         }
-        // Rejected (the remote moved) or refused for now: fetch, merge and try
-        // again after a pause that grows, with jitter so that machines that
-        // collided do not collide again.
+        // The remote moved: fetch, merge and try again after a pause that
+        // grows, with jitter so that machines that collided do not collide again.
         sleep(backoff(attempt));
     }
     Ok(report)
@@ -207,6 +210,25 @@ fn commit_own(git: &Tool, own: &[OwnFeed], device: &str) -> Result<bool, SyncErr
     commit.extend(&files);
     git.ok("commit this device's feeds", &commit)?;
     Ok(true)
+}
+
+/// Whether a failed push was refused because the remote branch moved
+/// between our fetch and our push (another machine pushed first), which a
+/// fetch, a merge and another push resolve.
+fn moved_meanwhile(stderr: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(stderr);
+    if text.contains("hook declined") {
+        return false; // the remote said no, whatever the branch
+    }
+    [
+        "rejected",
+        "fetch first",
+        "non-fast-forward",
+        "failed to update ref",
+        "cannot lock ref",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
 }
 
 /// The commit `name` points at, `None` if it does not exist (yet).
