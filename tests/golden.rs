@@ -10,9 +10,12 @@ use std::collections::BTreeMap;
 use countersign::core::genesis::{FORMAT, Genesis, channel_id};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId, Role};
-use countersign::core::op::{Admit, FeedInit, Ids, Op, Send, Target};
+use countersign::core::op::{
+    Ack, Admit, Backfill, BodyRef, FeedInit, Ids, Op, PinSet, Revise, Seal, Send, Target,
+    UndoBackfill, UploadChunk,
+};
 use countersign::core::record::{self, Header, encode, pubkey_hex};
-use countersign::core::vocab::{Kind, WorkStatus};
+use countersign::core::vocab::{Decision, Kind, WorkStatus};
 use ed25519_dalek::SigningKey;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/golden");
@@ -78,6 +81,7 @@ fn records() -> Vec<String> {
             work_status: Some(WorkStatus::NeedsYou),
             addenda: BTreeMap::from([(role("frontend"), "just for you".to_owned())]),
             decision_requested: false,
+            ..Send::default()
         }),
         Op::Send(Send {
             to: vec![role("frontend")],
@@ -90,14 +94,108 @@ fn records() -> Vec<String> {
         Op::Read(Ids { ids: vec![parent] }),
         Op::Delete(Target { id: parent }),
     ];
+    out.extend(chain(&ch, &feed, ops, 1_796_000_000_100));
+    out
+}
+
+/// One record of each consent and upload op, on a feed of its own.
+fn consent_records() -> Vec<String> {
+    let ch = channel_id(&genesis().to_bytes());
+    let feed = FeedId::new("backend", "golden-000002").unwrap();
+    let p = RecordId::of_body(b"proposal");
+    let upload = RecordId::of_body(b"upload");
+    let body_ref = BodyRef {
+        upload,
+        sha256: "ab".repeat(32),
+    };
+    let ops = vec![
+        Op::FeedInit(FeedInit {
+            role: role("backend"),
+            pubkey: pubkey_hex(&backend().verifying_key()),
+            device_name: "golden".into(),
+        }),
+        Op::Send(Send {
+            to: vec![role("frontend")],
+            topic: "Adopt the glossary".into(),
+            body: "Terms as listed.".into(),
+            kind: Some(Kind::Proc),
+            decision_requested: true,
+            pin_key: Some("glossary".into()),
+            voters: Some(vec![role("frontend")]),
+            ..Send::default()
+        }),
+        Op::Send(Send {
+            to: vec![role("frontend")],
+            topic: "Still need your vote".into(),
+            decision_requested: true,
+            about: Some(p),
+            body_ref: Some(body_ref.clone()),
+            ..Send::default()
+        }),
+        Op::Revise(Revise {
+            id: p,
+            topic: Some("Adopt the glossary (v2)".into()),
+            body: "Terms as listed, with one more.".into(),
+            body_ref: None,
+            note: Some("added a term".into()),
+        }),
+        Op::Ack(Ack {
+            id: p,
+            decision: Decision::NeedsChanges,
+            note: Some("one term is wrong".into()),
+            body_sha256: "cd".repeat(32),
+            pin_head: Some(RecordId::of_body(b"head")),
+        }),
+        Op::PinSet(PinSet {
+            key: "glossary".into(),
+            title: "Glossary".into(),
+            version: "v2".into(),
+            body: String::new(),
+            body_ref: Some(body_ref),
+            approved_by: Some(p),
+            base: Some(RecordId::of_body(b"head")),
+        }),
+        Op::Backfill(Backfill {
+            ids: vec![p],
+            keys: vec!["glossary".into()],
+            words: vec![RecordId::of_body(b"word")],
+        }),
+        Op::UndoBackfill(UndoBackfill {
+            ids: vec![p],
+            reason: Some("too early".into()),
+        }),
+        Op::UploadChunk(UploadChunk {
+            upload: None,
+            text: "first piece, ".into(),
+            label: Some("spec".into()),
+        }),
+        Op::UploadChunk(UploadChunk {
+            upload: Some(upload),
+            text: "second piece".into(),
+            label: None,
+        }),
+        Op::Seal(Seal {
+            upload,
+            sha256: "ef".repeat(32),
+            length_bytes: 25,
+            length_chars: 25,
+            chunks: 2,
+        }),
+    ];
+    chain(&ch, &feed, ops, 1_796_000_001_000)
+}
+
+/// Signs `ops` as consecutive records of `feed`, one millisecond apart.
+fn chain(ch: &str, feed: &FeedId, ops: Vec<Op>, start_ms: i64) -> Vec<String> {
     let mut prev = None;
+    let mut out = Vec::new();
     for (i, op) in ops.into_iter().enumerate() {
         let header = Header {
-            ch: ch.clone(),
+            ch: ch.to_owned(),
             feed: feed.clone(),
             seq: i as u64 + 1,
             prev,
-            hlc: Hlc(1_796_000_000_100 + i as i64, i as u32 % 2),
+            hlc: Hlc(start_ms + i as i64, i as u32 % 2),
         };
         let rec = encode(&header, &op, &backend());
         prev = Some(rec.id);
@@ -134,6 +232,19 @@ fn record_lines_signatures_and_ids_are_frozen() {
         .map(|l| format!("{}\n", record::decode(l.trim_end().as_bytes()).unwrap().id))
         .collect();
     check("records.ids", &ids);
+}
+
+#[test]
+fn consent_and_upload_lines_are_frozen_and_verify() {
+    let lines = consent_records();
+    check("consent.jsonl", &lines.concat());
+    let text = std::fs::read_to_string(format!("{DIR}/consent.jsonl")).unwrap();
+    for (i, line) in text.lines().enumerate() {
+        let rec = record::decode(line.as_bytes()).unwrap();
+        assert_eq!(rec.to_line(), format!("{line}\n"), "line {i} re-encodes");
+        assert!(rec.verify(&backend().verifying_key()), "line {i} verifies");
+        assert!(rec.op.is_some(), "line {i} decodes to a known op");
+    }
 }
 
 #[test]

@@ -12,7 +12,10 @@ use std::sync::OnceLock;
 use common::local::{Local, open, send};
 use countersign::app::delete::delete_message;
 use countersign::app::inbox::{mark_read, read_inbox};
+use countersign::app::pin::{PinRequest, pin_set};
+use countersign::app::revise::{ReviseRequest, revise_message};
 use countersign::app::send::{SendRequest, ToArg, send_message};
+use countersign::app::vote::acknowledge;
 use countersign::store::Home;
 use countersign::store::feed::{list_feeds, list_segments, segment_name};
 use proptest::prelude::*;
@@ -43,7 +46,8 @@ fn history() -> &'static History {
             x ^= x << 17;
             x % n
         };
-        for step in 0..45 {
+        let mut proposals: Vec<(String, &str)> = Vec::new();
+        for step in 0..90 {
             let me = roles[rnd(3) as usize];
             let other = roles
                 .iter()
@@ -52,7 +56,7 @@ fn history() -> &'static History {
                 .nth(rnd(2) as usize)
                 .unwrap();
             let s = sessions.get_mut(me).unwrap();
-            match rnd(6) {
+            match rnd(11) {
                 0 | 1 => {
                     let id = send(
                         s,
@@ -75,6 +79,9 @@ fn history() -> &'static History {
                             work_status: Some("in_progress".into()),
                             addenda: None,
                             decision_requested: true,
+                            pin_key: None,
+                            about_message_id: None,
+                            voters: None,
                         },
                     )
                     .unwrap();
@@ -90,6 +97,63 @@ fn history() -> &'static History {
                     {
                         mark_read(s, Some(id), None).unwrap();
                     }
+                }
+                6 => {
+                    // A round on one of two keys (refused while one is open), or a nudge.
+                    let key = format!("k{}", rnd(2));
+                    let about = proposals
+                        .last()
+                        .filter(|_| rnd(3) == 0)
+                        .map(|p| p.0.clone());
+                    let req = SendRequest {
+                        to: ToArg::One("*".into()),
+                        topic: format!("proposal {step} for {key}"),
+                        body: format!("text {step}"),
+                        action_required: false,
+                        reply_to: None,
+                        kind: Some("proc".into()),
+                        work_status: None,
+                        addenda: None,
+                        decision_requested: true,
+                        pin_key: Some(about.is_none().then_some(key)),
+                        about_message_id: Some(about.clone()),
+                        voters: about.is_none().then_some(Some(ToArg::One("*".into()))),
+                    };
+                    if let Ok(out) = send_message(s, req) {
+                        proposals.push((out["id"].as_str().unwrap().to_owned(), me));
+                    }
+                }
+                7 | 8 => {
+                    if let Some((p, _)) = proposals.get(rnd(proposals.len().max(1) as u64) as usize)
+                    {
+                        let d = ["agree", "agree", "reject", "void"][rnd(4) as usize];
+                        let _ = acknowledge(s, p, d, None, None);
+                    }
+                }
+                9 => {
+                    if let Some((p, _)) = proposals.iter().rev().find(|(_, a)| *a == me) {
+                        let req = ReviseRequest {
+                            message_id: p.clone(),
+                            body: format!("revised at {step}"),
+                            ..ReviseRequest::default()
+                        };
+                        let _ = revise_message(s, req);
+                    }
+                }
+                10 => {
+                    let approved_by = proposals.last().map(|p| p.0.clone());
+                    let key = format!("k{}", rnd(2));
+                    let _ = pin_set(
+                        s,
+                        PinRequest {
+                            key,
+                            title: "t".into(),
+                            version: format!("{step}"),
+                            body: format!("pinned at {step}"),
+                            approved_by: approved_by.filter(|_| rnd(4) != 0),
+                            dry_run: false,
+                        },
+                    );
                 }
                 _ => {
                     if let Some(pos) = sent.iter().position(|(_, f, t)| *f == me || *t == me) {
@@ -237,6 +301,10 @@ fn the_history_is_not_trivial() {
         "\"op\":\"read\"",
         "\"op\":\"opened\"",
         "\"op\":\"delete\"",
+        "\"op\":\"ack\"",
+        "\"op\":\"revise\"",
+        "\"op\":\"pin_set\"",
+        "\"about\":",
     ]
     .into_iter()
     .filter(|op| {
@@ -245,5 +313,5 @@ fn the_history_is_not_trivial() {
             .any(|f| f.2.iter().any(|(_, l)| l.contains(op)))
     })
     .collect();
-    assert_eq!(kinds.len(), 4, "every op kind appears: {kinds:?}");
+    assert_eq!(kinds.len(), 8, "every op kind appears: {kinds:?}");
 }

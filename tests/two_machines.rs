@@ -63,7 +63,9 @@ impl Machine {
         let mut s = self.session("frontend");
         s.catch_up().unwrap();
         let full = find(s.index(), "message_id", id).unwrap().id;
-        load_message(s.index(), &full).unwrap().unwrap()
+        load_message(s.index(), &s.roster(), &full)
+            .unwrap()
+            .unwrap()
     }
 }
 
@@ -123,6 +125,9 @@ fn debt(s: &mut Session, to: &str, topic: &str) -> String {
         work_status: None,
         addenda: None,
         decision_requested: true,
+        pin_key: None,
+        about_message_id: None,
+        voters: None,
     };
     send_message(s, req).unwrap()["id"]
         .as_str()
@@ -178,6 +183,9 @@ fn pair() -> (Local, Machine, Machine) {
             work_status: None,
             addenda: None,
             decision_requested: true,
+            pin_key: None,
+            about_message_id: None,
+            voters: None,
         },
     )
     .unwrap_err()
@@ -590,4 +598,256 @@ fn setup_sanity_the_two_machines_write_distinct_feeds() {
         a.status("frontend")
     );
     assert!(b.status("backend").get("alarms").is_none());
+}
+
+// ---------------------------------------------------------------------------------------
+// Consent decided on two machines.
+
+use countersign::app::pin::{self, PinRequest};
+use countersign::app::revise::{self, ReviseRequest};
+use countersign::app::vote;
+
+/// A pin round on `key` to every other role, with `voters`.
+fn proposal(s: &mut Session, key: &str, body: &str) -> String {
+    let req = SendRequest {
+        to: ToArg::One("*".into()),
+        topic: format!("proposal for {key}"),
+        body: body.into(),
+        action_required: false,
+        reply_to: None,
+        kind: Some("proc".into()),
+        work_status: None,
+        addenda: None,
+        decision_requested: true,
+        pin_key: Some(Some(key.into())),
+        about_message_id: Some(None),
+        voters: Some(Some(ToArg::One("*".into()))),
+    };
+    send_message(s, req).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn pin_req(key: &str, version: &str, approved_by: &str) -> PinRequest {
+    PinRequest {
+        key: key.into(),
+        title: "t".into(),
+        version: version.into(),
+        body: format!("{key} {version}"),
+        approved_by: Some(approved_by.into()),
+        dry_run: false,
+    }
+}
+
+/// The versions of `key` on machine `m`.
+fn versions(m: &Machine, key: &str) -> Vec<Value> {
+    let mut s = m.session("frontend");
+    pin::pin_history(&mut s, key, None).unwrap()["result"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn two_pin_writes_spending_one_approval() {
+    for (a_writes_first, a_first) in [(true, true), (true, false), (false, true), (false, false)] {
+        let (_l, a, b) = pair();
+        let p = proposal(&mut a.session("frontend"), "contract-version", "v2");
+        exchange(&a, &b, true);
+        vote::acknowledge(&mut b.session("backend"), &p, "agree", None, None).unwrap();
+        exchange(&a, &b, true);
+        // Both machines see an approvable proposal and write a version with it.
+        let on_a = || {
+            pin::pin_set(
+                &mut a.session("frontend"),
+                pin_req("contract-version", "A", &p),
+            )
+        };
+        let on_b = || {
+            pin::pin_set(
+                &mut b.session("backend"),
+                pin_req("contract-version", "B", &p),
+            )
+        };
+        if a_writes_first {
+            on_a().unwrap();
+            tick();
+            on_b().unwrap();
+        } else {
+            on_b().unwrap();
+            tick();
+            on_a().unwrap();
+        }
+        let digest = exchange(&a, &b, a_first);
+        assert_eq!(a.rebuilt_digest(), digest);
+        let (winner, loser_role) = if a_writes_first {
+            ("A", "backend")
+        } else {
+            ("B", "frontend")
+        };
+        for m in [&a, &b] {
+            let v = versions(m, "contract-version");
+            assert_eq!(v.len(), 1, "one approval, one version: {v:?}");
+            assert_eq!(v[0]["version"], winner);
+            let lost = conflicted(m, loser_role);
+            assert_eq!(lost.len(), 1, "{lost:?}");
+            assert_eq!(lost[0]["op"], "pin_set");
+            assert_eq!(lost[0]["target"], "contract-version");
+            assert_eq!(lost[0]["winner"], v[0]["id"]);
+            assert!(
+                lost[0]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("already approved a pin update"),
+                "{lost:?}"
+            );
+            let other = if loser_role == "frontend" {
+                "backend"
+            } else {
+                "frontend"
+            };
+            assert!(conflicted(m, other).is_empty());
+        }
+    }
+}
+
+#[test]
+fn two_rounds_opened_on_one_key() {
+    for (a_opens_first, a_first) in [(true, true), (false, false), (true, false)] {
+        let (_l, a, b) = pair();
+        let (pa, pb) = if a_opens_first {
+            let pa = proposal(&mut a.session("frontend"), "glossary", "from A");
+            tick();
+            (
+                pa,
+                proposal(&mut b.session("backend"), "glossary", "from B"),
+            )
+        } else {
+            let pb = proposal(&mut b.session("backend"), "glossary", "from B");
+            tick();
+            (
+                proposal(&mut a.session("frontend"), "glossary", "from A"),
+                pb,
+            )
+        };
+        let digest = exchange(&a, &b, a_first);
+        assert_eq!(b.rebuilt_digest(), digest);
+        let (winner, loser, loser_role) = if a_opens_first {
+            (&pa, &pb, "backend")
+        } else {
+            (&pb, &pa, "frontend")
+        };
+        for m in [&a, &b] {
+            let w = m.message(winner);
+            let l = m.message(loser);
+            assert!(w.retired.is_none() && w.round_conflict.is_none());
+            assert_eq!(
+                l.round_conflict.map(|r| r.short()).as_deref(),
+                Some(winner.as_str())
+            );
+            assert!(l.retired.is_some(), "the second round counts as superseded");
+            let lost = conflicted(m, loser_role);
+            assert_eq!(lost.len(), 1, "{lost:?}");
+            assert_eq!(lost[0]["target"], loser.as_str());
+            assert_eq!(lost[0]["winner"], winner.as_str());
+        }
+    }
+}
+
+#[test]
+fn a_vote_on_a_text_revised_concurrently() {
+    for revise_first in [true, false] {
+        let (_l, a, b) = pair();
+        let p = proposal(&mut a.session("frontend"), "k", "draft one");
+        exchange(&a, &b, true);
+        let revise = || {
+            revise::revise_message(
+                &mut a.session("frontend"),
+                ReviseRequest {
+                    message_id: p.clone(),
+                    body: "draft two".into(),
+                    ..ReviseRequest::default()
+                },
+            )
+            .unwrap()
+        };
+        let agree =
+            || vote::acknowledge(&mut b.session("backend"), &p, "agree", None, None).unwrap();
+        if revise_first {
+            revise();
+            tick();
+            agree();
+        } else {
+            agree();
+            tick();
+            revise();
+        }
+        let digest = exchange(&a, &b, !revise_first);
+        assert_eq!(a.rebuilt_digest(), digest);
+        for m in [&a, &b] {
+            let msg = m.message(&p);
+            // Either way the agree does not count for the text as it now stands.
+            assert!(msg.tally().agreed.is_empty(), "{:?}", msg.tally());
+            if revise_first {
+                // The vote was cast on bytes that were already replaced: it lost.
+                assert_eq!(msg.conflicts.len(), 1, "{:?}", msg.conflicts);
+                assert_eq!(msg.conflicts[0].op, "ack");
+                assert_eq!(msg.conflicts[0].winner, msg.revised.map(|k| k.id));
+                assert_eq!(conflicted(m, "backend").len(), 1);
+            } else {
+                // The vote came first; the revision quenched it, as on one machine.
+                assert!(msg.conflicts.is_empty());
+                assert_eq!(msg.tally().stale.len(), 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pin_write_racing_a_change_of_vote() {
+    for pin_first in [true, false] {
+        let (_l, a, b) = pair();
+        let p = proposal(&mut a.session("frontend"), "glossary", "words");
+        exchange(&a, &b, true);
+        vote::acknowledge(&mut b.session("backend"), &p, "agree", None, None).unwrap();
+        exchange(&a, &b, true);
+        let write =
+            || pin::pin_set(&mut a.session("frontend"), pin_req("glossary", "1", &p)).unwrap();
+        let reject =
+            || vote::acknowledge(&mut b.session("backend"), &p, "reject", None, None).unwrap();
+        if pin_first {
+            write();
+            tick();
+            reject();
+        } else {
+            reject();
+            tick();
+            write();
+        }
+        let digest = exchange(&a, &b, pin_first);
+        assert_eq!(b.rebuilt_digest(), digest);
+        for m in [&a, &b] {
+            let v = versions(m, "glossary");
+            if pin_first {
+                assert_eq!(v.len(), 1, "the write came first and stands");
+                assert!(conflicted(m, "frontend").is_empty());
+            } else {
+                assert!(
+                    v.is_empty(),
+                    "the agree was withdrawn before the write: {v:?}"
+                );
+                let lost = conflicted(m, "frontend");
+                assert_eq!(lost.len(), 1, "{lost:?}");
+                assert_eq!(lost[0]["op"], "pin_set");
+                assert!(
+                    lost[0]["reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("has no 'agree'"),
+                    "{lost:?}"
+                );
+            }
+        }
+    }
 }

@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::lifecycle::live_message;
 use super::refusal::{AppError, AppResult};
+use super::retirement::retired_by;
 use super::session::Session;
 use crate::core::op::{Op, Target};
 use crate::core::rules;
@@ -13,11 +14,13 @@ use crate::core::rules;
 pub fn delete_message(s: &mut Session, message_id: &str) -> AppResult<Value> {
     let me = s.role()?;
     let writer = s.writer()?;
-    let (_, id) = s.channel_mut().append(&writer, |ix| {
-        let m = live_message(ix, message_id)?;
+    let roster = s.roster();
+    let (rec, id) = s.channel_mut().append(&writer, |ix| {
+        let m = live_message(ix, &roster, message_id)?;
         let op = Op::Delete(Target { id: m.id });
         rules::check(&m, &me, &op)?;
         Ok::<_, AppError>((op, m.id))
     })?;
-    Ok(json!({ "id": id.short(), "deleted": true, "superseded": [] }))
+    let superseded = retired_by(s.index(), &rec.id)?;
+    Ok(json!({ "id": id.short(), "deleted": true, "superseded": superseded }))
 }

@@ -29,6 +29,10 @@ pub fn server_build() -> Value {
             "since": "2026-11-30",
             "what": "signed per-role feeds in a shared folder, a local index, messaging, debts with their lifecycle, work status and the wait tools",
             "do": "call channel_status() first and triage what it lists; get_protocol() has the rules",
+        }, {
+            "since": "2026-11-30",
+            "what": "consent: a kind='proc' proposal answers pin_key and about_message_id explicitly (null is an answer) and a pin round declares voters; votes (acknowledge, with void for a dead subject) are bound to the exact text, so revise_message quenches them; pin_set on a protected key needs approved_by, and one proposal approves one version; a nudge (about_message_id) retires with its target; backfill_superseded previews a cleanup and needs expect_count and each key owner's word, undo_backfill reverses it",
+            "do": "check awaiting_ack() for proposals waiting on you; pass expect_body_sha256 when you vote on something you read earlier; try pin_set(dry_run=true) before asking for a write",
         }],
         "shipped": [
             {"id": "feeds", "shipped_at": "2026-11-30", "what": "signed, hash-chained per-role feeds; tolerant reading; verify"},
@@ -36,10 +40,11 @@ pub fn server_build() -> Value {
             {"id": "messaging", "shipped_at": "2026-11-30", "what": "send_message, read_inbox, mark_read, delete_message, list_messages, search_messages, get_thread, list_roles, server_build, get_protocol"},
             {"id": "debts", "shipped_at": "2026-11-30", "what": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status; decisions made on two machines fold to one winner, the loser listed as conflicted"},
             {"id": "waits", "shipped_at": "2026-11-30", "what": "wait_for_mail and wait_for_reply, woken by a watcher on the channel folder"},
+            {"id": "consent", "shipped_at": "2026-11-30", "what": "proposals with pin_key, about_message_id and voters; acknowledge, get_acknowledgements, awaiting_ack; revise_message; pin_set (with dry_run), pin_get, pin_list, pin_history; nudges and their retirement; backfill_superseded and undo_backfill; consent decided on two machines folds to one winner"},
             {"id": "sync", "shipped_at": "2026-11-30", "what": "countersign sync through git or rclone, mcp --sync-every in the background; join, admit, add-role and rotate-key for machines and roles (CLI, on the owner's machine where the owner signs)"},
         ],
         "not_shipped": [
-            {"id": "consent", "why": "proposals with pin keys, votes (acknowledge), pins, uploads and retirement are not served by this build yet"},
+            {"id": "uploads", "why": "upload_content, seal_content, get_content and body_ref are not served by this build yet"},
         ],
         "source": "countersign (Rust), stdio MCP server",
     })

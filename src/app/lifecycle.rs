@@ -12,7 +12,7 @@ use super::refusal::{AppError, AppResult, check_length};
 use super::rows::short;
 use super::send::NOTE_MAX;
 use super::session::{Session, find_live};
-use crate::core::ids::RecordId;
+use crate::core::ids::{RecordId, Role};
 use crate::core::message::Message;
 use crate::core::op::{Note, Op, WorkStatusMove};
 use crate::core::record::Record;
@@ -33,9 +33,10 @@ impl From<Refusal> for AppError {
 }
 
 /// Loads the live message `raw` names, or the refusal.
-pub fn live_message(ix: &Index, raw: &str) -> AppResult<Message> {
+pub fn live_message(ix: &Index, roster: &[Role], raw: &str) -> AppResult<Message> {
     let id = find_live(ix, "message_id", raw)?;
-    load_message(ix, &id)?.ok_or_else(|| AppError::value(format!("message {raw} not found")))
+    load_message(ix, roster, &id)?
+        .ok_or_else(|| AppError::value(format!("message {raw} not found")))
 }
 
 /// Runs one lifecycle step: `build` makes the op from the current state, the
@@ -48,13 +49,14 @@ fn step(
 ) -> AppResult<(Option<Record>, Message)> {
     let me = s.role()?;
     let writer = s.writer()?;
+    let roster = s.roster();
     let (rec, id) = s.channel_mut().append_if(&writer, |ix| {
-        let m = live_message(ix, raw)?;
+        let m = live_message(ix, &roster, raw)?;
         let op = build(ix, &m)?;
         let verdict = rules::check(&m, &me, &op)?;
         Ok::<_, AppError>(((verdict == Verdict::Apply).then_some(op), m.id))
     })?;
-    let after = load_message(s.index(), &id)?
+    let after = load_message(s.index(), &roster, &id)?
         .ok_or_else(|| AppError::value(format!("message {raw} not found")))?;
     Ok((rec, after))
 }
@@ -180,7 +182,7 @@ pub fn set_work_status(
 fn check_blocker(ix: &Index, raw: &str) -> AppResult<RecordId> {
     let id = find_live(ix, "blocked_by", raw)
         .map_err(|_| AppError::value(format!("blocked_by message {raw} not found")))?;
-    let b = load_message(ix, &id)?
+    let b = load_message(ix, &[], &id)?
         .ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
     match &b.debt {
         None => Err(AppError::value(format!(

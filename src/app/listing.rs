@@ -127,9 +127,10 @@ pub fn list_messages(
         let a = arg(Sql::Text(w.clone()), &mut args);
         cond.push(format!("m.work_status = {a}"));
     }
-    if f.pin_key.is_some() {
-        // No message carries a structural pin key in this version.
-        cond.push("0".into());
+    if let Some(k) = &f.pin_key {
+        // The structural link only: a mention in the text is not a pin key.
+        let a = arg(Sql::Text(k.trim().to_owned()), &mut args);
+        cond.push(format!("m.pin_key = {a}"));
     }
     let lim = arg(Sql::Integer(limit as i64 + 1), &mut args);
     let opened_expr = read_expr.replace("read_ms", "opened_ms");

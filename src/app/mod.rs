@@ -5,6 +5,7 @@
 //! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
 //! layer knows nothing of MCP, clap or terminals.
 
+pub mod backfill;
 pub mod delete;
 pub mod inbox;
 pub mod info;
@@ -13,7 +14,10 @@ pub mod lifecycle;
 pub mod listing;
 pub mod membership;
 pub mod obligations;
+pub mod pin;
 pub mod refusal;
+pub mod retirement;
+pub mod revise;
 pub mod rows;
 pub mod search;
 pub mod send;
@@ -21,6 +25,7 @@ pub mod session;
 pub mod status;
 pub mod sync;
 pub mod thread;
+pub mod vote;
 pub mod wait;
 
 pub use refusal::{AppError, AppResult};

@@ -19,11 +19,12 @@ pub const MESSAGE_COLUMNS: &str = "m.id, m.from_role, m.to_json, m.topic, \
     (SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), \
     m.action_required, m.reply_to, m.kind, m.work_status, m.addenda, m.decision_requested, \
     m.ms, m.deleted_ms, m.body_sha256, m.body_bytes, m.body_chars, m.n, m.c, m.status, \
-    m.resolved_by, m.resolved_ms, m.resolution_note, m.confirmed, m.blocked_by, m.last_move_ms";
+    m.resolved_by, m.resolved_ms, m.resolution_note, m.confirmed, m.blocked_by, m.last_move_ms, \
+    m.pin_key, m.about, m.voters, m.retired_ms, m.revised_ms, m.acks";
 
 /// Index of the first column a query selects after [`MESSAGE_COLUMNS`] and
 /// the viewer's `read_ms, opened_ms`.
-pub const AFTER_MESSAGE_COLUMNS: usize = 27;
+pub const AFTER_MESSAGE_COLUMNS: usize = 33;
 
 /// The listing set of `fields="headers"`: everything but the bodies.
 pub const MESSAGE_HEADERS: &[&str] = &[
@@ -141,6 +142,18 @@ pub struct MessageRow {
     pub blocked_by: Option<String>,
     /// Time of the latest lifecycle event (ms).
     pub last_move_ms: i64,
+    /// The pin key of a proposal.
+    pub pin_key: Option<String>,
+    /// Full id of the message this one is about.
+    pub about: Option<String>,
+    /// The declared electorate.
+    pub voters: Option<Vec<String>>,
+    /// When it was retired (ms).
+    pub retired_ms: Option<i64>,
+    /// When it was last revised (ms).
+    pub revised_ms: Option<i64>,
+    /// The consent tally of a proposal.
+    pub acks: Option<Value>,
     /// The viewer's (or the single recipient's) read time.
     pub read_ms: Option<i64>,
     /// The viewer's (or the single recipient's) first delivery time.
@@ -180,8 +193,18 @@ impl MessageRow {
             confirmed: r.get(22)?,
             blocked_by: r.get(23)?,
             last_move_ms: r.get(24)?,
-            read_ms: r.get(25)?,
-            opened_ms: r.get(26)?,
+            pin_key: r.get(25)?,
+            about: r.get(26)?,
+            voters: r
+                .get::<_, Option<String>>(27)?
+                .and_then(|v| serde_json::from_str(&v).ok()),
+            retired_ms: r.get(28)?,
+            revised_ms: r.get(29)?,
+            acks: r
+                .get::<_, Option<String>>(30)?
+                .and_then(|v| serde_json::from_str(&v).ok()),
+            read_ms: r.get(31)?,
+            opened_ms: r.get(32)?,
         })
     }
 
@@ -242,10 +265,16 @@ impl MessageRow {
             "deleted_at".into(),
             json!(self.deleted_ms.map(format_rfc3339)),
         );
-        m.insert("pin_key".into(), Value::Null);
-        m.insert("about_message_id".into(), Value::Null);
-        m.insert("voters".into(), Value::Null);
-        m.insert("superseded_at".into(), Value::Null);
+        m.insert("pin_key".into(), json!(self.pin_key));
+        m.insert(
+            "about_message_id".into(),
+            json!(self.about.as_deref().map(short)),
+        );
+        m.insert("voters".into(), json!(self.voters));
+        m.insert(
+            "superseded_at".into(),
+            json!(self.retired_ms.map(format_rfc3339)),
+        );
         m.insert(
             "opened_at".into(),
             json!(self.opened_ms.map(format_rfc3339)),
@@ -255,10 +284,16 @@ impl MessageRow {
             m.insert("addendum".into(), json!(self.addenda.get(v.as_str())));
         }
         m.insert("decision_requested".into(), json!(self.decision_requested));
-        m.insert("revised_at".into(), Value::Null);
+        m.insert(
+            "revised_at".into(),
+            json!(self.revised_ms.map(format_rfc3339)),
+        );
         m.insert("body_sha256".into(), json!(self.body_sha256));
         m.insert("body_length_bytes".into(), json!(self.body_bytes));
         m.insert("body_length_chars".into(), json!(self.body_chars));
+        if let Some(a) = &self.acks {
+            m.insert("acks".into(), a.clone());
+        }
         m
     }
 }

@@ -105,7 +105,8 @@ pub fn search_messages(
         let sql = format!(
             "SELECT {cols}, snippet(bodies_fts, -1, '[', ']', '…', 12) FROM bodies_fts \
              JOIN bodies b ON b.rowid = bodies_fts.rowid JOIN messages m ON m.id = b.message_id \
-             WHERE {} ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?{}",
+             WHERE (m.revised_ms IS NULL OR b.rowid = \
+             (SELECT max(x.rowid) FROM bodies x WHERE x.message_id = m.id)) AND {} ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?{}",
             cond.join(" AND "),
             args.len()
         );

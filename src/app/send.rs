@@ -17,8 +17,8 @@ use crate::core::ids::Role;
 use crate::core::op::{Op, Send};
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::{Kind, WorkStatus};
-use crate::store::Index;
 use crate::store::error::SqlContext as _;
+use crate::store::{Index, consent};
 
 /// Longest topic, in characters.
 pub const TOPIC_MAX: usize = 80;
@@ -58,7 +58,16 @@ pub struct SendRequest {
     pub addenda: Option<BTreeMap<String, String>>,
     /// Whether a decision is asked for.
     pub decision_requested: bool,
+    /// The pin key: omitted (`None`), null (`Some(None)`) or a key.
+    pub pin_key: Option<Option<String>>,
+    /// The message this one is about: omitted, null or an id prefix.
+    pub about_message_id: Option<Option<String>>,
+    /// The electorate of a pin round: omitted, null, `"*"` or a list.
+    pub voters: Option<Option<ToArg>>,
 }
+
+/// Longest pin key, in characters.
+pub const PIN_KEY_MAX: usize = 80;
 
 /// Sends a message as the session's role.
 pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
@@ -98,10 +107,34 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         .map(|w| WorkStatus::parse_field(w, "work_status"))
         .transpose()
         .map_err(value)?;
+    if kind == Some(Kind::Proc) {
+        if req.pin_key.is_none() {
+            return Err(AppError::value(
+                "kind='proc' requires an explicit 'pin_key': the pin this proposal would change, or \
+                 null if it changes none (omitting it is refused so the link is never guessed)",
+            ));
+        }
+        if req.about_message_id.is_none() {
+            return Err(AppError::value(
+                "kind='proc' requires an explicit 'about_message_id': the message this proposal is \
+                 about (then it is a nudge and owes no decision itself), or null if it stands on \
+                 its own",
+            ));
+        }
+    }
+    let pin_key = match req.pin_key.clone().flatten() {
+        Some(k) if !k.trim().is_empty() => {
+            let k = k.trim().to_owned();
+            check_length("pin_key", &k, PIN_KEY_MAX)?;
+            Some(k)
+        }
+        _ => None,
+    };
     // A role the owner added arrives as a record: fold what is new first.
     s.catch_up()?;
     let roster = s.roster();
     let to = recipients(&req.to, &me, &roster)?;
+    let voters = voters(req.voters.as_ref(), pin_key.as_deref(), &me, &roster)?;
     let mut send = Send {
         to,
         topic,
@@ -112,17 +145,29 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         work_status,
         addenda: BTreeMap::new(),
         decision_requested: req.decision_requested,
+        pin_key,
+        voters,
+        ..Send::default()
     };
     let writer = s.writer()?;
     let reply_to = req.reply_to;
     let raw_addenda = req.addenda.unwrap_or_default();
+    let about = req.about_message_id.flatten();
     let (rec, ()) = s.channel_mut().append(&writer, |ix| {
         if let Some(parent) = &reply_to {
             let id = find_live(ix, "reply_to", parent)
                 .map_err(|_| AppError::value(format!("reply_to message {parent} not found")))?;
             send.reply_to = Some(id);
         }
+        if let Some(target) = &about {
+            let id = find_live(ix, "about_message_id", target)
+                .map_err(|_| AppError::value(format!("about_message_id {target} not found")))?;
+            send.about = Some(id);
+        }
         check_audience(ix, &send)?;
+        if let Some(key) = &send.pin_key {
+            check_round(ix, &roster, &me, key, &send)?;
+        }
         send.addenda = addenda(raw_addenda, &send.to)?;
         Ok::<_, AppError>((Op::Send(send.clone()), ()))
     })?;
@@ -131,7 +176,100 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
     if send.to.len() > 1 {
         out["recipients"] = json!(send.to);
     }
+    if let Some(v) = &send.voters {
+        out["voters"] = json!(v);
+    }
     Ok(out)
+}
+
+/// A message with a pin key opens a round on it: one open round per key, read
+/// by everyone.
+fn check_round(ix: &Index, roster: &[Role], me: &Role, key: &str, send: &Send) -> AppResult<()> {
+    let missing: Vec<Role> = roster
+        .iter()
+        .filter(|r| *r != me && !send.to.contains(r))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        return Err(AppError::value(format!(
+            "a proposal for pin '{key}' must be addressed to every other role — {} are missing; \
+             pass to='*' (use 'voters' to scope whose agreement it needs)",
+            roles_list(&missing)
+        )));
+    }
+    let state = consent::load(ix, roster)?;
+    if let Some(round) = state.consent.open_round(key) {
+        return Err(AppError::value(format!(
+            "pin '{key}' already has an open round: #{} by '{}' ({}). Ways forward: reply in its \
+             thread, finish it with pin_set, have its author delete it (delete_message) or \
+             revise it, or have one of its voters acknowledge it with 'void'",
+            round.id.short(),
+            round.from,
+            format_rfc3339(round.created.ms())
+        )));
+    }
+    Ok(())
+}
+
+/// Expands and checks `voters` (only meaningful with a pin key).
+fn voters(
+    arg: Option<&Option<ToArg>>,
+    pin_key: Option<&str>,
+    me: &Role,
+    roster: &[Role],
+) -> AppResult<Option<Vec<Role>>> {
+    let others = || -> Vec<Role> { roster.iter().filter(|r| *r != me).cloned().collect() };
+    let Some(key) = pin_key else {
+        return match arg {
+            Some(Some(_)) => Err(AppError::value(
+                "'voters' only means something together with 'pin_key' — it names whose \
+                 agreement a pin round needs; drop it, or give the proposal a pin_key",
+            )),
+            _ => Ok(None),
+        };
+    };
+    let list = match arg {
+        None => {
+            return Err(AppError::value(format!(
+                "a proposal for pin '{key}' must declare 'voters': '*' for every other role ({}), \
+                 or the list of roles whose 'agree' it needs (the others still receive it and may \
+                 vote, without blocking)",
+                roles_list(&others())
+            )));
+        }
+        Some(None) => return Ok(None),
+        Some(Some(ToArg::One(s))) if s.trim() == "*" => return Ok(Some(others())),
+        Some(Some(ToArg::One(s))) => vec![s.clone()],
+        Some(Some(ToArg::Many(v))) => v.clone(),
+    };
+    let mut out: Vec<Role> = Vec::new();
+    for name in list {
+        let name = name.trim();
+        if name.is_empty() || name == me.as_str() {
+            continue;
+        }
+        let role = Role::new(name)
+            .ok()
+            .filter(|r| roster.contains(r))
+            .ok_or_else(|| {
+                AppError::value(format!(
+                    "'voters' names '{name}', which is not a role of this channel — the roles are \
+                     {}",
+                    roles_list(roster)
+                ))
+            })?;
+        if !out.contains(&role) {
+            out.push(role);
+        }
+    }
+    if out.is_empty() {
+        return Err(AppError::value(
+            "'voters' cannot be empty once your own role and blank names are dropped — name the \
+             roles whose agreement the round needs, or pass '*'",
+        ));
+    }
+    out.sort();
+    Ok(Some(out))
 }
 
 fn value(e: impl std::fmt::Display) -> AppError {

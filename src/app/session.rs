@@ -7,6 +7,7 @@
 use rusqlite::params;
 
 use super::refusal::{AppError, AppResult};
+pub use crate::core::ids::roles_list;
 use crate::core::ids::{IdPrefix, RecordId, Role};
 use crate::store::error::SqlContext as _;
 use crate::store::{Channel, Index, Writer};
@@ -113,12 +114,6 @@ impl Session {
     pub fn roster(&self) -> Vec<Role> {
         self.channel.roster()
     }
-}
-
-/// Formats roles as `['a', 'b']`, the way refusals list them.
-pub fn roles_list(roles: &[Role]) -> String {
-    let inner: Vec<String> = roles.iter().map(|r| format!("'{r}'")).collect();
-    format!("[{}]", inner.join(", "))
 }
 
 /// Finds a message by an id prefix typed by an agent. `field` names the

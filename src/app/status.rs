@@ -54,6 +54,17 @@ pub const COUNTERS: [&str; 12] = [
     "resolved_for_you",
 ];
 
+/// The one definition of "this proposal waits for the decision of role ?1"
+/// (a condition on `messages m`): addressed to the role, a live proposal that
+/// asks for a decision and is not a nudge, the role is in its declared
+/// electorate (if any), and the role has not voted on its current text.
+pub const AWAITING: &str = "m.kind = 'proc' AND m.deleted_ms IS NULL AND m.retired_ms IS NULL \
+    AND m.decision_requested = 1 AND m.about IS NULL \
+    AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1) \
+    AND (m.voters IS NULL OR EXISTS (SELECT 1 FROM json_each(m.voters) WHERE value = ?1)) \
+    AND NOT EXISTS (SELECT 1 FROM votes v WHERE v.message_id = m.id AND v.role = ?1 \
+    AND v.stale = 0)";
+
 /// One message behind a counter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Item {
@@ -178,6 +189,27 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
         push("open_obligations", item);
     }
 
+    // Proposals waiting for this role's decision.
+    let sql =
+        format!("SELECT m.id, m.topic FROM messages m WHERE {AWAITING} ORDER BY m.ms, m.c, m.id");
+    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
+    let rows = st
+        .query_map([me], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
+        .db(p)?;
+    for row in rows {
+        let (id, topic) = row.db(p)?;
+        push(
+            "awaiting_ack",
+            Item {
+                id,
+                topic,
+                extra: none(),
+            },
+        );
+    }
+
     // The ball: who made the last move into the current work status.
     let party = "(m.from_role = ?1 OR EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1))";
     // Work the role moved itself (in_progress, blocked) is found by its mover;
@@ -289,7 +321,7 @@ fn list(sum: &Summary, counter: &str) -> Value {
 pub fn channel_status(s: &mut Session) -> AppResult<Value> {
     let me = s.role()?;
     let (_, mut out) = status_view(s)?;
-    out["pins"] = json!([]);
+    out["pins"] = json!(super::pin::current_pins(s.index())?);
     out["server"] = json!({
         "build": format!("countersign {VERSION}"),
         "contract": "get_protocol() — the full rules: tools, refusals, the debt lifecycle and the ball",
@@ -350,6 +382,31 @@ fn conflicts_of(ix: &Index, me: &Role) -> AppResult<Vec<Value>> {
                 }));
             }
         }
+    }
+    // Pin writes that lost, until the role writes that key again.
+    let mut st = ix
+        .conn()
+        .prepare_cached(
+            "SELECT c.record, c.key, c.reason, c.winner FROM pin_conflicts c WHERE c.role = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM pin_conflicts l WHERE l.key = c.key AND l.role = c.role \
+             AND (l.ms > c.ms OR (l.ms = c.ms AND l.c > c.c))) \
+             AND NOT EXISTS (SELECT 1 FROM pins p WHERE p.key = c.key AND p.role = c.role \
+             AND p.ms >= c.ms) ORDER BY c.ms, c.c",
+        )
+        .db(p)?;
+    let rows = st
+        .query_map([me.as_str()], |r| {
+            Ok(json!({
+                "record": short(&r.get::<_, String>(0)?),
+                "op": "pin_set",
+                "target": r.get::<_, String>(1)?,
+                "reason": r.get::<_, String>(2)?,
+                "winner": r.get::<_, Option<String>>(3)?.as_deref().map(short),
+            }))
+        })
+        .db(p)?;
+    for r in rows {
+        out.push(r.db(p)?);
     }
     Ok(out)
 }

@@ -583,6 +583,7 @@ fn seed(root: &Path, n: usize) -> anyhow::Result<Seeded> {
             work_status,
             addenda: Default::default(),
             decision_requested: decision,
+            ..Send::default()
         };
         let rec = run.push(&Op::Send(send), now, seen);
         seen = rec.header.hlc;

@@ -76,6 +76,9 @@ impl Wake {
                 work_status: None,
                 addenda: None,
                 decision_requested: true,
+                pin_key: None,
+                about_message_id: None,
+                voters: None,
             };
             // Timed from before the append: the writer's own send (~1–2 ms) is
             // included, so this is an upper bound on the wake-up itself.

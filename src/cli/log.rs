@@ -89,5 +89,16 @@ fn describe(op: &Op) -> String {
         Op::FeedInit(f) => format!(" {} on {}", f.role, f.device_name),
         Op::AddRole(a) => format!(" {}", a.role),
         Op::ReplaceKey(r) => format!(" {} key {}", r.feed, r.pubkey),
+        Op::Revise(r) => format!(" {}", r.id.short()),
+        Op::Ack(a) => format!(" {} {}", a.id.short(), a.decision),
+        Op::PinSet(p) => format!(" {:?} version {:?}", p.key, p.version),
+        Op::Backfill(b) => format!(" {}", short(&b.ids)),
+        Op::UndoBackfill(u) => format!(" {}", short(&u.ids)),
+        Op::UploadChunk(u) => format!(
+            " {} ({} bytes)",
+            u.upload.map_or_else(|| "new".to_owned(), |i| i.short()),
+            u.text.len()
+        ),
+        Op::Seal(s) => format!(" {} sha256 {}", s.upload.short(), s.sha256),
     }
 }

@@ -30,6 +30,28 @@ pub struct Args {
     /// Initial work status.
     #[arg(long)]
     pub work_status: Option<String>,
+    /// For a proposal: the pin key it would change, or 'none' (kind 'proc' needs an answer).
+    #[arg(long, value_name = "KEY|none")]
+    pub pin_key: Option<String>,
+    /// For a proposal: the message it is about, or 'none' (kind 'proc' needs an answer).
+    #[arg(long, value_name = "ID|none")]
+    pub about: Option<String>,
+    /// With --pin-key: the roles whose agreement the round needs (comma-separated), or '*'.
+    #[arg(long, value_delimiter = ',')]
+    pub voters: Option<Vec<String>>,
+}
+
+/// An explicit answer on the command line: 'none' is null.
+fn answer(v: &Option<String>) -> Option<Option<String>> {
+    v.as_ref().map(|s| (s != "none").then(|| s.clone()))
+}
+
+fn to_arg(v: &[String]) -> ToArg {
+    if v.len() == 1 {
+        ToArg::One(v[0].clone())
+    } else {
+        ToArg::Many(v.to_vec())
+    }
 }
 
 /// Sends and prints `{id, created_at}` as JSON.
@@ -42,11 +64,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             s
         }
     };
-    let to = if a.to.len() == 1 {
-        ToArg::One(a.to[0].clone())
-    } else {
-        ToArg::Many(a.to.clone())
-    };
+    let to = to_arg(&a.to);
     let mut session = cli.session_with_role()?;
     let out = send_message(
         &mut session,
@@ -60,6 +78,9 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             work_status: a.work_status.clone(),
             addenda: None,
             decision_requested: true,
+            pin_key: answer(&a.pin_key),
+            about_message_id: answer(&a.about),
+            voters: a.voters.as_deref().map(|v| Some(to_arg(v))),
         },
     )?;
     println!("{out}");

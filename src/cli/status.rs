@@ -155,9 +155,8 @@ const PIN_FIELDS: [&str; 7] = [
 fn pins(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     channel.catch_up()?;
-    // Pins arrive with pin_set (a later issue): until then no key is ever pinned.
-    // The rows will be pin_list()'s, one object with PIN_FIELDS per key.
-    let rows: Vec<Value> = Vec::new();
+    // pin_list()'s rows: the current version of every key, without bodies.
+    let rows: Vec<Value> = crate::app::pin::current_pins(channel.index())?;
     if text {
         for r in &rows {
             let cells: Vec<String> = PIN_FIELDS

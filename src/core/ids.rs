@@ -238,6 +238,12 @@ impl IdPrefix {
     }
 }
 
+/// Roles as refusals name them: `['a', 'b']`.
+pub fn roles_list(roles: &[Role]) -> String {
+    let inner: Vec<String> = roles.iter().map(|r| format!("'{r}'")).collect();
+    format!("[{}]", inner.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,10 +13,10 @@
 use std::collections::BTreeMap;
 
 use super::hlc::{Hlc, OrderKey};
-use super::ids::{RecordId, Role};
-use super::op::{Op, Send};
+use super::ids::{RecordId, Role, sha256_hex};
+use super::op::{BodyRef, Op, Send};
 use super::rules::{self, Verdict};
-use super::vocab::{DebtStatus, WorkStatus};
+use super::vocab::{DebtStatus, Decision, Kind, WorkStatus};
 
 /// A verified record as the fold sees it: its order, its author's role (from
 /// the verified feed, never from the op) and its op.
@@ -37,6 +37,15 @@ pub struct Delivery {
     pub read: Option<Hlc>,
     /// First `opened` (delivery through read_inbox) to this recipient.
     pub opened: Option<Hlc>,
+}
+
+/// How a message was retired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Retired {
+    /// By a live rule (a pin write, a vote, a deletion): permanent.
+    Live,
+    /// By a cleanup pass naming these keys: can be undone.
+    Backfill(Vec<String>),
 }
 
 /// One lifecycle event (message_history).
@@ -98,6 +107,83 @@ pub struct Move {
     pub role: Role,
 }
 
+/// The text of a message as it stands (the send's, or the latest revision's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Text {
+    /// Subject line.
+    pub topic: String,
+    /// The inline body (empty when the body is an upload).
+    pub body: String,
+    /// The sealed upload that is the body.
+    pub body_ref: Option<BodyRef>,
+    /// Hex sha256 of the body's bytes (the upload's digest for a body_ref).
+    pub sha256: String,
+}
+
+impl Text {
+    fn new(topic: &str, body: &str, body_ref: Option<&BodyRef>) -> Self {
+        Self {
+            topic: topic.to_owned(),
+            body: body.to_owned(),
+            sha256: body_ref.map_or_else(|| sha256_hex(body.as_bytes()), |r| r.sha256.clone()),
+            body_ref: body_ref.cloned(),
+        }
+    }
+
+    /// True if `needle` occurs literally (case-sensitive) in the topic or the
+    /// inline body. The text of an upload is not known to the fold.
+    pub fn mentions(&self, needle: &str) -> bool {
+        self.topic.contains(needle) || self.body.contains(needle)
+    }
+}
+
+/// One role's current decision on a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vote {
+    /// The ack record.
+    pub key: OrderKey,
+    /// The decision.
+    pub decision: Decision,
+    /// Its note.
+    pub note: Option<String>,
+    /// The body digest it was cast on.
+    pub body_sha256: String,
+    /// The pin version its author had seen.
+    pub pin_head: Option<RecordId>,
+}
+
+/// Why a message no longer waits for anything (superseded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retirement {
+    /// The record whose effect retired it.
+    pub key: OrderKey,
+    /// The role that wrote that record.
+    pub role: Role,
+    /// True when a cleanup pass did it (the only kind that can be undone).
+    pub backfill: bool,
+    /// The keys a cleanup pass named.
+    pub pin_keys: Vec<String>,
+}
+
+/// The consent tally of a message: who must agree and who has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// The electorate, sorted: declared voters, else recipients, never the author.
+    pub electorate: Vec<Role>,
+    /// Electorate members whose current vote is `agree`.
+    pub agreed: Vec<Role>,
+    /// Electorate members without a current `agree`.
+    pub missing: Vec<Role>,
+    /// Every current decision, outsiders included.
+    pub decisions: BTreeMap<Role, Decision>,
+    /// Current decisions from outside the electorate.
+    pub outsiders: BTreeMap<Role, Decision>,
+    /// Roles whose vote was cast on an earlier text.
+    pub stale: Vec<Role>,
+    /// Electorate members who voted `void` on the current text.
+    pub void_by: Vec<Role>,
+}
+
 /// The derived state of one message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
@@ -127,6 +213,18 @@ pub struct Message {
     pub events: Vec<Event>,
     /// Records that could not apply.
     pub conflicts: Vec<Conflict>,
+    /// The text as it stands.
+    pub text: Text,
+    /// The latest revision.
+    pub revised: Option<OrderKey>,
+    /// Each role's latest decision.
+    pub votes: BTreeMap<Role, Vote>,
+    /// The pin version this proposal approved (set by the consent fold).
+    pub approved: Option<OrderKey>,
+    /// Retired (superseded), and why (set by the consent fold).
+    pub retired: Option<Retirement>,
+    /// For a second round opened on a key: the round that holds the key.
+    pub round_conflict: Option<RecordId>,
 }
 
 impl Message {
@@ -167,6 +265,12 @@ impl Message {
             last_reopen: None,
             events,
             conflicts: Vec::new(),
+            text: Text::new(&send.topic, &send.body, send.body_ref.as_ref()),
+            revised: None,
+            votes: BTreeMap::new(),
+            approved: None,
+            retired: None,
+            round_conflict: None,
         }
     }
 
@@ -198,6 +302,136 @@ impl Message {
         self.send.to.len() > 1
     }
 
+    /// The place of its `send` in the total order.
+    pub fn created_key(&self) -> OrderKey {
+        OrderKey {
+            hlc: self.created,
+            id: self.id,
+        }
+    }
+
+    /// True for a proposal (`kind="proc"`).
+    pub fn is_proposal(&self) -> bool {
+        self.send.kind == Some(Kind::Proc)
+    }
+
+    /// True while the message is neither deleted nor retired.
+    pub fn is_live(&self) -> bool {
+        self.deleted.is_none() && self.retired.is_none()
+    }
+
+    /// The electorate: declared voters, else recipients, never the author.
+    pub fn electorate(&self) -> Vec<Role> {
+        let base = match &self.send.voters {
+            Some(v) if !v.is_empty() => v.clone(),
+            _ => self.send.to.clone(),
+        };
+        let mut out: Vec<Role> = base.into_iter().filter(|r| r != &self.from).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The consent tally on the current text.
+    pub fn tally(&self) -> Tally {
+        let electorate = self.electorate();
+        let mut t = Tally {
+            agreed: Vec::new(),
+            missing: Vec::new(),
+            decisions: BTreeMap::new(),
+            outsiders: BTreeMap::new(),
+            stale: Vec::new(),
+            void_by: Vec::new(),
+            electorate,
+        };
+        for (role, v) in &self.votes {
+            if v.body_sha256 != self.text.sha256 {
+                t.stale.push(role.clone());
+                continue;
+            }
+            t.decisions.insert(role.clone(), v.decision);
+            if t.electorate.contains(role) {
+                if v.decision == Decision::Void {
+                    t.void_by.push(role.clone());
+                }
+            } else {
+                t.outsiders.insert(role.clone(), v.decision);
+            }
+        }
+        for r in &t.electorate {
+            if t.decisions.get(r) == Some(&Decision::Agree) {
+                t.agreed.push(r.clone());
+            } else {
+                t.missing.push(r.clone());
+            }
+        }
+        t
+    }
+
+    /// True while this proposal holds its pin key open: a live proposal with
+    /// a key, not declared void by its electorate on the current text.
+    pub fn holds_round(&self) -> Option<&str> {
+        let key = self.send.pin_key.as_deref()?;
+        (self.is_proposal() && self.is_live() && self.tally().void_by.is_empty()).then_some(key)
+    }
+
+    /// True when this proposal waits for `role`'s decision (awaiting_ack).
+    pub fn awaits(&self, role: &Role) -> bool {
+        self.is_proposal()
+            && self.is_live()
+            && self.send.decision_requested
+            && self.send.about.is_none()
+            && self.deliveries.contains_key(role)
+            && self
+                .send
+                .voters
+                .as_ref()
+                .is_none_or(|v| v.is_empty() || v.contains(role))
+            && self
+                .votes
+                .get(role)
+                .is_none_or(|v| v.body_sha256 != self.text.sha256)
+    }
+
+    /// Retires the message at `key` (consent fold). No effect if it is not live.
+    pub fn retire(&mut self, key: OrderKey, role: &Role, how: Retired, note: String) -> bool {
+        if !self.is_live() {
+            return false;
+        }
+        let (event, backfill, pin_keys) = match how {
+            Retired::Live => ("superseded", false, Vec::new()),
+            Retired::Backfill(keys) => ("superseded_backfill", true, keys),
+        };
+        self.retired = Some(Retirement {
+            key,
+            role: role.clone(),
+            backfill,
+            pin_keys,
+        });
+        self.events.push(Event {
+            key,
+            event: event.to_owned(),
+            role: role.clone(),
+            note: Some(note),
+        });
+        true
+    }
+
+    /// Undoes a cleanup pass's retirement (consent fold).
+    pub fn restore(&mut self, key: OrderKey, role: &Role, note: Option<String>) -> bool {
+        if !self.retired.as_ref().is_some_and(|r| r.backfill) || self.deleted.is_some() {
+            return false;
+        }
+        self.retired = None;
+        self.events.push(Event {
+            key,
+            event: "superseded_undone".to_owned(),
+            role: role.clone(),
+            note,
+        });
+        true
+    }
+
     /// The time of the latest lifecycle event (creation if none): what
     /// `idle_days` counts from.
     pub fn last_move(&self) -> Hlc {
@@ -219,10 +453,14 @@ impl Message {
 
     /// Applies one record that targets this message, at its place in the
     /// order: what the rules refuse is kept as a conflict and changes nothing.
-    pub fn apply(&mut self, rec: Applied<'_>) {
+    /// Returns true if it changed the state.
+    pub fn apply(&mut self, rec: Applied<'_>) -> bool {
         match rules::check(self, rec.role, rec.op) {
-            Ok(Verdict::Apply) => self.effect(rec),
-            Ok(Verdict::Noop) => {}
+            Ok(Verdict::Apply) => {
+                self.effect(rec);
+                true
+            }
+            Ok(Verdict::Noop) => false,
             Err(refusal) => {
                 let winner = self.winner_against(rec.op);
                 self.conflicts.push(Conflict {
@@ -232,6 +470,7 @@ impl Message {
                     reason: refusal.to_string(),
                     winner,
                 });
+                false
             }
         }
     }
@@ -250,6 +489,7 @@ impl Message {
         match op {
             Op::Confirm(_) | Op::Delete(_) => debt_state(),
             Op::WorkStatus(_) => self.ws_last.as_ref().map(|l| l.key.id),
+            Op::Ack(_) | Op::Revise(_) => self.approved.or(self.revised).map(|k| k.id),
             _ => None,
         }
     }
@@ -318,8 +558,54 @@ impl Message {
                 });
                 self.event(rec, format!("work_status:{}", w.value), w.note.clone());
             }
-            // Creation and membership ops never target a message.
-            Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) | Op::AddRole(_) | Op::ReplaceKey(_) => {}
+            Op::Revise(r) => {
+                let old = self.text.clone();
+                let topic = r.topic.as_deref().unwrap_or(&old.topic);
+                self.text = Text::new(topic, &r.body, r.body_ref.as_ref());
+                self.revised = Some(rec.key);
+                let size = |t: &Text| match &t.body_ref {
+                    Some(_) => "upload".to_owned(),
+                    None => format!("{} B", t.body.len()),
+                };
+                let mut note = format!(
+                    "body {} ({}) → {} ({})",
+                    old.sha256,
+                    size(&old),
+                    self.text.sha256,
+                    size(&self.text)
+                );
+                if let Some(n) = &r.note {
+                    note.push_str("; ");
+                    note.push_str(n);
+                }
+                self.event(rec, "revision".into(), Some(note));
+            }
+            Op::Ack(a) => {
+                self.votes.insert(
+                    rec.role.clone(),
+                    Vote {
+                        key: rec.key,
+                        decision: a.decision,
+                        note: a.note.clone(),
+                        body_sha256: a.body_sha256.clone(),
+                        pin_head: a.pin_head,
+                    },
+                );
+                if a.decision == Decision::Void {
+                    self.event(rec, "declared_dead".into(), a.note.clone());
+                }
+            }
+            // Creation, membership and channel-wide ops never target a message.
+            Op::Send(_)
+            | Op::FeedInit(_)
+            | Op::Admit(_)
+            | Op::AddRole(_)
+            | Op::ReplaceKey(_)
+            | Op::PinSet(_)
+            | Op::Backfill(_)
+            | Op::UndoBackfill(_)
+            | Op::UploadChunk(_)
+            | Op::Seal(_) => {}
         }
     }
 }

@@ -4,7 +4,9 @@
 //! Nothing here touches files, SQLite, tokio or the wall clock; callers pass
 //! bytes and times in. Every other layer depends on this one, never the reverse.
 
+pub mod backfill;
 pub mod chain;
+pub mod consent;
 pub mod genesis;
 pub mod hlc;
 pub mod ids;

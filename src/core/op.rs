@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ids::{FeedId, RecordId, Role};
-use super::vocab::{Kind, WorkStatus};
+use super::vocab::{Decision, Kind, WorkStatus};
 
 /// One operation. The serialized form is `"op":"<name>","data":{...}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +42,20 @@ pub enum Op {
     /// A feed's key changes: in the feed itself, signed by the old key; or in
     /// the owner's feed, when the old key is lost.
     ReplaceKey(ReplaceKey),
+    /// The author re-issues a message's body (and maybe its topic).
+    Revise(Revise),
+    /// A role's decision on a message.
+    Ack(Ack),
+    /// A new version of a pin.
+    PinSet(PinSet),
+    /// A cleanup pass retiring messages settled before the rules existed.
+    Backfill(Backfill),
+    /// Restores messages a cleanup pass retired.
+    UndoBackfill(UndoBackfill),
+    /// A piece of an upload (the first piece starts it).
+    UploadChunk(UploadChunk),
+    /// Seals an upload: its bytes stop moving.
+    Seal(Seal),
 }
 
 impl Op {
@@ -60,6 +74,13 @@ impl Op {
             Self::WorkStatus(_) => "work_status",
             Self::AddRole(_) => "add_role",
             Self::ReplaceKey(_) => "replace_key",
+            Self::Revise(_) => "revise",
+            Self::Ack(_) => "ack",
+            Self::PinSet(_) => "pin_set",
+            Self::Backfill(_) => "backfill",
+            Self::UndoBackfill(_) => "undo_backfill",
+            Self::UploadChunk(_) => "upload_chunk",
+            Self::Seal(_) => "seal",
         }
     }
 
@@ -80,22 +101,38 @@ impl Op {
             "work_status" => Self::WorkStatus(from_str(data)?),
             "add_role" => Self::AddRole(from_str(data)?),
             "replace_key" => Self::ReplaceKey(from_str(data)?),
+            "revise" => Self::Revise(from_str(data)?),
+            "ack" => Self::Ack(from_str(data)?),
+            "pin_set" => Self::PinSet(from_str(data)?),
+            "backfill" => Self::Backfill(from_str(data)?),
+            "undo_backfill" => Self::UndoBackfill(from_str(data)?),
+            "upload_chunk" => Self::UploadChunk(from_str(data)?),
+            "seal" => Self::Seal(from_str(data)?),
             _ => return Ok(None),
         }))
     }
 
-    /// The existing messages this op acts on (none for creation ops).
+    /// The existing messages this op acts on (none for creation ops, and
+    /// none for the channel-wide consent ops, whose effects the consent fold
+    /// computes).
     pub fn targets(&self) -> &[RecordId] {
         match self {
             Self::Delete(t) => std::slice::from_ref(&t.id),
             Self::Resolve(n) | Self::Confirm(n) | Self::Reopen(n) => std::slice::from_ref(&n.id),
             Self::WorkStatus(w) => std::slice::from_ref(&w.id),
+            Self::Revise(r) => std::slice::from_ref(&r.id),
+            Self::Ack(a) => std::slice::from_ref(&a.id),
             Self::Opened(ids) | Self::Read(ids) => &ids.ids,
             Self::FeedInit(_)
             | Self::Admit(_)
             | Self::Send(_)
             | Self::AddRole(_)
-            | Self::ReplaceKey(_) => &[],
+            | Self::ReplaceKey(_)
+            | Self::PinSet(_)
+            | Self::Backfill(_)
+            | Self::UndoBackfill(_)
+            | Self::UploadChunk(_)
+            | Self::Seal(_) => &[],
         }
     }
 }
@@ -187,6 +224,28 @@ pub struct Send {
     /// False when the author asks for no decision.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub decision_requested: bool,
+    /// The pin key a proposal would change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin_key: Option<String>,
+    /// The message this one is about (a nudge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<RecordId>,
+    /// The declared electorate of a pin round, sorted, without the author.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voters: Option<Vec<Role>>,
+    /// The sealed upload that is the body (then `body` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_ref: Option<BodyRef>,
+}
+
+/// A body kept in a sealed upload rather than inline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodyRef {
+    /// The upload (full id of its first chunk record).
+    pub upload: RecordId,
+    /// Hex sha256 of the sealed upload's bytes.
+    pub sha256: String,
 }
 
 /// A list of messages (by full record id of their `send`).
@@ -235,4 +294,118 @@ pub struct WorkStatusMove {
     /// seeing a concurrent one, and loses to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<RecordId>,
+}
+
+/// Data of `revise`: the new text of a message, under the same id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Revise {
+    /// The message.
+    pub id: RecordId,
+    /// The new topic, when it changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// The new body (empty with `body_ref`).
+    pub body: String,
+    /// The sealed upload that is the new body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_ref: Option<BodyRef>,
+    /// Why (at most 4000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Data of `ack`: a decision bound to the bytes it was cast on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ack {
+    /// The message.
+    pub id: RecordId,
+    /// The decision.
+    pub decision: Decision,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Hex sha256 of the body the vote was cast on.
+    pub body_sha256: String,
+    /// The current version of the proposal's pin key when the vote was cast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin_head: Option<RecordId>,
+}
+
+/// Data of `pin_set`: one version of a pin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinSet {
+    /// The key.
+    pub key: String,
+    /// Title of the version.
+    pub title: String,
+    /// Free-form version label.
+    pub version: String,
+    /// The text (empty with `body_ref`).
+    pub body: String,
+    /// The sealed upload that is the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_ref: Option<BodyRef>,
+    /// The proposal whose agreement allows this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<RecordId>,
+    /// The version this one replaces (`None` for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<RecordId>,
+}
+
+/// Data of `backfill`: a reviewed cleanup pass.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backfill {
+    /// The messages retired (without their cascaded nudges).
+    pub ids: Vec<RecordId>,
+    /// The keys the pass names, each with its owner's word.
+    pub keys: Vec<String>,
+    /// One message per key: the key owner's go-ahead.
+    pub words: Vec<RecordId>,
+}
+
+/// Data of `undo_backfill`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoBackfill {
+    /// The messages to restore.
+    pub ids: Vec<RecordId>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Data of `upload_chunk`: a piece of a document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UploadChunk {
+    /// The upload appended to (`None`: this chunk starts a new upload, whose
+    /// id is this record's id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload: Option<RecordId>,
+    /// The text of this piece.
+    pub text: String,
+    /// A label, on the first piece only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Data of `seal`: fixes an upload's bytes and publishes their digest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seal {
+    /// The upload.
+    pub upload: RecordId,
+    /// Hex sha256 of the whole document.
+    pub sha256: String,
+    /// Its length in bytes.
+    pub length_bytes: u64,
+    /// Its length in characters.
+    pub length_chars: u64,
+    /// How many chunks it holds.
+    pub chunks: u64,
 }

@@ -67,6 +67,13 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
     match op {
         Op::Delete(_) => {
             party()?;
+            if let Some(pin) = m.approved {
+                return Err(Refusal::Value(format!(
+                    "message {id} is the approval record for a pin version ({}) — approval records \
+                     are kept for good and cannot be deleted",
+                    pin.id.short()
+                )));
+            }
             if m.send.kind == Some(Kind::Proc) && &m.from != role {
                 return Err(Refusal::Permission(format!(
                     "message {id} is a proposal (kind='proc'); only its author '{}' can delete it. \
@@ -188,8 +195,59 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                 )))
             }
         }
-        Op::Send(_) | Op::FeedInit(_) | Op::Admit(_) | Op::AddRole(_) | Op::ReplaceKey(_) => Err(
-            Refusal::Value("this op does not act on a message".to_owned()),
-        ),
+        Op::Revise(r) => {
+            if &m.from != role {
+                return Err(Refusal::Permission(format!(
+                    "only the author re-issues its body — message {id} was written by '{}'; reply \
+                     to it instead",
+                    m.from
+                )));
+            }
+            if let Some(pin) = m.approved {
+                return Err(Refusal::Value(format!(
+                    "message {id} is the approval record for a pin version ({}) — it cannot be \
+                     revised; send a new proposal for further changes",
+                    pin.id.short()
+                )));
+            }
+            let topic_same = r.topic.as_ref().is_none_or(|t| *t == m.text.topic);
+            let body_same = match (&r.body_ref, &m.text.body_ref) {
+                (Some(a), Some(b)) => a == b,
+                (None, None) => r.body == m.text.body,
+                _ => false,
+            };
+            Ok(if topic_same && body_same {
+                Verdict::Noop
+            } else {
+                Verdict::Apply
+            })
+        }
+        Op::Ack(a) => {
+            if &m.from == role {
+                return Err(Refusal::Value(format!(
+                    "cannot acknowledge your own message {id} (sender agreement is implicit)"
+                )));
+            }
+            if a.body_sha256 != m.text.sha256 {
+                return Err(Refusal::Value(format!(
+                    "message {id} was re-issued after you read it (body_sha256 is now {}) — read it \
+                     again, then acknowledge the text as it stands",
+                    m.text.sha256
+                )));
+            }
+            Ok(Verdict::Apply)
+        }
+        Op::Send(_)
+        | Op::FeedInit(_)
+        | Op::Admit(_)
+        | Op::AddRole(_)
+        | Op::ReplaceKey(_)
+        | Op::PinSet(_)
+        | Op::Backfill(_)
+        | Op::UndoBackfill(_)
+        | Op::UploadChunk(_)
+        | Op::Seal(_) => Err(Refusal::Value(
+            "this op does not act on a message".to_owned(),
+        )),
     }
 }

@@ -1,4 +1,5 @@
-//! The closed vocabularies of the protocol: message kinds and work statuses.
+//! The closed vocabularies of the protocol: message kinds, work statuses and
+//! decisions.
 //!
 //! Owns their wire names and the refusal text for a value outside the set.
 
@@ -97,6 +98,20 @@ vocabulary!(
         Done = "done",
         /// Waiting on something else.
         Blocked = "blocked",
+    }
+);
+
+vocabulary!(
+    /// A role's decision on a message (acknowledge).
+    Decision, "decision", {
+        /// For the text as it stands.
+        Agree = "agree",
+        /// Against it.
+        Reject = "reject",
+        /// Not as it stands; asks for a revision.
+        NeedsChanges = "needs_changes",
+        /// The subject is gone: declares the round dead.
+        Void = "void",
     }
 );
 

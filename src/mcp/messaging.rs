@@ -53,6 +53,25 @@ pub struct SendMessageParams {
     /// False when you want no decision from the recipients (they owe no vote). Default true.
     #[serde(default = "yes")]
     pub decision_requested: bool,
+    /// The pin key this proposal would change, or null if it changes none. kind='proc' must
+    /// pass it explicitly (null is an answer; omitting it is refused). With a key, the message
+    /// must go to every other role, must declare 'voters', and no other round may be open on
+    /// that key.
+    #[serde(default, deserialize_with = "super::present")]
+    #[schemars(with = "Option<String>")]
+    pub pin_key: Option<Option<String>>,
+    /// The message this one is about (a nudge: it owes no decision of its own and retires when
+    /// its target is voted on, settled or deleted), or null if it stands on its own. kind='proc'
+    /// must pass it explicitly.
+    #[serde(default, deserialize_with = "super::present")]
+    #[schemars(with = "Option<String>")]
+    pub about_message_id: Option<Option<String>>,
+    /// With pin_key: whose 'agree' the round needs — "*" for every other role, or a list of
+    /// roles (the others still receive it and may vote, without blocking). Required with a
+    /// pin_key; refused without one.
+    #[serde(default, deserialize_with = "super::present")]
+    #[schemars(with = "Option<ToArg>")]
+    pub voters: Option<Option<ToArg>>,
 }
 
 /// Parameters of read_inbox.
@@ -120,6 +139,9 @@ impl Server {
                     work_status: p.work_status,
                     addenda: p.addenda,
                     decision_requested: p.decision_requested,
+                    pin_key: p.pin_key,
+                    about_message_id: p.about_message_id,
+                    voters: p.voters,
                 },
             )
         })

@@ -8,6 +8,7 @@
 
 mod about;
 mod browse;
+mod consent;
 mod debts;
 mod messaging;
 mod syncer;
@@ -59,8 +60,18 @@ const TOOL_ORDER: &[&str] = &[
     "open_obligations",
     "set_work_status",
     "ready_work",
+    "awaiting_ack",
     "get_thread",
+    "revise_message",
     "message_history",
+    "pin_set",
+    "pin_get",
+    "pin_list",
+    "pin_history",
+    "acknowledge",
+    "get_acknowledgements",
+    "backfill_superseded",
+    "undo_backfill",
     "list_roles",
     "channel_status",
     "wait_for_reply",
@@ -90,6 +101,7 @@ impl Server {
             tool_router: Self::messaging_router()
                 + Self::browse_router()
                 + Self::debts_router()
+                + Self::consent_router()
                 + Self::wait_router()
                 + Self::about_router(),
         }
@@ -223,4 +235,14 @@ impl ServerHandler for Server {
         });
         Ok(ListToolsResult::with_all_items(tools))
     }
+}
+
+/// Deserializes a parameter whose absence and `null` are different answers:
+/// absent stays `None` (through `#[serde(default)]`), `null` is `Some(None)`.
+pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
 }

@@ -13,11 +13,10 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use sha2::{Digest as _, Sha256};
 
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
-use crate::core::ids::sha256_hex;
 use crate::core::message::Message;
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,6 +39,9 @@ CREATE TABLE IF NOT EXISTS records(
     ms INTEGER NOT NULL, c INTEGER NOT NULL, op TEXT NOT NULL, role TEXT NOT NULL,
     body TEXT NOT NULL, sig TEXT NOT NULL, UNIQUE(feed, seq));
 CREATE INDEX IF NOT EXISTS records_order ON records(ms, c);
+-- The channel-wide consent ops, which the consent fold reads all of.
+CREATE INDEX IF NOT EXISTS records_consent ON records(op)
+    WHERE op IN ('pin_set', 'backfill', 'undo_backfill');
 -- Which records act on which message.
 CREATE TABLE IF NOT EXISTS targets(target TEXT NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY(target, n)) WITHOUT ROWID;
@@ -61,7 +63,14 @@ CREATE TABLE IF NOT EXISTS messages(
     -- The debt and work-status lifecycle, as folded.
     status TEXT, resolved_by TEXT, resolved_ms INTEGER, resolution_note TEXT,
     confirmed INTEGER NOT NULL DEFAULT 0, blocked_by TEXT, ws_by TEXT,
-    taken INTEGER NOT NULL DEFAULT 0, last_move_ms INTEGER NOT NULL);
+    taken INTEGER NOT NULL DEFAULT 0, last_move_ms INTEGER NOT NULL,
+    -- Proposals, nudges and consent, as folded (see core::consent).
+    pin_key TEXT, about TEXT, voters TEXT, revised_ms INTEGER, retired_ms INTEGER,
+    retired_backfill INTEGER NOT NULL DEFAULT 0, round_conflict TEXT, approved TEXT,
+    acks TEXT);
+CREATE INDEX IF NOT EXISTS messages_pin_key ON messages(pin_key) WHERE pin_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_about ON messages(about) WHERE about IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_proc ON messages(ms, c, id) WHERE kind = 'proc';
 CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
 CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
 -- The counters read debts, work statuses and conflicts of many messages at
@@ -85,6 +94,21 @@ CREATE INDEX IF NOT EXISTS deliveries_unread ON deliveries(role, ms, c, opened_m
 CREATE TABLE IF NOT EXISTS events(
     message_id TEXT NOT NULL, pos INTEGER NOT NULL, event TEXT NOT NULL, role TEXT NOT NULL,
     note TEXT, ms INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY(message_id, pos));
+-- Each role's latest decision on a message, as folded.
+CREATE TABLE IF NOT EXISTS votes(
+    message_id TEXT NOT NULL, role TEXT NOT NULL, decision TEXT NOT NULL, note TEXT,
+    ms INTEGER NOT NULL, record TEXT NOT NULL, body_sha256 TEXT NOT NULL, pin_head TEXT,
+    stale INTEGER NOT NULL, PRIMARY KEY(message_id, role)) WITHOUT ROWID;
+-- Every pin version that stands, in order per key.
+CREATE TABLE IF NOT EXISTS pins(
+    record TEXT PRIMARY KEY, key TEXT NOT NULL, pos INTEGER NOT NULL, title TEXT NOT NULL,
+    version TEXT NOT NULL, body TEXT NOT NULL, body_ref TEXT, approved_by TEXT,
+    role TEXT NOT NULL, ms INTEGER NOT NULL, sha256 TEXT NOT NULL, bytes INTEGER NOT NULL,
+    chars INTEGER NOT NULL, UNIQUE(key, pos));
+-- Pin writes that lost at their place in the order.
+CREATE TABLE IF NOT EXISTS pin_conflicts(
+    record TEXT PRIMARY KEY, key TEXT NOT NULL, role TEXT NOT NULL, reason TEXT NOT NULL,
+    winner TEXT, ms INTEGER NOT NULL, c INTEGER NOT NULL);
 -- Immutable text rows for full-text search (one per send or revision).
 CREATE TABLE IF NOT EXISTS bodies(
     rowid INTEGER PRIMARY KEY, message_id TEXT NOT NULL, topic TEXT NOT NULL, body TEXT NOT NULL);
@@ -108,6 +132,9 @@ const DERIVED_TABLES: &[&str] = &[
     "deliveries",
     "events",
     "bodies",
+    "votes",
+    "pins",
+    "pin_conflicts",
 ];
 
 /// A line or feed that ingest could not apply.
@@ -276,13 +303,15 @@ impl Index {
     /// `n` is the local ingest sequence of its `send` record.
     pub fn write_message(&self, m: &Message, n: i64) -> StoreResult<()> {
         let p = &self.path;
-        let exists: bool = self
-            .conn
-            .prepare_cached("SELECT 1 FROM messages WHERE id = ?1")
-            .and_then(|mut s| s.query_row([m.id.hex()], |_| Ok(())).optional())
-            .db(p)?
-            .is_some();
         let id = m.id.hex();
+        let before: Option<(String, String)> = self
+            .conn
+            .prepare_cached("SELECT topic, body_sha256 FROM messages WHERE id = ?1")
+            .and_then(|mut s| {
+                s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .db(p)?;
         let deleted_ms = m.deleted.map(|k| k.hlc.ms());
         let conflicts = (!m.conflicts.is_empty()).then(|| {
             let list: Vec<_> = m
@@ -297,76 +326,118 @@ impl Index {
                 .collect();
             serde_json::Value::from(list).to_string()
         });
-        if exists {
-            self.conn
-                .prepare_cached(
-                    "UPDATE messages SET deleted_ms = ?2, conflicts = ?3, work_status = ?4, \
-                     status = ?5, resolved_by = ?6, resolved_ms = ?7, resolution_note = ?8, \
-                     confirmed = ?9, blocked_by = ?10, ws_by = ?11, taken = ?12, last_move_ms = ?13 \
-                     WHERE id = ?1",
-                )
-                .and_then(|mut s| {
-                    let l = Lifecycle::of(m);
-                    s.execute(params![
-                        id, deleted_ms, conflicts, l.work_status, l.status, l.resolved_by,
-                        l.resolved_ms, l.resolution_note, l.confirmed, l.blocked_by, l.ws_by,
-                        l.taken, l.last_move_ms
-                    ])
-                })
-                .db(p)?;
-        } else {
-            let s = &m.send;
+        let s = &m.send;
+        let text = &m.text;
+        let l = Lifecycle::of(m);
+        let c = Consented::of(m);
+        if before.is_none() {
             let to_json = serde_json::to_string(&s.to).expect("roles serialize");
             let addenda = (!s.addenda.is_empty())
                 .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
             self.conn
                 .prepare_cached(
                     "INSERT INTO messages(id, n, from_role, to_json, multi, topic, \
-                     action_required, reply_to, kind, work_status, addenda, decision_requested, \
-                     ms, c, deleted_ms, body_sha256, body_bytes, body_chars, conflicts, status, \
-                     resolved_by, resolved_ms, resolution_note, confirmed, blocked_by, ws_by, taken, \
-                     last_move_ms) \
+                     action_required, reply_to, kind, addenda, decision_requested, ms, c, \
+                     body_sha256, body_bytes, body_chars, pin_key, about, voters, last_move_ms) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+                     ?16, ?17, ?18, ?19, 0)",
                 )
                 .and_then(|mut st| {
-                    let l = Lifecycle::of(m);
                     st.execute(params![
                         id,
                         n,
                         m.from.as_str(),
                         to_json,
                         m.is_multi(),
-                        s.topic,
+                        text.topic,
                         s.action_required,
                         s.reply_to.map(|r| r.hex()),
                         s.kind.map(|k| k.as_str()),
-                        l.work_status,
                         addenda,
                         s.decision_requested,
                         m.created.ms(),
                         m.created.1,
-                        deleted_ms,
-                        sha256_hex(s.body.as_bytes()),
-                        s.body.len() as i64,
-                        s.body.chars().count() as i64,
-                        conflicts,
-                        l.status,
-                        l.resolved_by,
-                        l.resolved_ms,
-                        l.resolution_note,
-                        l.confirmed,
-                        l.blocked_by,
-                        l.ws_by,
-                        l.taken,
-                        l.last_move_ms,
+                        text.sha256,
+                        text.body.len() as i64,
+                        text.body.chars().count() as i64,
+                        s.pin_key,
+                        s.about.map(|a| a.hex()),
+                        s.voters
+                            .as_ref()
+                            .map(|v| serde_json::to_string(v).expect("roles serialize")),
                     ])
                 })
                 .db(p)?;
+        }
+        if before.as_ref() != Some(&(text.topic.clone(), text.sha256.clone())) {
             self.conn
                 .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
-                .and_then(|mut st| st.execute(params![id, s.topic, s.body]))
+                .and_then(|mut st| st.execute(params![id, text.topic, text.body]))
                 .db(p)?;
+        }
+        self.conn
+            .prepare_cached(
+                "UPDATE messages SET deleted_ms = ?2, conflicts = ?3, work_status = ?4, \
+                 status = ?5, resolved_by = ?6, resolved_ms = ?7, resolution_note = ?8, \
+                 confirmed = ?9, blocked_by = ?10, ws_by = ?11, taken = ?12, last_move_ms = ?13, \
+                 topic = ?14, body_sha256 = ?15, body_bytes = ?16, body_chars = ?17, \
+                 revised_ms = ?18, retired_ms = ?19, retired_backfill = ?20, \
+                 round_conflict = ?21, approved = ?22, acks = ?23 WHERE id = ?1",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    id,
+                    deleted_ms,
+                    conflicts,
+                    l.work_status,
+                    l.status,
+                    l.resolved_by,
+                    l.resolved_ms,
+                    l.resolution_note,
+                    l.confirmed,
+                    l.blocked_by,
+                    l.ws_by,
+                    l.taken,
+                    l.last_move_ms,
+                    text.topic,
+                    text.sha256,
+                    text.body.len() as i64,
+                    text.body.chars().count() as i64,
+                    c.revised_ms,
+                    c.retired_ms,
+                    c.retired_backfill,
+                    c.round_conflict,
+                    c.approved,
+                    c.acks,
+                ])
+            })
+            .db(p)?;
+        if before.is_some() {
+            self.conn
+                .prepare_cached("DELETE FROM votes WHERE message_id = ?1")
+                .and_then(|mut st| st.execute([&id]))
+                .db(p)?;
+        }
+        let mut vote = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO votes(message_id, role, decision, note, ms, record, body_sha256, \
+                 pin_head, stale) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .db(p)?;
+        for (role, v) in &m.votes {
+            vote.execute(params![
+                id,
+                role.as_str(),
+                v.decision.as_str(),
+                v.note,
+                v.key.hlc.ms(),
+                v.key.id.hex(),
+                v.body_sha256,
+                v.pin_head.map(|h| h.hex()),
+                v.body_sha256 != text.sha256,
+            ])
+            .db(p)?;
         }
         let mut up = self
             .conn
@@ -440,7 +511,7 @@ impl Index {
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
-    /// state, events and conflicts, keyed by full record ids with times from
+    /// state, events, votes, pins and conflicts, keyed by full record ids with times from
     /// the records' clocks. Cursors, local ingest numbers, problems and the
     /// search tables are left out, so equal feeds give equal digests anywhere.
     pub fn digest(&self) -> StoreResult<String> {
@@ -466,7 +537,22 @@ impl Index {
              action_required, reply_to, kind, \
              work_status, addenda, decision_requested, ms, c, deleted_ms, body_sha256, conflicts, \
              status, resolved_by, resolved_ms, resolution_note, confirmed, blocked_by, ws_by, taken, \
-             last_move_ms FROM messages m ORDER BY id",
+             last_move_ms, body_bytes, body_chars, pin_key, about, voters, revised_ms, retired_ms, \
+             retired_backfill, round_conflict, approved, acks FROM messages m ORDER BY id",
+            &mut h,
+        )?;
+        dump(
+            "SELECT message_id, role, decision, note, ms, record, body_sha256, pin_head, stale \
+             FROM votes ORDER BY message_id, role",
+            &mut h,
+        )?;
+        dump(
+            "SELECT record, key, pos, title, version, body, body_ref, approved_by, role, ms, sha256, \
+             bytes, chars FROM pins ORDER BY key, pos",
+            &mut h,
+        )?;
+        dump(
+            "SELECT record, key, role, reason, winner, ms, c FROM pin_conflicts ORDER BY record",
             &mut h,
         )?;
         dump(
@@ -479,6 +565,38 @@ impl Index {
             &mut h,
         )?;
         Ok(hex::encode(h.finalize()))
+    }
+}
+
+/// The consent columns of a message row.
+struct Consented {
+    revised_ms: Option<i64>,
+    retired_ms: Option<i64>,
+    retired_backfill: bool,
+    round_conflict: Option<String>,
+    approved: Option<String>,
+    acks: Option<String>,
+}
+
+impl Consented {
+    fn of(m: &Message) -> Self {
+        let acks = m.is_proposal().then(|| {
+            let t = m.tally();
+            serde_json::json!({
+                "agreed": t.agreed.len(),
+                "needed": t.electorate.len(),
+                "missing": t.missing,
+            })
+            .to_string()
+        });
+        Self {
+            revised_ms: m.revised.map(|k| k.hlc.ms()),
+            retired_ms: m.retired.as_ref().map(|r| r.key.hlc.ms()),
+            retired_backfill: m.retired.as_ref().is_some_and(|r| r.backfill),
+            round_conflict: m.round_conflict.map(|r| r.hex()),
+            approved: m.approved.map(|k| k.id.hex()),
+            acks,
+        }
     }
 }
 

@@ -21,6 +21,7 @@ use ed25519_dalek::VerifyingKey;
 use rusqlite::{OptionalExtension as _, params};
 
 use super::channel_dir::ChannelDir;
+use super::consent;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::index::Index;
@@ -88,6 +89,8 @@ pub struct Ingest<'a, 'p> {
     /// Sends accepted in this pass, kept decoded so re-folding them needs no
     /// second read and parse.
     fresh: HashMap<RecordId, SendRow>,
+    /// True once this pass accepted a pin write or a cleanup pass.
+    consent_ops: bool,
     report: IngestReport,
     progress: Option<&'p mut dyn FnMut(u64)>,
     /// The key the last [`Self::verify_ahead`] checked with: its verdicts
@@ -120,6 +123,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             feeds: HashMap::new(),
             touched: BTreeSet::new(),
             fresh: HashMap::new(),
+            consent_ops: false,
             report: IngestReport::default(),
             ahead_key: None,
         };
@@ -689,7 +693,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
             | Op::Resolve(_)
             | Op::Confirm(_)
             | Op::Reopen(_)
-            | Op::WorkStatus(_) => {
+            | Op::WorkStatus(_)
+            | Op::Revise(_)
+            | Op::Ack(_) => {
                 let mut ins = conn
                     .prepare_cached("INSERT OR IGNORE INTO targets(target, n) VALUES (?1, ?2)")
                     .db(p)?;
@@ -731,39 +737,59 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     }
                 }
             }
-            Op::FeedInit(_) | Op::AddRole(_) => {}
+            Op::PinSet(_) | Op::Backfill(_) | Op::UndoBackfill(_) => self.consent_ops = true,
+            Op::FeedInit(_) | Op::AddRole(_) | Op::UploadChunk(_) | Op::Seal(_) => {}
         }
         Ok(())
     }
 
     fn refold_touched(&mut self) -> StoreResult<()> {
         let touched = std::mem::take(&mut self.touched);
-        if touched.is_empty() {
+        if touched.is_empty() && !self.consent_ops {
             // Nothing new: a read tool's catch-up stops here.
             return Ok(());
         }
         let fresh = std::mem::take(&mut self.fresh);
-        for id in touched {
-            if refold_with(self.index, &id, fresh.get(&id))? {
+        for id in &touched {
+            if refold_with(self.index, id, fresh.get(id))? {
                 self.report.refolded += 1;
             }
+        }
+        // Consent crosses messages: when anything that takes part moved, its
+        // whole fold runs again (after the rows above exist).
+        if self.consent_ops || consent::touches(self.index, &touched)? {
+            consent::refold(self.index, &self.dir.genesis().roles)?;
         }
         self.index.index_new_bodies()
     }
 }
 
 /// A decoded `send` with what the fold needs about its record.
-struct SendRow {
-    n: i64,
-    from: Role,
-    key: OrderKey,
-    send: Send,
+pub(super) struct SendRow {
+    /// Local ingest sequence.
+    pub n: i64,
+    /// Author.
+    pub from: Role,
+    /// Place in the order.
+    pub key: OrderKey,
+    /// What was sent.
+    pub send: Send,
 }
 
 /// The current state of one message, folded from its records (`None` when
 /// its `send` is not in the index). Use cases check their rules against it.
-pub fn load_message(index: &Index, id: &RecordId) -> StoreResult<Option<Message>> {
-    Ok(fold_message(index, id, None)?.map(|(m, _)| m))
+pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResult<Option<Message>> {
+    let Some((m, _)) = fold_message(index, id, None)? else {
+        return Ok(None);
+    };
+    // A message that takes part in consent has facets (approval, retirement)
+    // that only the channel-wide fold knows.
+    if consent::touches(index, &BTreeSet::from([*id]))?
+        && let Some(full) = consent::message(index, roster, id)?
+    {
+        return Ok(Some(full));
+    }
+    Ok(Some(m))
 }
 
 /// Re-folds one message from its records and writes its rows. `false` when
@@ -781,80 +807,18 @@ fn fold_message(
     id: &RecordId,
     known: Option<&SendRow>,
 ) -> StoreResult<Option<(Message, i64)>> {
-    let p = index.path();
-    let conn = index.conn();
     let loaded;
     let row = match known {
         Some(row) => row,
-        None => {
-            let send: Option<(i64, String, i64, i64, String)> = conn
-                .prepare_cached(
-                    "SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'",
-                )
-                .and_then(|mut s| {
-                    s.query_row([id.hex()], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                    })
-                    .optional()
-                })
-                .db(p)?;
-            let Some((n, role, ms, c, body)) = send else {
-                return Ok(None);
-            };
-            let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else {
-                return Ok(None);
-            };
-            let Ok(from) = Role::new(&role) else {
-                return Ok(None);
-            };
-            loaded = SendRow {
-                n,
-                from,
-                key: OrderKey {
-                    hlc: Hlc(ms, c as u32),
-                    id: *id,
-                },
-                send,
-            };
-            &loaded
-        }
+        None => match send_row(index, id)? {
+            Some(r) => {
+                loaded = r;
+                &loaded
+            }
+            None => return Ok(None),
+        },
     };
-    let mut st = conn
-        .prepare_cached(
-            "SELECT r.id, r.role, r.ms, r.c, r.body FROM targets t JOIN records r ON r.n = t.n \
-             WHERE t.target = ?1",
-        )
-        .db(p)?;
-    let rows = st
-        .query_map([id.hex()], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, String>(4)?,
-            ))
-        })
-        .db(p)?;
-    let mut ops: Vec<(OrderKey, Role, Op)> = Vec::new();
-    for row in rows {
-        let (rid, rrole, rms, rc, rbody) = row.db(p)?;
-        let (Some(rid), Ok(rrole), Ok((_, _, Some(op)))) = (
-            RecordId::parse(&rid),
-            Role::new(&rrole),
-            record::decode_body(&rbody),
-        ) else {
-            continue;
-        };
-        ops.push((
-            OrderKey {
-                hlc: Hlc(rms, rc as u32),
-                id: rid,
-            },
-            rrole,
-            op,
-        ));
-    }
+    let ops = target_records(index, id)?;
     let m = Message::fold(
         row.key,
         &row.from,
@@ -866,6 +830,88 @@ fn fold_message(
         }),
     );
     Ok(Some((m, row.n)))
+}
+
+/// The `send` record of message `id`, decoded.
+pub(super) fn send_row(index: &Index, id: &RecordId) -> StoreResult<Option<SendRow>> {
+    let send: Option<(i64, String, i64, i64, String)> = index
+        .conn()
+        .prepare_cached("SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'")
+        .and_then(|mut s| {
+            s.query_row([id.hex()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .optional()
+        })
+        .db(index.path())?;
+    let Some((n, role, ms, c, body)) = send else {
+        return Ok(None);
+    };
+    let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else {
+        return Ok(None);
+    };
+    let Ok(from) = Role::new(&role) else {
+        return Ok(None);
+    };
+    Ok(Some(SendRow {
+        n,
+        from,
+        key: OrderKey {
+            hlc: Hlc(ms, c as u32),
+            id: *id,
+        },
+        send,
+    }))
+}
+
+/// A decoded record: its place in the order, its author's role, its op.
+pub(super) type Decoded = (OrderKey, Role, Op);
+
+/// Every record that acts on message `id`, decoded, in no particular order.
+pub(super) fn target_records(index: &Index, id: &RecordId) -> StoreResult<Vec<Decoded>> {
+    let p = index.path();
+    let mut st = index
+        .conn()
+        .prepare_cached(
+            "SELECT r.id, r.role, r.ms, r.c, r.body FROM targets t JOIN records r ON r.n = t.n \
+             WHERE t.target = ?1",
+        )
+        .db(p)?;
+    let rows = st.query_map([id.hex()], decoded_row).db(p)?;
+    let mut ops = Vec::new();
+    for row in rows {
+        if let Some(d) = decode_row(row.db(p)?) {
+            ops.push(d);
+        }
+    }
+    Ok(ops)
+}
+
+/// The columns `id, role, ms, c, body` of a records row.
+pub(super) type RecordRow = (String, String, i64, i64, String);
+
+/// Reads the columns `id, role, ms, c, body`.
+pub(super) fn decoded_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+/// Decodes a records row; `None` for what cannot be decoded (never stored).
+pub(super) fn decode_row((rid, rrole, rms, rc, rbody): RecordRow) -> Option<Decoded> {
+    let (Some(rid), Ok(rrole), Ok((_, _, Some(op)))) = (
+        RecordId::parse(&rid),
+        Role::new(&rrole),
+        record::decode_body(&rbody),
+    ) else {
+        return None;
+    };
+    Some((
+        OrderKey {
+            hlc: Hlc(rms, rc as u32),
+            id: rid,
+        },
+        rrole,
+        op,
+    ))
 }
 
 /// Ops that do not belong where they were found: only the owner admits, only

@@ -6,6 +6,7 @@
 
 pub mod channel;
 pub mod channel_dir;
+pub mod consent;
 pub mod error;
 pub mod feed;
 pub mod home;

@@ -62,6 +62,9 @@ pub fn send(s: &mut Session, to: &str, topic: &str, body: &str) -> String {
             work_status: None,
             addenda: None,
             decision_requested: true,
+            pin_key: None,
+            about_message_id: None,
+            voters: None,
         },
     )
     .unwrap();

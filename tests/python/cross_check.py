@@ -33,14 +33,16 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 TOOLS = [
     "send_message", "read_inbox", "mark_read", "delete_message", "list_messages",
     "search_messages", "resolve_message", "confirm_resolution", "reopen_message",
-    "open_obligations", "set_work_status", "ready_work", "get_thread", "message_history",
-    "list_roles", "channel_status", "wait_for_reply", "wait_for_mail", "server_build",
-    "get_protocol",
+    "open_obligations", "set_work_status", "ready_work", "awaiting_ack", "get_thread",
+    "revise_message", "message_history", "pin_set", "pin_get", "pin_list", "pin_history",
+    "acknowledge", "get_acknowledgements", "backfill_superseded", "undo_backfill", "list_roles",
+    "channel_status", "wait_for_reply",
+    "wait_for_mail", "server_build", "get_protocol",
 ]
 READ_ONLY = {
-    "list_messages", "search_messages", "open_obligations", "ready_work", "get_thread",
-    "message_history", "list_roles", "wait_for_reply", "wait_for_mail", "server_build",
-    "get_protocol",
+    "list_messages", "search_messages", "open_obligations", "ready_work", "awaiting_ack",
+    "get_thread", "message_history", "pin_get", "pin_list", "pin_history", "get_acknowledgements",
+    "list_roles", "wait_for_reply", "wait_for_mail", "server_build", "get_protocol",
 }
 ROLES = ("frontend", "backend")
 TIMEOUT_S = 120

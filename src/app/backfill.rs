@@ -1,0 +1,501 @@
+//! backfill_superseded and undo_backfill: the reviewed, undoable cleanup pass.
+//!
+//! The candidates are `core::backfill::candidates`; this module narrows the
+//! preview, guards the apply (ids, an independent count, and per key the key
+//! owner's word), writes one `backfill` record, and restores on request.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::params;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::refusal::{AppError, AppResult, check_length};
+use super::retirement::retired_by;
+use super::rows::{FieldsArg, Projection, project};
+use super::send::NOTE_MAX;
+use super::session::{Session, find};
+use crate::core::backfill::{Candidate, Cited, MatchKind, Settled, candidates};
+use crate::core::consent::Consent;
+use crate::core::ids::{IdPrefix, RecordId, Role};
+use crate::core::op::{Backfill, Op, UndoBackfill};
+use crate::core::timestamp::{format_rfc3339, parse_since};
+use crate::store::Index;
+use crate::store::channel::now_ms;
+use crate::store::consent;
+use crate::store::error::SqlContext as _;
+
+/// One value or a list of them (`key`, `word_message_id`).
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One value.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn list(&self) -> Vec<String> {
+        match self {
+            Self::One(s) => vec![s.trim().to_owned()],
+            Self::Many(v) => v.iter().map(|s| s.trim().to_owned()).collect(),
+        }
+    }
+}
+
+/// What backfill_superseded was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct BackfillRequest {
+    /// Preview (default) or apply.
+    pub dry_run: bool,
+    /// The messages reviewed (narrows a preview; required to apply).
+    pub ids: Option<Vec<String>>,
+    /// Projection of the preview rows.
+    pub fields: Option<FieldsArg>,
+    /// The keys this pass names.
+    pub key: Option<OneOrMany>,
+    /// One message per key: its owner's go-ahead.
+    pub word_message_id: Option<OneOrMany>,
+    /// The number of ids, obtained independently.
+    pub expect_count: Option<i64>,
+    /// The preview's generated_at.
+    pub snapshot_at: Option<String>,
+    /// Include proposals that only cite a candidate.
+    pub include_by_reference: bool,
+}
+
+/// Every field of a preview row.
+const BACKFILL_FIELDS: &[&str] = &[
+    "id",
+    "from",
+    "to",
+    "topic",
+    "created_at",
+    "pin_key",
+    "settled_by",
+    "claimed_by",
+    "claim_count",
+    "match_kind",
+    "structural",
+];
+
+/// A preview row's headers: everything but pin_key and settled_by.
+const BACKFILL_HEADERS: &[&str] = &[
+    "id",
+    "from",
+    "to",
+    "topic",
+    "created_at",
+    "claimed_by",
+    "claim_count",
+    "match_kind",
+    "structural",
+];
+
+/// Previews (default) or applies the cleanup pass.
+pub fn backfill_superseded(s: &mut Session, req: BackfillRequest) -> AppResult<Value> {
+    s.role()?;
+    let proj = Projection::parse(req.fields.as_ref(), BACKFILL_FIELDS, BACKFILL_HEADERS)?;
+    let keys: Option<Vec<String>> = req.key.as_ref().map(OneOrMany::list);
+    let snapshot = req
+        .snapshot_at
+        .as_deref()
+        .map(|t| parse_since(t).map_err(|e| AppError::value(format!("'snapshot_at': {e}"))))
+        .transpose()?;
+    if !req.dry_run {
+        return apply(s, &req, keys, snapshot);
+    }
+    s.catch_up()?;
+    let roster = s.roster();
+    let ix = s.index();
+    let state = consent::load(ix, &roster)?.consent;
+    let all = candidates(&state, &|p| cite(ix, p));
+    let total = all.len();
+    let mut by_reference = 0;
+    let mut other_keys = 0;
+    let mut rows: Vec<&Candidate> = Vec::new();
+    for c in &all {
+        if c.kind == MatchKind::Reference && !req.include_by_reference {
+            by_reference += 1;
+            continue;
+        }
+        if let Some(k) = &keys
+            && c.kind == MatchKind::Key
+            && !c.claimed_by.iter().any(|x| k.contains(x))
+        {
+            other_keys += 1;
+            continue;
+        }
+        rows.push(c);
+    }
+    let mut not_candidates = Vec::new();
+    if let Some(ids) = &req.ids {
+        let wanted: Vec<(String, Option<RecordId>)> = ids
+            .iter()
+            .map(|raw| (raw.clone(), find(ix, "ids", raw).ok().map(|f| f.id)))
+            .collect();
+        rows.retain(|c| wanted.iter().any(|(_, id)| *id == Some(c.id)));
+        for (raw, id) in &wanted {
+            if !all.iter().any(|c| Some(c.id) == *id) {
+                not_candidates.push(raw.clone());
+            }
+        }
+    }
+    let chosen: BTreeSet<RecordId> = rows.iter().map(|c| c.id).collect();
+    let cascade = cascade_of(&state, &chosen);
+    let out_rows: Vec<Value> = rows
+        .iter()
+        .map(|c| project(proj.as_ref(), row(&state, c)))
+        .collect();
+    let multi: Vec<String> = rows
+        .iter()
+        .filter(|c| c.claimed_by.len() > 1)
+        .map(|c| c.id.short())
+        .collect();
+    Ok(json!({
+        "dry_run": true,
+        "generated_at": format_rfc3339(now_ms()),
+        "would_retire": out_rows,
+        "count": rows.len(),
+        "would_cascade": cascade.iter().map(RecordId::short).collect::<Vec<_>>(),
+        "cascade_count": cascade.len(),
+        "not_candidates": not_candidates,
+        "multi_claimed": multi,
+        "total_candidates": total,
+        "filtered_by_key": keys,
+        "excluded": {"other_keys": other_keys, "by_reference": by_reference},
+        "note": "nothing was changed. To apply: pass dry_run=false with exactly these ids, \
+                 expect_count (the number of ids, taken from the message carrying the key \
+                 owner's agreement), key and word_message_id (one word per key, written by the \
+                 role that wrote the key's current version), and snapshot_at=generated_at",
+    }))
+}
+
+fn apply(
+    s: &mut Session,
+    req: &BackfillRequest,
+    keys: Option<Vec<String>>,
+    snapshot: Option<i64>,
+) -> AppResult<Value> {
+    let Some(raw_ids) = &req.ids else {
+        return Err(AppError::value(
+            "'ids' is required when dry_run=false — pass exactly the ids you reviewed in the \
+             preview",
+        ));
+    };
+    let Some(expect) = req.expect_count else {
+        return Err(AppError::value(
+            "'expect_count' is required when dry_run=false — the number of messages to retire, \
+             taken from the message that carries the key owner's agreement",
+        ));
+    };
+    let words: Vec<String> = req
+        .word_message_id
+        .as_ref()
+        .map(OneOrMany::list)
+        .unwrap_or_default();
+    let keys = keys.unwrap_or_default();
+    if keys.is_empty() || keys.len() != words.len() {
+        return Err(AppError::value(
+            "pass 'key' and 'word_message_id' together, one word per key, in the same order — \
+             each word is the message in which that key's owner agreed to this cleanup",
+        ));
+    }
+    let writer = s.writer()?;
+    let roster = s.roster();
+    let (rec, ids) = s.channel_mut().append(&writer, |ix| {
+        let state = consent::load(ix, &roster)?.consent;
+        let all = candidates(&state, &|p| cite(ix, p));
+        let mut ids: Vec<RecordId> = Vec::new();
+        let mut problems: Vec<String> = Vec::new();
+        for raw in raw_ids {
+            match find(ix, "ids", raw) {
+                Ok(f) if !ids.contains(&f.id) => ids.push(f.id),
+                Ok(_) => {}
+                Err(_) => problems.push(format!("{raw}: never were candidates")),
+            }
+        }
+        if expect != ids.len() as i64 {
+            return Err(AppError::value(format!(
+                "'expect_count' is {expect} but 'ids' names {} distinct messages — count them again \
+                 from the message that carries the owner's word. Nothing was retired",
+                ids.len()
+            )));
+        }
+        let approvals: BTreeMap<RecordId, String> = state
+            .pins
+            .iter()
+            .flat_map(|(k, v)| v.iter().filter_map(move |p| p.set.approved_by.map(|a| (a, k.clone()))))
+            .collect();
+        for id in &ids {
+            let sid = id.short();
+            if let Some(k) = approvals.get(id) {
+                problems.push(format!("cannot be retired: {sid} (approval record of pin '{k}')"));
+                continue;
+            }
+            match all.iter().find(|c| c.id == *id) {
+                Some(c) => {
+                    if c.kind == MatchKind::Reference && !req.include_by_reference {
+                        problems.push(format!(
+                            "{sid} only cites a candidate — pass include_by_reference=true to \
+                             retire it"
+                        ));
+                    } else if c.kind == MatchKind::Key {
+                        let named: Vec<&String> =
+                            c.claimed_by.iter().filter(|k| keys.contains(k)).collect();
+                        if named.is_empty() {
+                            problems.push(format!(
+                                "{sid}: these are not claimed by the key(s) this pass names \
+                                 ({keys:?}) but by {:?}",
+                                c.claimed_by
+                            ));
+                        } else if named.len() < c.claimed_by.len() {
+                            let missing: Vec<&String> =
+                                c.claimed_by.iter().filter(|k| !keys.contains(k)).collect();
+                            problems.push(format!(
+                                "{sid} is claimed by several keys; each needs its owner's word. \
+                                 Missing: {missing:?}"
+                            ));
+                        }
+                    }
+                }
+                None => match state.messages.get(id).and_then(|m| m.retired.clone()) {
+                    Some(r) if snapshot.is_none_or(|t| r.key.hlc.ms() > t) => problems.push(
+                        format!(
+                            "{sid}: retired after your snapshot (by '{}' at {})",
+                            r.role,
+                            format_rfc3339(r.key.hlc.ms())
+                        ),
+                    ),
+                    _ => problems.push(format!("{sid}: never were candidates")),
+                },
+            }
+        }
+        let mut word_ids = Vec::new();
+        for (key, w) in keys.iter().zip(&words) {
+            let Ok(f) = find(ix, "word_message_id", w) else {
+                problems.push(format!("word_message_id {w} for '{key}' not found"));
+                continue;
+            };
+            word_ids.push(f.id);
+            let owner = state.head(key).map(|h| h.role.clone());
+            let author = author_of(ix, &f.id)?;
+            if let Some(o) = owner
+                && author.as_ref() != Some(&o)
+            {
+                problems.push(format!(
+                    "the word for '{key}' (#{}) was written by '{}', but '{key}' is owned by \
+                     '{o}' (who wrote its current version)",
+                    f.id.short(),
+                    author.map(|a| a.to_string()).unwrap_or_default()
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(AppError::value(format!(
+                "nothing was retired: {}",
+                problems.join("; ")
+            )));
+        }
+        let op = Op::Backfill(Backfill {
+            ids: ids.clone(),
+            keys: keys.clone(),
+            words: word_ids,
+        });
+        Ok::<_, AppError>((op, ids))
+    })?;
+    let all_retired = retired_by(s.index(), &rec.id)?;
+    let retired: Vec<String> = ids.iter().map(RecordId::short).collect();
+    let cascaded: Vec<String> = all_retired
+        .into_iter()
+        .filter(|i| !retired.contains(i))
+        .collect();
+    Ok(json!({
+        "dry_run": false,
+        "applied_at": format_rfc3339(rec.header.hlc.ms()),
+        "count": retired.len(),
+        "cascaded_count": cascaded.len(),
+        "retired": retired,
+        "cascaded": cascaded,
+        "keys": keys,
+    }))
+}
+
+/// Restores messages a cleanup pass retired.
+pub fn undo_backfill(s: &mut Session, ids: &[String], reason: Option<String>) -> AppResult<Value> {
+    let me = s.role()?;
+    if ids.is_empty() {
+        return Err(AppError::value(
+            "'ids' is required — the messages a cleanup pass retired that should be live again",
+        ));
+    }
+    if let Some(r) = &reason {
+        check_length("reason", r, NOTE_MAX)?;
+    }
+    let writer = s.writer()?;
+    let roster = s.roster();
+    let (_, (restored, refused)) = s.channel_mut().append_if(&writer, |ix| {
+        let state = consent::load(ix, &roster)?.consent;
+        let mut restored: Vec<RecordId> = Vec::new();
+        let mut refused: Vec<String> = Vec::new();
+        let mut forbidden: Vec<String> = Vec::new();
+        for raw in ids {
+            let Ok(f) = find(ix, "ids", raw) else {
+                refused.push(format!("{raw}: not found"));
+                continue;
+            };
+            let sid = f.id.short();
+            let Some(r) = state.messages.get(&f.id).and_then(|m| m.retired.clone()) else {
+                refused.push(format!("{sid}: is not retired"));
+                continue;
+            };
+            if !r.backfill {
+                refused.push(format!(
+                    "{sid}: retired by the live rule, not by a cleanup — it stays retired"
+                ));
+                continue;
+            }
+            let owners: Vec<Role> = r
+                .pin_keys
+                .iter()
+                .filter_map(|k| state.head(k).map(|h| h.role.clone()))
+                .collect();
+            if r.role != me && !owners.contains(&me) {
+                forbidden.push(format!(
+                    "{sid}: only '{}' (who ran the cleanup) or the owner of {:?} may undo it",
+                    r.role, r.pin_keys
+                ));
+                continue;
+            }
+            if !restored.contains(&f.id) {
+                restored.push(f.id);
+            }
+        }
+        if restored.is_empty() {
+            if refused.is_empty() && !forbidden.is_empty() {
+                return Err(AppError::permission(format!(
+                    "nothing was restored — {}",
+                    forbidden.join("; ")
+                )));
+            }
+            refused.extend(forbidden);
+            return Err(AppError::value(format!(
+                "nothing was restored — {}",
+                refused.join("; ")
+            )));
+        }
+        refused.extend(forbidden);
+        let op = Op::UndoBackfill(UndoBackfill {
+            ids: restored.clone(),
+            reason: reason.clone(),
+        });
+        Ok::<_, AppError>((Some(op), (restored, refused)))
+    })?;
+    Ok(json!({
+        "restored": restored.iter().map(RecordId::short).collect::<Vec<_>>(),
+        "refused": refused,
+    }))
+}
+
+/// The live nudges about `ids`, transitively, that are not among them.
+fn cascade_of(state: &Consent, ids: &BTreeSet<RecordId>) -> Vec<RecordId> {
+    let mut seen: BTreeSet<RecordId> = ids.clone();
+    let mut todo: Vec<RecordId> = ids.iter().copied().collect();
+    let mut out = Vec::new();
+    while let Some(t) = todo.pop() {
+        for m in state.messages.values() {
+            if m.send.about == Some(t) && m.is_live() && seen.insert(m.id) {
+                out.push(m.id);
+                todo.push(m.id);
+            }
+        }
+    }
+    out.sort_by_key(|id| state.messages[id].created_key());
+    out
+}
+
+fn row(state: &Consent, c: &Candidate) -> Map<String, Value> {
+    let m = &state.messages[&c.id];
+    let to = if m.send.to.len() > 1 {
+        json!(m.send.to)
+    } else {
+        json!(m.send.to.first())
+    };
+    let settled: Vec<Value> = c
+        .settled_by
+        .iter()
+        .map(|s| match s {
+            Settled::Key {
+                key,
+                version,
+                at,
+                by,
+                matched_by,
+            } => json!({"key": key, "version": version, "updated_at": format_rfc3339(at.hlc.ms()),
+                        "updated_by": by, "matched_by": matched_by}),
+            Settled::Target {
+                target,
+                reason,
+                matched_by,
+            } => json!({"matched_by": matched_by, "target_id": target.short(), "reason": reason}),
+            Settled::Reference { cites } => {
+                json!({"matched_by": "reference", "cites": cites.short()})
+            }
+        })
+        .collect();
+    let mut o = Map::new();
+    o.insert("id".into(), json!(c.id.short()));
+    o.insert("from".into(), json!(m.from));
+    o.insert("to".into(), to);
+    o.insert("topic".into(), json!(m.text.topic));
+    o.insert("created_at".into(), json!(format_rfc3339(m.created.ms())));
+    o.insert("pin_key".into(), json!(m.send.pin_key));
+    o.insert("settled_by".into(), Value::Array(settled));
+    o.insert("claimed_by".into(), json!(c.claimed_by));
+    o.insert("claim_count".into(), json!(c.claimed_by.len()));
+    o.insert("match_kind".into(), json!(c.kind.as_str()));
+    o.insert("structural".into(), json!(c.kind != MatchKind::Key));
+    o
+}
+
+/// Resolves a `#prefix` citation against the index.
+fn cite(ix: &Index, prefix: &str) -> Cited {
+    let p = IdPrefix::parse(prefix)?;
+    let lo = p.as_str().to_owned();
+    let hi = format!("{lo}g");
+    let rows: Vec<(String, bool, bool)> = ix
+        .conn()
+        .prepare_cached(
+            "SELECT id, deleted_ms IS NOT NULL, retired_ms IS NOT NULL FROM messages \
+             WHERE id >= ?1 AND id < ?2 LIMIT 2",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect()
+        })
+        .ok()?;
+    let [(id, deleted, retired)] = rows.as_slice() else {
+        return None;
+    };
+    let reason = if *deleted {
+        Some("deleted")
+    } else if *retired {
+        Some("superseded")
+    } else {
+        None
+    };
+    Some((RecordId::parse(id)?, reason))
+}
+
+fn author_of(ix: &Index, id: &RecordId) -> AppResult<Option<Role>> {
+    let r: Option<String> = ix
+        .conn()
+        .prepare_cached("SELECT from_role FROM messages WHERE id = ?1")
+        .and_then(|mut st| {
+            use rusqlite::OptionalExtension as _;
+            st.query_row([id.hex()], |r| r.get(0)).optional()
+        })
+        .db(ix.path())?;
+    Ok(r.and_then(|r| Role::new(&r).ok()))
+}

@@ -1,0 +1,243 @@
+//! pin_set, pin_get, pin_list, pin_history: versioned rules.
+//!
+//! The approval rule is `Consent::check_pin_set`, run here before writing and
+//! for `dry_run` (through the same path, writing nothing), and by the fold at
+//! the record's place in the order. Pin rows are read from the index.
+
+use serde_json::{Map, Value, json};
+
+use super::refusal::{AppError, AppResult, check_length};
+use super::retirement::retired_by;
+use super::rows::{FieldsArg, Projection, project, short};
+use super::send::{INLINE_BODY_MAX, PIN_KEY_MAX};
+use super::session::{Session, find};
+use crate::core::consent::Blocked;
+use crate::core::ids::sha256_hex;
+use crate::core::op::{Op, PinSet};
+use crate::core::rules::Refusal;
+use crate::core::timestamp::format_rfc3339;
+use crate::store::Index;
+use crate::store::consent;
+use crate::store::error::SqlContext as _;
+
+/// Longest pin title, in characters.
+pub const TITLE_MAX: usize = 200;
+/// Longest version label, in characters.
+pub const VERSION_MAX: usize = 80;
+
+/// The fields of a pin row `fields="headers"` keeps.
+pub const PIN_HEADERS: &[&str] = &[
+    "key",
+    "title",
+    "version",
+    "updated_by",
+    "updated_at",
+    "approved_by",
+    "body_sha256",
+    "body_length_bytes",
+];
+
+/// Every field of a pin row.
+pub const PIN_FIELDS: &[&str] = &[
+    "id",
+    "key",
+    "title",
+    "body",
+    "version",
+    "updated_by",
+    "updated_at",
+    "approved_by",
+    "body_sha256",
+    "body_length_bytes",
+    "body_length_chars",
+];
+
+/// What pin_set was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct PinRequest {
+    /// The key.
+    pub key: String,
+    /// The version's title.
+    pub title: String,
+    /// The version label.
+    pub version: String,
+    /// The text.
+    pub body: String,
+    /// The approving proposal (id prefix).
+    pub approved_by: Option<String>,
+    /// Check only; write nothing.
+    pub dry_run: bool,
+}
+
+/// Adds a version to a pin, or (dry_run) says whether it would be accepted.
+pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
+    let _ = s.role()?;
+    let key = required("key", &req.key, PIN_KEY_MAX)?;
+    let title = required("title", &req.title, TITLE_MAX)?;
+    if req.body.is_empty() {
+        return Err(AppError::value(
+            "'body' is required — the verbatim text of this version (for a proposal's text, the \
+             text that was agreed)",
+        ));
+    }
+    if req.body.len() > INLINE_BODY_MAX {
+        return Err(AppError::value(format!(
+            "'body' is {} bytes; inline bodies are limited to {INLINE_BODY_MAX} bytes — upload the \
+             document with upload_content and seal_content, then pass it as body_ref",
+            req.body.len()
+        )));
+    }
+    let version = required("version", &req.version, VERSION_MAX)?;
+    let roster = s.roster();
+    let build = |ix: &Index| -> AppResult<Result<PinSet, Blocked>> {
+        let approved_by = match &req.approved_by {
+            Some(raw) => match find(ix, "approved_by", raw) {
+                Ok(f) => Some(f.id),
+                // Rule 2 of the approval rule: a dry run reports it like the others.
+                Err(_) => {
+                    return Ok(Err(Blocked {
+                        refusal: Refusal::Value(format!("approved_by message {raw} not found")),
+                        missing_agrees: Vec::new(),
+                        winner: None,
+                    }));
+                }
+            },
+            None => None,
+        };
+        let state = consent::load_including(ix, &roster, approved_by)?.consent;
+        let set = PinSet {
+            key: key.clone(),
+            title: title.clone(),
+            version: version.clone(),
+            body: req.body.clone(),
+            body_ref: None,
+            approved_by,
+            base: state.head(&key).map(|h| h.key.id),
+        };
+        Ok(state.check_pin_set(&set).map(|()| set))
+    };
+    if req.dry_run {
+        s.catch_up()?;
+        return Ok(match build(s.index())? {
+            Ok(set) => json!({
+                "dry_run": true, "ok": true, "written": false,
+                "would_write": {
+                    "key": set.key, "version": set.version,
+                    "body_sha256": sha256_hex(set.body.as_bytes()),
+                    "body_length_bytes": set.body.len(),
+                    "body_length_chars": set.body.chars().count(),
+                },
+            }),
+            Err(b) => json!({
+                "dry_run": true, "ok": false, "written": false,
+                "problem": b.refusal.to_string(),
+                "missing_agrees": b.missing_agrees,
+            }),
+        });
+    }
+    let writer = s.writer()?;
+    let (rec, ()) = s.channel_mut().append(&writer, |ix| match build(ix)? {
+        Ok(set) => Ok((Op::PinSet(set), ())),
+        Err(b) => Err(match b.refusal {
+            Refusal::Value(m) => AppError::value(m),
+            Refusal::Permission(m) => AppError::permission(m),
+        }),
+    })?;
+    let ix = s.index();
+    let mut row = pin_row(ix, "p.record = ?1", &rec.id.hex())?
+        .into_iter()
+        .next()
+        .ok_or_else(|| AppError::value(format!("pin '{key}' was written but did not stand")))?;
+    row.remove("id");
+    row.remove("title");
+    row.remove("body");
+    row.insert("superseded".into(), json!(retired_by(ix, &rec.id)?));
+    Ok(Value::Object(row))
+}
+
+fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Err(AppError::value(format!("'{field}' is required")));
+    }
+    check_length(field, v, max)?;
+    Ok(v.to_owned())
+}
+
+/// The current version of `key` with its body, or null.
+pub fn pin_get(s: &mut Session, key: &str) -> AppResult<Value> {
+    s.catch_up()?;
+    let rows = pin_row(s.index(), LATEST, key.trim())?;
+    Ok(rows.into_iter().next().map_or(Value::Null, Value::Object))
+}
+
+/// The current version of every key, without bodies, ordered by key.
+pub fn pin_list(s: &mut Session) -> AppResult<Value> {
+    s.catch_up()?;
+    Ok(json!({ "result": current_pins(s.index())? }))
+}
+
+/// The current version of every key, without bodies (channel_status, status pins).
+pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
+    let rows = pin_row(
+        ix,
+        "p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key) AND ?1 IS NOT NULL",
+        "",
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|mut r| {
+            r.remove("body");
+            Value::Object(r)
+        })
+        .collect())
+}
+
+/// Every version of `key`, newest first.
+pub fn pin_history(s: &mut Session, key: &str, fields: Option<&FieldsArg>) -> AppResult<Value> {
+    let proj = Projection::parse(fields, PIN_FIELDS, PIN_HEADERS)?;
+    s.catch_up()?;
+    let mut rows = pin_row(s.index(), "p.key = ?1", key.trim())?;
+    rows.reverse();
+    let out: Vec<Value> = rows
+        .into_iter()
+        .map(|r| project(proj.as_ref(), r))
+        .collect();
+    Ok(json!({ "result": out }))
+}
+
+const LATEST: &str = "p.key = ?1 AND p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)";
+
+/// Pin rows matching `cond` (with one parameter), ordered by key and version.
+fn pin_row(ix: &Index, cond: &str, arg: &str) -> AppResult<Vec<Map<String, Value>>> {
+    let sql = format!(
+        "SELECT p.record, p.key, p.title, p.body, p.version, p.role, p.ms, p.approved_by, \
+         p.sha256, p.bytes, p.chars FROM pins p WHERE {cond} ORDER BY p.key, p.pos"
+    );
+    let p = ix.path();
+    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
+    let rows = st
+        .query_map([arg], |r| {
+            let mut m = Map::new();
+            m.insert("id".into(), json!(short(&r.get::<_, String>(0)?)));
+            m.insert("key".into(), json!(r.get::<_, String>(1)?));
+            m.insert("title".into(), json!(r.get::<_, String>(2)?));
+            m.insert("body".into(), json!(r.get::<_, String>(3)?));
+            m.insert("version".into(), json!(r.get::<_, String>(4)?));
+            m.insert("updated_by".into(), json!(r.get::<_, String>(5)?));
+            m.insert(
+                "updated_at".into(),
+                json!(format_rfc3339(r.get::<_, i64>(6)?)),
+            );
+            m.insert(
+                "approved_by".into(),
+                json!(r.get::<_, Option<String>>(7)?.as_deref().map(short)),
+            );
+            m.insert("body_sha256".into(), json!(r.get::<_, String>(8)?));
+            m.insert("body_length_bytes".into(), json!(r.get::<_, i64>(9)?));
+            m.insert("body_length_chars".into(), json!(r.get::<_, i64>(10)?));
+            Ok(m)
+        })
+        .db(p)?;
+    Ok(rows.collect::<Result<_, _>>().db(p)?)
+}
