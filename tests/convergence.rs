@@ -1,6 +1,6 @@
 //! Convergence: three machines (separate homes, separate clones of one
 //! channel, a real bare git remote) run random operations from every tool
-//! family, as each machine's roles, with random sync schedules. Once everyone
+//! family (messaging, inbox, debts, work status, delete, votes), as each machine's roles, with random sync schedules. Once everyone
 //! has synced until nothing moves, every machine folds the same state: equal
 //! `status --digest`, and a rebuild gives it too.
 //!
@@ -12,12 +12,12 @@ mod common;
 use common::machines::{Machine, World};
 use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::app::sync::{WhenBusy, sync_now};
-use countersign::app::{AppError, Session, delete, inbox, lifecycle};
+use countersign::app::{AppError, Session, delete, inbox, lifecycle, vote};
 use countersign::core::ids::Role;
 use countersign::store::{Channel, ChannelDir, Home};
 
 const ROLES: [&str; 3] = ["frontend", "backend", "infra"];
-const STEPS: usize = 70;
+const STEPS: usize = 50;
 
 /// xorshift64*: small, seeded, the same on every platform.
 struct Rng(u64);
@@ -74,7 +74,7 @@ fn digest(m: &Machine) -> String {
 fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<String>) -> (usize, bool) {
     let mut s = session(m, role);
     let pick = |rng: &mut Rng, ids: &[String]| ids[rng.below(ids.len())].clone();
-    let op = if ids.is_empty() { 0 } else { rng.below(9) };
+    let op = if ids.is_empty() { 0 } else { rng.below(10) };
     let done = match op {
         0 | 1 => {
             let others: Vec<&str> = ROLES.iter().copied().filter(|r| *r != role).collect();
@@ -90,6 +90,9 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<String>) -> (us
                 work_status: None,
                 addenda: None,
                 decision_requested: true,
+                pin_key: None,
+                about_message_id: None,
+                voters: None,
             };
             let sent = allowed(send_message(&mut s, req));
             if let Some(v) = &sent {
@@ -120,9 +123,14 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<String>) -> (us
             ))
             .is_some()
         }
-        _ => allowed(delete::delete_message(&mut s, &pick(rng, ids))).is_some(),
+        8 => allowed(delete::delete_message(&mut s, &pick(rng, ids))).is_some(),
+        _ => {
+            let decisions = ["agree", "reject", "needs_changes", "void"];
+            let d = decisions[rng.below(decisions.len())];
+            allowed(vote::acknowledge(&mut s, &pick(rng, ids), d, None, None)).is_some()
+        }
     };
-    (op.min(8), done)
+    (op, done)
 }
 
 fn run(seed: u64) {
@@ -132,7 +140,7 @@ fn run(seed: u64) {
     let roles: [&[&str]; 3] = [&["frontend", "infra"], &["backend"], &["infra"]];
     let mut rng = Rng(seed.max(1));
     let mut ids = Vec::new();
-    let mut done = [0usize; 9];
+    let mut done = [0usize; 10];
     for _ in 0..STEPS {
         let i = rng.below(3);
         let m = &w.machines[i];
