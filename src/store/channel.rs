@@ -485,14 +485,14 @@ fn not_admitted(feed: &FeedId, role: &Role, pubkey: &str) -> StoreError {
     ))
 }
 
+/// The `add_role` records, looked up in the owner's feeds only (a range of
+/// the `(feed, seq)` index: the owner's feeds are small, the others are not).
+const OWNER_ADD_ROLES: &str = "SELECT json_extract(body, '$.data.role') FROM records \
+     WHERE feed >= '_owner/' AND feed < '_owner0' AND op = 'add_role'";
+
 /// Roles the owner added with `add_role`.
 fn added_roles(ix: &Index) -> StoreResult<Vec<Role>> {
-    let mut st = ix
-        .conn()
-        .prepare_cached(
-            "SELECT json_extract(body, '$.data.role') FROM records WHERE op = 'add_role'",
-        )
-        .db(ix.path())?;
+    let mut st = ix.conn().prepare_cached(OWNER_ADD_ROLES).db(ix.path())?;
     let rows = st
         .query_map([], |r| r.get::<_, Option<String>>(0))
         .db(ix.path())?;
@@ -511,9 +511,11 @@ fn former_keys(ix: &Index, feed: &FeedId, current: &str) -> StoreResult<Vec<Veri
     let mut st = ix
         .conn()
         .prepare_cached(
-            "SELECT DISTINCT json_extract(body, '$.data.pubkey') FROM records \
-             WHERE (op = 'feed_init' AND feed = ?1) \
-                OR (op IN ('admit', 'replace_key') AND json_extract(body, '$.data.feed') = ?1)",
+            "SELECT json_extract(body, '$.data.pubkey') FROM records \
+             WHERE feed = ?1 AND op IN ('feed_init', 'replace_key') \
+             UNION SELECT json_extract(body, '$.data.pubkey') FROM records \
+             WHERE feed >= '_owner/' AND feed < '_owner0' AND op IN ('admit', 'replace_key') \
+               AND json_extract(body, '$.data.feed') = ?1",
         )
         .db(ix.path())?;
     let rows = st
