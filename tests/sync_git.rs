@@ -195,55 +195,77 @@ fn sync_commits_only_this_devices_feeds() {
 }
 
 #[test]
-fn a_channel_inside_another_repository_is_refused() {
+fn a_channel_inside_a_project_gets_a_repository_of_its_own() {
     let tmp = tempfile::tempdir().unwrap();
     let project = tmp.path().join("project");
     fs::create_dir(&project).unwrap();
     git_ok(&project, &["init", "-q"]);
+    fs::write(project.join("main.rs"), "fn main() {}").unwrap();
+    let remote = tmp.path().join("remote.git");
+    git_ok(
+        tmp.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
     let home = tmp.path().join("home");
-    let chan = project.join(".countersign");
-    let out = std::process::Command::new(common::bin())
-        .env("COUNTERSIGN_HOME", &home)
-        .args([
-            "init",
-            chan.to_str().unwrap(),
-            "--roles",
-            "a,b",
-            "--name",
-            "p",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let out = std::process::Command::new(common::bin())
-        .env("COUNTERSIGN_HOME", &home)
-        .args(["--channel", chan.to_str().unwrap(), "sync"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    let run = |args: &[&str]| {
+        std::process::Command::new(common::bin())
+            .env("COUNTERSIGN_HOME", &home)
+            .env_remove("COUNTERSIGN_CHANNEL")
+            .current_dir(&project)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // The usual way: init inside the project, the default folder .countersign/.
+    let out = run(&[
+        "init",
+        "--roles",
+        "a,b",
+        "--git-remote",
+        remote.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no sync remote"),
+        out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Choosing git for it makes it its own repository; the project's stays untouched.
-    let out = std::process::Command::new(common::bin())
-        .env("COUNTERSIGN_HOME", &home)
-        .args([
-            "--channel",
-            chan.to_str().unwrap(),
-            "remote",
-            "set",
-            "git",
-            "/nowhere.git",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("own"), "{err}");
+    assert!(
+        text.contains(".gitignore"),
+        "asks to ignore it in the project: {text}"
+    );
+    let chan = project.join(".countersign");
+    assert!(chan.join(".git").is_dir(), "a repository of its own");
     assert!(
         git(&project, &["log"]).stdout.is_empty(),
-        "no commit in the project"
+        "no commit in the project's repository"
+    );
+    assert!(
+        run(&[
+            "--role", "a", "send", "--to", "b", "--topic", "t", "--body", "b"
+        ])
+        .status
+        .success()
+    );
+    let out = run(&["sync"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = git_ok(&remote, &["log", "--format=", "--name-only"]);
+    assert!(
+        files.contains("channel.json") && !files.contains("main.rs"),
+        "{files}"
+    );
+    // A channel the project itself tracks, without a repository of its own,
+    // is refused rather than synced through the project's branch.
+    fs::remove_dir_all(chan.join(".git")).unwrap();
+    let out = run(&["sync"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("remote set git"),
+        "{err}"
     );
 }
 

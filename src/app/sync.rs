@@ -25,22 +25,23 @@ pub fn remote(channel: &Channel) -> Option<Remote> {
 }
 
 /// Chooses `remote` for this channel on this device and prepares the folder
-/// for it (git: makes it its own repository with `origin`).
-pub fn set_remote(channel: &Channel, remote: Remote) -> AppResult<()> {
+/// for it (git: makes it its own repository with `origin`). Returns a note
+/// for the person when there is something left to do.
+pub fn set_remote(channel: &Channel, remote: Remote) -> AppResult<Option<String>> {
     let target = match &remote {
         Remote::Git(t) | Remote::Rclone(t) => t,
     };
     if target.trim().is_empty() {
         return Err(AppError::value("the remote must not be empty"));
     }
-    {
+    let note = {
         let _lock = sync::lock(channel.state_dir())?;
-        sync::attach(channel.dir(), &channel.device().id, &remote)?;
-    }
+        sync::attach(channel.dir(), &channel.device().id, &remote)?
+    };
     let mut prefs = Prefs::load(channel.state_dir());
     prefs.remote = Some(remote);
     prefs.save(channel.state_dir())?;
-    Ok(())
+    Ok(note)
 }
 
 /// Syncs once and catches the index up with what arrived. `Ok(None)` when

@@ -47,7 +47,7 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     print!("{}", next_steps(&dir, &dir.genesis().roles));
     if let Some(remote) = remote {
         let channel = Channel::open(dir.clone(), home)?;
-        set_remote(&channel, remote.clone())?;
+        let note = set_remote(&channel, remote.clone())?;
         println!(
             "\nSync: {remote}. Run `countersign --channel {} sync` to publish; another machine \
              gets the channel with {} and then `countersign remote set ...` (see docs/SYNC.md).",
@@ -57,6 +57,9 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                 Remote::Rclone(t) => format!("`rclone copy {t} DIR`"),
             }
         );
+        if let Some(note) = note {
+            println!("Note: {note}.");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

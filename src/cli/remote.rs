@@ -58,8 +58,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     match &a.action {
         Action::Set { kind, target } => {
             let r = kind.remote(target.clone());
-            set_remote(&channel, r.clone())?;
+            let note = set_remote(&channel, r.clone())?;
             println!("remote: {r}\nrun `countersign sync` to exchange the channel with it");
+            if let Some(note) = note {
+                println!("note: {note}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Action::Show => match remote(&channel) {

@@ -42,13 +42,21 @@ fn with_identity<'a>(args: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// Makes `root` its own git repository (if it is not one yet) with this
-/// channel's files committed, and points `origin` at `url`.
-pub fn attach(root: &Path, own: &[OwnFeed], url: &str) -> Result<(), SyncError> {
+/// channel's files committed, and points `origin` at `url`. A folder inside
+/// another work tree (a project's `.countersign/`) becomes a repository of its
+/// own, nested; the answer is then a note asking to ignore it in the project.
+pub fn attach(root: &Path, own: &[OwnFeed], url: &str) -> Result<Option<String>, SyncError> {
     let git = tool(root, url);
+    let mut note = None;
     match toplevel(&git)? {
         Some(top) if canonical(Path::new(&top)) == canonical(root) => {}
-        Some(top) => return Err(inside_other_repo(root, &top)),
-        None => {
+        outer => {
+            if let Some(top) = outer {
+                note = Some(format!(
+                    "the channel folder now has a repository of its own inside the work tree \
+                     {top}; add it to that project's .gitignore so the project never commits it"
+                ));
+            }
             // The branch is git's default, the same one `git init --bare` gives
             // the remote, so that `git clone` checks it out.
             git.ok("create the channel repository", &["init", "-q"])?;
@@ -83,7 +91,7 @@ pub fn attach(root: &Path, own: &[OwnFeed], url: &str) -> Result<(), SyncError> 
         ["remote", "add", "origin", url]
     };
     git.ok("set the remote", &set)?;
-    Ok(())
+    Ok(note)
 }
 
 /// The work tree's top folder, `None` when `root` is not inside one.
@@ -97,10 +105,9 @@ fn toplevel(git: &Tool) -> Result<Option<String>, SyncError> {
 
 fn inside_other_repo(root: &Path, top: &str) -> SyncError {
     SyncError::Setup(format!(
-        "the channel folder {} lies inside the git work tree {top}; a channel syncs through a \
-         repository of its own (never the project's working branch). Add the folder to the \
-         project's .gitignore and run `countersign remote set git URL` again: it makes the \
-         folder its own repository",
+        "the channel folder {} lies inside the git work tree {top} and has no repository of \
+         its own; a channel syncs through its own repository (never the project's working \
+         branch): run `countersign remote set git URL`, which makes it one",
         root.display()
     ))
 }

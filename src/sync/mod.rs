@@ -92,11 +92,16 @@ pub fn run(dir: &ChannelDir, device: &str, remote: &Remote) -> Result<SyncReport
     }
 }
 
-/// Makes the folder ready for `remote` (git: its own repository with `origin`).
-pub fn attach(dir: &ChannelDir, device: &str, remote: &Remote) -> Result<(), SyncError> {
+/// Makes the folder ready for `remote` (git: its own repository with
+/// `origin`). Returns a note for the person when there is something to do.
+pub fn attach(
+    dir: &ChannelDir,
+    device: &str,
+    remote: &Remote,
+) -> Result<Option<String>, SyncError> {
     match remote {
         Remote::Git(url) => git::attach(dir.root(), &own_feeds(dir, device)?, url),
-        Remote::Rclone(_) => Ok(()),
+        Remote::Rclone(_) => Ok(None),
     }
 }
 
