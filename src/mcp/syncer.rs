@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, sleep_until};
 
+use crate::app::AppError;
 use crate::app::sync::{WhenBusy, sync_now};
 use crate::store::{Channel, ChannelDir, Home};
 use crate::sync::{own_feeds, own_fingerprint};
@@ -39,6 +40,7 @@ pub async fn run(
     };
     let mut next = Instant::now();
     let mut synced_state: Option<u64> = None;
+    let mut said_no_remote = false;
     loop {
         let own_write = tokio::select! {
             () = sleep_until(next) => false,
@@ -64,6 +66,13 @@ pub async fn run(
         match outcome {
             Ok(Ok(Some(_))) => synced_state = before,
             Ok(Ok(None)) => {} // another process is syncing this channel
+            // No remote chosen yet: said once, and looked for again every round.
+            Ok(Err(e @ AppError::Value(_))) => {
+                if !said_no_remote {
+                    tracing::warn!("background sync waits for a remote: {e}");
+                    said_no_remote = true;
+                }
+            }
             Ok(Err(e)) => tracing::warn!("background sync failed (retried in {every:?}): {e}"),
             Err(e) => tracing::warn!("background sync task failed: {e}"),
         }
