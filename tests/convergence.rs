@@ -1,5 +1,5 @@
 //! Convergence: three machines (separate homes, separate clones of one
-//! channel, a real bare git remote) run random operations from every tool
+//! channel, a real bare git remote or a real rclone local remote) run random operations from every tool
 //! family (messaging, inbox, debts, work status, delete, votes), as each machine's roles, with random sync schedules. Once everyone
 //! has synced until nothing moves, every machine folds the same state: equal
 //! `status --digest`, and a rebuild gives it too.
@@ -133,10 +133,19 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<String>) -> (us
     (op, done)
 }
 
-fn run(seed: u64) {
+#[derive(Clone, Copy, Debug)]
+enum Remote {
+    Git,
+    Rclone,
+}
+
+fn run(seed: u64, remote: Remote) {
     // Machine A (the owner's) writes as frontend and as infra; B as backend;
     // C as infra: one role written from two devices.
-    let w = World::git(3, &ROLES);
+    let w = match remote {
+        Remote::Git => World::git(3, &ROLES),
+        Remote::Rclone => World::rclone(3, &ROLES),
+    };
     let roles: [&[&str]; 3] = [&["frontend", "infra"], &["backend"], &["infra"]];
     let mut rng = Rng(seed.max(1));
     let mut ids = Vec::new();
@@ -189,8 +198,7 @@ fn run(seed: u64) {
     }
 }
 
-#[test]
-fn three_machines_converge_to_one_digest() {
+fn seeded(remote: Remote) {
     let seed = std::env::var("CONVERGENCE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -200,10 +208,20 @@ fn three_machines_converge_to_one_digest() {
                 .unwrap()
                 .as_nanos() as u64
         });
-    eprintln!("convergence seed: {seed} (replay with CONVERGENCE_SEED={seed})");
-    let outcome = std::panic::catch_unwind(|| run(seed));
+    eprintln!("convergence seed ({remote:?}): {seed} (replay with CONVERGENCE_SEED={seed})");
+    let outcome = std::panic::catch_unwind(|| run(seed, remote));
     if let Err(e) = outcome {
         eprintln!("convergence failed with seed {seed}: replay with CONVERGENCE_SEED={seed}");
         std::panic::resume_unwind(e);
     }
+}
+
+#[test]
+fn three_machines_converge_to_one_digest_through_git() {
+    seeded(Remote::Git);
+}
+
+#[test]
+fn three_machines_converge_to_one_digest_through_rclone() {
+    seeded(Remote::Rclone);
 }
