@@ -368,3 +368,41 @@ fn two_syncs_of_one_channel_on_one_machine_take_turns() {
         "one commit for the send, whoever made it"
     );
 }
+
+#[test]
+fn the_users_git_hooks_never_run_or_block_a_sync() {
+    let w = World::git(2, &ROLES);
+    let a = &w.machines[0];
+    use std::os::unix::fs::PermissionsExt as _;
+    let hooks = a.dir.join(".git").join("hooks");
+    for name in [
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "post-merge",
+        "pre-push",
+    ] {
+        let hook = hooks.join(name);
+        fs::write(
+            &hook,
+            format!("#!/bin/sh\ntouch \"{}.ran\"\nexit 1\n", hook.display()),
+        )
+        .unwrap();
+        fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    a.send("frontend", "backend", "past the hooks");
+    a.sync();
+    let ran: Vec<_> = fs::read_dir(&hooks)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".ran"))
+        .map(|e| e.file_name())
+        .collect();
+    assert!(ran.is_empty(), "hooks ran: {ran:?}");
+    w.machines[1].sync();
+    assert!(
+        w.machines[1]
+            .inbox_topics("backend")
+            .contains(&"past the hooks".to_owned())
+    );
+}

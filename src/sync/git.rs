@@ -16,14 +16,17 @@ use super::command::Tool;
 use super::{FIXED_FILES, OwnFeed, SyncError, SyncReport, canonical};
 
 /// The committer of sync commits: no global git configuration is needed, and
-/// no signing key or hook of the user's ever runs.
-const IDENTITY: [&str; 6] = [
+/// no signing key or hook of the user's ever runs (not even the post-commit,
+/// post-merge or pre-push ones that `--no-verify` leaves alone).
+const IDENTITY: [&str; 8] = [
     "-c",
     "user.name=countersign",
     "-c",
     "user.email=countersign@localhost",
     "-c",
     "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
 ];
 
 /// How many times a push is tried before the sync reports failure.
@@ -168,7 +171,13 @@ pub fn sync(
             break; // the remote already holds everything this device has
         }
         let refspec = format!("HEAD:refs/heads/{branch}");
-        let push = git.output(&["push", "-q", "origin", &refspec])?;
+        let push = git.output(&with_identity(&[
+            "push",
+            "-q",
+            "--no-verify",
+            "origin",
+            &refspec,
+        ]))?;
         if push.status.success() {
             report.pushed = true;
             // Remember the pushed state as the remote's, so the next sync
