@@ -199,8 +199,9 @@ impl Channel {
                 "feed {feed} is admitted with key {k}, but this device holds key {pubkey} for \
                  role '{role}'. If the key was replaced elsewhere, sync first; to make this \
                  device's key the feed's key, run on the owner's machine: `countersign \
-                 rotate-key --role {role} --lost --device {} --pubkey {pubkey}`",
-                feed.device()
+                 rotate-key --role {role} --lost --device {} --pubkey {pubkey} --from-seq {}`",
+                feed.device(),
+                self.head_seq(&feed)? + 1
             )));
         }
         if !self.is_admitted(&feed)? {
