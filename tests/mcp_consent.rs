@@ -807,6 +807,14 @@ async fn a_cleanup_pass_is_previewed_guarded_applied_and_undone() {
     g.call("undo_backfill", json!({"ids": [round]}))
         .await
         .value_error("retired by the live rule");
+    // An approval record is never a candidate.
+    g.call(
+        "backfill_superseded",
+        json!({"dry_run": false, "ids": [round], "expect_count": 1, "key": "notes",
+               "word_message_id": word}),
+    )
+    .await
+    .value_error("(approval record of pin 'notes')");
 }
 
 #[tokio::test]
@@ -869,4 +877,85 @@ async fn pin_digests_are_exact_and_the_status_command_lists_pins() {
     assert_eq!(cells[1], "3");
     assert_eq!(cells[3], "alpha");
     assert_eq!(cells[5], x["body_sha256"].as_str().unwrap());
+}
+
+#[tokio::test]
+async fn a_message_claimed_by_two_keys_needs_both_owners_words() {
+    let ch = TestChannel::new(ROLES);
+    let (a, b, g) = (
+        ch.client("alpha").await,
+        ch.client("beta").await,
+        ch.client("gamma").await,
+    );
+    let proc = json!({"kind": "proc", "pin_key": null, "about_message_id": null});
+    let x = a.send("beta", "old", "old").await;
+    let p = a
+        .send_with(
+            json!("beta"),
+            "api and style",
+            &format!("api, style, see #{x}"),
+            proc,
+        )
+        .await;
+    a.call("delete_message", json!({"message_id": x}))
+        .await
+        .ok();
+    a.call("pin_set", pin("notes", "1", "n", None)).await.ok();
+    let word_a = a.send("beta", "ok", "go").await;
+    let base = json!({"dry_run": false, "key": "notes", "word_message_id": word_a});
+    let mut args = base.clone();
+    args["ids"] = json!([p]);
+    args["expect_count"] = json!(1);
+    g.call("backfill_superseded", args).await.ok();
+    // While it is retired, both keys move on (written by different owners); then it is
+    // restored and is a live proposal older than the current version of both keys.
+    a.call("pin_set", pin("api", "1", "a", None)).await.ok();
+    b.call("pin_set", pin("style", "1", "s", None)).await.ok();
+    a.call("undo_backfill", json!({"ids": [p]})).await.ok();
+    let v = g.call("backfill_superseded", json!({})).await.ok();
+    assert_eq!(v["multi_claimed"], json!([p.clone()]));
+    let row = &v["would_retire"][0];
+    assert_eq!(row["claimed_by"], json!(["api", "style"]));
+    assert_eq!(row["claim_count"], 2);
+    assert_eq!(row["match_kind"], "key");
+    let by: Vec<&str> = row["settled_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["matched_by"].as_str())
+        .collect();
+    assert_eq!(by, vec!["text", "text", "target_text"], "key claims first");
+    let filtered = g
+        .call("backfill_superseded", json!({"key": "notes"}))
+        .await
+        .ok();
+    assert_eq!(filtered["count"], 0);
+    assert_eq!(filtered["excluded"]["other_keys"], 1);
+    assert_eq!(filtered["filtered_by_key"], json!(["notes"]));
+
+    let word_b = b.send("alpha", "ok", "go").await;
+    g.call(
+        "backfill_superseded",
+        json!({"dry_run": false, "ids": [p], "expect_count": 1, "key": "api",
+               "word_message_id": word_a}),
+    )
+    .await
+    .value_error("Missing: [\"style\"]");
+    g.call(
+        "backfill_superseded",
+        json!({"dry_run": false, "ids": [p], "expect_count": 1, "key": ["api", "style"],
+               "word_message_id": [word_a, word_a]}),
+    )
+    .await
+    .value_error("owned by 'beta'");
+    let done = g
+        .call(
+            "backfill_superseded",
+            json!({"dry_run": false, "ids": [p], "expect_count": 1, "key": ["api", "style"],
+                   "word_message_id": [word_a, word_b]}),
+        )
+        .await
+        .ok();
+    assert_eq!(done["retired"], json!([p.clone()]));
+    assert_eq!(done["keys"], json!(["api", "style"]));
 }

@@ -751,6 +751,12 @@ fn two_rounds_opened_on_one_key() {
             assert_eq!(lost.len(), 1, "{lost:?}");
             assert_eq!(lost[0]["target"], loser.as_str());
             assert_eq!(lost[0]["winner"], winner.as_str());
+            let thread =
+                countersign::app::thread::get_thread(&mut m.session("frontend"), loser, None)
+                    .unwrap();
+            let row = &thread["result"][0];
+            assert_eq!(row["round_conflict"]["winner"], winner.as_str(), "{row}");
+            assert!(row["superseded_at"].is_string());
         }
     }
 }

@@ -20,11 +20,11 @@ pub const MESSAGE_COLUMNS: &str = "m.id, m.from_role, m.to_json, m.topic, \
     m.action_required, m.reply_to, m.kind, m.work_status, m.addenda, m.decision_requested, \
     m.ms, m.deleted_ms, m.body_sha256, m.body_bytes, m.body_chars, m.n, m.c, m.status, \
     m.resolved_by, m.resolved_ms, m.resolution_note, m.confirmed, m.blocked_by, m.last_move_ms, \
-    m.pin_key, m.about, m.voters, m.retired_ms, m.revised_ms, m.acks";
+    m.pin_key, m.about, m.voters, m.retired_ms, m.revised_ms, m.acks, m.round_conflict";
 
 /// Index of the first column a query selects after [`MESSAGE_COLUMNS`] and
 /// the viewer's `read_ms, opened_ms`.
-pub const AFTER_MESSAGE_COLUMNS: usize = 33;
+pub const AFTER_MESSAGE_COLUMNS: usize = 34;
 
 /// The listing set of `fields="headers"`: everything but the bodies.
 pub const MESSAGE_HEADERS: &[&str] = &[
@@ -87,6 +87,7 @@ pub const MESSAGE_FIELDS: &[&str] = &[
     "snippet",
     "match",
     "obligation",
+    "round_conflict",
 ];
 
 /// One message as read from the index, with the viewer's delivery state.
@@ -154,6 +155,8 @@ pub struct MessageRow {
     pub revised_ms: Option<i64>,
     /// The consent tally of a proposal.
     pub acks: Option<Value>,
+    /// For a second round on a key: the round that holds it.
+    pub round_conflict: Option<String>,
     /// The viewer's (or the single recipient's) read time.
     pub read_ms: Option<i64>,
     /// The viewer's (or the single recipient's) first delivery time.
@@ -203,8 +206,9 @@ impl MessageRow {
             acks: r
                 .get::<_, Option<String>>(30)?
                 .and_then(|v| serde_json::from_str(&v).ok()),
-            read_ms: r.get(31)?,
-            opened_ms: r.get(32)?,
+            round_conflict: r.get(31)?,
+            read_ms: r.get(32)?,
+            opened_ms: r.get(33)?,
         })
     }
 
@@ -293,6 +297,9 @@ impl MessageRow {
         m.insert("body_length_chars".into(), json!(self.body_chars));
         if let Some(a) = &self.acks {
             m.insert("acks".into(), a.clone());
+        }
+        if let Some(w) = &self.round_conflict {
+            m.insert("round_conflict".into(), json!({ "winner": short(w) }));
         }
         m
     }

@@ -245,3 +245,40 @@ pub fn citations(m: &Message) -> Vec<String> {
     out.dedup();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::hlc::Hlc;
+    use crate::core::op::Send;
+
+    fn msg(topic: &str, body: &str) -> Message {
+        let send = Send {
+            to: vec![Role::new("b").unwrap()],
+            topic: topic.into(),
+            body: body.into(),
+            decision_requested: true,
+            ..Send::default()
+        };
+        let key = OrderKey {
+            hlc: Hlc(1, 0),
+            id: RecordId::of_body(b"m"),
+        };
+        Message::create(key, &Role::new("a").unwrap(), &send)
+    }
+
+    #[test]
+    fn citations_are_hex_words_of_six_to_sixty_four_characters() {
+        let m = msg(
+            "see #abc123",
+            "also #0123456789ab, not #12345 nor #ABCDEF12 nor #abc123x, and #abc123 again; \
+             #deadbeef.",
+        );
+        assert_eq!(
+            citations(&m),
+            vec!["0123456789ab", "abc123", "deadbeef"],
+            "too short, upper case and glued words are not citations; repeats count once"
+        );
+        assert!(citations(&msg("#", "#")).is_empty());
+    }
+}

@@ -461,3 +461,112 @@ impl Consent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::hlc::Hlc;
+    use crate::core::op::Ack;
+    use crate::core::vocab::Kind;
+
+    fn role(s: &str) -> Role {
+        Role::new(s).unwrap()
+    }
+
+    fn key(ms: i64, tag: &str) -> OrderKey {
+        OrderKey {
+            hlc: Hlc(ms, 0),
+            id: RecordId::of_body(tag.as_bytes()),
+        }
+    }
+
+    fn proposal(pin_key: Option<&str>, body: &str) -> Op {
+        Op::Send(Send {
+            to: vec![role("b")],
+            topic: "p".into(),
+            body: body.into(),
+            kind: Some(Kind::Proc),
+            decision_requested: true,
+            pin_key: pin_key.map(str::to_owned),
+            voters: pin_key.map(|_| vec![role("b")]),
+            ..Send::default()
+        })
+    }
+
+    fn agree(id: RecordId, body: &str, head: Option<RecordId>) -> Op {
+        Op::Ack(Ack {
+            id,
+            decision: Decision::Agree,
+            note: None,
+            body_sha256: sha256_hex(body.as_bytes()),
+            pin_head: head,
+        })
+    }
+
+    fn set(version: &str, approved_by: RecordId, base: Option<RecordId>) -> Op {
+        Op::PinSet(PinSet {
+            key: "glossary".into(),
+            title: "t".into(),
+            version: version.into(),
+            body: version.into(),
+            body_ref: None,
+            approved_by: Some(approved_by),
+            base,
+        })
+    }
+
+    /// Two approved writes to a protected key from the same base (decided apart): the
+    /// later one in the order loses to the earlier, whatever order the records came in.
+    #[test]
+    fn two_writes_from_one_base_keep_the_first() {
+        let (a, b) = (role("a"), role("b"));
+        let (round, mention) = (key(1, "round"), key(2, "mention"));
+        let recs = [
+            (round, &a, proposal(Some("glossary"), "words")),
+            (mention, &a, proposal(None, "the glossary, again")),
+            (key(3, "ack1"), &b, agree(round.id, "words", None)),
+            (
+                key(4, "ack2"),
+                &b,
+                agree(mention.id, "the glossary, again", None),
+            ),
+            (key(5, "set1"), &a, set("v1", round.id, None)),
+            (key(6, "set2"), &b, set("v1-bis", mention.id, None)),
+        ];
+        let roster = [a.clone(), b.clone()];
+        let forward = Consent::fold(
+            &roster,
+            recs.iter().map(|(k, r, op)| Applied {
+                key: *k,
+                role: r,
+                op,
+            }),
+        );
+        let backward = Consent::fold(
+            &roster,
+            recs.iter().rev().map(|(k, r, op)| Applied {
+                key: *k,
+                role: r,
+                op,
+            }),
+        );
+        assert_eq!(forward, backward);
+        let versions = &forward.pins["glossary"];
+        assert_eq!(versions.len(), 1);
+        assert_eq!(versions[0].set.version, "v1");
+        assert_eq!(forward.conflicts.len(), 1);
+        let c = &forward.conflicts[0].conflict;
+        assert_eq!(c.record, key(6, "set2"));
+        // The agree behind the second write was cast before v1 existed: it is stale
+        // consent, and the version that won is named.
+        assert_eq!(c.winner, Some(key(5, "set1").id));
+        assert!(
+            c.reason
+                .contains("predates the current 'glossary' version (v1)"),
+            "{}",
+            c.reason
+        );
+        assert!(forward.messages[&round.id].approved.is_some());
+        assert!(forward.messages[&mention.id].approved.is_none());
+    }
+}
