@@ -70,16 +70,36 @@ fn digest(m: &Machine) -> String {
 }
 
 /// One random operation by `role` on `m`; `ids` are the messages sent so far
+/// with their author and addressee. Steps an author takes (confirm, reopen,
+/// delete) mostly pick the role's own messages, and steps an addressee takes
+/// (mark read, resolve, vote) mostly pick messages addressed to it, so that
+/// most of them go through;
 /// anywhere (a machine that has not received one yet is refused, which is fine).
-fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<String>) -> (usize, bool) {
+fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usize, bool) {
     let mut s = session(m, role);
-    let pick = |rng: &mut Rng, ids: &[String]| ids[rng.below(ids.len())].clone();
+    let any = |rng: &mut Rng, ids: &[Sent]| ids[rng.below(ids.len())].id.clone();
+    let own = |rng: &mut Rng, ids: &[Sent]| {
+        let mine: Vec<&Sent> = ids.iter().filter(|x| x.from == role).collect();
+        if mine.is_empty() || rng.chance(10) {
+            any(rng, ids)
+        } else {
+            mine[rng.below(mine.len())].id.clone()
+        }
+    };
+    let addressed = |rng: &mut Rng, ids: &[Sent]| {
+        let mine: Vec<&Sent> = ids.iter().filter(|x| x.to == role).collect();
+        if mine.is_empty() || rng.chance(10) {
+            any(rng, ids)
+        } else {
+            mine[rng.below(mine.len())].id.clone()
+        }
+    };
     let op = if ids.is_empty() { 0 } else { rng.below(10) };
     let done = match op {
         0 | 1 => {
             let others: Vec<&str> = ROLES.iter().copied().filter(|r| *r != role).collect();
             let to = others[rng.below(others.len())];
-            let reply_to = (!ids.is_empty() && rng.chance(30)).then(|| pick(rng, ids));
+            let reply_to = (!ids.is_empty() && rng.chance(30)).then(|| any(rng, ids));
             let req = SendRequest {
                 to: ToArg::One(to.into()),
                 topic: format!("t{}", rng.below(1000)),
@@ -96,38 +116,54 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<String>) -> (us
             };
             let sent = allowed(send_message(&mut s, req));
             if let Some(v) = &sent {
-                ids.push(v["id"].as_str().unwrap().to_owned());
+                ids.push(Sent {
+                    id: v["id"].as_str().unwrap().to_owned(),
+                    from: role.to_owned(),
+                    to: to.to_owned(),
+                });
             }
             sent.is_some()
         }
         2 => allowed(inbox::read_inbox(&mut s, true, 50, None)).is_some(),
         3 => {
-            let id = pick(rng, ids);
+            let id = addressed(rng, ids);
             allowed(inbox::mark_read(&mut s, Some(&id), None)).is_some()
         }
-        4 => allowed(lifecycle::resolve_message(&mut s, &pick(rng, ids), None)).is_some(),
-        5 => allowed(lifecycle::confirm_resolution(&mut s, &pick(rng, ids), None)).is_some(),
+        4 => allowed(lifecycle::resolve_message(
+            &mut s,
+            &addressed(rng, ids),
+            None,
+        ))
+        .is_some(),
+        5 => allowed(lifecycle::confirm_resolution(&mut s, &own(rng, ids), None)).is_some(),
         6 => {
             let why = Some("again".into());
-            allowed(lifecycle::reopen_message(&mut s, &pick(rng, ids), why)).is_some()
+            allowed(lifecycle::reopen_message(&mut s, &own(rng, ids), why)).is_some()
         }
         7 => {
             let values = ["in_progress", "done_local", "needs_you", "done", "proposed"];
             let v = values[rng.below(values.len())];
             allowed(lifecycle::set_work_status(
                 &mut s,
-                &pick(rng, ids),
+                &any(rng, ids),
                 v,
                 None,
                 None,
             ))
             .is_some()
         }
-        8 => allowed(delete::delete_message(&mut s, &pick(rng, ids))).is_some(),
+        8 => allowed(delete::delete_message(&mut s, &own(rng, ids))).is_some(),
         _ => {
             let decisions = ["agree", "reject", "needs_changes", "void"];
             let d = decisions[rng.below(decisions.len())];
-            allowed(vote::acknowledge(&mut s, &pick(rng, ids), d, None, None)).is_some()
+            allowed(vote::acknowledge(
+                &mut s,
+                &addressed(rng, ids),
+                d,
+                None,
+                None,
+            ))
+            .is_some()
         }
     };
     (op, done)
@@ -137,6 +173,13 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<String>) -> (us
 enum Remote {
     Git,
     Rclone,
+}
+
+/// A message sent during the run.
+struct Sent {
+    id: String,
+    from: String,
+    to: String,
 }
 
 fn run(seed: u64, remote: Remote) {
