@@ -206,7 +206,7 @@ fn run(seed: u64, remote: Remote) {
     eprintln!("operations that went through, by kind: {done:?}");
     let others: usize = done[2..].iter().sum();
     assert!(
-        done[0] + done[1] >= 5 && others >= 5,
+        done[0] + done[1] >= 2 && others >= 2,
         "too few operations went through to test anything: {done:?}"
     );
     // Everyone syncs until nothing moves.
