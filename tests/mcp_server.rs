@@ -28,6 +28,9 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             "ready_work",
             "awaiting_ack",
             "get_thread",
+            "upload_content",
+            "seal_content",
+            "get_content",
             "revise_message",
             "message_history",
             "pin_set",
@@ -43,7 +46,8 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             "wait_for_reply",
             "wait_for_mail",
             "server_build",
-            "get_protocol"
+            "get_protocol",
+            "get_charter_template"
         ]
     );
     // read_inbox and channel_status write (delivery, seen news), so they are not read-only.
@@ -54,6 +58,7 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
         "ready_work",
         "awaiting_ack",
         "get_thread",
+        "get_content",
         "message_history",
         "pin_get",
         "pin_list",
@@ -64,6 +69,7 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
         "wait_for_mail",
         "server_build",
         "get_protocol",
+        "get_charter_template",
     ];
     for t in &tools {
         let a = t
@@ -93,7 +99,7 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             );
         }
     }
-    for peer_text in ["read_inbox", "get_thread"] {
+    for peer_text in ["read_inbox", "get_thread", "get_content"] {
         let t = tools.iter().find(|t| t.name == peer_text).unwrap();
         assert!(
             t.description

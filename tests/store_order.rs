@@ -73,6 +73,7 @@ fn history() -> &'static History {
                             to: ToArg::One("*".into()),
                             topic: format!("status {step}"),
                             body: format!("everyone: step {step}"),
+                            body_ref: None,
                             action_required: false,
                             reply_to: sent.last().map(|m| m.0.clone()),
                             kind: Some("status".into()),
@@ -109,6 +110,7 @@ fn history() -> &'static History {
                         to: ToArg::One("*".into()),
                         topic: format!("proposal {step} for {key}"),
                         body: format!("text {step}"),
+                        body_ref: None,
                         action_required: false,
                         reply_to: None,
                         kind: Some("proc".into()),
@@ -152,6 +154,7 @@ fn history() -> &'static History {
                             body: format!("pinned at {step}"),
                             approved_by: approved_by.filter(|_| rnd(4) != 0),
                             dry_run: false,
+                            body_ref: None,
                         },
                     );
                 }

@@ -119,6 +119,7 @@ fn debt(s: &mut Session, to: &str, topic: &str) -> String {
         to: ToArg::One(to.into()),
         topic: topic.into(),
         body: "owed".into(),
+        body_ref: None,
         action_required: true,
         reply_to: None,
         kind: None,
@@ -177,6 +178,7 @@ fn pair() -> (Local, Machine, Machine) {
             to: ToArg::One("backend".into()),
             topic: "t".into(),
             body: "b".into(),
+            body_ref: None,
             action_required: false,
             reply_to: None,
             kind: None,
@@ -613,6 +615,7 @@ fn proposal(s: &mut Session, key: &str, body: &str) -> String {
         to: ToArg::One("*".into()),
         topic: format!("proposal for {key}"),
         body: body.into(),
+        body_ref: None,
         action_required: false,
         reply_to: None,
         kind: Some("proc".into()),
@@ -637,6 +640,7 @@ fn pin_req(key: &str, version: &str, approved_by: &str) -> PinRequest {
         body: format!("{key} {version}"),
         approved_by: Some(approved_by.into()),
         dry_run: false,
+        body_ref: None,
     }
 }
 

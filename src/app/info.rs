@@ -1,4 +1,5 @@
-//! Channel information tools: list_roles, server_build, get_protocol.
+//! Channel information tools: list_roles, server_build, get_protocol,
+//! get_charter_template.
 
 use serde_json::{Value, json};
 
@@ -9,6 +10,9 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The protocol document served by get_protocol.
 pub const PROTOCOL: &str = include_str!("../../docs/PROTOCOL.md");
+
+/// The starting team charter served by get_charter_template.
+pub const CHARTER_TEMPLATE: &str = include_str!("../../docs/charter-template.md");
 
 /// Who is in the channel: the roster (the channel definition's roles and those the owner added).
 pub fn list_roles(s: &Session) -> Value {
@@ -33,6 +37,10 @@ pub fn server_build() -> Value {
             "since": "2026-11-30",
             "what": "consent: a kind='proc' proposal answers pin_key and about_message_id explicitly (null is an answer) and a pin round declares voters; votes (acknowledge, with void for a dead subject) are bound to the exact text, so revise_message quenches them; pin_set on a protected key needs approved_by, and one proposal approves one version; a nudge (about_message_id) retires with its target; backfill_superseded previews a cleanup and needs expect_count and each key owner's word, undo_backfill reverses it",
             "do": "check awaiting_ack() for proposals waiting on you; pass expect_body_sha256 when you vote on something you read earlier; try pin_set(dry_run=true) before asking for a write",
+        }, {
+            "since": "2026-11-30",
+            "what": "documents larger than an inline body: upload_content, seal_content, get_content, and body_ref on send_message, revise_message and pin_set; get_charter_template gives a starting team charter",
+            "do": "send anything over 256 KiB (or whose digest matters on its own) with upload_content, seal_content, then send_message(body_ref=<upload_id>)",
         }],
         "shipped": [
             {"id": "feeds", "shipped_at": "2026-11-30", "what": "signed, hash-chained per-role feeds; tolerant reading; verify"},
@@ -41,10 +49,12 @@ pub fn server_build() -> Value {
             {"id": "debts", "shipped_at": "2026-11-30", "what": "resolve_message, confirm_resolution, reopen_message, open_obligations, ready_work, set_work_status, message_history, channel_status; decisions made on two machines fold to one winner, the loser listed as conflicted"},
             {"id": "waits", "shipped_at": "2026-11-30", "what": "wait_for_mail and wait_for_reply, woken by a watcher on the channel folder"},
             {"id": "consent", "shipped_at": "2026-11-30", "what": "proposals with pin_key, about_message_id and voters; acknowledge, get_acknowledgements, awaiting_ack; revise_message; pin_set (with dry_run), pin_get, pin_list, pin_history; nudges and their retirement; backfill_superseded and undo_backfill; consent decided on two machines folds to one winner"},
+            {"id": "uploads", "shipped_at": "2026-11-30", "what": "upload_content, seal_content, get_content (documents up to 8 MiB) and body_ref on send_message, revise_message and pin_set"},
+            {"id": "charter", "shipped_at": "2026-11-30", "what": "get_charter_template, a starting team charter with ten ground rules"},
             {"id": "sync", "shipped_at": "2026-11-30", "what": "countersign sync through git or rclone, mcp --sync-every in the background; join, admit, add-role and rotate-key for machines and roles (CLI, on the owner's machine where the owner signs)"},
         ],
         "not_shipped": [
-            {"id": "uploads", "why": "upload_content, seal_content, get_content and body_ref are not served by this build yet"},
+            {"id": "invite", "why": "countersign invite and join --invite (a one-time owner-signed grant) are not in this build: a new machine runs join, and the owner's machine admit"},
         ],
         "source": "countersign (Rust), stdio MCP server",
     })

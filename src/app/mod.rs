@@ -6,6 +6,7 @@
 //! layer knows nothing of MCP, clap or terminals.
 
 pub mod backfill;
+pub mod body;
 pub mod delete;
 pub mod inbox;
 pub mod info;
@@ -25,6 +26,7 @@ pub mod session;
 pub mod status;
 pub mod sync;
 pub mod thread;
+pub mod upload;
 pub mod vote;
 pub mod wait;
 

@@ -6,19 +6,20 @@
 
 use serde_json::{Map, Value, json};
 
+use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length};
 use super::retirement::retired_by;
 use super::rows::{FieldsArg, Projection, project, short};
-use super::send::{INLINE_BODY_MAX, PIN_KEY_MAX};
+use super::send::PIN_KEY_MAX;
 use super::session::{Session, find};
 use crate::core::consent::Blocked;
-use crate::core::ids::sha256_hex;
 use crate::core::op::{Op, PinSet};
 use crate::core::rules::Refusal;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
 use crate::store::consent;
 use crate::store::error::SqlContext as _;
+use crate::store::ingest::load_message;
 
 /// Longest pin title, in characters.
 pub const TITLE_MAX: usize = 200;
@@ -61,8 +62,10 @@ pub struct PinRequest {
     pub title: String,
     /// The version label.
     pub version: String,
-    /// The text.
+    /// The text (empty with `body_ref`).
     pub body: String,
+    /// A sealed upload (id prefix) whose text is the body.
+    pub body_ref: Option<String>,
     /// The approving proposal (id prefix).
     pub approved_by: Option<String>,
     /// Check only; write nothing.
@@ -74,19 +77,15 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
     let _ = s.role()?;
     let key = required("key", &req.key, PIN_KEY_MAX)?;
     let title = required("title", &req.title, TITLE_MAX)?;
-    if req.body.is_empty() {
+    if req.body.is_empty() && req.body_ref.as_deref().is_none_or(|r| r.trim().is_empty()) {
         return Err(AppError::value(
             "'body' is required — the verbatim text of this version (for a proposal's text, the \
-             text that was agreed)",
+             text that was agreed), or body_ref, a sealed upload",
         ));
     }
-    if req.body.len() > INLINE_BODY_MAX {
-        return Err(AppError::value(format!(
-            "'body' is {} bytes; inline bodies are limited to {INLINE_BODY_MAX} bytes — upload the \
-             document with upload_content and seal_content, then pass it as body_ref",
-            req.body.len()
-        )));
-    }
+    // A sealed upload never changes, so the body resolved here is the body written.
+    s.catch_up()?;
+    let body = op_body(s.index(), req.body.clone(), req.body_ref.as_deref())?;
     let version = required("version", &req.version, VERSION_MAX)?;
     let roster = s.roster();
     let build = |ix: &Index| -> AppResult<Result<PinSet, Blocked>> {
@@ -104,13 +103,21 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
             },
             None => None,
         };
-        let state = consent::load_including(ix, &roster, approved_by)?.consent;
+        let mut state = consent::load_around(ix, &roster, approved_by, [key.clone()])?.consent;
+        // A message that takes no part in consent (not a proposal) is still
+        // named in the refusal, by its own fold.
+        if let Some(id) = approved_by
+            && !state.messages.contains_key(&id)
+            && let Some(m) = load_message(ix, &roster, &id)?
+        {
+            state.messages.insert(id, m);
+        }
         let set = PinSet {
             key: key.clone(),
             title: title.clone(),
             version: version.clone(),
-            body: req.body.clone(),
-            body_ref: None,
+            body: body.body.clone(),
+            body_ref: body.body_ref.clone(),
             approved_by,
             base: state.head(&key).map(|h| h.key.id),
         };
@@ -123,9 +130,9 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
                 "dry_run": true, "ok": true, "written": false,
                 "would_write": {
                     "key": set.key, "version": set.version,
-                    "body_sha256": sha256_hex(set.body.as_bytes()),
-                    "body_length_bytes": set.body.len(),
-                    "body_length_chars": set.body.chars().count(),
+                    "body_sha256": body.sha256,
+                    "body_length_bytes": body.length_bytes,
+                    "body_length_chars": body.length_chars,
                 },
             }),
             Err(b) => json!({

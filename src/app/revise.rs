@@ -5,14 +5,16 @@
 
 use serde_json::{Value, json};
 
+use super::body::op_body;
 use super::lifecycle::live_message;
 use super::refusal::{AppError, AppResult, check_length};
-use super::send::{INLINE_BODY_MAX, NOTE_MAX, TOPIC_MAX};
+use super::send::{NOTE_MAX, TOPIC_MAX};
 use super::session::Session;
 use crate::core::message::Message;
 use crate::core::op::{Op, Revise};
 use crate::core::rules::{self, Verdict};
 use crate::core::timestamp::format_rfc3339;
+use crate::store::body::message_body;
 use crate::store::ingest::load_message;
 
 /// What revise_message was asked to do.
@@ -20,8 +22,10 @@ use crate::store::ingest::load_message;
 pub struct ReviseRequest {
     /// The message (id prefix).
     pub message_id: String,
-    /// The new body.
+    /// The new body (empty with `body_ref`).
     pub body: String,
+    /// A sealed upload (id prefix) whose text is the new body.
+    pub body_ref: Option<String>,
     /// A new topic (`None` keeps the current one).
     pub topic: Option<String>,
     /// Why.
@@ -47,18 +51,15 @@ pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Value> {
     if let Some(n) = &req.note {
         check_length("note", n, NOTE_MAX)?;
     }
-    if req.body.is_empty() {
+    if req.body.is_empty() && req.body_ref.as_deref().is_none_or(|r| r.trim().is_empty()) {
         return Err(AppError::value(
-            "'body' is required — the full new text of the message (it replaces the old one)",
+            "'body' is required — the full new text of the message (it replaces the old one), or \
+             body_ref, a sealed upload",
         ));
     }
-    if req.body.len() > INLINE_BODY_MAX {
-        return Err(AppError::value(format!(
-            "'body' is {} bytes; inline bodies are limited to {INLINE_BODY_MAX} bytes — upload the \
-             document with upload_content and seal_content, then pass it as body_ref",
-            req.body.len()
-        )));
-    }
+    // A sealed upload never changes, so the body resolved here is the body written.
+    s.catch_up()?;
+    let body = op_body(s.index(), req.body.clone(), req.body_ref.as_deref())?;
     let writer = s.writer()?;
     let roster = s.roster();
     let (rec, before) = s.channel_mut().append_if(&writer, |ix| {
@@ -66,8 +67,8 @@ pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Value> {
         let op = Op::Revise(Revise {
             id: m.id,
             topic: topic.clone().filter(|t| *t != m.text.topic),
-            body: req.body.clone(),
-            body_ref: None,
+            body: body.body.clone(),
+            body_ref: body.body_ref.clone(),
             note: req.note.clone(),
         });
         let verdict = rules::check(&m, &me, &op)?;
@@ -84,9 +85,11 @@ pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Value> {
         out["previous_body_sha256"] = json!(before.text.sha256);
         out["quenched_votes"] = json!(fresh_voters(&before));
     }
-    out["body_sha256"] = json!(after.text.sha256);
-    out["body_length_bytes"] = json!(after.text.body.len());
-    out["body_length_chars"] = json!(after.text.body.chars().count());
+    // The lengths of an upload's text are the index's (the fold knows its digest only).
+    let shown = message_body(s.index(), &after.text)?;
+    out["body_sha256"] = json!(shown.sha256);
+    out["body_length_bytes"] = json!(shown.bytes);
+    out["body_length_chars"] = json!(shown.chars);
     Ok(out)
 }
 

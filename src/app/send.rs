@@ -11,6 +11,7 @@ use rusqlite::OptionalExtension as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length};
 use super::session::{Session, find_live, roles_list};
 use crate::core::ids::Role;
@@ -24,8 +25,7 @@ use crate::store::{Index, consent};
 pub const TOPIC_MAX: usize = 80;
 /// Longest note, reason or addendum, in characters.
 pub const NOTE_MAX: usize = 4000;
-/// Largest inline body; larger documents go through upload_content.
-pub const INLINE_BODY_MAX: usize = 256 * 1024;
+pub use super::body::INLINE_BODY_MAX;
 
 /// `to`: one role, `"*"` for every other role, or a list of roles.
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
@@ -44,8 +44,10 @@ pub struct SendRequest {
     pub to: ToArg,
     /// Subject line.
     pub topic: String,
-    /// Body.
+    /// Body (empty with `body_ref`).
     pub body: String,
+    /// A sealed upload (id prefix) whose text is the body.
+    pub body_ref: Option<String>,
     /// A debt?
     pub action_required: bool,
     /// Parent id (prefix).
@@ -85,16 +87,9 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
              details in 'body'"
         )));
     }
-    if req.body.is_empty() {
-        return Err(AppError::value("'body' is required — it must not be empty"));
-    }
-    if req.body.len() > INLINE_BODY_MAX {
-        return Err(AppError::value(format!(
-            "'body' is {} bytes; inline bodies are limited to {INLINE_BODY_MAX} bytes — upload the \
-             document with upload_content and seal_content, then send it as body_ref",
-            req.body.len()
-        )));
-    }
+    // A sealed upload never changes, so the body resolved here is the body written.
+    s.catch_up()?;
+    let body = op_body(s.index(), req.body, req.body_ref.as_deref())?;
     let kind = req
         .kind
         .as_deref()
@@ -138,7 +133,8 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
     let mut send = Send {
         to,
         topic,
-        body: req.body,
+        body: body.body,
+        body_ref: body.body_ref,
         action_required: req.action_required,
         reply_to: None,
         kind,
@@ -197,7 +193,7 @@ fn check_round(ix: &Index, roster: &[Role], me: &Role, key: &str, send: &Send) -
             roles_list(&missing)
         )));
     }
-    let state = consent::load(ix, roster)?;
+    let state = consent::load_around(ix, roster, [], [key.to_owned()])?;
     if let Some(round) = state.consent.open_round(key) {
         return Err(AppError::value(format!(
             "pin '{key}' already has an open round: #{} by '{}' ({}). Ways forward: reply in its \

@@ -58,7 +58,7 @@ pub fn acknowledge(
             )));
         }
         let pin_head = match &m.send.pin_key {
-            Some(k) => consent::load(ix, &roster)?
+            Some(k) => consent::load_around(ix, &roster, [], [k.clone()])?
                 .consent
                 .head(k)
                 .map(|h| h.key.id),

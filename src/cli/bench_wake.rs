@@ -70,6 +70,7 @@ impl Wake {
                 to: ToArg::One(waiter.to_owned()),
                 topic: format!("wake {i}"),
                 body: "a record from another process".into(),
+                body_ref: None,
                 action_required: false,
                 reply_to: None,
                 kind: None,

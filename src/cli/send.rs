@@ -72,6 +72,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             to,
             topic: a.topic.clone(),
             body,
+            body_ref: None,
             action_required: a.action_required,
             reply_to: a.reply_to.clone(),
             kind: a.kind.clone(),

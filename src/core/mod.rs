@@ -17,4 +17,5 @@ pub mod record;
 pub mod rules;
 pub mod strict_json;
 pub mod timestamp;
+pub mod upload;
 pub mod vocab;

@@ -1,11 +1,12 @@
-//! Tools about the channel and this server: list_roles, server_build, get_protocol.
+//! Tools about the channel and this server: list_roles, server_build, get_protocol,
+//! get_charter_template.
 
 use rmcp::model::CallToolResult;
 use rmcp::{ErrorData as McpError, tool, tool_router};
 use serde_json::Value;
 
 use super::Server;
-use crate::app::info::{self, PROTOCOL};
+use crate::app::info::{self, CHARTER_TEMPLATE, PROTOCOL};
 
 #[tool_router(router = about_router, vis = "pub(super)")]
 impl Server {
@@ -52,5 +53,21 @@ impl Server {
     ))]
     async fn get_protocol(&self) -> Result<CallToolResult, McpError> {
         super::to_result(Ok(Value::String(PROTOCOL.to_owned())))
+    }
+
+    /// A starting team charter for a new channel, with placeholders and ten ground rules for
+    /// agent teams. Fill it in, send it as a proposal to every role
+    /// (send_message(to="*", kind="proc", pin_key="team-charter", voters="*",
+    /// about_message_id=null, ...)), collect every agree, then pin it with
+    /// pin_set("team-charter", ..., approved_by=<its id>).
+    #[tool(annotations(
+        title = "Get the charter template",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn get_charter_template(&self) -> Result<CallToolResult, McpError> {
+        super::to_result(Ok(Value::String(CHARTER_TEMPLATE.to_owned())))
     }
 }

@@ -47,9 +47,13 @@ pub struct AwaitingAckParams {
 pub struct ReviseParams {
     /// Your message to re-issue (an unambiguous id prefix of 6+ hex characters).
     pub message_id: String,
-    /// The complete new body (required; it replaces the old one).
+    /// The complete new body (required unless body_ref is given; it replaces the old one).
     #[serde(default)]
     pub body: String,
+    /// Instead of body: the id of a sealed upload (anyone's) whose text becomes the new body
+    /// exactly. Pass body or body_ref, not both.
+    #[serde(default)]
+    pub body_ref: Option<String>,
     /// A new topic (at most 80 characters); omit it to keep the current one.
     #[serde(default)]
     pub topic: Option<String>,
@@ -70,8 +74,13 @@ pub struct PinSetParams {
     /// A free version label (at most 80 characters), e.g. "v3" or "2026-11-30".
     pub version: String,
     /// The verbatim text of this version: for an approved change, the text that was agreed.
+    /// Required unless body_ref is given.
     #[serde(default)]
     pub body: String,
+    /// Instead of body: the id of a sealed upload (anyone's) whose text is this version's body
+    /// exactly. Pass body or body_ref, not both.
+    #[serde(default)]
+    pub body_ref: Option<String>,
     /// Id of the proposal (kind='proc', pin_key=key) every needed role agreed to. Required on
     /// a protected key; one proposal approves one version.
     #[serde(default)]
@@ -222,6 +231,7 @@ impl Server {
                 ReviseRequest {
                     message_id: p.message_id,
                     body: p.body,
+                    body_ref: p.body_ref,
                     topic: p.topic,
                     note: p.note,
                 },
@@ -256,6 +266,7 @@ impl Server {
                     title: p.title,
                     version: p.version,
                     body: p.body,
+                    body_ref: p.body_ref,
                     approved_by: p.approved_by,
                     dry_run: p.dry_run,
                 },

@@ -29,9 +29,15 @@ pub struct SendMessageParams {
     pub to: ToArg,
     /// Subject line, at most 80 characters (required). Details belong in the body.
     pub topic: String,
-    /// The message text (required, non-empty; at most 256 KiB inline).
+    /// The message text (required and non-empty unless body_ref is given; at most 256 KiB
+    /// inline).
     #[serde(default)]
     pub body: String,
+    /// Instead of body: the id of a sealed upload (upload_content, then seal_content), anyone's.
+    /// Its text becomes the body exactly, so the message's body_sha256 equals the upload's
+    /// sha256. Pass body or body_ref, not both.
+    #[serde(default)]
+    pub body_ref: Option<String>,
     /// True makes the message a debt for its single addressee: it stays open until resolved
     /// and confirmed. Cannot go to several roles.
     #[serde(default)]
@@ -113,8 +119,8 @@ impl Server {
     /// an existing message do not send a new one. With action_required=true the message is a
     /// debt that stays open until the addressee resolves it and you confirm. Returns {id,
     /// created_at} (and recipients when there are several). Refuses: a topic over
-    /// 80 characters, an empty body, unknown roles, sending to yourself, a broadcast debt, an
-    /// unknown reply_to.
+    /// 80 characters, an empty body, body and body_ref together, an unknown or unsealed upload
+    /// as body_ref, unknown roles, sending to yourself, a broadcast debt, an unknown reply_to.
     #[tool(annotations(
         title = "Send a message",
         read_only_hint = false,
@@ -133,6 +139,7 @@ impl Server {
                     to: p.to,
                     topic: p.topic,
                     body: p.body,
+                    body_ref: p.body_ref,
                     action_required: p.action_required,
                     reply_to: p.reply_to,
                     kind: p.kind,

@@ -12,6 +12,7 @@ mod consent;
 mod debts;
 mod messaging;
 mod syncer;
+mod uploads;
 mod wait;
 
 use std::path::PathBuf;
@@ -62,6 +63,9 @@ const TOOL_ORDER: &[&str] = &[
     "ready_work",
     "awaiting_ack",
     "get_thread",
+    "upload_content",
+    "seal_content",
+    "get_content",
     "revise_message",
     "message_history",
     "pin_set",
@@ -78,6 +82,7 @@ const TOOL_ORDER: &[&str] = &[
     "wait_for_mail",
     "server_build",
     "get_protocol",
+    "get_charter_template",
 ];
 
 /// The MCP server of one session.
@@ -101,6 +106,7 @@ impl Server {
             tool_router: Self::messaging_router()
                 + Self::browse_router()
                 + Self::debts_router()
+                + Self::uploads_router()
                 + Self::consent_router()
                 + Self::wait_router()
                 + Self::about_router(),

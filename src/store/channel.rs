@@ -475,6 +475,64 @@ impl Channel {
     }
 }
 
+/// One op of a run written by [`Channel::append_run`], made from the records
+/// of the run signed before it (a later chunk of a new upload names the
+/// first chunk's id, which exists only once that record is signed).
+pub type Step = Box<dyn FnOnce(&[Record]) -> Op + Send>;
+
+impl Channel {
+    /// Appends a run of ops as one write: `build` validates against the index
+    /// after a catch-up (an `Err` writes nothing) and plans the steps; every
+    /// record is chained and signed before any byte is written, then the run
+    /// goes to the journal in one write and one fsync, then to the feed. A
+    /// reader may see the first records of the run before the last ones, as
+    /// with any append; the answer is given once the whole run is durable.
+    pub fn append_run<T, E: From<StoreError>>(
+        &mut self,
+        writer: &Writer,
+        build: impl FnOnce(&Index) -> Result<(Vec<Step>, T), E>,
+    ) -> Result<(Vec<Record>, T), E> {
+        let _feed_lock = writer.feed.lock()?;
+        let _index_lock = self.lock_index()?;
+        let saved = self.cache.clone();
+        let Self {
+            index, dir, cache, ..
+        } = self;
+        let result = index.write(|ix| {
+            Ingest::run(ix, dir, cache)?;
+            let (steps, out) = build(ix)?;
+            if steps.is_empty() {
+                return Ok((Vec::new(), out));
+            }
+            let last = writer.feed.reconcile(&writer.key.verifying_key())?;
+            let seen = max_hlc(ix)?;
+            let mut prev = last.map(|r| (r.header.seq, r.id, r.header.hlc));
+            let mut recs: Vec<Record> = Vec::with_capacity(steps.len());
+            for step in steps {
+                let op = step(&recs);
+                let prev_hlc = prev.map_or(Hlc::default(), |(_, _, h)| h);
+                let header = Header {
+                    ch: dir.id().to_owned(),
+                    feed: writer.feed.feed().clone(),
+                    seq: prev.map_or(1, |(seq, _, _)| seq + 1),
+                    prev: prev.map(|(_, id, _)| id),
+                    hlc: Hlc::next(now_ms(), seen.max(prev_hlc)),
+                };
+                let rec = record::encode(&header, &op, &writer.key);
+                prev = Some((rec.header.seq, rec.id, rec.header.hlc));
+                recs.push(rec);
+            }
+            writer.feed.append_batch(&recs, &writer.key)?;
+            Ingest::run(ix, dir, cache)?;
+            Ok((recs, out))
+        });
+        if result.is_err() {
+            self.cache = saved;
+        }
+        result
+    }
+}
+
 /// The refusal for a feed the owner has not admitted, with the command that fixes it.
 fn not_admitted(feed: &FeedId, role: &Role, pubkey: &str) -> StoreError {
     StoreError::NotAdmitted(format!(

@@ -6,12 +6,14 @@
 //! writer's append: journal first, then the published feed, each fsynced, under
 //! the feed's lock. It does not verify signatures or chains (ingest does).
 //!
-//! A bulk path, [`FeedWriter::append_batch`], writes a run of records with one
-//! write and one fsync per file instead of two fsyncs per record. It exists to
-//! seed large channels (benchmarks, imports): it writes exactly the bytes that
-//! record-by-record appends would (same journal lines, same segment splits,
-//! same `head.json`) but makes none of them durable before the whole run is,
-//! so no tool may acknowledge a write through it.
+//! A batch path, [`FeedWriter::append_batch`], writes a run of records with one
+//! write and one fsync per file instead of two fsyncs per record. It seeds
+//! large channels (benchmarks, imports) and writes the records of one tool
+//! call that must land together (a large upload's chunks): it writes exactly
+//! the bytes that record-by-record appends would (same journal lines, same
+//! segment splits, same `head.json`) but makes none of them durable before
+//! the whole run is, so a write through it is acknowledged only once it
+//! returns.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
@@ -455,8 +457,8 @@ fn sync_dir(dir: &Path) -> StoreResult<()> {
 }
 
 // ---------------------------------------------------------------------------
-// Bulk append: many records, one write and one fsync per file (benchmarks and
-// imports). Tools never use it; their writes go through `FeedWriter::append`.
+// Batch append: many records, one write and one fsync per file (benchmarks,
+// imports, and a tool call that writes several records at once).
 // ---------------------------------------------------------------------------
 
 impl FeedWriter {

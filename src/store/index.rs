@@ -12,11 +12,12 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension as _, params};
 use sha2::{Digest as _, Sha256};
 
+use super::body::message_body;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use crate::core::message::Message;
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -118,6 +119,31 @@ CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(
 -- No trigger feeds bodies_fts: FTS5 flushes its buffer to disk at every
 -- statement savepoint, so one insert per body would flush once per message.
 -- Ingest indexes each pass's new bodies with one INSERT … SELECT instead.
+
+-- Uploads. Every chunk record keeps its text here once (a document of 8 MiB is
+-- many rows, never one row rewritten per append); `pos` is its place in the
+-- document as folded, NULL for a chunk that conflicted.
+CREATE TABLE IF NOT EXISTS upload_chunks(
+    n INTEGER PRIMARY KEY, record TEXT NOT NULL UNIQUE, upload TEXT NOT NULL,
+    role TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, text TEXT NOT NULL,
+    label TEXT, pos INTEGER);
+CREATE INDEX IF NOT EXISTS upload_chunks_upload ON upload_chunks(upload, pos);
+CREATE TABLE IF NOT EXISTS upload_seals(
+    n INTEGER PRIMARY KEY, record TEXT NOT NULL UNIQUE, upload TEXT NOT NULL,
+    role TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, sha256 TEXT NOT NULL,
+    length_bytes INTEGER NOT NULL, length_chars INTEGER NOT NULL, chunks INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS upload_seals_upload ON upload_seals(upload);
+-- The folded state of each upload (sha256 and lengths of the text so far).
+CREATE TABLE IF NOT EXISTS uploads(
+    id TEXT PRIMARY KEY, uploader TEXT NOT NULL, label TEXT, ms INTEGER NOT NULL,
+    c INTEGER NOT NULL, chunks INTEGER NOT NULL, length_bytes INTEGER NOT NULL,
+    length_chars INTEGER NOT NULL, sha256 TEXT NOT NULL, sealed_ms INTEGER, seal TEXT,
+    conflicts TEXT);
+-- Messages whose text (sent or revised) is an upload: re-written when that
+-- upload is sealed here.
+CREATE TABLE IF NOT EXISTS body_refs(
+    upload TEXT NOT NULL, message_id TEXT NOT NULL, PRIMARY KEY(upload, message_id))
+    WITHOUT ROWID;
 "#;
 
 /// Tables emptied by a rebuild (everything folded from the feeds).
@@ -135,6 +161,10 @@ const DERIVED_TABLES: &[&str] = &[
     "votes",
     "pins",
     "pin_conflicts",
+    "upload_chunks",
+    "upload_seals",
+    "uploads",
+    "body_refs",
 ];
 
 /// A line or feed that ingest could not apply.
@@ -304,11 +334,11 @@ impl Index {
     pub fn write_message(&self, m: &Message, n: i64) -> StoreResult<()> {
         let p = &self.path;
         let id = m.id.hex();
-        let before: Option<(String, String)> = self
+        let before: Option<(String, String, i64)> = self
             .conn
-            .prepare_cached("SELECT topic, body_sha256 FROM messages WHERE id = ?1")
+            .prepare_cached("SELECT topic, body_sha256, body_bytes FROM messages WHERE id = ?1")
             .and_then(|mut s| {
-                s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                     .optional()
             })
             .db(p)?;
@@ -328,6 +358,9 @@ impl Index {
         });
         let s = &m.send;
         let text = &m.text;
+        // What the body shows: inline text, or a sealed upload's (empty with
+        // the upload's digest while that upload is not sealed here).
+        let body = message_body(self, text)?;
         let l = Lifecycle::of(m);
         let c = Consented::of(m);
         if before.is_none() {
@@ -357,9 +390,9 @@ impl Index {
                         s.decision_requested,
                         m.created.ms(),
                         m.created.1,
-                        text.sha256,
-                        text.body.len() as i64,
-                        text.body.chars().count() as i64,
+                        body.sha256,
+                        body.bytes,
+                        body.chars,
                         s.pin_key,
                         s.about.map(|a| a.hex()),
                         s.voters
@@ -369,10 +402,22 @@ impl Index {
                 })
                 .db(p)?;
         }
-        if before.as_ref() != Some(&(text.topic.clone(), text.sha256.clone())) {
+        // A new text row when the text changed: a revision, or the text of
+        // an upload that was sealed here after the message arrived (its
+        // length moves from 0).
+        if before.as_ref() != Some(&(text.topic.clone(), body.sha256.clone(), body.bytes)) {
+            let shown = body.text(self)?;
             self.conn
                 .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
-                .and_then(|mut st| st.execute(params![id, text.topic, text.body]))
+                .and_then(|mut st| st.execute(params![id, text.topic, shown]))
+                .db(p)?;
+        }
+        if let Some(r) = &text.body_ref {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO body_refs(upload, message_id) VALUES (?1, ?2)",
+                )
+                .and_then(|mut st| st.execute(params![r.upload.hex(), id]))
                 .db(p)?;
         }
         self.conn
@@ -400,9 +445,9 @@ impl Index {
                     l.taken,
                     l.last_move_ms,
                     text.topic,
-                    text.sha256,
-                    text.body.len() as i64,
-                    text.body.chars().count() as i64,
+                    body.sha256,
+                    body.bytes,
+                    body.chars,
                     c.revised_ms,
                     c.retired_ms,
                     c.retired_backfill,
@@ -511,8 +556,8 @@ impl Index {
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
-    /// state, events, votes, pins and conflicts, keyed by full record ids with times from
-    /// the records' clocks. Cursors, local ingest numbers, problems and the
+    /// state, events, votes, pins, conflicts and uploads, keyed by full record
+    /// ids with times from the records' clocks. Cursors, local ingest numbers, problems and the
     /// search tables are left out, so equal feeds give equal digests anywhere.
     pub fn digest(&self) -> StoreResult<String> {
         let p = &self.path;
@@ -562,6 +607,16 @@ impl Index {
         )?;
         dump(
             "SELECT message_id, pos, event, role, note, ms, record FROM events ORDER BY message_id, pos",
+            &mut h,
+        )?;
+        // The text of an upload is covered by its sha256; which chunks make it, by pos.
+        dump(
+            "SELECT id, uploader, label, ms, c, chunks, length_bytes, length_chars, sha256, \
+             sealed_ms, seal, conflicts FROM uploads ORDER BY id",
+            &mut h,
+        )?;
+        dump(
+            "SELECT record, upload, pos FROM upload_chunks ORDER BY record",
             &mut h,
         )?;
         Ok(hex::encode(h.finalize()))

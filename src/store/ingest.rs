@@ -25,11 +25,12 @@ use super::consent;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::index::Index;
+use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::message::{Applied, Message};
-use crate::core::op::{Op, Send};
+use crate::core::op::{Backfill, Op, Send, UndoBackfill};
 use crate::core::record::{self, Record, parse_pubkey};
 
 /// What one ingest pass did.
@@ -86,11 +87,13 @@ pub struct Ingest<'a, 'p> {
     owner_key: Option<VerifyingKey>,
     feeds: HashMap<FeedId, FeedState>,
     touched: BTreeSet<RecordId>,
+    /// Uploads that gained a chunk or a seal in this pass.
+    uploads: BTreeSet<RecordId>,
     /// Sends accepted in this pass, kept decoded so re-folding them needs no
     /// second read and parse.
     fresh: HashMap<RecordId, SendRow>,
-    /// True once this pass accepted a pin write or a cleanup pass.
-    consent_ops: bool,
+    /// The keys of the pin writes this pass accepted.
+    pin_keys: BTreeSet<String>,
     report: IngestReport,
     progress: Option<&'p mut dyn FnMut(u64)>,
     /// The key the last [`Self::verify_ahead`] checked with: its verdicts
@@ -122,8 +125,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
             owner_key: parse_pubkey(&dir.genesis().owner_pubkey),
             feeds: HashMap::new(),
             touched: BTreeSet::new(),
+            uploads: BTreeSet::new(),
             fresh: HashMap::new(),
-            consent_ops: false,
+            pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
             ahead_key: None,
         };
@@ -737,15 +741,42 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     }
                 }
             }
-            Op::PinSet(_) | Op::Backfill(_) | Op::UndoBackfill(_) => self.consent_ops = true,
-            Op::FeedInit(_) | Op::AddRole(_) | Op::UploadChunk(_) | Op::Seal(_) => {}
+            Op::UploadChunk(c) => {
+                let upload = upload::record_chunk(self.index, n, rec.order_key(), &role, c)?;
+                self.uploads.insert(upload);
+            }
+            Op::Seal(s) => {
+                upload::record_seal(self.index, n, rec.order_key(), &role, s)?;
+                self.uploads.insert(s.upload);
+            }
+            Op::PinSet(ps) => {
+                self.pin_keys.insert(ps.key.clone());
+            }
+            // A cleanup pass acts on the messages it lists (and their nudges).
+            Op::Backfill(Backfill { ids, .. }) | Op::UndoBackfill(UndoBackfill { ids, .. }) => {
+                self.touched.extend(ids.iter().copied());
+            }
+            Op::FeedInit(_) | Op::AddRole(_) => {}
         }
         Ok(())
     }
 
     fn refold_touched(&mut self) -> StoreResult<()> {
-        let touched = std::mem::take(&mut self.touched);
-        if touched.is_empty() && !self.consent_ops {
+        let mut touched = std::mem::take(&mut self.touched);
+        let pin_keys = std::mem::take(&mut self.pin_keys);
+        // Uploads first: a seal ingested here completes the bodies of the
+        // messages that were waiting for it.
+        let mut pins_wait = false;
+        for id in std::mem::take(&mut self.uploads) {
+            if let Some(u) = upload::refold_upload(self.index, &id)?
+                && u.sealed.is_some()
+            {
+                touched.extend(upload::waiting_messages(self.index, &id)?);
+                // Pin versions are rewritten by the consent fold.
+                pins_wait |= upload::named_by_pins(self.index, &id)?;
+            }
+        }
+        if touched.is_empty() && pin_keys.is_empty() && !pins_wait {
             // Nothing new: a read tool's catch-up stops here.
             return Ok(());
         }
@@ -755,14 +786,20 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 self.report.refolded += 1;
             }
         }
-        // Consent crosses messages: when anything that takes part moved, its
-        // whole fold runs again (after the rows above exist).
-        if self.consent_ops || consent::touches(self.index, &touched)? {
-            consent::refold(self.index, &self.dir.genesis().roles)?;
-        }
+        // Consent crosses messages: the scope of whatever took part runs
+        // again (after the rows above exist). A very large pass (a rebuild)
+        // re-folds everything at once rather than walking scope by scope.
+        // So does a seal that pin versions were waiting for (their keys are
+        // not known here).
+        let keys = (!pins_wait && touched.len() <= WALK_LIMIT).then_some(pin_keys);
+        consent::refold(self.index, &self.dir.genesis().roles, &touched, keys)?;
         self.index.index_new_bodies()
     }
 }
+
+/// Past this many touched messages, a pass re-folds all of consent instead of
+/// walking the scope of each.
+const WALK_LIMIT: usize = 2000;
 
 /// A decoded `send` with what the fold needs about its record.
 pub(super) struct SendRow {
@@ -783,13 +820,8 @@ pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResul
         return Ok(None);
     };
     // A message that takes part in consent has facets (approval, retirement)
-    // that only the channel-wide fold knows.
-    if consent::touches(index, &BTreeSet::from([*id]))?
-        && let Some(full) = consent::message(index, roster, id)?
-    {
-        return Ok(Some(full));
-    }
-    Ok(Some(m))
+    // that only the consent fold knows.
+    Ok(Some(consent::message(index, roster, id)?.unwrap_or(m)))
 }
 
 /// Re-folds one message from its records and writes its rows. `false` when

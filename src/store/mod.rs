@@ -4,6 +4,7 @@
 //! Depends on `core` only. It decides how bytes are stored and found, never
 //! what an operation means or whether a tool may perform it (that is `app`).
 
+pub mod body;
 pub mod channel;
 pub mod channel_dir;
 pub mod consent;
@@ -14,6 +15,7 @@ pub mod index;
 pub mod ingest;
 pub mod lock;
 pub mod prefs;
+pub mod upload;
 pub mod watcher;
 
 pub use channel::{Channel, Writer};

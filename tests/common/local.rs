@@ -56,6 +56,7 @@ pub fn send(s: &mut Session, to: &str, topic: &str, body: &str) -> String {
             to: ToArg::One(to.into()),
             topic: topic.into(),
             body: body.into(),
+            body_ref: None,
             action_required: false,
             reply_to: None,
             kind: None,

@@ -34,15 +34,16 @@ TOOLS = [
     "send_message", "read_inbox", "mark_read", "delete_message", "list_messages",
     "search_messages", "resolve_message", "confirm_resolution", "reopen_message",
     "open_obligations", "set_work_status", "ready_work", "awaiting_ack", "get_thread",
-    "revise_message", "message_history", "pin_set", "pin_get", "pin_list", "pin_history",
-    "acknowledge", "get_acknowledgements", "backfill_superseded", "undo_backfill", "list_roles",
-    "channel_status", "wait_for_reply",
-    "wait_for_mail", "server_build", "get_protocol",
+    "upload_content", "seal_content", "get_content", "revise_message", "message_history",
+    "pin_set", "pin_get", "pin_list", "pin_history", "acknowledge", "get_acknowledgements",
+    "backfill_superseded", "undo_backfill", "list_roles", "channel_status", "wait_for_reply",
+    "wait_for_mail", "server_build", "get_protocol", "get_charter_template",
 ]
 READ_ONLY = {
     "list_messages", "search_messages", "open_obligations", "ready_work", "awaiting_ack",
-    "get_thread", "message_history", "pin_get", "pin_list", "pin_history", "get_acknowledgements",
-    "list_roles", "wait_for_reply", "wait_for_mail", "server_build", "get_protocol",
+    "get_thread", "get_content", "message_history", "pin_get", "pin_list", "pin_history",
+    "get_acknowledgements", "list_roles", "wait_for_reply", "wait_for_mail", "server_build",
+    "get_protocol", "get_charter_template",
 }
 ROLES = ("frontend", "backend")
 TIMEOUT_S = 120
