@@ -113,6 +113,7 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usiz
                 pin_key: None,
                 about_message_id: None,
                 voters: None,
+                body_ref: None,
             };
             let sent = allowed(send_message(&mut s, req));
             if let Some(v) = &sent {
