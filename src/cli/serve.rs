@@ -59,6 +59,10 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     if let Some(every) = a.sync_every {
         server = server.with_sync_every(every);
     }
-    rt.block_on(server.serve_stdio())?;
+    let served = rt.block_on(server.serve_stdio());
+    // A background sync may be waiting on a slow remote: the session is over,
+    // so do not wait for it long (its next run, anywhere, picks the work up).
+    rt.shutdown_timeout(Duration::from_secs(2));
+    served?;
     Ok(ExitCode::SUCCESS)
 }
