@@ -114,3 +114,31 @@ fn an_unreachable_remote_is_reported_and_the_channel_keeps_working() {
     let topics = w.machines[1].inbox_topics("backend");
     assert!(topics.contains(&"offline".to_owned()) && topics.contains(&"still writing".to_owned()));
 }
+
+#[test]
+fn the_remote_is_kept_per_device_and_shown() {
+    let w = World::rclone(2, &ROLES);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    let target = format!(":local:{}", w.remote.display());
+    assert_eq!(a.ok(&["remote", "show"]).trim(), format!("rclone {target}"));
+    assert_eq!(b.ok(&["remote", "show"]).trim(), format!("rclone {target}"));
+    // The choice lives in the device's local config, never in the folder.
+    let local = fs::read_dir(a.home.join("state"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("local.json"))
+        .find(|p| p.exists())
+        .expect("local.json");
+    assert!(fs::read_to_string(local).unwrap().contains(&target));
+    assert!(!w.remote.join("local.json").exists());
+    // A fresh copy without a remote says so, with exit 1, and sync refuses.
+    let c = common::machines::Machine {
+        name: "C".into(),
+        home: w.tmp.path().join("home-c"),
+        dir: b.dir.clone(),
+    };
+    let out = c.cli(&["remote", "show"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = c.cli(&["sync"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("remote set"));
+}
