@@ -10,7 +10,7 @@
 mod common;
 
 use common::machines::{Machine, World};
-use countersign::app::send::{SendRequest, ToArg, send_message};
+use countersign::app::send::{SendRequest, send_message};
 use countersign::app::sync::{WhenBusy, sync_now};
 use countersign::app::{AppError, Session, delete, inbox, lifecycle, vote};
 use countersign::core::ids::Role;
@@ -101,19 +101,9 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usiz
             let to = others[rng.below(others.len())];
             let reply_to = (!ids.is_empty() && rng.chance(30)).then(|| any(rng, ids));
             let req = SendRequest {
-                to: ToArg::One(to.into()),
-                topic: format!("t{}", rng.below(1000)),
-                body: "body".into(),
                 action_required: rng.chance(50),
                 reply_to,
-                kind: None,
-                work_status: None,
-                addenda: None,
-                decision_requested: true,
-                pin_key: None,
-                about_message_id: None,
-                voters: None,
-                body_ref: None,
+                ..SendRequest::new(to, format!("t{}", rng.below(1000)), "body")
             };
             let sent = allowed(send_message(&mut s, req));
             if let Some(v) = &sent {
