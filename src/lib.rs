@@ -4,6 +4,7 @@
 //! Arrows point down only: transports ([`mcp`], [`cli`]) → [`app`] → [`store`] → [`core`].
 //! - [`core`]: pure rules (record format, signatures, chain, order, the fold).
 //! - [`store`]: feeds on disk, keys, the SQLite index and ingest.
+//! - [`sync`]: moving the folder between machines (git, rclone); beside `store`, under `app`.
 //! - [`app`]: the use cases shared by the MCP server and the CLI.
 //! - [`mcp`]: the stdio MCP server, thin adapters over [`app`].
 //! - [`cli`]: commands for people, hooks and scripts.
@@ -13,3 +14,4 @@ pub mod cli;
 pub mod core;
 pub mod mcp;
 pub mod store;
+pub mod sync;

@@ -116,19 +116,8 @@ fn exchange(a: &Machine, b: &Machine, a_first: bool) -> String {
 
 fn debt(s: &mut Session, to: &str, topic: &str) -> String {
     let req = SendRequest {
-        to: ToArg::One(to.into()),
-        topic: topic.into(),
-        body: "owed".into(),
-        body_ref: None,
         action_required: true,
-        reply_to: None,
-        kind: None,
-        work_status: None,
-        addenda: None,
-        decision_requested: true,
-        pin_key: None,
-        about_message_id: None,
-        voters: None,
+        ..SendRequest::new(to, topic, "owed")
     };
     send_message(s, req).unwrap()["id"]
         .as_str()
@@ -174,21 +163,7 @@ fn pair() -> (Local, Machine, Machine) {
     // B holds only its own role's key: it cannot write as frontend.
     let e = countersign::app::send::send_message(
         &mut b.session("frontend"),
-        SendRequest {
-            to: ToArg::One("backend".into()),
-            topic: "t".into(),
-            body: "b".into(),
-            body_ref: None,
-            action_required: false,
-            reply_to: None,
-            kind: None,
-            work_status: None,
-            addenda: None,
-            decision_requested: true,
-            pin_key: None,
-            about_message_id: None,
-            voters: None,
-        },
+        SendRequest::new("backend", "t", "b"),
     )
     .unwrap_err()
     .to_string();
@@ -612,19 +587,11 @@ use countersign::app::vote;
 /// A pin round on `key` to every other role, with `voters`.
 fn proposal(s: &mut Session, key: &str, body: &str) -> String {
     let req = SendRequest {
-        to: ToArg::One("*".into()),
-        topic: format!("proposal for {key}"),
-        body: body.into(),
-        body_ref: None,
-        action_required: false,
-        reply_to: None,
         kind: Some("proc".into()),
-        work_status: None,
-        addenda: None,
-        decision_requested: true,
         pin_key: Some(Some(key.into())),
         about_message_id: Some(None),
         voters: Some(Some(ToArg::One("*".into()))),
+        ..SendRequest::new("*", format!("proposal for {key}"), body)
     };
     send_message(s, req).unwrap()["id"]
         .as_str()

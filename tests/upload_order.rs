@@ -16,7 +16,7 @@ use std::path::Path;
 use common::local::{self, Local};
 use common::sha256_hex;
 use countersign::app::pin::{PinRequest, pin_set};
-use countersign::app::send::{SendRequest, ToArg, send_message};
+use countersign::app::send::{SendRequest, send_message};
 use countersign::app::upload::{get_content, seal_content, upload_content};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{RecordId, Role};
@@ -82,19 +82,8 @@ fn written() -> Written {
     let sent = send_message(
         &mut be,
         SendRequest {
-            to: ToArg::One("frontend".into()),
-            topic: "the doc".into(),
-            body: String::new(),
             body_ref: Some(id.clone()),
-            action_required: false,
-            reply_to: None,
-            kind: None,
-            work_status: None,
-            addenda: None,
-            decision_requested: true,
-            pin_key: None,
-            about_message_id: None,
-            voters: None,
+            ..SendRequest::new("frontend", "the doc", "")
         },
     )
     .unwrap();

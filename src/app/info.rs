@@ -16,8 +16,9 @@ pub const PROTOCOL: &str = include_str!("../../docs/PROTOCOL.md");
 /// The starting team charter served by get_charter_template.
 pub const CHARTER_TEMPLATE: &str = include_str!("../../docs/charter-template.md");
 
-/// Who is in the channel: the roster from the channel definition, and for
-/// each role the devices writing it and when each was last heard from.
+/// Who is in the channel: the roster (the channel definition's roles and
+/// those the owner added), and for each role the devices writing it and when
+/// each was last heard from.
 pub fn list_roles(s: &mut Session) -> AppResult<Value> {
     s.catch_up()?;
     Ok(json!({
@@ -56,10 +57,11 @@ pub fn server_build() -> Value {
             {"id": "consent", "shipped_at": "2026-11-30", "what": "proposals with pin_key, about_message_id and voters; acknowledge, get_acknowledgements, awaiting_ack; revise_message; pin_set (with dry_run), pin_get, pin_list, pin_history; nudges and their retirement; backfill_superseded and undo_backfill; consent decided on two machines folds to one winner"},
             {"id": "uploads", "shipped_at": "2026-11-30", "what": "upload_content, seal_content, get_content (documents up to 8 MiB) and body_ref on send_message, revise_message and pin_set"},
             {"id": "charter", "shipped_at": "2026-11-30", "what": "get_charter_template, a starting team charter with ten ground rules"},
-            {"id": "presence", "shipped_at": "2026-11-30", "what": "list_roles devices with last_heard_at; channel_status tentative_since, held, and alarms for forks, second key claims, held records and clocks ahead; sealed segments may be gzip (countersign compress)"},
+            {"id": "sync", "shipped_at": "2026-11-30", "what": "countersign sync through git or rclone, mcp --sync-every in the background; join, admit, add-role and rotate-key for machines and roles (CLI, on the owner's machine where the owner signs)"},
+            {"id": "presence", "shipped_at": "2026-11-30", "what": "list_roles devices with last_heard_at; channel_status tentative_since, held, and alarms for forks, second key claims, held records and clocks ahead; sealed segments may be gzip (countersign compress); countersign repair"},
         ],
         "not_shipped": [
-            {"id": "sync", "why": "countersign sync (git, rclone) is not in this build; a channel folder can still be shared by any means that copies files"},
+            {"id": "invite", "why": "countersign invite and join --invite (a one-time owner-signed grant) are not in this build: a new machine runs join, and the owner's machine admit"},
         ],
         "source": "countersign (Rust), stdio MCP server",
     })

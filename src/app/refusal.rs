@@ -5,6 +5,7 @@
 //! surfaces as a protocol error in MCP and exit code 2 in the CLI.
 
 use crate::store::StoreError;
+use crate::sync::SyncError;
 
 /// What a use case can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +19,9 @@ pub enum AppError {
     /// A fault below the app layer.
     #[error(transparent)]
     Store(StoreError),
+    /// The remote could not be synced with (the local channel is untouched).
+    #[error(transparent)]
+    Sync(SyncError),
 }
 
 impl AppError {
@@ -36,7 +40,7 @@ impl AppError {
         match self {
             Self::Value(_) => Some("ValueError"),
             Self::Permission(_) => Some("PermissionError"),
-            Self::Store(_) => None,
+            Self::Store(_) | Self::Sync(_) => None,
         }
     }
 }
@@ -48,6 +52,15 @@ impl From<StoreError> for AppError {
             StoreError::NotAdmitted(m) => Self::Permission(m),
             StoreError::ForeignWriter(m) => Self::Value(m),
             other => Self::Store(other),
+        }
+    }
+}
+
+impl From<SyncError> for AppError {
+    fn from(e: SyncError) -> Self {
+        match e {
+            SyncError::Store(s) => s.into(),
+            other => Self::Sync(other),
         }
     }
 }

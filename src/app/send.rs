@@ -68,6 +68,28 @@ pub struct SendRequest {
     pub voters: Option<Option<ToArg>>,
 }
 
+impl SendRequest {
+    /// A plain message to `to` (one role, or `"*"`): no debt, no tags, no
+    /// proposal answers. Set the other fields on the result as needed.
+    pub fn new(to: &str, topic: impl Into<String>, body: impl Into<String>) -> Self {
+        Self {
+            to: ToArg::One(to.to_owned()),
+            topic: topic.into(),
+            body: body.into(),
+            body_ref: None,
+            action_required: false,
+            reply_to: None,
+            kind: None,
+            work_status: None,
+            addenda: None,
+            decision_requested: true,
+            pin_key: None,
+            about_message_id: None,
+            voters: None,
+        }
+    }
+}
+
 /// Longest pin key, in characters.
 pub const PIN_KEY_MAX: usize = 80;
 
@@ -125,6 +147,8 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         }
         _ => None,
     };
+    // A role the owner added arrives as a record: fold what is new first.
+    s.catch_up()?;
     let roster = s.roster();
     let to = recipients(&req.to, &me, &roster)?;
     let voters = voters(req.voters.as_ref(), pin_key.as_deref(), &me, &roster)?;

@@ -33,9 +33,11 @@ pub struct Found {
 
 impl Session {
     /// A session on `channel` as `role`. The role must be in the roster.
-    pub fn new(channel: Channel, role: Option<Role>) -> AppResult<Self> {
+    pub fn new(mut channel: Channel, role: Option<Role>) -> AppResult<Self> {
         if let Some(r) = &role
             && !channel.roster().contains(r)
+            // A role the owner added is known once its record is folded in.
+            && (channel.catch_up().is_err() || !channel.roster().contains(r))
         {
             return Err(AppError::value(format!(
                 "role '{r}' is not a role of this channel — its roles are {}",

@@ -26,6 +26,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use super::Cli;
+use super::bench_sync::Propagation;
 use super::bench_wake::Wake;
 use super::mcp_client::{self, Client, call};
 use crate::app::Session;
@@ -57,6 +58,10 @@ pub struct Args {
     /// Keep the throwaway channel and home afterwards (their path is printed).
     #[arg(long)]
     pub keep: bool,
+    /// Measure only propagation between two machines (a send on A until wait_for_mail wakes
+    /// on B, both `mcp --sync-every 1s`, through a local bare git remote and through rclone).
+    #[arg(long)]
+    pub propagation: bool,
 }
 
 /// The roster of the bench channel, sorted (recipients are kept sorted).
@@ -83,11 +88,53 @@ const MIN_CALLS: usize = 10;
 /// A call this slow ends the warm-up: one untimed call is enough for it.
 const SLOW_CALL: Duration = Duration::from_millis(200);
 
+/// `bench --propagation`: only the two-machine measurement.
+fn propagation_only(scratch: &Scratch) -> anyhow::Result<ExitCode> {
+    let machine = Machine::probe(&scratch.root)?;
+    println!("countersign bench --propagation");
+    println!("machine: {}", machine.describe());
+    let exe = std::env::current_exe().context("finding this executable")?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    eprintln!("measuring propagation between two machines (git, then rclone)…");
+    let prop = rt.block_on(Propagation::measure(&exe, &scratch.root))?;
+    print_propagation(&prop);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_propagation(prop: &Propagation) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "Propagation: send_message on machine A → wait_for_mail returns on machine B, both \
+         servers `mcp --sync-every {}` (no budget):",
+        super::bench_sync::EVERY
+    );
+    for (name, samples) in [
+        ("through a bare git repository on local disk", &prop.git),
+        ("through rclone, local-backend remote", &prop.rclone),
+    ] {
+        match samples {
+            Some(v) => println!(
+                "  {name:<46} p50 {:>8.0} ms   min {:>6.0} ms   max {:>6.0} ms   (n={})",
+                ms(p(v, 50)),
+                ms(v.iter().copied().min().unwrap_or_default()),
+                ms(v.iter().copied().max().unwrap_or_default()),
+                v.len()
+            ),
+            None => println!("  {name:<46} not measured (the tool is not installed)"),
+        }
+    }
+}
+
 /// Runs the benchmark and prints the table.
 pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     ensure!(a.messages >= 100, "--messages must be at least 100");
     ensure!(a.calls >= 10, "--calls must be at least 10");
     let scratch = Scratch::new(a.dir.as_deref(), a.keep)?;
+    if a.propagation {
+        return propagation_only(&scratch);
+    }
     let machine = Machine::probe(&scratch.root)?;
     println!(
         "countersign bench: {} messages over {} roles",
@@ -169,6 +216,8 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         "backend",
         SERVER_ROLE,
     ))?;
+    eprintln!("measuring propagation between two machines (git, then rclone)…");
+    let prop = rt.block_on(Propagation::measure(&exe, &scratch.root))?;
     drop(rt);
     let own_hwm = vm_hwm_kb("self");
 
@@ -257,6 +306,8 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     );
     println!();
     t.print();
+    println!();
+    print_propagation(&prop);
 
     println!("\nDetails (no budget):");
     let line = |what: &str, v: &[Duration]| {

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::mcp_client::{call, spawn};
 use crate::app::Session;
-use crate::app::send::{SendRequest, ToArg, send_message};
+use crate::app::send::{SendRequest, send_message};
 use crate::core::ids::Role;
 use crate::store::{Channel, ChannelDir, Home};
 
@@ -66,21 +66,8 @@ impl Wake {
                 r = &mut waiting => anyhow::bail!("wait_for_mail returned before anything was written: {r:?}"),
                 () = settle => {}
             }
-            let req = SendRequest {
-                to: ToArg::One(waiter.to_owned()),
-                topic: format!("wake {i}"),
-                body: "a record from another process".into(),
-                body_ref: None,
-                action_required: false,
-                reply_to: None,
-                kind: None,
-                work_status: None,
-                addenda: None,
-                decision_requested: true,
-                pin_key: None,
-                about_message_id: None,
-                voters: None,
-            };
+            let req =
+                SendRequest::new(waiter, format!("wake {i}"), "a record from another process");
             // Timed from before the append: the writer's own send (~1–2 ms) is
             // included, so this is an upper bound on the wake-up itself.
             let start = Instant::now();

@@ -5,9 +5,11 @@ use std::process::ExitCode;
 
 use super::Cli;
 use crate::app::init::create_channel;
+use crate::app::sync::set_remote;
 use crate::core::ids::Role;
 use crate::store::channel_dir::DEFAULT_DIR;
-use crate::store::{ChannelDir, Home};
+use crate::store::prefs::Remote;
+use crate::store::{Channel, ChannelDir, Home};
 
 /// Arguments of `init`.
 #[derive(Debug, clap::Args)]
@@ -21,6 +23,13 @@ pub struct Args {
     /// A name for the channel (a lowercase slug). Default: the project folder's name.
     #[arg(long)]
     pub name: Option<String>,
+    /// Sync through git: make the folder its own git repository with this `origin`
+    /// (`countersign sync` then publishes). E.g. --git-remote git@host:team/chan.git
+    #[arg(long, value_name = "URL", conflicts_with = "rclone_remote")]
+    pub git_remote: Option<String>,
+    /// Sync through rclone with this REMOTE:PATH (or a local path). E.g. --rclone-remote gdrive:chan
+    #[arg(long, value_name = "REMOTE:PATH")]
+    pub rclone_remote: Option<String>,
 }
 
 /// Creates the channel and prints the next steps.
@@ -28,8 +37,30 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = a.roles.iter().map(String::as_str).collect();
     let root = absolute(&a.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR)))?;
     let name = a.name.clone().unwrap_or_else(|| default_name(&root));
-    let dir = create_channel(&root, &names, &name, &Home::from_env()?)?;
+    let home = Home::from_env()?;
+    let dir = create_channel(&root, &names, &name, &home)?;
+    let remote = match (&a.git_remote, &a.rclone_remote) {
+        (Some(url), _) => Some(Remote::Git(url.clone())),
+        (None, Some(target)) => Some(Remote::Rclone(target.clone())),
+        (None, None) => None,
+    };
     print!("{}", next_steps(&dir, &dir.genesis().roles));
+    if let Some(remote) = remote {
+        let channel = Channel::open(dir.clone(), home)?;
+        let note = set_remote(&channel, remote.clone())?;
+        println!(
+            "\nSync: {remote}. Run `countersign --channel {} sync` to publish; another machine \
+             gets the channel with {} and then `countersign remote set ...` (see docs/SYNC.md).",
+            dir.root().display(),
+            match &remote {
+                Remote::Git(url) => format!("`git clone {url} DIR`"),
+                Remote::Rclone(t) => format!("`rclone copy {t} DIR`"),
+            }
+        );
+        if let Some(note) = note {
+            println!("Note: {note}.");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

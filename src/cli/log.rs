@@ -87,6 +87,8 @@ fn describe(op: &Op) -> String {
         Op::WorkStatus(w) => format!(" {} → {}", w.id.short(), w.value),
         Op::Admit(a) => format!(" {} as {}", a.feed, a.role),
         Op::FeedInit(f) => format!(" {} on {}", f.role, f.device_name),
+        Op::AddRole(a) => format!(" {}", a.role),
+        Op::ReplaceKey(r) => format!(" {} key {}", r.feed, r.pubkey),
         Op::Revise(r) => format!(" {}", r.id.short()),
         Op::Ack(a) => format!(" {} {}", a.id.short(), a.decision),
         Op::PinSet(p) => format!(" {:?} version {:?}", p.key, p.version),

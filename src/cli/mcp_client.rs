@@ -22,8 +22,20 @@ pub async fn spawn(
     home: &Path,
     role: &str,
 ) -> anyhow::Result<(Client, Option<u32>)> {
+    spawn_with(exe, dir, home, role, &[]).await
+}
+
+/// Like [`spawn`], with extra arguments to `mcp` (e.g. `--sync-every 1s`).
+pub async fn spawn_with(
+    exe: &Path,
+    dir: &Path,
+    home: &Path,
+    role: &str,
+    extra: &[&str],
+) -> anyhow::Result<(Client, Option<u32>)> {
     let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
         c.arg("mcp")
+            .args(extra)
             .arg("--role")
             .arg(role)
             .arg("--channel")

@@ -2,7 +2,10 @@
 //! `store`. `main` maps outcomes to exit codes: 0 done, 1 problems found (verify),
 //! 2 the command could not run.
 
+mod add_role;
+mod admit;
 mod bench;
+mod bench_sync;
 mod bench_wake;
 mod compress;
 mod demo;
@@ -10,13 +13,17 @@ mod hook;
 mod inbox;
 mod init;
 mod install;
+mod join;
 mod log;
 mod mcp_client;
 mod reindex;
+mod remote;
 mod repair;
+mod rotate_key;
 mod send;
 mod serve;
 mod status;
+mod sync;
 mod verify;
 
 use std::path::PathBuf;
@@ -69,6 +76,20 @@ enum Command {
     /// Publish again the records of this device that its feeds in the folder lack (a line
     /// edited or cut out by hand, a file lost or replaced by an older copy), from its journal.
     Repair(repair::Args),
+    /// Exchange the channel with its remote (git or rclone) once: publish this device's feeds,
+    /// receive the others'. E.g. `countersign sync`.
+    Sync(sync::Args),
+    /// Choose (`remote set git URL`, `remote set rclone REMOTE:PATH`) or show the remote
+    /// `sync` uses on this device.
+    Remote(remote::Args),
+    /// Make this device's key for --role and print the `admit` command for the owner's machine.
+    Join(join::Args),
+    /// Owner: let another device write as a role (`admit ROLE PUBKEY --device D`).
+    Admit(admit::Args),
+    /// Owner: add a role to the roster (`add-role ROLE`).
+    AddRole(add_role::Args),
+    /// Replace the key of --role's feed on this device (or, with --lost, as the owner).
+    RotateKey(rotate_key::Args),
     /// Measure rebuild, ingest, tool latency and memory against the budgets, on a throwaway channel.
     Bench(bench::Args),
     /// Play a short exchange between two roles on a throwaway channel, through the real
@@ -101,6 +122,12 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Reindex(a) => reindex::run(&cli, a),
         Command::Compress(a) => compress::run(&cli, a),
         Command::Repair(a) => repair::run(&cli, a),
+        Command::Sync(a) => sync::run(&cli, a),
+        Command::Remote(a) => remote::run(&cli, a),
+        Command::Join(a) => join::run(&cli, a),
+        Command::Admit(a) => admit::run(&cli, a),
+        Command::AddRole(a) => add_role::run(&cli, a),
+        Command::RotateKey(a) => rotate_key::run(&cli, a),
         Command::Bench(a) => bench::run(&cli, a),
         Command::Demo(a) => demo::run(&cli, a),
         Command::Status(a) => status::run(&cli, a),

@@ -1,16 +1,47 @@
 //! `countersign mcp`: serve one agent session over stdio.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use super::Cli;
 use crate::mcp::Server;
 
 /// Arguments of `mcp` (the role and channel are global options).
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "Examples:\n  countersign mcp --role backend\n  \
+    countersign mcp --role backend --sync-every 30s\n\n\
+    With --sync-every, the channel is synced with its remote (`countersign remote set`) in the \
+    background: every interval and about a second after each own write. One process per machine \
+    and channel syncs at a time; a failed sync is logged to stderr and retried.")]
+pub struct Args {
+    /// Sync with the channel's remote in the background this often (e.g. 30s, 2m, 500ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub sync_every: Option<Duration>,
+}
+
+/// Parses `30s`, `2m`, `500ms`, `1h` or plain seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration such as 30s, 2m or 500ms"))?;
+    let d = match unit {
+        "" | "s" => Duration::from_secs(n),
+        "ms" => Duration::from_millis(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => return Err(format!("'{s}': the unit must be ms, s, m or h")),
+    };
+    if d < Duration::from_millis(100) {
+        return Err("the sync interval must be at least 100ms".into());
+    }
+    Ok(d)
+}
 
 /// Serves until the client closes stdin.
-pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -24,6 +55,14 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(Server::new(session).serve_stdio())?;
+    let mut server = Server::new(session);
+    if let Some(every) = a.sync_every {
+        server = server.with_sync_every(every);
+    }
+    let served = rt.block_on(server.serve_stdio());
+    // A background sync may be waiting on a slow remote: the session is over,
+    // so do not wait for it long (its next run, anywhere, picks the work up).
+    rt.shutdown_timeout(Duration::from_secs(2));
+    served?;
     Ok(ExitCode::SUCCESS)
 }

@@ -599,6 +599,8 @@ impl Message {
             Op::Send(_)
             | Op::FeedInit(_)
             | Op::Admit(_)
+            | Op::AddRole(_)
+            | Op::ReplaceKey(_)
             | Op::PinSet(_)
             | Op::Backfill(_)
             | Op::UndoBackfill(_)

@@ -37,6 +37,11 @@ pub enum Op {
     Reopen(Note),
     /// A party moves a message's work status.
     WorkStatus(WorkStatusMove),
+    /// Owner feed only: adds a role to the roster.
+    AddRole(AddRole),
+    /// A feed's key changes: in the feed itself, signed by the old key; or in
+    /// the owner's feed, when the old key is lost.
+    ReplaceKey(ReplaceKey),
     /// The author re-issues a message's body (and maybe its topic).
     Revise(Revise),
     /// A role's decision on a message.
@@ -67,6 +72,8 @@ impl Op {
             Self::Confirm(_) => "confirm",
             Self::Reopen(_) => "reopen",
             Self::WorkStatus(_) => "work_status",
+            Self::AddRole(_) => "add_role",
+            Self::ReplaceKey(_) => "replace_key",
             Self::Revise(_) => "revise",
             Self::Ack(_) => "ack",
             Self::PinSet(_) => "pin_set",
@@ -92,6 +99,8 @@ impl Op {
             "confirm" => Self::Confirm(from_str(data)?),
             "reopen" => Self::Reopen(from_str(data)?),
             "work_status" => Self::WorkStatus(from_str(data)?),
+            "add_role" => Self::AddRole(from_str(data)?),
+            "replace_key" => Self::ReplaceKey(from_str(data)?),
             "revise" => Self::Revise(from_str(data)?),
             "ack" => Self::Ack(from_str(data)?),
             "pin_set" => Self::PinSet(from_str(data)?),
@@ -117,6 +126,8 @@ impl Op {
             Self::FeedInit(_)
             | Self::Admit(_)
             | Self::Send(_)
+            | Self::AddRole(_)
+            | Self::ReplaceKey(_)
             | Self::PinSet(_)
             | Self::Backfill(_)
             | Self::UndoBackfill(_)
@@ -148,6 +159,28 @@ pub struct Admit {
     pub pubkey: String,
     /// The role it may write as (the feed's role part).
     pub role: Role,
+}
+
+/// Data of `add_role`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddRole {
+    /// The new role.
+    pub role: Role,
+}
+
+/// Data of `replace_key`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceKey {
+    /// The feed whose key changes.
+    pub feed: FeedId,
+    /// Its new hex ed25519 public key: every later record of the feed is signed by it.
+    pub pubkey: String,
+    /// In the owner's feed only: the first seq of `feed` signed by the new
+    /// key (in the feed itself, the change starts with the next record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_seq: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {

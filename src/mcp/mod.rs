@@ -11,6 +11,7 @@ mod browse;
 mod consent;
 mod debts;
 mod messaging;
+mod syncer;
 mod uploads;
 mod wait;
 
@@ -90,6 +91,7 @@ pub struct Server {
     session: Arc<Mutex<Session>>,
     feeds: PathBuf,
     watcher: Arc<OnceLock<Option<Watcher>>>,
+    sync_every: Option<std::time::Duration>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -100,6 +102,7 @@ impl Server {
             feeds: session.channel().dir().feeds(),
             session: Arc::new(Mutex::new(session)),
             watcher: Arc::new(OnceLock::new()),
+            sync_every: None,
             tool_router: Self::messaging_router()
                 + Self::browse_router()
                 + Self::debts_router()
@@ -110,8 +113,25 @@ impl Server {
         }
     }
 
+    /// Also syncs the channel with its remote in the background, every
+    /// `every` and soon after own writes (see `syncer`).
+    pub fn with_sync_every(mut self, every: std::time::Duration) -> Self {
+        self.sync_every = Some(every);
+        self
+    }
+
     /// Serves on stdin/stdout until the client disconnects.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
+        if let Some(every) = self.sync_every {
+            let (dir, home) = {
+                let s = self
+                    .session
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                (s.channel().dir().clone(), s.channel().home().clone())
+            };
+            tokio::spawn(syncer::run(dir, home, every, self.folder_changes()));
+        }
         let running = self.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;
         Ok(())

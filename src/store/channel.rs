@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ed25519_dalek::SigningKey;
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use rusqlite::OptionalExtension as _;
 
 use super::channel_dir::ChannelDir;
@@ -21,7 +21,7 @@ use super::ingest::{Ingest, IngestReport, ScanCache};
 use super::lock::FileLock;
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
-use crate::core::op::{Admit, FeedInit, Op};
+use crate::core::op::{Admit, FeedInit, Op, ReplaceKey};
 use crate::core::record::{self, Header, Record};
 
 /// The file that serializes index writers on this machine.
@@ -99,10 +99,14 @@ impl Channel {
         &self.home
     }
 
-    /// The roles of the channel, sorted.
+    /// The roles of the channel, sorted: channel.json's roles plus those the
+    /// owner added (`add_role` records in the index).
     pub fn roster(&self) -> Vec<Role> {
         let mut r = self.dir.genesis().roles.clone();
+        // An unreadable index still leaves the genesis roster.
+        r.extend(added_roles(&self.index).unwrap_or_default());
         r.sort();
+        r.dedup();
         r
     }
 
@@ -245,7 +249,10 @@ impl Channel {
             let Some(key) = self.home.load_key(self.dir.id(), key_name)? else {
                 continue;
             };
-            let writer = self.feed_writer(feed);
+            // Records written before a key replacement are this device's too.
+            let pubkey = record::pubkey_hex(&key.verifying_key());
+            let former = former_keys(&self.index, &feed, &pubkey)?;
+            let writer = self.feed_writer(feed).with_former_keys(former);
             let _lock = writer.lock()?;
             f(&writer, &key.verifying_key())?;
         }
@@ -257,13 +264,29 @@ impl Channel {
     /// announced with `feed_init`. Elsewhere a device without the role's key
     /// is refused with the way to get one.
     pub fn writer(&mut self, role: &Role) -> StoreResult<Writer> {
+        self.catch_up()?;
+        self.finish_key_swap(role)?;
         let (feed, key, owner) = self.identity(role)?;
         let pubkey = record::pubkey_hex(&key.verifying_key());
         let writer = Writer {
-            feed: self.feed_writer(feed.clone()),
+            feed: self.feed_writer(feed.clone()).with_former_keys(former_keys(
+                &self.index,
+                &feed,
+                &pubkey,
+            )?),
             key,
         };
-        self.catch_up()?;
+        let admitted = self.admitted_key(&feed)?;
+        if let Some(k) = admitted.filter(|k| *k != pubkey) {
+            return Err(StoreError::NotAdmitted(format!(
+                "feed {feed} is admitted with key {k}, but this device holds key {pubkey} for \
+                 role '{role}'. If the key was replaced elsewhere, sync first; to make this \
+                 device's key the feed's key, run on the owner's machine: `countersign \
+                 rotate-key --role {role} --lost --device {} --pubkey {pubkey} --from-seq {}`",
+                feed.device(),
+                self.head_seq(&feed)? + 1
+            )));
+        }
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
                 return Err(not_admitted(&feed, role, &pubkey));
@@ -306,12 +329,10 @@ impl Channel {
             Some(k) => k,
             None if owner.is_some() => self.home.create_key(ch, role.as_str())?,
             None => {
-                // Admitting another machine's device (invite/join/admit) comes
-                // with sync; until then roles write from the owner's machine.
                 return Err(StoreError::NotAdmitted(format!(
                     "this device holds no key for role '{role}' in channel '{}' and is not the \
-                     channel owner's machine; in this version every role writes from the machine \
-                     that ran `countersign init` (its COUNTERSIGN_HOME holds the owner key)",
+                     channel owner's machine: run `countersign join --role {role}` here, then \
+                     the `countersign admit` command it prints on the owner's machine, and sync",
                     self.dir.genesis().name
                 )));
             }
@@ -332,6 +353,159 @@ impl Channel {
 
     fn is_admitted(&self, feed: &FeedId) -> StoreResult<bool> {
         admitted_in(&self.index, feed)
+    }
+
+    /// The hex public key `feed` currently writes with, `None` if nobody admitted it.
+    pub fn admitted_key(&self, feed: &FeedId) -> StoreResult<Option<String>> {
+        let key: Option<Option<String>> = self
+            .index
+            .conn()
+            .prepare_cached("SELECT pubkey FROM feeds WHERE feed = ?1")
+            .and_then(|mut s| s.query_row([feed.to_string()], |r| r.get(0)).optional())
+            .db(self.index.path())?;
+        Ok(key.flatten())
+    }
+
+    /// The seq of the last record of `feed` in the index (0 if none).
+    pub fn head_seq(&self, feed: &FeedId) -> StoreResult<u64> {
+        let seq: Option<i64> = self
+            .index
+            .conn()
+            .prepare_cached("SELECT head_seq FROM feeds WHERE feed = ?1")
+            .and_then(|mut s| s.query_row([feed.to_string()], |r| r.get(0)).optional())
+            .db(self.index.path())?;
+        Ok(seq.unwrap_or(0).max(0) as u64)
+    }
+
+    /// The feed of `role` on this device.
+    pub fn own_feed(&self, role: &Role) -> FeedId {
+        FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs")
+    }
+
+    /// The writer of this device's owner feed; refused on a machine without the owner key.
+    pub fn owner_writer(&self) -> StoreResult<Writer> {
+        let Some(key) = self.home.load_key(self.dir.id(), "owner")? else {
+            return Err(StoreError::NotAdmitted(format!(
+                "this device does not hold the owner key of channel '{}': run this on the \
+                 owner's machine (the one that ran `countersign init`)",
+                self.dir.genesis().name
+            )));
+        };
+        let feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
+        Ok(Writer {
+            feed: self.feed_writer(feed),
+            key,
+        })
+    }
+
+    /// This device's key for `role`, created if missing (joining needs no
+    /// owner). Returns the feed, the hex public key and whether it was created.
+    pub fn join_key(&mut self, role: &Role) -> StoreResult<(FeedId, String, bool)> {
+        self.catch_up()?;
+        self.finish_key_swap(role)?;
+        let ch = self.dir.id();
+        let (key, created) = match self.home.load_key(ch, role.as_str())? {
+            Some(k) => (k, false),
+            None => (self.home.create_key(ch, role.as_str())?, true),
+        };
+        Ok((
+            self.own_feed(role),
+            record::pubkey_hex(&key.verifying_key()),
+            created,
+        ))
+    }
+
+    /// Replaces this device's key of `role` by a new one: a `replace_key`
+    /// record signed by the old key, then the key file swap. The new key waits
+    /// as `<role>.next.key` until the record is durable, so a crash between the
+    /// two is finished by the next write (see [`Self::finish_key_swap`]).
+    pub fn rotate_key(&mut self, role: &Role) -> StoreResult<(Record, String)> {
+        let writer = self.writer(role)?;
+        let ch = self.dir.id().to_owned();
+        let next_name = format!("{role}.next");
+        let next = self.home.create_key(&ch, &next_name)?;
+        let pubkey = record::pubkey_hex(&next.verifying_key());
+        let op = Op::ReplaceKey(ReplaceKey {
+            feed: writer.feed().clone(),
+            pubkey: pubkey.clone(),
+            from_seq: None,
+        });
+        let (rec, ()) = self.append(&writer, |_| Ok::<_, StoreError>((op, ())))?;
+        self.home.swap_key(&ch, role.as_str(), &next_name)?;
+        Ok((rec, pubkey))
+    }
+
+    /// Replaces the key of `role`'s feed on `device` when its old key is lost:
+    /// an owner-signed `replace_key` from seq `from_seq` on (default: the seq
+    /// after the last record this machine has of the feed). Without `pubkey`,
+    /// `device` must be this one and a new key is made here.
+    pub fn replace_lost_key(
+        &mut self,
+        role: &Role,
+        device: Option<&str>,
+        pubkey: Option<&str>,
+        from_seq: Option<u64>,
+    ) -> StoreResult<(Record, FeedId, String)> {
+        let owner = self.owner_writer()?;
+        let device = device.unwrap_or(&self.device.id).to_owned();
+        let feed = FeedId::new(role.as_str(), &device).ok_or_else(|| {
+            StoreError::NotAdmitted(format!("'{device}' is not a valid device id"))
+        })?;
+        self.catch_up()?;
+        if !self.is_admitted(&feed)? {
+            return Err(StoreError::NotAdmitted(format!(
+                "feed {feed} was never admitted, so it has no key to replace: admit it with \
+                 `countersign admit {role} PUBKEY --device {device}`"
+            )));
+        }
+        let ch = self.dir.id().to_owned();
+        let next_name = format!("{role}.next");
+        let (pubkey, local) = match pubkey {
+            Some(p) => {
+                if record::parse_pubkey(p).is_none() {
+                    return Err(StoreError::NotAdmitted(format!(
+                        "'{p}' is not a public key (64 hex characters)"
+                    )));
+                }
+                (p.to_owned(), false)
+            }
+            None if device == self.device.id => {
+                let next = self.home.create_key(&ch, &next_name)?;
+                (record::pubkey_hex(&next.verifying_key()), true)
+            }
+            None => {
+                return Err(StoreError::NotAdmitted(format!(
+                    "the new key of {feed} lives on device {device}: run `countersign join --role \
+                     {role}` there and pass the key it prints with --pubkey"
+                )));
+            }
+        };
+        let from_seq = from_seq.unwrap_or(self.head_seq(&feed)? + 1).max(1);
+        let op = Op::ReplaceKey(ReplaceKey {
+            feed: feed.clone(),
+            pubkey: pubkey.clone(),
+            from_seq: Some(from_seq),
+        });
+        let (rec, ()) = self.append(&owner, |_| Ok::<_, StoreError>((op, ())))?;
+        if local {
+            self.home.swap_key(&ch, role.as_str(), &next_name)?;
+        }
+        Ok((rec, feed, pubkey))
+    }
+
+    /// Finishes a key replacement a crash interrupted: once the feed's
+    /// admitted key is the waiting `<role>.next.key`, it becomes the role key.
+    fn finish_key_swap(&self, role: &Role) -> StoreResult<()> {
+        let ch = self.dir.id();
+        let next_name = format!("{role}.next");
+        let Some(next) = self.home.load_key(ch, &next_name)? else {
+            return Ok(());
+        };
+        let next_pub = record::pubkey_hex(&next.verifying_key());
+        if self.admitted_key(&self.own_feed(role))?.as_deref() == Some(next_pub.as_str()) {
+            self.home.swap_key(ch, role.as_str(), &next_name)?;
+        }
+        Ok(())
     }
 
     /// Appends the op that `build` returns, serialized with every other write
@@ -445,9 +619,59 @@ impl Channel {
 /// The refusal for a feed the owner has not admitted, with the command that fixes it.
 fn not_admitted(feed: &FeedId, role: &Role, pubkey: &str) -> StoreError {
     StoreError::NotAdmitted(format!(
-        "feed {feed} (role '{role}', key {pubkey}) is not admitted by the channel owner, and \
-         this device does not hold the owner key that would admit it"
+        "feed {feed} (role '{role}', key {pubkey}) is not admitted by the channel owner yet, and \
+         this device does not hold the owner key that would admit it: on the owner's machine \
+         run `countersign admit {role} {pubkey} --device {}`, then `countersign sync` there and \
+         here",
+        feed.device()
     ))
+}
+
+/// The `add_role` records, looked up in the owner's feeds only (a range of
+/// the `(feed, seq)` index: the owner's feeds are small, the others are not).
+const OWNER_ADD_ROLES: &str = "SELECT json_extract(body, '$.data.role') FROM records \
+     WHERE feed >= '_owner/' AND feed < '_owner0' AND op = 'add_role'";
+
+/// Roles the owner added with `add_role`.
+fn added_roles(ix: &Index) -> StoreResult<Vec<Role>> {
+    let mut st = ix.conn().prepare_cached(OWNER_ADD_ROLES).db(ix.path())?;
+    let rows = st
+        .query_map([], |r| r.get::<_, Option<String>>(0))
+        .db(ix.path())?;
+    let mut out = Vec::new();
+    for row in rows {
+        if let Some(role) = row.db(ix.path())?.and_then(|r| Role::new(&r).ok()) {
+            out.push(role);
+        }
+    }
+    Ok(out)
+}
+
+/// Every key `feed` was admitted, announced or replaced with, except `current`:
+/// the feed's older records are signed by them.
+fn former_keys(ix: &Index, feed: &FeedId, current: &str) -> StoreResult<Vec<VerifyingKey>> {
+    let mut st = ix
+        .conn()
+        .prepare_cached(
+            "SELECT json_extract(body, '$.data.pubkey') FROM records \
+             WHERE feed = ?1 AND op IN ('feed_init', 'replace_key') \
+             UNION SELECT json_extract(body, '$.data.pubkey') FROM records \
+             WHERE feed >= '_owner/' AND feed < '_owner0' AND op IN ('admit', 'replace_key') \
+               AND json_extract(body, '$.data.feed') = ?1",
+        )
+        .db(ix.path())?;
+    let rows = st
+        .query_map([feed.to_string()], |r| r.get::<_, Option<String>>(0))
+        .db(ix.path())?;
+    let mut out = Vec::new();
+    for row in rows {
+        if let Some(k) = row.db(ix.path())?.filter(|k| k != current)
+            && let Some(key) = record::parse_pubkey(&k)
+        {
+            out.push(key);
+        }
+    }
+    Ok(out)
 }
 
 fn admitted_in(ix: &Index, feed: &FeedId) -> StoreResult<bool> {

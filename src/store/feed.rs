@@ -351,6 +351,8 @@ pub struct FeedWriter {
     dir: PathBuf,
     journal: PathBuf,
     lock: PathBuf,
+    /// Keys the feed had before a `replace_key`: its older records are signed by them.
+    former_keys: Vec<VerifyingKey>,
 }
 
 impl FeedWriter {
@@ -366,7 +368,19 @@ impl FeedWriter {
             dir,
             journal,
             lock,
+            former_keys: Vec::new(),
         }
+    }
+
+    /// The same writer, also recognizing records signed by `keys` (the keys
+    /// the feed had before it replaced its key) as this device's own.
+    pub fn with_former_keys(mut self, keys: Vec<VerifyingKey>) -> Self {
+        self.former_keys = keys;
+        self
+    }
+
+    fn signed_by_feed(&self, rec: &Record, key: &VerifyingKey) -> bool {
+        rec.verify(key) || self.former_keys.iter().any(|k| rec.verify(k))
     }
 
     /// The feed id.
@@ -527,7 +541,7 @@ impl FeedWriter {
             let last = tail.line.as_deref().map(record::decode);
             if let Some(Ok(rec)) = last
                 && rec.header.feed == self.feed
-                && rec.verify(key)
+                && self.signed_by_feed(&rec, key)
             {
                 return Ok(Some(rec));
             }
@@ -536,7 +550,7 @@ impl FeedWriter {
                 .into_iter()
                 .rev()
                 .filter_map(|l| l.record.ok())
-                .find(|r| r.header.feed == self.feed && r.verify(key));
+                .find(|r| r.header.feed == self.feed && self.signed_by_feed(r, key));
             if ours.is_some() {
                 return Ok(ours);
             }

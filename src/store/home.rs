@@ -160,6 +160,32 @@ impl Home {
     }
 }
 
+impl Home {
+    /// Makes the key `<next>.key` the key `<name>.key`, atomically (a rename
+    /// over the old file, so a reader sees the old key or the new one, never
+    /// none). The old key is kept beside it as `<name>.replaced-<ms>.key`: the
+    /// feed's older records stay verifiable by hand.
+    pub fn swap_key(&self, channel_id: &str, name: &str, next: &str) -> StoreResult<()> {
+        let dir = self.keys_dir(channel_id);
+        let path = dir.join(format!("{name}.key"));
+        let next_path = dir.join(format!("{next}.key"));
+        if path.exists() {
+            let ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            let backup = dir.join(format!("{name}.replaced-{ms}.key"));
+            match fs::hard_link(&path, &backup) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e).at(&backup)?,
+            }
+        }
+        fs::rename(&next_path, &path).at(&path)?;
+        fs::File::open(&dir).and_then(|d| d.sync_all()).at(&dir)?;
+        Ok(())
+    }
+}
+
 /// A fresh key from the OS random source.
 pub fn new_signing_key() -> SigningKey {
     let mut seed = [0u8; 32];

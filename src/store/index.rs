@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS feeds(
     feed TEXT PRIMARY KEY, role TEXT NOT NULL, pubkey TEXT, admitted_by TEXT,
     head_seq INTEGER NOT NULL DEFAULT 0, head_id TEXT, head_ms INTEGER, head_c INTEGER,
     frozen TEXT);
+-- Owner-signed key replacements (a lost key): from `from_seq` on, `feed` is signed by `pubkey`.
+CREATE TABLE IF NOT EXISTS key_changes(
+    feed TEXT NOT NULL, from_seq INTEGER NOT NULL, pubkey TEXT NOT NULL,
+    PRIMARY KEY(feed, from_seq));
 -- Accepted records, verified and chained. n is the local ingest sequence.
 CREATE TABLE IF NOT EXISTS records(
     n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, feed TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -147,6 +151,7 @@ CREATE TABLE IF NOT EXISTS body_refs(
 const DERIVED_TABLES: &[&str] = &[
     "files",
     "feeds",
+    "key_changes",
     "records",
     "targets",
     "problems",

@@ -94,6 +94,8 @@ impl ScanCache {
 struct FeedState {
     role: String,
     pubkey: Option<VerifyingKey>,
+    /// An owner-signed key replacement that starts at a seq not reached yet.
+    pending_key: Option<(u64, VerifyingKey)>,
     head: Option<Head>,
     frozen: Option<String>,
     dirty: bool,
@@ -120,6 +122,9 @@ pub struct Ingest<'a, 'p> {
     pin_keys: BTreeSet<String>,
     report: IngestReport,
     progress: Option<&'p mut dyn FnMut(u64)>,
+    /// The key the last [`Self::verify_ahead`] checked with: its verdicts
+    /// hold only while the feed still has that key.
+    ahead_key: Option<VerifyingKey>,
     /// Local wall-clock time of this pass (ms), for holding future records.
     now_ms: i64,
     /// Records held on an earlier pass (their `held` problems go once applied).
@@ -183,8 +188,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
             fresh: HashMap::new(),
             pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
+            ahead_key: None,
         };
         me.load_feeds()?;
+        me.load_pending_keys()?;
         me.load_held()?;
         for (feed, path) in me.feed_dirs(cache)? {
             me.ingest_feed(&feed, &path, cache)?;
@@ -258,6 +265,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 FeedState {
                     role,
                     pubkey,
+                    pending_key: None,
                     head,
                     frozen,
                     dirty: false,
@@ -279,6 +287,38 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let rows = st.query_map([], |r| r.get::<_, String>(0)).db(p)?;
         for r in rows {
             self.held.insert(r.db(p)?);
+        }
+        Ok(())
+    }
+
+    /// Owner key replacements whose first seq the feed has not reached yet.
+    fn load_pending_keys(&mut self) -> StoreResult<()> {
+        let p = self.index.path();
+        let mut st = self
+            .index
+            .conn()
+            .prepare_cached("SELECT feed, from_seq, pubkey FROM key_changes ORDER BY from_seq")
+            .db(p)?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .db(p)?;
+        for row in rows {
+            let (feed, from, key) = row.db(p)?;
+            let (Ok(feed), Some(key)) = (FeedId::try_from(feed), parse_pubkey(&key)) else {
+                continue;
+            };
+            if let Some(st) = self.feeds.get_mut(&feed)
+                && st.head.map_or(0, |h| h.seq) < from as u64
+                && st.pending_key.is_none()
+            {
+                st.pending_key = Some((from as u64, key));
+            }
         }
         Ok(())
     }
@@ -318,6 +358,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         self.feeds.entry(feed.clone()).or_insert_with(|| FeedState {
             role: feed.role().to_owned(),
             pubkey: if feed.is_owner() { owner_key } else { None },
+            pending_key: None,
             head: None,
             frozen: None,
             dirty: true,
@@ -609,6 +650,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let Some(key) = key.filter(|_| lines.len() >= PARALLEL_FROM) else {
             return Vec::new();
         };
+        self.ahead_key = Some(key);
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, 8);
@@ -690,6 +732,15 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 rec.header.seq
             )));
         }
+        // From an owner's key replacement on, the feed's records carry the new key.
+        let switch = state
+            .pending_key
+            .filter(|(from, _)| rec.header.seq >= *from)
+            .map(|(_, k)| k);
+        let key = switch.unwrap_or(key);
+        // A check made ahead holds only if it used the key that applies now
+        // (a key replacement earlier in the run changes it).
+        let verified = verified.filter(|_| self.ahead_key.as_ref() == Some(&key));
         if !verified.unwrap_or_else(|| rec.verify(&key)) {
             self.problem("quarantine", rel, offset, Some(&rec), feed, "bad signature")?;
             return Ok(Verdict::Consumed);
@@ -766,6 +817,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if let Some(why) = misplaced(feed, &rec, &op, &key) {
             self.problem("quarantine", rel, offset, Some(&rec), feed, &why)?;
             return Ok(Verdict::Consumed);
+        }
+        if let Some(k) = switch {
+            let st = self.feed_state(feed);
+            st.pubkey = Some(k);
+            st.pending_key = None;
+            st.dirty = true;
         }
         self.accept(feed, &rec, &op, rel, offset)?;
         Ok(Verdict::Consumed)
@@ -974,6 +1031,39 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     self.touched.insert(*t);
                 }
             }
+            Op::ReplaceKey(r) => {
+                // `misplaced` made sure the record may change the key.
+                let Some(key) = parse_pubkey(&r.pubkey) else {
+                    return Ok(());
+                };
+                let target = self.feed_state(&r.feed);
+                let next = target.head.map_or(1, |h| h.seq + 1);
+                match r.from_seq.filter(|_| feed.is_owner()) {
+                    // The owner's: from its seq on, wherever the reader is.
+                    Some(from) => {
+                        if from <= next {
+                            target.pubkey = Some(key);
+                            target.pending_key = None;
+                        } else {
+                            target.pending_key = Some((from, key));
+                        }
+                        target.dirty = true;
+                        conn.prepare_cached(
+                            "INSERT OR REPLACE INTO key_changes(feed, from_seq, pubkey) \
+                             VALUES (?1, ?2, ?3)",
+                        )
+                        .and_then(|mut s| {
+                            s.execute(params![r.feed.to_string(), from as i64, r.pubkey])
+                        })
+                        .db(p)?;
+                    }
+                    // The feed's own, signed by the old key: from the next record on.
+                    None => {
+                        target.pubkey = Some(key);
+                        target.dirty = true;
+                    }
+                }
+            }
             Op::UploadChunk(c) => {
                 let upload = upload::record_chunk(self.index, n, rec.order_key(), &role, c)?;
                 self.uploads.insert(upload);
@@ -989,7 +1079,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             Op::Backfill(Backfill { ids, .. }) | Op::UndoBackfill(UndoBackfill { ids, .. }) => {
                 self.touched.extend(ids.iter().copied());
             }
-            Op::FeedInit(_) => {}
+            Op::FeedInit(_) | Op::AddRole(_) => {}
         }
         Ok(())
     }
@@ -1191,6 +1281,28 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
             Some(format!("admit of {} names role '{}'", a.feed, a.role))
         }
         Op::Admit(_) => None,
+        Op::AddRole(_) if !feed.is_owner() => {
+            Some("only the channel owner's feed may add roles".into())
+        }
+        Op::AddRole(_) => None,
+        Op::ReplaceKey(r) if r.feed.is_owner() => {
+            Some("the owner's key is fixed by channel.json and cannot be replaced".into())
+        }
+        Op::ReplaceKey(r) if !feed.is_owner() && &r.feed != feed => Some(format!(
+            "replace_key for feed {} found in feed {feed}",
+            r.feed
+        )),
+        Op::ReplaceKey(r) if feed.is_owner() && r.from_seq.is_none_or(|s| s == 0) => Some(format!(
+            "the owner's replace_key for {} names no from_seq",
+            r.feed
+        )),
+        Op::ReplaceKey(r) if !feed.is_owner() && r.from_seq.is_some() => {
+            Some("a feed's own replace_key takes effect at its next record: no from_seq".into())
+        }
+        Op::ReplaceKey(r) if parse_pubkey(&r.pubkey).is_none() => {
+            Some("replace_key carries no valid public key".into())
+        }
+        Op::ReplaceKey(_) => None,
         _ if feed.is_owner() => Some(format!(
             "op '{}' does not belong in the owner's feed",
             rec.op_name

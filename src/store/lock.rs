@@ -30,4 +30,23 @@ impl FileLock {
         file.lock().at(path)?;
         Ok(Self { _file: file })
     }
+
+    /// Takes the exclusive lock on `path` if nobody holds it; `None` when
+    /// another process (or another handle in this one) does.
+    pub fn try_exclusive(path: &Path) -> StoreResult<Option<Self>> {
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).at(parent)?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .at(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Self { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e).at(path)?,
+        }
+    }
 }

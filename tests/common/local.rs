@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use countersign::app::Session;
 use countersign::app::init::create_channel;
-use countersign::app::send::{SendRequest, ToArg, send_message};
+use countersign::app::send::{SendRequest, send_message};
 use countersign::core::ids::Role;
 use countersign::store::{Channel, ChannelDir, Home};
 
@@ -55,24 +55,6 @@ pub fn open(dir: &Path, home: &Home) -> Channel {
 
 /// Sends a point-to-point message and returns its short id.
 pub fn send(s: &mut Session, to: &str, topic: &str, body: &str) -> String {
-    let out = send_message(
-        s,
-        SendRequest {
-            to: ToArg::One(to.into()),
-            topic: topic.into(),
-            body: body.into(),
-            body_ref: None,
-            action_required: false,
-            reply_to: None,
-            kind: None,
-            work_status: None,
-            addenda: None,
-            decision_requested: true,
-            pin_key: None,
-            about_message_id: None,
-            voters: None,
-        },
-    )
-    .unwrap();
+    let out = send_message(s, SendRequest::new(to, topic, body)).unwrap();
     out["id"].as_str().unwrap().to_owned()
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod local;
+pub mod machines;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -131,10 +132,16 @@ impl Reply {
 impl Client {
     /// Spawns the server for `role`.
     pub async fn spawn(home: &Path, dir: &Path, role: &str) -> Self {
+        Self::spawn_with(home, dir, role, &[]).await
+    }
+
+    /// Spawns the server for `role` with extra arguments to `mcp`.
+    pub async fn spawn_with(home: &Path, dir: &Path, role: &str, extra: &[&str]) -> Self {
         let (home, dir, role) = (home.to_path_buf(), dir.to_path_buf(), role.to_owned());
         let transport =
             TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
                 c.arg("mcp")
+                    .args(extra)
                     .arg("--role")
                     .arg(&role)
                     .arg("--channel")

@@ -1,0 +1,166 @@
+//! Membership across machines: joining with a new device, admitting it,
+//! adding roles and replacing keys (DESIGN §4).
+//!
+//! Every change is an owner-signed record (`admit`, `add_role`, an owner
+//! `replace_key`) or a record signed by the key being replaced; readers
+//! apply them from the verified feeds, so nothing here is trusted because of
+//! where it ran. Key files are the store's; this module validates requests
+//! and words the answers.
+
+use serde_json::{Value, json};
+
+use super::refusal::{AppError, AppResult};
+use crate::core::ids::{FeedId, Role};
+use crate::core::op::{AddRole, Admit, Op};
+use crate::core::record::parse_pubkey;
+use crate::store::{Channel, StoreError};
+
+fn role_in_roster(channel: &mut Channel, role: &str) -> AppResult<Role> {
+    let role = Role::new(role).map_err(|e| AppError::value(e.to_string()))?;
+    channel.catch_up()?;
+    if !channel.roster().contains(&role) {
+        return Err(AppError::value(format!(
+            "role '{role}' is not a role of this channel — its roles are {}; the owner adds one \
+             with `countersign add-role {role}`",
+            super::session::roles_list(&channel.roster())
+        )));
+    }
+    Ok(role)
+}
+
+/// Makes (or finds) this device's key for `role` and says what the owner
+/// must run to admit it. Needs no owner key.
+pub fn join(channel: &mut Channel, role: &str) -> AppResult<Value> {
+    let role = role_in_roster(channel, role)?;
+    let (feed, pubkey, created) = channel.join_key(&role)?;
+    let admitted = channel.admitted_key(&feed)?;
+    let device = feed.device().to_owned();
+    let (state, command) = match admitted {
+        Some(k) if k == pubkey => ("admitted", None),
+        Some(_) => (
+            "key_differs",
+            Some(format!(
+                "countersign rotate-key --role {role} --lost --device {device} --pubkey {pubkey} \
+                 --from-seq {}",
+                channel.head_seq(&feed)? + 1
+            )),
+        ),
+        None => (
+            "waiting_for_admit",
+            Some(format!(
+                "countersign admit {role} {pubkey} --device {device}"
+            )),
+        ),
+    };
+    Ok(json!({
+        "feed": feed.to_string(),
+        "role": role,
+        "device": device,
+        "pubkey": pubkey,
+        "key_created": created,
+        "state": state,
+        "owner_command": command,
+    }))
+}
+
+/// Owner: admits `pubkey` to write `role` from `device` (an `admit` record).
+/// Admitting the same key again writes nothing.
+pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> AppResult<Value> {
+    let role = role_in_roster(channel, role)?;
+    if parse_pubkey(pubkey).is_none() {
+        return Err(AppError::value(format!(
+            "'{pubkey}' is not a public key (64 hex characters, as `countersign join` prints it)"
+        )));
+    }
+    let feed = FeedId::new(role.as_str(), device).ok_or_else(|| {
+        AppError::value(format!("'{device}' is not a device id (a lowercase slug)"))
+    })?;
+    let owner = channel.owner_writer()?;
+    let admit = Admit {
+        feed: feed.clone(),
+        pubkey: pubkey.to_owned(),
+        role: role.clone(),
+    };
+    let (rec, ()) = channel.append_if(&owner, |ix| {
+        let current = admitted(ix, &feed)?;
+        match current {
+            None => Ok((Some(Op::Admit(admit)), ())),
+            Some(k) if k == pubkey => Ok((None, ())),
+            Some(k) => Err(AppError::value(format!(
+                "feed {feed} is already admitted with key {k}; to give it another key use \
+                 `countersign rotate-key --role {role} --lost --device {device} --pubkey {pubkey}`"
+            ))),
+        }
+    })?;
+    Ok(json!({
+        "feed": feed.to_string(),
+        "pubkey": pubkey,
+        "written": rec.is_some(),
+        "record": rec.map(|r| r.id.hex()),
+    }))
+}
+
+fn admitted(ix: &crate::store::Index, feed: &FeedId) -> Result<Option<String>, StoreError> {
+    use crate::store::error::SqlContext as _;
+    use rusqlite::OptionalExtension as _;
+    let key: Option<Option<String>> = ix
+        .conn()
+        .prepare_cached("SELECT pubkey FROM feeds WHERE feed = ?1")
+        .and_then(|mut s| s.query_row([feed.to_string()], |r| r.get(0)).optional())
+        .db(ix.path())?;
+    Ok(key.flatten())
+}
+
+/// Owner: adds `role` to the roster (an `add_role` record).
+pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<Value> {
+    let role = Role::new(role).map_err(|e| AppError::value(e.to_string()))?;
+    let owner = channel.owner_writer()?;
+    channel.catch_up()?;
+    if channel.roster().contains(&role) {
+        return Err(AppError::value(format!(
+            "role '{role}' is already a role of this channel"
+        )));
+    }
+    let (rec, ()) = channel.append(&owner, |_| {
+        Ok::<_, AppError>((Op::AddRole(AddRole { role: role.clone() }), ()))
+    })?;
+    Ok(json!({
+        "role": role,
+        "record": rec.id.hex(),
+        "roles": channel.roster(),
+    }))
+}
+
+/// Replaces a feed's key. Without `lost`: this device's key of `role`, by a
+/// record signed with the old key. With `lost` (owner): the key of `role` on
+/// `device` (default this one) becomes `pubkey` (default a new key made here)
+/// from seq `from_seq` on (default: after the last record this machine has).
+pub fn rotate_key(
+    channel: &mut Channel,
+    role: &str,
+    lost: bool,
+    device: Option<&str>,
+    pubkey: Option<&str>,
+    from_seq: Option<u64>,
+) -> AppResult<Value> {
+    let role = role_in_roster(channel, role)?;
+    let (rec, feed, new_key) = if lost {
+        channel.replace_lost_key(&role, device, pubkey, from_seq)?
+    } else {
+        if device.is_some() || pubkey.is_some() || from_seq.is_some() {
+            return Err(AppError::value(
+                "--device, --pubkey and --from-seq go with --lost (an owner replacing a lost key); without \
+                 it the key of this device's own feed is replaced",
+            ));
+        }
+        let (rec, key) = channel.rotate_key(&role)?;
+        let feed = rec.header.feed.clone();
+        (rec, feed, key)
+    };
+    Ok(json!({
+        "feed": feed.to_string(),
+        "pubkey": new_key,
+        "record": rec.id.hex(),
+        "signed_by": if lost { "owner" } else { "old key" },
+    }))
+}

@@ -1,0 +1,69 @@
+//! Syncing the channel with its remote, and choosing that remote.
+//!
+//! One sync takes this machine's sync lock of the channel, exchanges the
+//! folder with the remote (`crate::sync`), and folds what arrived into the
+//! index. A failed sync changes nothing locally: the channel keeps working
+//! and the next sync retries.
+
+use super::refusal::{AppError, AppResult};
+use crate::store::Channel;
+use crate::store::prefs::{Prefs, Remote};
+use crate::sync::{self, SyncReport};
+
+/// What to do when another process on this machine is syncing the channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhenBusy {
+    /// Wait for it, then sync (a person asked for a sync).
+    Wait,
+    /// Skip this round (a background task: the other sync does the work).
+    Skip,
+}
+
+/// The remote chosen for this channel on this device, if any.
+pub fn remote(channel: &Channel) -> Option<Remote> {
+    Prefs::load(channel.state_dir()).remote
+}
+
+/// Chooses `remote` for this channel on this device and prepares the folder
+/// for it (git: makes it its own repository with `origin`). Returns a note
+/// for the person when there is something left to do.
+pub fn set_remote(channel: &Channel, remote: Remote) -> AppResult<Option<String>> {
+    let target = match &remote {
+        Remote::Git(t) | Remote::Rclone(t) => t,
+    };
+    if target.trim().is_empty() {
+        return Err(AppError::value("the remote must not be empty"));
+    }
+    let note = {
+        let _lock = sync::lock(channel.state_dir())?;
+        sync::attach(channel.dir(), &channel.device().id, &remote)?
+    };
+    let mut prefs = Prefs::load(channel.state_dir());
+    prefs.remote = Some(remote);
+    prefs.save(channel.state_dir())?;
+    Ok(note)
+}
+
+/// Syncs once and catches the index up with what arrived. `Ok(None)` when
+/// `busy` is [`WhenBusy::Skip`] and another process holds the sync lock.
+pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncReport>> {
+    let Some(remote) = remote(channel) else {
+        return Err(AppError::value(
+            "this channel has no sync remote on this device: choose one with `countersign \
+             remote set git URL` or `countersign remote set rclone REMOTE:PATH`",
+        ));
+    };
+    let lock = match busy {
+        WhenBusy::Wait => sync::lock(channel.state_dir())?,
+        WhenBusy::Skip => match sync::try_lock(channel.state_dir())? {
+            Some(l) => l,
+            None => return Ok(None),
+        },
+    };
+    let result = sync::run(channel.dir(), &channel.device().id, &remote);
+    drop(lock);
+    // Whatever happened, fold what is in the folder now: a merge that did
+    // land before a failed push still brought records.
+    channel.catch_up()?;
+    Ok(Some(result?))
+}

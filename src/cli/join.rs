@@ -1,0 +1,46 @@
+//! `countersign join`: make this device's key for a role and print what the
+//! owner runs to admit it.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use super::Cli;
+use crate::app::Session;
+use crate::app::membership::join;
+
+/// Arguments of `join` (the role is the global --role).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example, on a second machine that holds a copy of the channel:\n  \
+    countersign --role backend join\n  # prints: countersign admit backend <pubkey> --device <this device>\n  \
+    # run that on the owner's machine, `countersign sync` there, then `countersign sync` here.\n\n\
+    Until the owner's admit arrives, writing as the role from this device is refused."
+)]
+pub struct Args {}
+
+/// Runs `join`.
+pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
+    let role = Session::role_from(cli.role.as_deref())?
+        .context("no role: pass --role ROLE or set COUNTERSIGN_ROLE")?
+        .to_string();
+    let mut channel = cli.open_channel()?;
+    let out = join(&mut channel, &role)?;
+    let s = |k: &str| out[k].as_str().unwrap_or_default().to_owned();
+    println!("feed:   {}", s("feed"));
+    println!("pubkey: {}", s("pubkey"));
+    match s("state").as_str() {
+        "admitted" => println!("This device is admitted: it can write as '{role}'."),
+        "key_differs" => println!(
+            "The feed is admitted with another key. On the owner's machine run:\n  {}\nthen sync \
+             both machines.",
+            s("owner_command")
+        ),
+        _ => println!(
+            "Not admitted yet. On the owner's machine run:\n  {}\nthen `countersign sync` there \
+             and here.",
+            s("owner_command")
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}

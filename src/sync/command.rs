@@ -1,0 +1,69 @@
+//! Running git and rclone: captured output, no prompts, errors that name the
+//! remote and carry the tool's own words.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use super::SyncError;
+
+/// One external program run in one folder on behalf of one remote.
+pub(super) struct Tool {
+    program: &'static str,
+    cwd: PathBuf,
+    remote: String,
+}
+
+impl Tool {
+    pub(super) fn new(program: &'static str, cwd: &Path, remote: String) -> Self {
+        Self {
+            program,
+            cwd: cwd.to_path_buf(),
+            remote,
+        }
+    }
+
+    /// Runs the program; a non-zero exit is the caller's to judge.
+    pub(super) fn output(&self, args: &[&str]) -> Result<Output, SyncError> {
+        Command::new(self.program)
+            .args(args)
+            .current_dir(&self.cwd)
+            // Never wait for a password prompt nobody will answer; keep the
+            // messages in one language so they read the same in reports.
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|source| SyncError::Missing {
+                tool: self.program.to_owned(),
+                remote: self.remote.clone(),
+                source,
+            })
+    }
+
+    /// Runs the program and returns its stdout; a non-zero exit is an error
+    /// naming `action`, the remote and the program's stderr.
+    pub(super) fn ok(&self, action: &str, args: &[&str]) -> Result<String, SyncError> {
+        let out = self.output(args)?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(self.failure(action, &out))
+        }
+    }
+
+    /// The error for a failed run.
+    pub(super) fn failure(&self, action: &str, out: &Output) -> SyncError {
+        let mut detail = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        if detail.is_empty() {
+            detail = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        }
+        if detail.is_empty() {
+            detail = format!("{} exited with {}", self.program, out.status);
+        }
+        SyncError::Remote {
+            remote: self.remote.clone(),
+            action: action.to_owned(),
+            detail,
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Moving the channel folder between machines: git and rclone.
+//!
+//! Owns the exchange with a remote and nothing else: which of the folder's
+//! files this device publishes (only the feeds it writes, `feeds/*/<device>/`),
+//! and how they travel (`git` commit/fetch/merge/push, or `rclone copy` up
+//! and down). It never writes or rewrites a record, never deletes a file of
+//! another writer, never force-pushes and never runs `rclone sync`/`bisync`;
+//! folding what arrived into the index is the caller's job (a catch-up
+//! ingest). Sits beside `store` and uses it for paths, locks and prefs; `app`
+//! decides when to sync.
+
+mod command;
+pub mod git;
+pub mod rclone;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::store::error::{IoContext as _, PathError};
+use crate::store::feed;
+use crate::store::lock::FileLock;
+use crate::store::prefs::Remote;
+use crate::store::{ChannelDir, StoreError};
+
+/// What can go wrong while syncing. The local channel is untouched by all of them.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The remote refused or could not be reached; `detail` is the tool's stderr.
+    #[error("sync with {remote} failed while trying to {action}: {detail}")]
+    Remote {
+        /// The remote as configured (`git URL`, `rclone REMOTE:PATH`).
+        remote: String,
+        /// What was being done (`push`, `fetch`, `copy up` …).
+        action: String,
+        /// The tool's own words (stderr).
+        detail: String,
+    },
+    /// git or rclone is not installed (or cannot be started).
+    #[error("cannot run `{tool}` (needed to sync with {remote}): {source}; install it and retry")]
+    Missing {
+        /// The program.
+        tool: String,
+        /// The remote.
+        remote: String,
+        /// Why it could not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The folder is not set up for this kind of remote.
+    #[error("{0}")]
+    Setup(String),
+    /// A file of the channel folder.
+    #[error(transparent)]
+    Io(#[from] PathError),
+    /// The store (locks, feeds).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one sync did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// This device's new records were recorded locally for the remote (a git commit).
+    pub committed: bool,
+    /// Something new arrived from the remote.
+    pub pulled: bool,
+    /// This device's files went up.
+    pub pushed: bool,
+    /// Push attempts made (more than one: the remote moved meanwhile).
+    pub attempts: u32,
+}
+
+/// The file that serializes syncs of one channel on this machine.
+pub const SYNC_LOCK: &str = "sync.lock";
+
+/// Waits for this machine's sync lock of the channel whose state folder is `state_dir`.
+pub fn lock(state_dir: &Path) -> Result<FileLock, SyncError> {
+    Ok(FileLock::exclusive(&state_dir.join(SYNC_LOCK))?)
+}
+
+/// Takes the sync lock if free; `None` means another process is syncing now.
+pub fn try_lock(state_dir: &Path) -> Result<Option<FileLock>, SyncError> {
+    Ok(FileLock::try_exclusive(&state_dir.join(SYNC_LOCK))?)
+}
+
+/// Exchanges the folder with `remote` once. Call under [`lock`] or [`try_lock`].
+pub fn run(dir: &ChannelDir, device: &str, remote: &Remote) -> Result<SyncReport, SyncError> {
+    let own = own_feeds(dir, device)?;
+    match remote {
+        Remote::Git(url) => git::sync(dir.root(), &own, device, url),
+        Remote::Rclone(target) => rclone::sync(dir.root(), &own, device, target),
+    }
+}
+
+/// Makes the folder ready for `remote` (git: its own repository with
+/// `origin`). Returns a note for the person when there is something to do.
+pub fn attach(
+    dir: &ChannelDir,
+    device: &str,
+    remote: &Remote,
+) -> Result<Option<String>, SyncError> {
+    match remote {
+        Remote::Git(url) => git::attach(dir.root(), &own_feeds(dir, device)?, url),
+        Remote::Rclone(_) => Ok(None),
+    }
+}
+
+/// The fixed files every channel folder holds, relative to its root.
+pub const FIXED_FILES: [&str; 3] = ["channel.json", ".gitattributes", "README.md"];
+
+/// One feed this device writes, as files relative to the channel root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnFeed {
+    /// `feeds/<role>/<device>`.
+    pub dir: String,
+    /// Segments that no longer grow (every one but the newest).
+    pub sealed: Vec<String>,
+    /// The growing segment.
+    pub newest: Option<String>,
+    /// `head.json`, if present.
+    pub head: Option<String>,
+}
+
+impl OwnFeed {
+    /// Every file of the feed.
+    pub fn files(&self) -> impl Iterator<Item = &String> {
+        self.sealed.iter().chain(&self.newest).chain(&self.head)
+    }
+}
+
+/// The feeds this device writes (`feeds/*/<device>/`), with their files.
+/// Nothing else in the folder is ever published by this device.
+pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncError> {
+    let mut out = Vec::new();
+    for (feed, path) in feed::list_feeds(&dir.feeds())? {
+        if feed.device() != device {
+            continue;
+        }
+        let rel = format!("feeds/{}/{}", feed.role(), feed.device());
+        let mut segments: Vec<(u64, String)> = Vec::new();
+        let mut head = None;
+        for entry in fs::read_dir(&path).at(&path)? {
+            let entry = entry.at(&path)?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if name == "head.json" {
+                head = Some(format!("{rel}/{name}"));
+            } else if let Some(seq) = segment_seq(&name) {
+                segments.push((seq, format!("{rel}/{name}")));
+            }
+        }
+        segments.sort();
+        let newest = segments.pop().map(|(_, n)| n);
+        out.push(OwnFeed {
+            dir: rel,
+            sealed: segments.into_iter().map(|(_, n)| n).collect(),
+            newest,
+            head,
+        });
+    }
+    Ok(out)
+}
+
+/// A fingerprint of this device's feed files (names and sizes): it changes
+/// whenever this device appends a record.
+pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for f in own.iter().flat_map(OwnFeed::files) {
+        f.hash(&mut h);
+        fs::metadata(root.join(f))
+            .map_or(0, |m| m.len())
+            .hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The first seq of a segment file, plain or gzip; `None` for anything else
+/// (temporary files, partial downloads, conflict copies).
+fn segment_seq(name: &str) -> Option<u64> {
+    feed::parse_segment_name(name.strip_suffix(".gz").unwrap_or(name))
+}
+
+/// An absolute, symlink-free form of `p` for comparisons (the path itself if
+/// it cannot be resolved).
+fn canonical(p: &Path) -> PathBuf {
+    fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_plain_and_sealed() {
+        assert_eq!(segment_seq("00000001.jsonl"), Some(1));
+        assert_eq!(segment_seq("00000501.jsonl.gz"), Some(501));
+        assert_eq!(segment_seq("00000001.jsonl.tmp"), None);
+        assert_eq!(segment_seq("00000001.jsonl.partial"), None);
+        assert_eq!(segment_seq("00000001 (conflicted copy).jsonl"), None);
+        assert_eq!(segment_seq("head.json"), None);
+    }
+}

@@ -1,0 +1,109 @@
+//! rclone mode: the folder is copied to and from a remote `REMOTE:PATH`.
+//!
+//! Up: this device's feed folders only, with `rclone copy` — sealed segments
+//! with `--immutable` (a sealed segment never changes; a remote copy that
+//! differs is an error, never overwritten), the growing segment by size and
+//! time, `head.json` with `--ignore-times` (it is rewritten in place and may
+//! keep its size). The channel's fixed files go up once (`--ignore-existing`)
+//! so that a second machine can copy the channel down. Down: everything
+//! except this device's own feeds. Never `sync` or `bisync`: they delete
+//! files, and a file another writer has not yet copied elsewhere would be lost.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use super::command::Tool;
+use super::{FIXED_FILES, OwnFeed, SyncError, SyncReport};
+use crate::store::error::IoContext as _;
+
+/// Options every call takes: one attempt per call (the next sync is the
+/// retry), bounded waits, and only errors on stderr.
+const COMMON: [&str; 6] = ["--retries", "1", "--contimeout", "15s", "--timeout", "60s"];
+
+/// One sync: copy this device's feeds up, then everything else down.
+pub fn sync(
+    root: &Path,
+    own: &[OwnFeed],
+    device: &str,
+    target: &str,
+) -> Result<SyncReport, SyncError> {
+    let rclone = Tool::new("rclone", root, format!("rclone remote {target}"));
+    let src = root.to_str().ok_or_else(|| {
+        SyncError::Setup(format!(
+            "the channel folder {} is not valid UTF-8, which rclone cannot be given",
+            root.display()
+        ))
+    })?;
+    let fixed: Vec<&str> = FIXED_FILES
+        .iter()
+        .copied()
+        .filter(|f| root.join(f).exists())
+        .collect();
+    let sealed: Vec<&str> = own
+        .iter()
+        .flat_map(|f| &f.sealed)
+        .map(String::as_str)
+        .collect();
+    let newest: Vec<&str> = own.iter().filter_map(|f| f.newest.as_deref()).collect();
+    let heads: Vec<&str> = own.iter().filter_map(|f| f.head.as_deref()).collect();
+    let up: [(&str, &[&str], &str); 4] = [
+        (
+            "copy the channel's fixed files up",
+            &fixed,
+            "--ignore-existing",
+        ),
+        ("copy sealed segments up", &sealed, "--immutable"),
+        ("copy the growing segments up", &newest, ""),
+        ("copy head.json files up", &heads, "--ignore-times"),
+    ];
+    for (action, files, flag) in up {
+        if files.is_empty() {
+            continue;
+        }
+        let list = file_list(files)?;
+        let list_path = list.path().to_str().expect("temporary paths are UTF-8");
+        let mut args = vec!["copy", src, target, "--files-from-raw", list_path, "-q"];
+        if !flag.is_empty() {
+            args.push(flag);
+        }
+        args.extend(COMMON);
+        rclone.ok(action, &args)?;
+    }
+    let own_feeds = format!("/feeds/*/{device}/**");
+    let mut down = vec![
+        "copy",
+        target,
+        src,
+        "--exclude",
+        &own_feeds,
+        "--exclude",
+        "*.partial",
+        "--exclude",
+        "*.tmp",
+        "--exclude",
+        "/.git/**",
+        "-v",
+    ];
+    down.extend(COMMON);
+    let out = rclone.output(&down)?;
+    if !out.status.success() {
+        return Err(rclone.failure("copy the other writers' feeds down", &out));
+    }
+    let log = String::from_utf8_lossy(&out.stderr);
+    Ok(SyncReport {
+        committed: false,
+        pulled: log.lines().any(|l| l.contains(": Copied (")),
+        pushed: !(sealed.is_empty() && newest.is_empty() && heads.is_empty()),
+        attempts: 1,
+    })
+}
+
+/// A temporary file listing `files`, one a line, for `--files-from-raw`.
+fn file_list(files: &[&str]) -> Result<tempfile::NamedTempFile, SyncError> {
+    let mut f = tempfile::NamedTempFile::new().at(std::env::temp_dir())?;
+    for name in files {
+        writeln!(f, "{name}").at(f.path())?;
+    }
+    f.flush().at(f.path())?;
+    Ok(f)
+}
