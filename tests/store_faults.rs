@@ -1442,3 +1442,26 @@ async fn a_git_checkout_rewriting_many_files_wakes_a_wait_once_with_the_right_re
     };
     assert_eq!(count(&r), count(&writer));
 }
+
+// ---------------------------------------------------------------------------------------
+// Sync carries this device's feeds as its journal has them
+
+#[test]
+fn a_stale_own_feed_is_put_right_before_sync_carries_it() {
+    let w = common::machines::World::git(2, &["frontend", "backend"]);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    a.send("frontend", "backend", "one");
+    a.send("frontend", "backend", "two");
+    // A backup of the folder from before "two" was written comes back.
+    let dir = a.dir.join("feeds").join("frontend").join(a.device());
+    let seg = segment(&dir);
+    let mut lines = lines_of(&seg);
+    lines.pop();
+    fs::write(&seg, lines.concat()).unwrap();
+    a.sync();
+    b.sync();
+    let topics = b.inbox_topics("backend");
+    assert!(topics.contains(&"two".to_owned()), "{topics:?}");
+    // Reading the inbox wrote a delivery record: one more round carries it.
+    w.settle();
+}

@@ -60,6 +60,13 @@ pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncR
             None => return Ok(None),
         },
     };
+    // A stale copy of this device's own feeds (a restored backup, a file
+    // that lost its end) is put right from the journals before it travels.
+    // A feed someone else wrote is reported by reading, so it does not stop
+    // the exchange.
+    if let Err(e) = channel.reconcile_own_feeds() {
+        tracing::warn!("before sync: {e}");
+    }
     let result = sync::run(channel.dir(), &channel.device().id, &remote);
     drop(lock);
     // Whatever happened, fold what is in the folder now: a merge that did
