@@ -142,3 +142,51 @@ fn the_remote_is_kept_per_device_and_shown() {
     let out = c.cli(&["sync"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("remote set"));
 }
+
+#[test]
+fn sealed_segments_travel_gzip_compressed_through_rclone() {
+    use countersign::core::hlc::Hlc;
+    use countersign::core::ids::Role;
+    use countersign::core::op::{Op, Send};
+    use countersign::store::{Channel, ChannelDir, Home};
+
+    let w = World::rclone(2, &ROLES);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    // Enough records to seal the first segment of A's feed (500 per segment).
+    {
+        let mut ch =
+            Channel::open(ChannelDir::open(&a.dir).unwrap(), Home::at(a.home.clone())).unwrap();
+        let role = Role::new("frontend").unwrap();
+        let start = countersign::store::channel::now_ms() - 60_000;
+        let mut run = ch.bulk(&role, start).unwrap();
+        let mut seen = Hlc::default();
+        for i in 0..600 {
+            let op = Op::Send(Send {
+                to: vec![Role::new("backend").unwrap()],
+                topic: format!("bulk {i}"),
+                body: "b".into(),
+                decision_requested: true,
+                ..Send::default()
+            });
+            seen = run.push(&op, start + i, seen).header.hlc;
+        }
+        run.flush().unwrap();
+    }
+    a.sync();
+    let feed = format!("feeds/frontend/{}", a.device());
+    for dir in [a.dir.join(&feed), w.remote.join(&feed)] {
+        assert!(dir.join("00000001.jsonl.gz").exists(), "{}", dir.display());
+        assert!(
+            dir.join("00000501.jsonl").exists(),
+            "the growing one stays plain"
+        );
+    }
+    assert!(
+        !a.dir.join(&feed).join("00000001.jsonl").exists(),
+        "the plain form of a sealed segment is replaced locally"
+    );
+    b.sync();
+    assert_eq!(a.digest(), b.digest());
+    assert!(b.inbox_topics("backend").contains(&"bulk 599".to_owned()));
+    assert_eq!(b.cli(&["verify"]).status.code(), Some(0));
+}

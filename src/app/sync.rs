@@ -67,6 +67,13 @@ pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncR
     if let Err(e) = channel.reconcile_own_feeds() {
         tracing::warn!("before sync: {e}");
     }
+    // On an rclone remote, sealed segments travel gzip-compressed (git
+    // compresses and deltas its own objects, so there they stay plain).
+    if matches!(remote, Remote::Rclone(_))
+        && let Err(e) = channel.gzip_own_segments()
+    {
+        tracing::warn!("before sync: {e}");
+    }
     let result = sync::run(channel.dir(), &channel.device().id, &remote);
     drop(lock);
     // Whatever happened, fold what is in the folder now: a merge that did

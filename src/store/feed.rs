@@ -106,9 +106,11 @@ pub fn list_feeds(feeds: &Path) -> Result<Vec<(FeedId, PathBuf)>, PathError> {
 }
 
 /// The segments of one feed folder, by first seq. When a segment is present
-/// in both forms (a compression that has renamed its gzip file into place but
-/// not yet removed the plain one), only the plain file is listed: both hold
-/// the same records, and readers dedupe by id anyway.
+/// in both forms, only the gzip file is listed: it is written only for a
+/// sealed segment and renamed into place once whole, while the plain file
+/// beside it may be an older copy that stopped growing before the segment was
+/// full (a remote that got the growing segment, then the sealed gzip, keeps
+/// both: copies never delete). Readers dedupe by id anyway.
 pub fn list_segments(dir: &Path) -> Result<Vec<Segment>, PathError> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).at(dir)? {
@@ -125,8 +127,8 @@ pub fn list_segments(dir: &Path) -> Result<Vec<Segment>, PathError> {
             });
         }
     }
-    // Plain before gzip for one first seq, then keep the first of each.
-    out.sort_by_key(|s| (s.first_seq, s.gz));
+    // Gzip before plain for one first seq, then keep the first of each.
+    out.sort_by_key(|s| (s.first_seq, !s.gz));
     out.dedup_by_key(|s| s.first_seq);
     Ok(out)
 }
@@ -169,7 +171,7 @@ pub fn is_gz(path: &Path) -> bool {
 /// Each replacement is atomic for readers: the gzip is written to
 /// `<name>.jsonl.gz.tmp` (not a segment name, so ignored), fsynced, renamed
 /// into place, and only then is the plain file removed. A reader that sees both
-/// reads the plain one ([`list_segments`]); one that read the plain file before
+/// reads the gzip one ([`list_segments`]); one that read the plain file before
 /// and the gzip file after finds the same records by id and applies nothing
 /// twice. Safe to repeat after a crash at any step.
 ///
@@ -179,6 +181,13 @@ pub fn gzip_sealed_segments(feed_dir: &Path) -> StoreResult<Vec<PathBuf>> {
     let mut written = Vec::new();
     for seg in segments.iter().take(segments.len().saturating_sub(1)) {
         if seg.gz {
+            // A run stopped after the rename: the gzip is whole, the plain
+            // file is left over.
+            let plain = feed_dir.join(segment_name(seg.first_seq));
+            if plain.exists() {
+                fs::remove_file(&plain).at(&plain)?;
+                sync_dir(feed_dir)?;
+            }
             continue;
         }
         let plain = fs::read(&seg.path).at(&seg.path)?;
@@ -789,22 +798,31 @@ mod tests {
     }
 
     #[test]
-    fn gzip_names_are_segments_and_plain_wins_a_tie() {
+    fn gzip_names_are_segments_and_gzip_wins_a_tie() {
         assert_eq!(parse_segment_file("00000501.jsonl.gz"), Some((501, true)));
         assert_eq!(parse_segment_file("00000501.jsonl"), Some((501, false)));
         for not in ["00000501.jsonl.gz.tmp", "00000501.gz", "x.jsonl.gz"] {
             assert_eq!(parse_segment_file(not), None, "{not}");
         }
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("00000001.jsonl.gz"), b"").unwrap();
-        fs::write(dir.path().join("00000001.jsonl"), b"").unwrap();
+        // A remote that got the growing segment (two lines), then the sealed
+        // gzip (four): the gzip is the one read, so nothing goes missing.
+        let mut enc = GzEncoder::new(Vec::new(), Compression::default());
+        enc.write_all(b"1\n2\n3\n4\n").unwrap();
+        fs::write(dir.path().join("00000001.jsonl.gz"), enc.finish().unwrap()).unwrap();
+        fs::write(dir.path().join("00000001.jsonl"), b"1\n2\n").unwrap();
         fs::write(dir.path().join("00000501.jsonl"), b"").unwrap();
         fs::create_dir(dir.path().join("00000601.jsonl")).unwrap();
         let segs = list_segments(dir.path()).unwrap();
         assert_eq!(
             segs.iter().map(|s| (s.first_seq, s.gz)).collect::<Vec<_>>(),
-            vec![(1, false), (501, false)]
+            vec![(1, true), (501, false)]
         );
+        assert_eq!(read_segment(&segs[0].path).unwrap(), b"1\n2\n3\n4\n");
+        // Compressing again removes the plain file a stopped run left over.
+        gzip_sealed_segments(dir.path()).unwrap();
+        assert!(!dir.path().join("00000001.jsonl").exists());
+        assert!(dir.path().join("00000001.jsonl.gz").exists());
     }
 
     #[test]
