@@ -1,6 +1,8 @@
 //! Convergence: three machines (separate homes, separate clones of one
-//! channel, a real bare git remote or a real rclone local remote) run random operations from every tool
-//! family (messaging, inbox, debts, work status, delete, votes), as each machine's roles, with random sync schedules. Once everyone
+//! channel, a real bare git remote or a real rclone local remote) run random
+//! operations from every tool family (messaging, inbox, debts, work status,
+//! delete, proposals and votes, revisions, pins, uploads), as each machine's
+//! roles, with random sync schedules. Once everyone
 //! has synced until nothing moves, every machine folds the same state: equal
 //! `status --digest`, and a rebuild gives it too.
 //!
@@ -10,14 +12,20 @@
 mod common;
 
 use common::machines::{Machine, World};
+use countersign::app::pin::{PinRequest, pin_set};
+use countersign::app::revise::{ReviseRequest, revise_message};
+use countersign::app::send::ToArg;
 use countersign::app::send::{SendRequest, send_message};
 use countersign::app::sync::{WhenBusy, sync_now};
+use countersign::app::upload::{seal_content, upload_content};
 use countersign::app::{AppError, Session, delete, inbox, lifecycle, vote};
 use countersign::core::ids::Role;
 use countersign::store::{Channel, ChannelDir, Home};
 
 const ROLES: [&str; 3] = ["frontend", "backend", "infra"];
-const STEPS: usize = 50;
+const STEPS: usize = 60;
+/// How many kinds of operation `operate` chooses from.
+const KINDS: usize = 14;
 
 /// xorshift64*: small, seeded, the same on every platform.
 struct Rng(u64);
@@ -87,14 +95,17 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usiz
         }
     };
     let addressed = |rng: &mut Rng, ids: &[Sent]| {
-        let mine: Vec<&Sent> = ids.iter().filter(|x| x.to == role).collect();
+        let mine: Vec<&Sent> = ids
+            .iter()
+            .filter(|x| x.to == role || (x.to == "*" && x.from != role))
+            .collect();
         if mine.is_empty() || rng.chance(10) {
             any(rng, ids)
         } else {
             mine[rng.below(mine.len())].id.clone()
         }
     };
-    let op = if ids.is_empty() { 0 } else { rng.below(10) };
+    let op = if ids.is_empty() { 0 } else { rng.below(KINDS) };
     let done = match op {
         0 | 1 => {
             let others: Vec<&str> = ROLES.iter().copied().filter(|r| *r != role).collect();
@@ -144,6 +155,70 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usiz
             .is_some()
         }
         8 => allowed(delete::delete_message(&mut s, &own(rng, ids))).is_some(),
+        10 => {
+            // A pin round on one of two keys (refused while one is open).
+            let req = SendRequest {
+                kind: Some("proc".into()),
+                pin_key: Some(Some(format!("k{}", rng.below(2)))),
+                about_message_id: Some(None),
+                voters: Some(Some(ToArg::One("*".into()))),
+                ..SendRequest::new("*", "a proposal", format!("rule {}", rng.below(1000)))
+            };
+            let sent = allowed(send_message(&mut s, req));
+            if let Some(v) = &sent {
+                ids.push(Sent {
+                    id: v["id"].as_str().unwrap().to_owned(),
+                    from: role.to_owned(),
+                    to: "*".to_owned(),
+                });
+            }
+            sent.is_some()
+        }
+        11 => allowed(revise_message(
+            &mut s,
+            ReviseRequest {
+                message_id: own(rng, ids),
+                body: format!("revised {}", rng.below(1000)),
+                ..ReviseRequest::default()
+            },
+        ))
+        .is_some(),
+        12 => {
+            // An approved write on a round's key, or a free write.
+            let approved = rng.chance(50);
+            allowed(pin_set(
+                &mut s,
+                PinRequest {
+                    key: if approved {
+                        format!("k{}", rng.below(2))
+                    } else {
+                        "notes".into()
+                    },
+                    title: "t".into(),
+                    version: format!("v{}", rng.below(1000)),
+                    body: "pinned".into(),
+                    approved_by: approved.then(|| any(rng, ids)),
+                    ..PinRequest::default()
+                },
+            ))
+            .is_some()
+        }
+        13 => {
+            // A document in two pieces, sealed, sent by reference.
+            let Some(up) = allowed(upload_content(&mut s, "part one, ", None, Some("doc"))) else {
+                return (op, false);
+            };
+            let id = up["upload_id"].as_str().unwrap().to_owned();
+            allowed(upload_content(&mut s, "part two", Some(&id), None));
+            allowed(seal_content(&mut s, &id));
+            let others: Vec<&str> = ROLES.iter().copied().filter(|r| *r != role).collect();
+            let to = others[rng.below(others.len())];
+            let req = SendRequest {
+                body_ref: Some(id),
+                ..SendRequest::new(to, "the document", "")
+            };
+            allowed(send_message(&mut s, req)).is_some()
+        }
         _ => {
             let decisions = ["agree", "reject", "needs_changes", "void"];
             let d = decisions[rng.below(decisions.len())];
@@ -183,7 +258,7 @@ fn run(seed: u64, remote: Remote) {
     let roles: [&[&str]; 3] = [&["frontend", "infra"], &["backend"], &["infra"]];
     let mut rng = Rng(seed.max(1));
     let mut ids = Vec::new();
-    let mut done = [0usize; 10];
+    let mut done = [0usize; KINDS];
     for _ in 0..STEPS {
         let i = rng.below(3);
         let m = &w.machines[i];
