@@ -526,35 +526,15 @@ impl Channel {
         writer: &Writer,
         build: impl FnOnce(&Index) -> Result<(Option<Op>, T), E>,
     ) -> Result<(Option<Record>, T), E> {
-        let _feed_lock = writer.feed.lock()?;
-        let _index_lock = self.lock_index()?;
-        let saved = self.cache.clone();
-        let Self {
-            index, dir, cache, ..
-        } = self;
-        let result = index.write(|ix| {
-            Ingest::run(ix, dir, cache)?;
+        let (recs, out) = self.append_run(writer, |ix| {
             let (op, out) = build(ix)?;
-            let Some(op) = op else { return Ok((None, out)) };
-            let last = writer.feed.reconcile(&writer.key.verifying_key())?;
-            let seen = max_hlc(ix)?;
-            let prev_hlc = last.as_ref().map_or(Hlc::default(), |r| r.header.hlc);
-            let header = Header {
-                ch: dir.id().to_owned(),
-                feed: writer.feed.feed().clone(),
-                seq: last.as_ref().map_or(1, |r| r.header.seq + 1),
-                prev: last.as_ref().map(|r| r.id),
-                hlc: Hlc::next(now_ms(), seen.max(prev_hlc)),
-            };
-            let rec = record::encode(&header, &op, &writer.key);
-            writer.feed.append(&rec, &writer.key)?;
-            Ingest::run(ix, dir, cache)?;
-            Ok((Some(rec), out))
-        });
-        if result.is_err() {
-            self.cache = saved;
-        }
-        result
+            let steps: Vec<Step> = op
+                .into_iter()
+                .map(|op| Box::new(move |_: &[Record]| op) as Step)
+                .collect();
+            Ok::<_, E>((steps, out))
+        })?;
+        Ok((recs.into_iter().next(), out))
     }
 }
 
@@ -605,7 +585,12 @@ impl Channel {
                 prev = Some((rec.header.seq, rec.id, rec.header.hlc));
                 recs.push(rec);
             }
-            writer.feed.append_batch(&recs, &writer.key)?;
+            match recs.as_slice() {
+                [one] => {
+                    writer.feed.append(one, &writer.key)?;
+                }
+                run => writer.feed.append_batch(run, &writer.key)?,
+            }
             Ingest::run(ix, dir, cache)?;
             Ok((recs, out))
         });
