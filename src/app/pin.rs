@@ -151,7 +151,7 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
         }),
     })?;
     let ix = s.index();
-    let mut row = pin_row(ix, "p.record = ?1", &rec.id.hex())?
+    let mut row = pin_row(ix, "p.record = ?1", &[&rec.id.hex()])?
         .into_iter()
         .next()
         .ok_or_else(|| AppError::value(format!("pin '{key}' was written but did not stand")))?;
@@ -174,7 +174,7 @@ fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
 /// The current version of `key` with its body, or null.
 pub fn pin_get(s: &mut Session, key: &str) -> AppResult<Value> {
     s.catch_up()?;
-    let rows = pin_row(s.index(), LATEST, key.trim())?;
+    let rows = pin_row(s.index(), LATEST, &[key.trim()])?;
     Ok(rows.into_iter().next().map_or(Value::Null, Value::Object))
 }
 
@@ -188,8 +188,8 @@ pub fn pin_list(s: &mut Session) -> AppResult<Value> {
 pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
     let rows = pin_row(
         ix,
-        "p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key) AND ?1 IS NOT NULL",
-        "",
+        "p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)",
+        &[],
     )?;
     Ok(rows
         .into_iter()
@@ -204,7 +204,7 @@ pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
 pub fn pin_history(s: &mut Session, key: &str, fields: Option<&FieldsArg>) -> AppResult<Value> {
     let proj = Projection::parse(fields, PIN_FIELDS, PIN_HEADERS)?;
     s.catch_up()?;
-    let mut rows = pin_row(s.index(), "p.key = ?1", key.trim())?;
+    let mut rows = pin_row(s.index(), "p.key = ?1", &[key.trim()])?;
     rows.reverse();
     let out: Vec<Value> = rows
         .into_iter()
@@ -215,8 +215,9 @@ pub fn pin_history(s: &mut Session, key: &str, fields: Option<&FieldsArg>) -> Ap
 
 const LATEST: &str = "p.key = ?1 AND p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)";
 
-/// Pin rows matching `cond` (with one parameter), ordered by key and version.
-fn pin_row(ix: &Index, cond: &str, arg: &str) -> AppResult<Vec<Map<String, Value>>> {
+/// Pin rows matching `cond` (its parameters `?1`… bound to `args`), ordered by
+/// key and version.
+fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<Map<String, Value>>> {
     let sql = format!(
         "SELECT p.record, p.key, p.title, p.body, p.version, p.role, p.ms, p.approved_by, \
          p.sha256, p.bytes, p.chars FROM pins p WHERE {cond} ORDER BY p.key, p.pos"
@@ -224,7 +225,7 @@ fn pin_row(ix: &Index, cond: &str, arg: &str) -> AppResult<Vec<Map<String, Value
     let p = ix.path();
     let mut st = ix.conn().prepare_cached(&sql).db(p)?;
     let rows = st
-        .query_map([arg], |r| {
+        .query_map(rusqlite::params_from_iter(args), |r| {
             let mut m = Map::new();
             m.insert("id".into(), json!(short(&r.get::<_, String>(0)?)));
             m.insert("key".into(), json!(r.get::<_, String>(1)?));
