@@ -4,6 +4,7 @@
 //! for `dry_run` (through the same path, writing nothing), and by the fold at
 //! the record's place in the order. Pin rows are read from the index.
 
+use rusqlite::OptionalExtension as _;
 use serde_json::{Map, Value, json};
 
 use super::body::op_body;
@@ -13,6 +14,7 @@ use super::rows::{FieldsArg, Projection, project, short};
 use super::send::PIN_KEY_MAX;
 use super::session::{Session, find};
 use crate::core::consent::Blocked;
+use crate::core::ids::RecordId;
 use crate::core::op::{Op, PinSet};
 use crate::core::rules::Refusal;
 use crate::core::timestamp::format_rfc3339;
@@ -248,4 +250,14 @@ fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<Map<String, V
         })
         .db(p)?;
     Ok(rows.collect::<Result<_, _>>().db(p)?)
+}
+
+/// The id of the current version of `key`, if any.
+pub fn head(ix: &Index, key: &str) -> AppResult<Option<RecordId>> {
+    let id: Option<String> = ix
+        .conn()
+        .prepare_cached(&format!("SELECT p.record FROM pins p WHERE {LATEST}"))
+        .and_then(|mut st| st.query_row([key], |r| r.get(0)).optional())
+        .db(ix.path())?;
+    Ok(id.as_deref().and_then(RecordId::parse))
 }

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::lifecycle::live_message;
+use super::pin;
 use super::refusal::{AppError, AppResult, check_length, check_limit};
 use super::retirement::retired_by;
 use super::rows::{
@@ -24,7 +25,6 @@ use crate::core::rules;
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::Decision;
 use crate::store::channel::now_ms;
-use crate::store::consent;
 use crate::store::error::SqlContext as _;
 
 /// Records the caller's decision on a message.
@@ -57,11 +57,9 @@ pub fn acknowledge(
                 m.text.sha256
             )));
         }
+        // The index's pins are the folded state as of this catch-up.
         let pin_head = match &m.send.pin_key {
-            Some(k) => consent::load_around(ix, &roster, [], [k.clone()])?
-                .consent
-                .head(k)
-                .map(|h| h.key.id),
+            Some(k) => pin::head(ix, k)?,
             None => None,
         };
         let op = Op::Ack(Ack {

@@ -343,6 +343,12 @@ pub fn refold(
 
 /// The message `id` with its consent facets, when it takes part in consent.
 pub fn message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResult<Option<Message>> {
+    // Most messages take no part: answer without reading every pin write. (A
+    // message that only a pin write names is not a proposal, so the fold gives
+    // it no facet of its own either.)
+    if !Link::of(index, id)?.is_some_and(|l| l.takes_part()) {
+        return Ok(None);
+    }
     let loaded = load_around(index, roster, [*id], [])?;
     Ok(loaded.consent.messages.get(id).cloned())
 }

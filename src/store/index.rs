@@ -365,75 +365,54 @@ impl Index {
         let body = message_body(self, text)?;
         let l = Lifecycle::of(m);
         let c = Consented::of(m);
-        if before.is_none() {
-            let to_json = serde_json::to_string(&s.to).expect("roles serialize");
-            let addenda = (!s.addenda.is_empty())
-                .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
-            self.conn
-                .prepare_cached(
-                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, \
-                     action_required, reply_to, kind, addenda, decision_requested, ms, c, \
-                     body_sha256, body_bytes, body_chars, pin_key, about, voters, last_move_ms) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19, 0)",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        id,
-                        n,
-                        m.from.as_str(),
-                        to_json,
-                        m.is_multi(),
-                        text.topic,
-                        s.action_required,
-                        s.reply_to.map(|r| r.hex()),
-                        s.kind.map(|k| k.as_str()),
-                        addenda,
-                        s.decision_requested,
-                        m.created.ms(),
-                        m.created.1,
-                        body.sha256,
-                        body.bytes,
-                        body.chars,
-                        s.pin_key,
-                        s.about.map(|a| a.hex()),
-                        s.voters
-                            .as_ref()
-                            .map(|v| serde_json::to_string(v).expect("roles serialize")),
-                    ])
-                })
-                .db(p)?;
-        }
-        // A new text row when the text changed: a revision, or the text of
-        // an upload that was sealed here after the message arrived (its
-        // length moves from 0).
-        if before.as_ref() != Some(&(text.topic.clone(), body.sha256.clone(), body.bytes)) {
-            let shown = body.text(self)?;
-            self.conn
-                .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
-                .and_then(|mut st| st.execute(params![id, text.topic, shown]))
-                .db(p)?;
-        }
-        if let Some(r) = &text.body_ref {
-            self.conn
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO body_refs(upload, message_id) VALUES (?1, ?2)",
-                )
-                .and_then(|mut st| st.execute(params![r.upload.hex(), id]))
-                .db(p)?;
-        }
+        // One statement: a new message is inserted whole; an existing one has
+        // only what the fold can change rewritten (its `n` and what was sent stay).
+        let to_json = serde_json::to_string(&s.to).expect("roles serialize");
+        let addenda = (!s.addenda.is_empty())
+            .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
+        let voters = s
+            .voters
+            .as_ref()
+            .map(|v| serde_json::to_string(v).expect("roles serialize"));
         self.conn
             .prepare_cached(
-                "UPDATE messages SET deleted_ms = ?2, conflicts = ?3, work_status = ?4, \
-                 status = ?5, resolved_by = ?6, resolved_ms = ?7, resolution_note = ?8, \
-                 confirmed = ?9, blocked_by = ?10, ws_by = ?11, taken = ?12, last_move_ms = ?13, \
-                 topic = ?14, body_sha256 = ?15, body_bytes = ?16, body_chars = ?17, \
-                 revised_ms = ?18, retired_ms = ?19, retired_backfill = ?20, \
-                 round_conflict = ?21, approved = ?22, acks = ?23 WHERE id = ?1",
+                "INSERT INTO messages(id, n, from_role, to_json, multi, action_required, \
+                 reply_to, kind, addenda, decision_requested, ms, c, pin_key, about, voters, \
+                 deleted_ms, conflicts, work_status, status, resolved_by, resolved_ms, \
+                 resolution_note, confirmed, blocked_by, ws_by, taken, last_move_ms, topic, \
+                 body_sha256, body_bytes, body_chars, revised_ms, retired_ms, retired_backfill, \
+                 round_conflict, approved, acks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, \
+                 ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, \
+                 ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37) ON \
+                 CONFLICT(id) DO UPDATE SET deleted_ms = excluded.deleted_ms, conflicts = \
+                 excluded.conflicts, work_status = excluded.work_status, status = \
+                 excluded.status, resolved_by = excluded.resolved_by, resolved_ms = \
+                 excluded.resolved_ms, resolution_note = excluded.resolution_note, confirmed = \
+                 excluded.confirmed, blocked_by = excluded.blocked_by, ws_by = excluded.ws_by, \
+                 taken = excluded.taken, last_move_ms = excluded.last_move_ms, topic = \
+                 excluded.topic, body_sha256 = excluded.body_sha256, body_bytes = \
+                 excluded.body_bytes, body_chars = excluded.body_chars, revised_ms = \
+                 excluded.revised_ms, retired_ms = excluded.retired_ms, retired_backfill = \
+                 excluded.retired_backfill, round_conflict = excluded.round_conflict, approved \
+                 = excluded.approved, acks = excluded.acks",
             )
             .and_then(|mut st| {
                 st.execute(params![
                     id,
+                    n,
+                    m.from.as_str(),
+                    to_json,
+                    m.is_multi(),
+                    s.action_required,
+                    s.reply_to.map(|r| r.hex()),
+                    s.kind.map(|k| k.as_str()),
+                    addenda,
+                    s.decision_requested,
+                    m.created.ms(),
+                    m.created.1,
+                    s.pin_key,
+                    s.about.map(|a| a.hex()),
+                    voters,
                     deleted_ms,
                     conflicts,
                     l.work_status,
@@ -459,6 +438,24 @@ impl Index {
                 ])
             })
             .db(p)?;
+        // A new text row when the text changed: a revision, or the text of
+        // an upload that was sealed here after the message arrived (its
+        // length moves from 0).
+        if before.as_ref() != Some(&(text.topic.clone(), body.sha256.clone(), body.bytes)) {
+            let shown = body.text(self)?;
+            self.conn
+                .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
+                .and_then(|mut st| st.execute(params![id, text.topic, shown]))
+                .db(p)?;
+        }
+        if let Some(r) = &text.body_ref {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO body_refs(upload, message_id) VALUES (?1, ?2)",
+                )
+                .and_then(|mut st| st.execute(params![r.upload.hex(), id]))
+                .db(p)?;
+        }
         if before.is_some() {
             self.conn
                 .prepare_cached("DELETE FROM votes WHERE message_id = ?1")
