@@ -638,7 +638,7 @@ impl Channel {
                 }
             };
             let vouched = recs.iter().map(|r| vouch(r, &key)).collect();
-            Ingest::run_vouched(ix, dir, cache, vouched)?;
+            Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
             Ok((recs, out, left))
         });
         match result {
