@@ -41,6 +41,10 @@ CREATE TABLE IF NOT EXISTS records(
     ms INTEGER NOT NULL, c INTEGER NOT NULL, op TEXT NOT NULL, role TEXT NOT NULL,
     body TEXT NOT NULL, sig TEXT NOT NULL, UNIQUE(feed, seq));
 CREATE INDEX IF NOT EXISTS records_order ON records(ms, c);
+-- The records that set a feed's key, which a writer reads once per session
+-- (a feed's own are otherwise found only by reading all its rows).
+CREATE INDEX IF NOT EXISTS records_keys ON records(feed)
+    WHERE op IN ('feed_init', 'replace_key', 'admit');
 -- The channel-wide consent ops, which the consent fold reads all of.
 CREATE INDEX IF NOT EXISTS records_consent ON records(op)
     WHERE op IN ('pin_set', 'backfill', 'undo_backfill');
