@@ -730,3 +730,92 @@ impl Lifecycle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_names(ix: &Index) -> Vec<String> {
+        ix.conn()
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn plan(ix: &Index, sql: &str) -> String {
+        ix.conn()
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+            .join("\n")
+    }
+
+    #[test]
+    fn an_index_file_from_before_gains_the_counters_indexes_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Index::path_in(dir.path());
+        drop(Index::open(&path, "c").unwrap());
+        // The counters' indexes as an index file made before held them.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "DROP INDEX messages_debts_to; DROP INDEX messages_ws_to; \
+                 DROP INDEX deliveries_unread_cover; \
+                 CREATE INDEX messages_debts ON messages(status, deleted_ms, ms, c, id, taken, \
+                 topic, confirmed, resolved_by, from_role) WHERE status IS NOT NULL; \
+                 CREATE INDEX messages_ws ON messages(work_status, deleted_ms, ws_by, from_role, \
+                 blocked_by, ms, c, id, topic) WHERE work_status IS NOT NULL; \
+                 CREATE INDEX deliveries_unread ON deliveries(role, ms, c, opened_ms, n) \
+                 WHERE read_ms IS NULL AND deleted = 0;",
+            )
+            .unwrap();
+        let ix = Index::open(&path, "c").unwrap();
+        let names = index_names(&ix);
+        for new in [
+            "messages_debts_to",
+            "messages_ws_to",
+            "deliveries_unread_cover",
+        ] {
+            assert!(names.iter().any(|n| n == new), "{new} missing: {names:?}");
+        }
+        for old in ["messages_debts", "messages_ws", "deliveries_unread"] {
+            assert!(!names.iter().any(|n| n == old), "{old} left: {names:?}");
+        }
+    }
+
+    #[test]
+    fn the_counters_read_their_indexes_alone() {
+        let ix = Index::in_memory("c").unwrap();
+        let unread = plan(
+            &ix,
+            "SELECT count(*), coalesce(sum(opened_ms IS NULL), 0), coalesce(max(n), 0) \
+             FROM deliveries WHERE role = 'a' AND deleted = 0 AND read_ms IS NULL",
+        );
+        assert!(
+            unread.contains("COVERING INDEX deliveries_unread_cover"),
+            "{unread}"
+        );
+        let debts = plan(
+            &ix,
+            "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' \
+             AND m.deleted_ms IS NULL AND instr(m.to_json, '\"a\"') > 0 ORDER BY m.ms, m.c, m.id",
+        );
+        assert!(
+            debts.contains("COVERING INDEX messages_debts_to") && !debts.contains("TEMP B-TREE"),
+            "{debts}"
+        );
+        let ws = plan(
+            &ix,
+            "SELECT m.id, m.topic, m.work_status, m.ws_by, m.blocked_by, m.ms, m.c FROM messages m \
+             WHERE m.work_status IN ('needs_you', 'done_local') AND m.deleted_ms IS NULL \
+             AND m.ws_by IS NOT 'a' AND (m.from_role = 'a' OR instr(m.to_json, '\"a\"') > 0)",
+        );
+        assert!(ws.contains("COVERING INDEX messages_ws_to"), "{ws}");
+    }
+}
