@@ -78,7 +78,7 @@ pub fn search_messages(
         single.replace("{c}", "read_ms"),
         single.replace("{c}", "opened_ms")
     );
-    s.catch_up()?;
+    s.catch_up_for_search()?;
     let ix = s.index();
     let mut hits: Vec<(MessageRow, String)> = Vec::new();
     if scan {
