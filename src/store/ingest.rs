@@ -67,6 +67,14 @@ pub struct IngestReport {
     pub refolded: usize,
 }
 
+/// A file's cursor row: size and mtime when last read, the offset read to,
+/// and the length and hash of the line ending there.
+type Cursor = (i64, i64, i64, i64, String);
+
+fn cursor_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cursor> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
 /// A file as last seen: path, size and mtime.
 type FileStamp = (PathBuf, u64, Option<SystemTime>);
 
@@ -176,6 +184,10 @@ pub struct Ingest<'a, 'p> {
     gap: Option<u64>,
     /// True once a fork took records back: consent is folded again whole.
     refold_all: bool,
+    /// Every file cursor, read in one query when this process has not seen
+    /// the folder yet (its first pass looks at every segment); `None` once
+    /// it has, and each file changed is looked up alone.
+    cursors: Option<HashMap<String, Cursor>>,
     /// Records whose signature needs no check: this process made them a
     /// moment ago (see [`Vouch`]).
     vouched: HashSet<Vouch>,
@@ -251,6 +263,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
     ) -> StoreResult<IngestReport> {
         let mut me = Self::new(index, dir, progress, now_ms, HashSet::new());
         me.load()?;
+        if cache.files.is_empty() {
+            me.load_cursors()?;
+        }
         cache.settled = false;
         for (feed, path) in me.feed_dirs(cache)? {
             me.ingest_feed(&feed, &path, cache)?;
@@ -283,6 +298,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
             ahead_key: None,
+            cursors: None,
         }
     }
 
@@ -377,6 +393,30 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 },
             );
         }
+        Ok(())
+    }
+
+    fn load_cursors(&mut self) -> StoreResult<()> {
+        let p = self.index.path();
+        let mut st = self
+            .index
+            .conn()
+            .prepare_cached("SELECT path, size, mtime_ns, offset, tail_len, tail_hash FROM files")
+            .db(p)?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                ))
+            })
+            .db(p)?;
+        let mut all = HashMap::new();
+        for row in rows {
+            let (path, cursor) = row.db(p)?;
+            all.insert(path, cursor);
+        }
+        self.cursors = Some(all);
         Ok(())
     }
 
@@ -629,25 +669,17 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let rel = self.rel(path);
         let p = self.index.path();
-        let cursor = self
-            .index
-            .conn()
-            .prepare_cached(
-                "SELECT size, mtime_ns, offset, tail_len, tail_hash FROM files WHERE path = ?1",
-            )
-            .and_then(|mut s| {
-                s.query_row([&rel], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, String>(4)?,
-                    ))
-                })
-                .optional()
-            })
-            .db(p)?;
+        let cursor = match &self.cursors {
+            Some(all) => all.get(&rel).cloned(),
+            None => self
+                .index
+                .conn()
+                .prepare_cached(
+                    "SELECT size, mtime_ns, offset, tail_len, tail_hash FROM files WHERE path = ?1",
+                )
+                .and_then(|mut s| s.query_row([&rel], cursor_row).optional())
+                .db(p)?,
+        };
         let mtime_ns = nanos(mtime);
         if let Some((size, m, ..)) = &cursor
             && *size == len as i64
@@ -725,6 +757,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
             )
             .and_then(|mut s| s.execute(params![rel, size, mtime_ns, consumed as i64, tail_len as i64, tail_hash]))
             .db(p)?;
+        if let Some(all) = self.cursors.as_mut() {
+            all.insert(
+                rel,
+                (size, mtime_ns, consumed as i64, tail_len as i64, tail_hash),
+            );
+        }
         // A file left with a torn tail, like one that waits, is looked at on
         // every pass: the rest may be written in place (a copy in flight, a
         // plain `cp`), which changes neither the folder nor, for an older
