@@ -351,6 +351,33 @@ impl Index {
         Ok(())
     }
 
+    /// The full-text table's row count and total token count over all columns,
+    /// as FTS5's own bm25 reads them (its "averages" record, id 1 of
+    /// `bodies_fts_data`: the row count then each column's tokens, as SQLite
+    /// varints). `None` when the record is missing or not as expected.
+    pub fn fts_totals(&self) -> StoreResult<Option<(i64, i64)>> {
+        let block: Option<Vec<u8>> = self
+            .conn
+            .prepare_cached("SELECT block FROM bodies_fts_data WHERE id = 1")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
+            .db(&self.path)?;
+        let Some(block) = block else {
+            return Ok(None);
+        };
+        let mut at = 0;
+        let mut next = || {
+            let (v, n) = sqlite_varint(block.get(at..)?)?;
+            at += n;
+            i64::try_from(v).ok()
+        };
+        let totals = (|| {
+            let rows = next()?;
+            let tokens = next()?.checked_add(next()?)?;
+            (rows > 0).then_some((rows, tokens))
+        })();
+        Ok(totals)
+    }
+
     /// Sets how many bytes of new full-text entries FTS5 keeps in memory
     /// before writing them out as a segment (a persistent setting of the table).
     fn set_fts_buffer(&self, bytes: i64) -> StoreResult<()> {
@@ -757,4 +784,20 @@ impl Lifecycle {
             last_move_ms: m.last_move().ms(),
         }
     }
+}
+
+/// Decodes one SQLite varint (big-endian groups of 7 bits with a
+/// continuation bit; the 9th byte gives all 8): the value and its length.
+fn sqlite_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    for (i, &b) in bytes.iter().take(9).enumerate() {
+        if i == 8 {
+            return Some(((v << 8) | u64::from(b), 9));
+        }
+        v = (v << 7) | u64::from(b & 0x7f);
+        if b & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
 }
