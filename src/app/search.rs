@@ -240,8 +240,10 @@ fn one_phrase_hits(
         .query(rusqlite::params_from_iter(args.iter()))
         .db(ix.path())?;
     let mut matches = 0;
-    // (freq, size, ms, c, id, topic, body) of each row that may be returned.
-    let mut kept: Vec<(usize, usize, i64, i64, String, String, String)> = Vec::new();
+    // (freq, size, ms, c, id, body rowid) of each row that may be returned.
+    // Not the text: a common word reads up to ONE_PHRASE_MAX_MATCHES rows
+    // before giving way, and keeping theirs raised the server's peak memory.
+    let mut kept: Vec<(usize, usize, i64, i64, String, i64)> = Vec::new();
     while let Some(r) = found.next().db(ix.path())? {
         matches += 1;
         if matches > ONE_PHRASE_MAX_MATCHES {
@@ -250,19 +252,16 @@ fn one_phrase_hits(
         if r.get::<_, Option<bool>>(6).db(ix.path())? != Some(true) {
             continue;
         }
-        let topic: String = r.get(4).db(ix.path())?;
-        let body: String = r.get(5).db(ix.path())?;
-        let (t_freq, t_size) = phrase_count(&topic, needle, &mut scratch);
-        let (b_freq, b_size) = phrase_count(&body, needle, &mut scratch);
-        let (freq, size) = (t_freq + b_freq, t_size + b_size);
+        let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).db(ix.path());
+        let (t_freq, t_size) = phrase_count(text(4)?, needle, &mut scratch);
+        let (b_freq, b_size) = phrase_count(text(5)?, needle, &mut scratch);
         kept.push((
-            freq,
-            size,
+            t_freq + b_freq,
+            t_size + b_size,
             r.get(1).db(ix.path())?,
             r.get(2).db(ix.path())?,
             r.get(3).db(ix.path())?,
-            topic,
-            body,
+            r.get(0).db(ix.path())?,
         ));
     }
     drop(found);
@@ -278,10 +277,19 @@ fn one_phrase_hits(
     ranked.truncate(limit + 1);
     let needle: Vec<char> = needle.chars().collect();
     let sql = format!("SELECT {cols} FROM messages m WHERE m.id = ?1");
-    let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
+    let mut message = ix.conn().prepare_cached(&sql).db(ix.path())?;
+    let mut texts = ix
+        .conn()
+        .prepare_cached("SELECT topic, body FROM bodies WHERE rowid = ?1")
+        .db(ix.path())?;
     let mut hits = Vec::with_capacity(ranked.len());
-    for (_, (_, _, _, _, id, topic, body)) in ranked {
-        let row = st.query_row([&id], MessageRow::from_sql).db(ix.path())?;
+    for (_, (_, _, _, _, id, rowid)) in ranked {
+        let row = message
+            .query_row([&id], MessageRow::from_sql)
+            .db(ix.path())?;
+        let (topic, body): (String, String) = texts
+            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .db(ix.path())?;
         let cols = [TrigramText::new(&topic), TrigramText::new(&body)];
         hits.push((row, snippet(&cols, &needle, &SNIPPET)));
     }
