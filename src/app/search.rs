@@ -86,7 +86,7 @@ pub fn search_messages(
         single.replace("{c}", "read_ms"),
         single.replace("{c}", "opened_ms")
     );
-    s.catch_up()?;
+    s.catch_up_for_search()?;
     let ix = s.index();
     let cond = cond.join(" AND ");
     let one_phrase = match q.single_phrase() {

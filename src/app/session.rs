@@ -99,6 +99,22 @@ impl Session {
         Ok(())
     }
 
+    /// Folds whatever arrived, then brings the full-text index up to date
+    /// (ingest leaves new bodies for later: see `Channel::index_search_tail`).
+    pub fn catch_up_for_search(&mut self) -> AppResult<()> {
+        self.channel.catch_up()?;
+        self.channel.index_search_tail()?;
+        Ok(())
+    }
+
+    /// Work that no answer waits for: indexing new bodies for search and
+    /// checkpointing the index's log. A server runs it when idle.
+    pub fn tidy(&mut self) -> AppResult<()> {
+        self.channel.index_search_tail()?;
+        self.channel.tidy_index()?;
+        Ok(())
+    }
+
     /// The writer of the caller's feed (set up once per session).
     pub fn writer(&mut self) -> AppResult<Writer> {
         let role = self.role()?;

@@ -16,6 +16,7 @@ mod uploads;
 mod wait;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -92,8 +93,15 @@ pub struct Server {
     feeds: PathBuf,
     watcher: Arc<OnceLock<Option<Watcher>>>,
     sync_every: Option<std::time::Duration>,
+    /// Tool calls started so far: the idle tidier runs only when none came
+    /// after the one that scheduled it.
+    calls: Arc<AtomicU64>,
     tool_router: ToolRouter<Self>,
 }
+
+/// How long a server waits after a call before doing the work no answer
+/// waited for ([`Session::tidy`]): a burst of calls pays for it once, after.
+const TIDY_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Server {
     /// A server acting through `session`.
@@ -103,6 +111,7 @@ impl Server {
             session: Arc::new(Mutex::new(session)),
             watcher: Arc::new(OnceLock::new()),
             sync_every: None,
+            calls: Arc::new(AtomicU64::new(0)),
             tool_router: Self::messaging_router()
                 + Self::browse_router()
                 + Self::debts_router()
@@ -153,14 +162,38 @@ impl Server {
         F: FnOnce(&mut Session) -> AppResult<T> + Send + 'static,
     {
         let session = Arc::clone(&self.session);
-        tokio::task::spawn_blocking(move || {
+        let mine = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let out = tokio::task::spawn_blocking(move || {
             let mut guard = session
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             f(&mut guard)
         })
         .await
-        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None));
+        self.tidy_when_idle(mine);
+        out
+    }
+
+    /// Schedules [`Session::tidy`] for when no call started for
+    /// [`TIDY_AFTER`] after call number `mine`.
+    fn tidy_when_idle(&self, mine: u64) {
+        let (calls, session) = (Arc::clone(&self.calls), Arc::clone(&self.session));
+        tokio::spawn(async move {
+            tokio::time::sleep(TIDY_AFTER).await;
+            if calls.load(Ordering::SeqCst) != mine {
+                return;
+            }
+            let _ = tokio::task::spawn_blocking(move || {
+                let mut guard = session
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Err(e) = guard.tidy() {
+                    tracing::warn!("tidying the index: {e}");
+                }
+            })
+            .await;
+        });
     }
 
     /// A receiver that changes when the channel folder does; started on first

@@ -6,6 +6,7 @@
 //! append with fsync → ingest → commit. A refusal from the caller's validation
 //! rolls back and writes nothing. It does not know what the ops mean.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,10 +15,10 @@ use rusqlite::OptionalExtension as _;
 
 use super::channel_dir::ChannelDir;
 use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
-use super::feed::FeedWriter;
+use super::feed::{FeedWriter, Tails};
 use super::home::{Device, Home};
 use super::index::Index;
-use super::ingest::{Ingest, IngestReport, ScanCache};
+use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
 use super::lock::FileLock;
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
@@ -49,6 +50,8 @@ pub struct Channel {
     state_dir: PathBuf,
     index: Index,
     cache: ScanCache,
+    /// Per own feed, what this process's last append left on disk.
+    tails: HashMap<FeedId, Tails>,
 }
 
 impl Channel {
@@ -71,6 +74,7 @@ impl Channel {
             state_dir,
             index,
             cache: ScanCache::default(),
+            tails: HashMap::new(),
         })
     }
 
@@ -114,19 +118,21 @@ impl Channel {
     /// Cheap when nothing changed: it takes the write lock only if there is
     /// something to write.
     pub fn catch_up(&mut self) -> StoreResult<IngestReport> {
-        // A failed pass rolls the index back; the cache must forget it too.
-        let saved = self.cache.clone();
+        // A failed pass rolls the index back, so the cache must forget what
+        // that pass saw. It is cleared rather than saved and restored: a copy
+        // on every call cost more than the rare pass that looks at every file
+        // again after a failure.
         let first = self.pass(false);
         match first {
             Err(StoreError::Sqlite { source, .. }) if is_busy(&source) => {
                 // Another process wrote between our read and our write: redo the
                 // pass under the write lock from the start.
-                self.cache = saved;
+                self.cache.clear();
                 let _lock = self.lock_index()?;
                 self.pass(true)
             }
             Err(e) => {
-                self.cache = saved;
+                self.cache.clear();
                 Err(e)
             }
             ok => ok,
@@ -155,6 +161,28 @@ impl Channel {
         }
     }
 
+    /// Brings the full-text index up to date with the bodies already folded.
+    /// Ingest leaves new bodies out of it, so that a write does not pay for
+    /// FTS5's flush and merges: search calls this first, and a long-lived
+    /// server calls it when idle. Returns true if it indexed anything; cheap
+    /// when nothing is pending.
+    pub fn index_search_tail(&mut self) -> StoreResult<bool> {
+        if !self.index.search_tail_pending()? {
+            return Ok(false);
+        }
+        let _lock = self.lock_index()?;
+        self.index.write(|ix| ix.index_new_bodies())?;
+        Ok(true)
+    }
+
+    /// Moves what the index's write-ahead log holds into the database file
+    /// when the log has grown, without waiting on readers. SQLite would do it
+    /// inside whichever write crossed its threshold; a server calls this when
+    /// idle instead, so that tool calls rarely pay for it.
+    pub fn tidy_index(&mut self) -> StoreResult<()> {
+        self.index.checkpoint_if_grown()
+    }
+
     /// Throws the index's derived content away and folds every feed again, in
     /// one transaction: readers see the old state until the new one is whole.
     /// `progress` is told the bytes read after each file.
@@ -167,7 +195,10 @@ impl Channel {
         index.set_cache_kib(64 * 1024)?;
         let result = index.write(|ix| {
             ix.clear_derived()?;
-            Ingest::run_with_progress(ix, dir, cache, progress)
+            let report = Ingest::run_with_progress(ix, dir, cache, progress)?;
+            // A rebuild leaves the index whole, search included.
+            ix.index_new_bodies()?;
+            Ok(report)
         });
         index.set_cache_kib(2 * 1024)?;
         if result.is_err() {
@@ -557,7 +588,12 @@ impl Channel {
     ) -> Result<(Vec<Record>, T), E> {
         let _feed_lock = writer.feed.lock()?;
         let _index_lock = self.lock_index()?;
-        let saved = self.cache.clone();
+        // Taken out, and put back only by an append that succeeds: after a
+        // failure nothing is known about the files.
+        let tails = self
+            .tails
+            .remove(writer.feed.feed())
+            .filter(|t| writer.feed.still_holds(t));
         let Self {
             index, dir, cache, ..
         } = self;
@@ -565,9 +601,13 @@ impl Channel {
             Ingest::run(ix, dir, cache)?;
             let (steps, out) = build(ix)?;
             if steps.is_empty() {
-                return Ok((Vec::new(), out));
+                return Ok((Vec::new(), out, tails));
             }
-            let last = writer.feed.reconcile(&writer.key.verifying_key())?;
+            let key = writer.key.verifying_key();
+            let last = match &tails {
+                Some(t) => Some(t.last().clone()),
+                None => writer.feed.reconcile(&key)?,
+            };
             let seen = max_hlc(ix)?;
             let mut prev = last.map(|r| (r.header.seq, r.id, r.header.hlc));
             let mut recs: Vec<Record> = Vec::with_capacity(steps.len());
@@ -585,19 +625,35 @@ impl Channel {
                 prev = Some((rec.header.seq, rec.id, rec.header.hlc));
                 recs.push(rec);
             }
-            match recs.as_slice() {
-                [one] => {
-                    writer.feed.append(one, &writer.key)?;
+            let left = match recs.as_slice() {
+                [one] => Some(
+                    writer
+                        .feed
+                        .append_after(one, &writer.key, tails.as_ref())?
+                        .1,
+                ),
+                run => {
+                    writer.feed.append_batch(run, &writer.key)?;
+                    None
                 }
-                run => writer.feed.append_batch(run, &writer.key)?,
-            }
-            Ingest::run(ix, dir, cache)?;
-            Ok((recs, out))
+            };
+            let vouched = recs.iter().map(|r| vouch(r, &key)).collect();
+            Ingest::run_vouched(ix, dir, cache, vouched)?;
+            Ok((recs, out, left))
         });
-        if result.is_err() {
-            self.cache = saved;
+        match result {
+            Ok((recs, out, left)) => {
+                if let Some(t) = left {
+                    self.tails.insert(writer.feed.feed().clone(), t);
+                }
+                Ok((recs, out))
+            }
+            Err(e) => {
+                // The index rolled back: see `catch_up`.
+                self.cache.clear();
+                Err(e)
+            }
         }
-        result
     }
 }
 
@@ -838,11 +894,11 @@ mod bulk_tests {
     use super::*;
     use crate::core::genesis::{FORMAT, Genesis, channel_id};
     use crate::core::op::Send;
+    use crate::store::feed::{self, SEGMENT_RECORDS};
     use crate::store::home::new_signing_key;
 
-    #[test]
-    fn a_bulk_run_ingests_cleanly_and_normal_appends_continue_its_chain() {
-        let tmp = tempfile::tempdir().unwrap();
+    /// A channel of roles alpha and beta in a fresh temporary folder.
+    fn fresh(tmp: &tempfile::TempDir) -> Channel {
         let home = Home::at(tmp.path().join("home"));
         let owner = new_signing_key();
         let genesis = Genesis {
@@ -856,17 +912,101 @@ mod bulk_tests {
         home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner)
             .unwrap();
         let dir = ChannelDir::create(&tmp.path().join("channel"), &genesis).unwrap();
-        let mut ch = Channel::open(dir, home).unwrap();
+        Channel::open(dir, home).unwrap()
+    }
+
+    fn send(i: usize) -> Op {
+        Op::Send(Send {
+            to: vec![Role::new("beta").unwrap()],
+            topic: format!("t{i}"),
+            body: "x".repeat(1 + i % 900),
+            decision_requested: true,
+            ..Send::default()
+        })
+    }
+
+    #[test]
+    fn two_writers_of_one_feed_take_turns_without_a_gap() {
+        // Two processes of one role on one device share the feed and its
+        // journal; each remembers what its own last append left, and must
+        // notice the other's appends (including a new segment) before its next.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut one = fresh(&tmp);
+        let mut two = Channel::open(one.dir().clone(), one.home().clone()).unwrap();
         let role = Role::new("alpha").unwrap();
-        let send = |i: usize| {
-            Op::Send(Send {
-                to: vec![Role::new("beta").unwrap()],
-                topic: format!("t{i}"),
-                body: "x".repeat(1 + i % 900),
-                decision_requested: true,
-                ..Send::default()
-            })
+        let (w1, w2) = (one.writer(&role).unwrap(), two.writer(&role).unwrap());
+        let mut seqs = Vec::new();
+        for i in 0..(SEGMENT_RECORDS as usize + 40) {
+            // Runs of three on each side, so each also appends twice in a row.
+            let (ch, w) = if (i / 3) % 2 == 0 {
+                (&mut one, &w1)
+            } else {
+                (&mut two, &w2)
+            };
+            // Short bodies: segments then seal by count, at a known seq.
+            let (rec, ()) = ch
+                .append(w, |_| Ok::<_, StoreError>((send(900 * i), ())))
+                .unwrap();
+            seqs.push(rec.header.seq);
+        }
+        let expected: Vec<u64> = (2..2 + seqs.len() as u64).collect();
+        assert_eq!(seqs, expected, "one chain, feed_init first");
+        let feed_dir = one.dir().feeds().join("alpha").join(&one.device().id);
+        let firsts: Vec<u64> = feed::list_segments(&feed_dir)
+            .unwrap()
+            .iter()
+            .map(|s| s.first_seq)
+            .collect();
+        assert_eq!(firsts, vec![1, 1 + SEGMENT_RECORDS]);
+        let mut reader = fresh_reader(&one, &tmp);
+        let report = reader.catch_up().unwrap();
+        assert!(report.waiting.is_empty(), "{report:?}");
+        assert!(reader.index().problems().unwrap().is_empty());
+    }
+
+    /// Another device's view of `ch`'s folder: a second home.
+    fn fresh_reader(ch: &Channel, tmp: &tempfile::TempDir) -> Channel {
+        Channel::open(ch.dir().clone(), Home::at(tmp.path().join("reader"))).unwrap()
+    }
+
+    #[test]
+    fn new_bodies_reach_search_when_the_tail_is_indexed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let role = Role::new("alpha").unwrap();
+        let w = ch.writer(&role).unwrap();
+        let hits = |ch: &Channel| -> i64 {
+            ch.index()
+                .conn()
+                .query_row(
+                    "SELECT count(*) FROM bodies_fts WHERE bodies_fts MATCH '\"xxx\"'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
         };
+        assert!(!ch.index().search_tail_pending().unwrap());
+        ch.append(&w, |_| Ok::<_, StoreError>((send(5), ())))
+            .unwrap();
+        assert!(ch.index().search_tail_pending().unwrap());
+        assert_eq!(hits(&ch), 0, "a write leaves its body for later");
+        assert!(ch.index_search_tail().unwrap());
+        assert!(!ch.index().search_tail_pending().unwrap());
+        assert_eq!(hits(&ch), 1);
+        assert!(!ch.index_search_tail().unwrap(), "nothing left to do");
+        // A rebuild indexes everything it folds.
+        ch.append(&w, |_| Ok::<_, StoreError>((send(6), ())))
+            .unwrap();
+        ch.reindex(None).unwrap();
+        assert!(!ch.index().search_tail_pending().unwrap());
+        assert_eq!(hits(&ch), 2);
+    }
+
+    #[test]
+    fn a_bulk_run_ingests_cleanly_and_normal_appends_continue_its_chain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let role = Role::new("alpha").unwrap();
         // A history that starts a day ago: admit and feed_init carry that time.
         let start = now_ms() - 86_400_000;
         let mut bulk = ch.bulk(&role, start).unwrap();

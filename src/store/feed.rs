@@ -20,7 +20,9 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use flate2::Compression;
@@ -352,6 +354,42 @@ pub struct Appended {
     pub len: u64,
 }
 
+/// What an append left on disk, remembered by the process that made it so
+/// that its next append can tell in three `stat` calls that nobody else
+/// touched the feed since (see [`FeedWriter::reconcile_after`]).
+#[derive(Clone, Debug)]
+pub struct Tails {
+    /// The journal's size and mtime.
+    journal: (u64, Option<SystemTime>),
+    /// The feed folder's mtime: a segment added, removed or replaced changes it.
+    dir: Option<SystemTime>,
+    /// The newest segment, its first seq, and its size and mtime.
+    segment: PathBuf,
+    segment_first: u64,
+    segment_stamp: (u64, Option<SystemTime>),
+    /// The record written last.
+    last: Record,
+}
+
+impl Tails {
+    /// The record written last.
+    pub fn last(&self) -> &Record {
+        &self.last
+    }
+
+    fn holds(&self, journal: &Path, dir: &Path) -> bool {
+        stamp(journal).ok() == Some(self.journal)
+            && stamp(dir).ok().map(|s| s.1) == Some(self.dir)
+            && stamp(&self.segment).ok() == Some(self.segment_stamp)
+    }
+}
+
+/// A file's size and mtime.
+fn stamp(path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
+    let m = fs::metadata(path).at(path)?;
+    Ok((m.len(), m.modified().ok()))
+}
+
 /// The writer side of this device's feed for one role: the published segments
 /// plus the private journal in the state folder.
 #[derive(Clone, Debug)]
@@ -445,7 +483,7 @@ impl FeedWriter {
                     && rec.header.seq > f
                     && !published.contains(&rec.id)
                 {
-                    self.publish(&rec)?;
+                    self.publish(&rec, None)?;
                 }
             }
         }
@@ -479,7 +517,7 @@ impl FeedWriter {
             if let Ok(rec) = line.record
                 && !published.contains(&(rec.id, rec.sig.to_bytes()))
             {
-                self.publish(&rec)?;
+                self.publish(&rec, None)?;
                 n += 1;
             }
         }
@@ -570,35 +608,81 @@ impl FeedWriter {
     /// Appends a new record durably: journal, then the feed, each fsynced.
     /// Call under [`Self::lock`] after [`Self::reconcile`].
     pub fn append(&self, rec: &Record, key: &SigningKey) -> StoreResult<Appended> {
+        self.append_after(rec, key, None).map(|(at, _)| at)
+    }
+
+    /// Like [`Self::append`], with the [`Tails`] the previous append of this
+    /// process left, if [`Self::still_holds`] said they hold: the newest
+    /// segment is then known without listing the folder. Returns the tails
+    /// this append leaves.
+    pub fn append_after(
+        &self,
+        rec: &Record,
+        key: &SigningKey,
+        tails: Option<&Tails>,
+    ) -> StoreResult<(Appended, Tails)> {
         let parent = self.journal.parent().expect("journal has a parent");
         fs::create_dir_all(parent).at(parent)?;
         append_durably(&self.journal, rec.to_line().as_bytes())?;
-        let at = self.publish(rec)?;
+        let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
+        let at = self.publish(rec, newest)?;
         self.write_head(rec, key)?;
-        Ok(at)
+        let tails = Tails {
+            journal: stamp(&self.journal)?,
+            dir: stamp(&self.dir)?.1,
+            segment: at.path.clone(),
+            segment_first: match &tails {
+                Some(t) if t.segment == at.path => t.segment_first,
+                _ => parse_segment_name(&at.path.file_name().unwrap_or_default().to_string_lossy())
+                    .unwrap_or(rec.header.seq),
+            },
+            segment_stamp: stamp(&at.path)?,
+            last: rec.clone(),
+        };
+        Ok((at, tails))
+    }
+
+    /// True when `tails` (what this process's previous append left) still
+    /// describes the files: the journal, the feed folder and its newest
+    /// segment are as that append left them, so nobody wrote, cut or
+    /// replaced anything since, and [`Tails::last`] stands in for
+    /// [`Self::reconcile`]. Three `stat` calls instead of reading and
+    /// verifying both tails.
+    pub fn still_holds(&self, tails: &Tails) -> bool {
+        tails.holds(&self.journal, &self.dir)
     }
 
     /// Writes `rec` to the newest segment, starting a new one when it is full.
-    fn publish(&self, rec: &Record) -> StoreResult<Appended> {
+    /// `newest` is the newest segment (path, first seq, size) when the caller
+    /// knows it; otherwise the folder is listed.
+    fn publish(&self, rec: &Record, newest: Option<(PathBuf, u64, u64)>) -> StoreResult<Appended> {
         let new_dir = !self.dir.exists();
         if new_dir {
             fs::create_dir_all(&self.dir).at(&self.dir)?;
             sync_dir(self.dir.parent().expect("feed dir has a parent"))?;
         }
-        let segments = list_segments(&self.dir)?;
-        let path = match segments.last() {
+        let newest = match newest {
+            Some(n) => Some((n, false)),
+            None => match list_segments(&self.dir)?.pop() {
+                Some(seg) if seg.gz => Some(((seg.path, seg.first_seq, 0), true)),
+                Some(seg) => {
+                    let size = fs::metadata(&seg.path).at(&seg.path)?.len();
+                    Some(((seg.path, seg.first_seq, size), false))
+                }
+                None => None,
+            },
+        };
+        let path = match newest {
             // A gzip segment is sealed: the next record starts a new one.
-            Some(seg) if seg.gz => self.dir.join(segment_name(rec.header.seq)),
-            Some(seg) => {
-                let size = fs::metadata(&seg.path).at(&seg.path)?.len();
-                let count = rec.header.seq.saturating_sub(seg.first_seq);
+            Some((_, true)) | None => self.dir.join(segment_name(rec.header.seq)),
+            Some(((path, first_seq, size), false)) => {
+                let count = rec.header.seq.saturating_sub(first_seq);
                 if count >= SEGMENT_RECORDS || size >= SEGMENT_BYTES {
                     self.dir.join(segment_name(rec.header.seq))
                 } else {
-                    seg.path.clone()
+                    path
                 }
             }
-            None => self.dir.join(segment_name(rec.header.seq)),
         };
         let line = rec.to_line();
         let created = !path.exists();
@@ -615,11 +699,29 @@ impl FeedWriter {
 
     fn write_head(&self, rec: &Record, key: &SigningKey) -> StoreResult<()> {
         let text = record::encode_head(&self.feed, rec.header.seq, rec.id, rec.header.hlc, key);
-        let tmp = self.dir.join("head.json.tmp");
         let path = self.dir.join("head.json");
-        fs::write(&tmp, text).at(&tmp)?;
-        // head.json is a hint rebuilt on every append, so no fsync: the feed is the truth.
-        fs::rename(&tmp, &path).at(&path)?;
+        // head.json is a hint rebuilt on every append, so no fsync: the feed is
+        // the truth. It is overwritten in place rather than through a temporary
+        // file and a rename: replacing a file makes ext4 flush its data at once,
+        // which cost more than the rest of the head's work on every append. The
+        // file never shrinks (a shorter head is padded with spaces before its
+        // newline, which readers trim), so no truncation is needed either; a
+        // reader that catches a write half done sees a bad signature and
+        // ignores the hint, as for any torn head.
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .at(&path)?;
+        let old = f.metadata().at(&path)?.len() as usize;
+        let body = text.trim_end();
+        let mut bytes = Vec::with_capacity(old.max(text.len()));
+        bytes.extend_from_slice(body.as_bytes());
+        bytes.resize(old.max(body.len() + 1) - 1, b' ');
+        bytes.push(b'\n');
+        f.write_all_at(&bytes, 0).at(&path)?;
         Ok(())
     }
 }

@@ -201,6 +201,16 @@ pub struct Index {
     path: PathBuf,
 }
 
+/// How many prepared statements a connection keeps. One tool call runs a few
+/// dozen distinct statements (ingest, the fold, the use case); rusqlite's
+/// default of 16 made every call parse most of them again.
+const STATEMENT_CACHE: usize = 256;
+
+/// The write-ahead log size past which an idle server checkpoints it. Well
+/// under SQLite's own threshold (1000 pages, about 4 MB), so that a write
+/// seldom crosses that one and pays for the checkpoint itself.
+const WAL_TIDY_BYTES: u64 = 1 << 20;
+
 impl Index {
     /// The index file of a channel inside its state folder.
     pub fn path_in(state_dir: &Path) -> PathBuf {
@@ -216,6 +226,7 @@ impl Index {
         conn.busy_timeout(Duration::from_secs(10)).db(path)?;
         conn.pragma_update(None, "journal_mode", "WAL").db(path)?;
         conn.pragma_update(None, "synchronous", "NORMAL").db(path)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let me = Self {
             conn,
             path: path.to_path_buf(),
@@ -245,6 +256,7 @@ impl Index {
     pub fn in_memory(channel_id: &str) -> StoreResult<Self> {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().db(&path)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.execute_batch(SCHEMA).db(&path)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('channel_id', ?1)",
@@ -387,6 +399,33 @@ impl Index {
                 [bytes],
             )
             .db(&self.path)?;
+        Ok(())
+    }
+
+    /// True when bodies wait for the full-text index (see
+    /// [`Self::index_new_bodies`]).
+    pub fn search_tail_pending(&self) -> StoreResult<bool> {
+        self.conn
+            .prepare_cached(
+                "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0) \
+                 < COALESCE((SELECT MAX(rowid) FROM bodies), 0)",
+            )
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .db(&self.path)
+    }
+
+    /// A passive checkpoint of the write-ahead log once it holds more than
+    /// [`WAL_TIDY_BYTES`]. Passive: it copies what no reader still needs and
+    /// never waits.
+    pub fn checkpoint_if_grown(&self) -> StoreResult<()> {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        let size = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        if size > WAL_TIDY_BYTES {
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .db(&self.path)?;
+        }
         Ok(())
     }
 
