@@ -109,7 +109,9 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
              details in 'body'"
         )));
     }
-    // A sealed upload never changes, so the body resolved here is the body written.
+    // A sealed upload never changes, so the body resolved here is the body
+    // written. A role the owner added arrives as a record: this also folds it
+    // in before the roster is read below.
     s.catch_up()?;
     let body = op_body(s.index(), req.body, req.body_ref.as_deref())?;
     let kind = req
@@ -147,8 +149,6 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         }
         _ => None,
     };
-    // A role the owner added arrives as a record: fold what is new first.
-    s.catch_up()?;
     let roster = s.roster();
     let to = recipients(&req.to, &me, &roster)?;
     let voters = voters(req.voters.as_ref(), pin_key.as_deref(), &me, &roster)?;

@@ -340,6 +340,13 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         &mcp.floor,
     );
     line(
+        &format!(
+            "get_protocol (carriage floor: {:.1} kB of text, no SQLite)",
+            crate::app::info::PROTOCOL.len() as f64 / 1000.0
+        ),
+        &mcp.document,
+    );
+    line(
         "first tool call after spawn (read_inbox limit 1)",
         &mcp.first_call,
     );
@@ -1162,6 +1169,7 @@ struct Mcp {
     search: Vec<Duration>,
     search_common: Vec<Duration>,
     floor: Vec<Duration>,
+    document: Vec<Duration>,
     rare_hits: usize,
     common_hits: String,
     server_hwm_kb: u64,
@@ -1210,6 +1218,7 @@ impl Mcp {
         let common = |_| json!({"query": COMMON_TERM});
         let search_common = timed(&client, "search_messages", calls, 3, common).await?;
         let floor = timed(&client, "server_build", calls, MIN_CALLS, |_| json!({})).await?;
+        let document = timed(&client, "get_protocol", calls, MIN_CALLS, |_| json!({})).await?;
         let hits = |v: &Value| v["result"].as_array().map_or(0, Vec::len);
         let rare = call(
             &client,
@@ -1245,6 +1254,7 @@ impl Mcp {
             search: search.0,
             search_common: search_common.0,
             floor: floor.0,
+            document: document.0,
             rare_hits: hits(&rare),
             common_hits,
             server_hwm_kb,

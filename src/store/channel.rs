@@ -197,7 +197,7 @@ impl Channel {
             ix.clear_derived()?;
             let report = Ingest::run_with_progress(ix, dir, cache, progress)?;
             // A rebuild leaves the index whole, search included.
-            ix.index_new_bodies()?;
+            ix.index_new_bodies_in_bulk()?;
             Ok(report)
         });
         index.set_cache_kib(2 * 1024)?;
@@ -638,7 +638,7 @@ impl Channel {
                 }
             };
             let vouched = recs.iter().map(|r| vouch(r, &key)).collect();
-            Ingest::run_vouched(ix, dir, cache, vouched)?;
+            Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
             Ok((recs, out, left))
         });
         match result {
@@ -1000,6 +1000,21 @@ mod bulk_tests {
         ch.reindex(None).unwrap();
         assert!(!ch.index().search_tail_pending().unwrap());
         assert_eq!(hits(&ch), 2);
+        // …in bulk, then gives FTS5 its usual settings back for what follows.
+        let setting = |k: &str| -> i64 {
+            ch.index()
+                .conn()
+                .query_row("SELECT v FROM bodies_fts_config WHERE k = ?1", [k], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+        };
+        assert_eq!(setting("automerge"), 4);
+        assert_eq!(setting("hashsize"), 1 << 20);
+        ch.append(&w, |_| Ok::<_, StoreError>((send(7), ())))
+            .unwrap();
+        assert!(ch.index_search_tail().unwrap());
+        assert_eq!(hits(&ch), 3);
     }
 
     #[test]

@@ -21,13 +21,19 @@ use crate::core::message::Message;
 pub const SCHEMA_VERSION: u32 = 7;
 
 /// FTS5's own default for `hashsize`, kept outside bulk passes: an ordinary
-/// ingest holds a few bodies, and a server's memory stays small.
-const FTS_BUFFER: i64 = 1024 * 1024;
-/// `hashsize` during a bulk pass. With 1 MiB, 100k bodies are flushed as
-/// hundreds of small segments that automerge then rewrites again and again;
-/// with 16 MiB the insert took 6.7 s instead of 10.6 s (64 MiB: 6.0 s, for
-/// four times the memory).
-const BULK_FTS_BUFFER: i64 = 16 * 1024 * 1024;
+/// pass holds a few bodies, and a server's memory stays small.
+const FTS_BUFFER: i64 = 1 << 20;
+/// FTS5's own default for `automerge`.
+const FTS_AUTOMERGE: i64 = 4;
+/// `hashsize` during a rebuild: 100k bodies flushed every 1 MiB left
+/// hundreds of segments that automerge rewrote again and again (the whole
+/// rebuild went from 24.5 s to 18.4 s with this, automerge off and one
+/// `optimize`).
+const REBUILD_FTS_BUFFER: i64 = 64 << 20;
+/// `hashsize` for another pass that more than doubles the index, which a
+/// server may run (the first search of a fresh index): the insert of 100k
+/// bodies took 6.7 s with 16 MiB, 6.0 s with 64 MiB, 10.6 s with 1 MiB.
+const BULK_FTS_BUFFER: i64 = 16 << 20;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -315,8 +321,20 @@ impl Index {
     }
 
     /// Adds the body rows written since the last call to the full-text index,
-    /// in one statement (inside the caller's transaction).
+    /// in one statement (inside the caller's transaction). A pass that more
+    /// than doubles the index (the first indexing of a channel's bodies) is
+    /// done in bulk, as a rebuild's is ([`Self::index_new_bodies_in_bulk`]),
+    /// with a smaller buffer since a server may be the one doing it. Each such
+    /// pass at least doubles the rows, so its merge costs at most twice the
+    /// final index over a channel's life.
     pub fn index_new_bodies(&self) -> StoreResult<()> {
+        let (done, last) = self.fts_progress()?;
+        let bulk = (last - done > done).then_some(BULK_FTS_BUFFER);
+        self.index_bodies(done, last, bulk)
+    }
+
+    /// The last body row in the full-text index, and the last body row.
+    fn fts_progress(&self) -> StoreResult<(i64, i64)> {
         let p = &self.path;
         let done: i64 = self
             .conn
@@ -328,39 +346,61 @@ impl Index {
             .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM bodies")
             .and_then(|mut s| s.query_row([], |r| r.get(0)))
             .db(p)?;
-        if last > done {
-            // A pass that more than doubles the index (a rebuild, the first
-            // ingest of a channel) is bulk work: see [`BULK_FTS_BUFFER`]. Each
-            // such pass at least doubles the rows, so the merges cost at most
-            // twice the final index over a channel's life.
-            let bulk = last - done > done;
-            if bulk {
-                self.set_fts_buffer(BULK_FTS_BUFFER)?;
-            }
-            self.conn
-                .prepare_cached(
-                    "INSERT INTO bodies_fts(rowid, topic, body) \
-                     SELECT rowid, topic, body FROM bodies WHERE rowid > ?1 ORDER BY rowid",
-                )
-                .and_then(|mut s| s.execute([done]))
-                .db(p)?;
-            if bulk {
-                // One segment instead of dozens: a phrase query opens one
-                // iterator per trigram per segment, so at 100k bodies merging
-                // them halves the time of a search (1.2 → 0.5 ms for the
-                // bench's 11-character term). Costs ~3.5 s there, which the
-                // larger buffer above saves on the insert.
-                self.conn
-                    .execute("INSERT INTO bodies_fts(bodies_fts) VALUES ('optimize')", [])
-                    .db(p)?;
-                self.set_fts_buffer(FTS_BUFFER)?;
-            }
-            self.conn
-                .prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_rowid', ?1)")
-                .and_then(|mut s| s.execute([last.to_string()]))
-                .db(p)?;
+        Ok((done, last))
+    }
+
+    /// Indexes body rows `done + 1 ..= last`. In bulk (`Some(buffer)`), FTS5
+    /// keeps up to `buffer` bytes of terms in memory with automatic merges
+    /// off, then merges everything into one segment and gets its defaults
+    /// back. One segment also makes searches faster: a phrase query opens one
+    /// iterator per trigram per segment, and at 100k bodies the bench's
+    /// 11-character term took 0.5 ms in `MATCH` instead of 1.2 ms (27
+    /// segments).
+    fn index_bodies(&self, done: i64, last: i64, bulk: Option<i64>) -> StoreResult<()> {
+        if last <= done {
+            return Ok(());
         }
+        let p = &self.path;
+        let set = |option: &str, value: i64| {
+            self.conn
+                .prepare_cached("INSERT INTO bodies_fts(bodies_fts, rank) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![option, value]))
+                .db(p)
+        };
+        if let Some(buffer) = bulk {
+            set("hashsize", buffer)?;
+            set("automerge", 0)?;
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO bodies_fts(rowid, topic, body) \
+                 SELECT rowid, topic, body FROM bodies WHERE rowid > ?1 ORDER BY rowid",
+            )
+            .and_then(|mut s| s.execute([done]))
+            .db(p)?;
+        if bulk.is_some() {
+            self.conn
+                .execute_batch("INSERT INTO bodies_fts(bodies_fts) VALUES ('optimize')")
+                .db(p)?;
+            // Back to FTS5's defaults for the small batches that follow.
+            set("hashsize", FTS_BUFFER)?;
+            set("automerge", FTS_AUTOMERGE)?;
+        }
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_rowid', ?1)")
+            .and_then(|mut s| s.execute([last.to_string()]))
+            .db(p)?;
         Ok(())
+    }
+
+    /// Like [`Self::index_new_bodies`], for many bodies at once (a rebuild):
+    /// FTS5 collects them in a large in-memory table without merging as it
+    /// goes, then merges everything once. With its defaults (flush every
+    /// 1 MB, merge as segments pile up) most of a rebuild's full-text time
+    /// went to merging segments that were merged again later.
+    pub fn index_new_bodies_in_bulk(&self) -> StoreResult<()> {
+        let (done, last) = self.fts_progress()?;
+        self.index_bodies(done, last, Some(REBUILD_FTS_BUFFER))
     }
 
     /// The full-text table's row count and total token count over all columns,
@@ -388,18 +428,6 @@ impl Index {
             (rows > 0).then_some((rows, tokens))
         })();
         Ok(totals)
-    }
-
-    /// Sets how many bytes of new full-text entries FTS5 keeps in memory
-    /// before writing them out as a segment (a persistent setting of the table).
-    fn set_fts_buffer(&self, bytes: i64) -> StoreResult<()> {
-        self.conn
-            .execute(
-                "INSERT INTO bodies_fts(bodies_fts, rank) VALUES ('hashsize', ?1)",
-                [bytes],
-            )
-            .db(&self.path)?;
-        Ok(())
     }
 
     /// True when bodies wait for the full-text index (see

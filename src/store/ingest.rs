@@ -182,25 +182,25 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
     ) -> StoreResult<IngestReport> {
-        Self::run_full(
-            index,
-            dir,
-            cache,
-            progress,
-            super::channel::now_ms(),
-            HashSet::new(),
-        )
+        Self::run_full(index, dir, cache, progress, super::channel::now_ms())
     }
 
-    /// Like [`Self::run`], trusting the signatures of the `vouched` records
-    /// (the writer's own, just signed: checking them again only costs time).
-    pub fn run_vouched(
+    /// Ingests what a writer just appended to its own `feed`, trusting the
+    /// signatures of the `vouched` records (its own, just signed: checking
+    /// them again only costs time). Other feeds are left to the next pass:
+    /// arrival order does not change the state.
+    pub fn run_own(
         index: &'a Index,
         dir: &'a ChannelDir,
         cache: &mut ScanCache,
+        feed: &FeedId,
         vouched: HashSet<Vouch>,
     ) -> StoreResult<IngestReport> {
-        Self::run_full(index, dir, cache, None, super::channel::now_ms(), vouched)
+        let mut me = Self::new(index, dir, None, super::channel::now_ms(), vouched);
+        me.load()?;
+        let path = dir.feeds().join(feed.role()).join(feed.device());
+        me.ingest_feed(feed, &path, cache)?;
+        me.finish()
     }
 
     /// Like [`Self::run`], as if local time were `now_ms`: records dated
@@ -211,7 +211,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         now_ms: i64,
     ) -> StoreResult<IngestReport> {
-        Self::run_full(index, dir, cache, None, now_ms, HashSet::new())
+        Self::run_full(index, dir, cache, None, now_ms)
     }
 
     fn run_full(
@@ -220,9 +220,23 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
         now_ms: i64,
-        vouched: HashSet<Vouch>,
     ) -> StoreResult<IngestReport> {
-        let mut me = Self {
+        let mut me = Self::new(index, dir, progress, now_ms, HashSet::new());
+        me.load()?;
+        for (feed, path) in me.feed_dirs(cache)? {
+            me.ingest_feed(&feed, &path, cache)?;
+        }
+        me.finish()
+    }
+
+    fn new(
+        index: &'a Index,
+        dir: &'a ChannelDir,
+        progress: Option<&'p mut dyn FnMut(u64)>,
+        now_ms: i64,
+        vouched: HashSet<Vouch>,
+    ) -> Self {
+        Self {
             now_ms,
             vouched,
             held: HashSet::new(),
@@ -239,16 +253,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
             pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
             ahead_key: None,
-        };
-        me.load_feeds()?;
-        me.load_pending_keys()?;
-        me.load_held()?;
-        for (feed, path) in me.feed_dirs(cache)? {
-            me.ingest_feed(&feed, &path, cache)?;
         }
-        me.save_feeds()?;
-        me.refold_touched()?;
-        Ok(me.report)
+    }
+
+    /// Loads what a pass needs to know from the index.
+    fn load(&mut self) -> StoreResult<()> {
+        self.load_feeds()?;
+        self.load_pending_keys()?;
+        self.load_held()
+    }
+
+    /// Saves the feeds' heads and folds what the pass touched.
+    fn finish(mut self) -> StoreResult<IngestReport> {
+        self.save_feeds()?;
+        self.refold_touched()?;
+        Ok(self.report)
     }
 
     fn feed_dirs(&self, cache: &mut ScanCache) -> StoreResult<Vec<(FeedId, PathBuf)>> {
