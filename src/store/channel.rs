@@ -118,6 +118,9 @@ impl Channel {
     /// Cheap when nothing changed: it takes the write lock only if there is
     /// something to write.
     pub fn catch_up(&mut self) -> StoreResult<IngestReport> {
+        if self.cache.unchanged(&self.dir.feeds()) {
+            return Ok(IngestReport::default());
+        }
         // A failed pass rolls the index back, so the cache must forget what
         // that pass saw. It is cleared rather than saved and restored: a copy
         // on every call cost more than the rare pass that looks at every file
@@ -598,7 +601,9 @@ impl Channel {
             index, dir, cache, ..
         } = self;
         let result = index.write(|ix| {
-            Ingest::run(ix, dir, cache)?;
+            if !cache.unchanged(&dir.feeds()) {
+                Ingest::run(ix, dir, cache)?;
+            }
             let (steps, out) = build(ix)?;
             if steps.is_empty() {
                 return Ok((Vec::new(), out, tails));

@@ -82,12 +82,39 @@ pub struct ScanCache {
     /// Per feed, the last fruitless search for a missing record: its seq and
     /// the files searched (path, size, mtime). Searched again on a change.
     gap_searches: HashMap<FeedId, (u64, Vec<FileStamp>)>,
+    /// True when the last full pass left nothing waiting or held.
+    settled: bool,
 }
 
 impl ScanCache {
     /// Forgets everything (the next pass looks at every file).
     pub fn clear(&mut self) {
         *self = Self::default();
+    }
+
+    /// True when a pass would find nothing to do: the last full pass left
+    /// nothing waiting or held, and the feed folders and the segments it had
+    /// not finished with are as it left them. The same `stat` calls as a
+    /// pass over an unchanged folder, without its transaction and queries.
+    pub fn unchanged(&self, feeds_root: &Path) -> bool {
+        self.settled
+            && self.feeds_mtime.is_some()
+            && mtime_of(feeds_root) == self.feeds_mtime
+            && self
+                .role_mtimes
+                .iter()
+                .all(|(p, m)| mtime_of(p).as_ref() == Some(m))
+            && self.feeds.iter().all(|(_, dir)| {
+                self.dirs.get(dir).is_some_and(|d| {
+                    mtime_of(dir) == Some(d.mtime)
+                        && d.segments[d.checked..].iter().all(|s| {
+                            let now = fs::metadata(&s.path)
+                                .ok()
+                                .and_then(|m| Some((m.len(), m.modified().ok()?)));
+                            now.is_some() && now.as_ref() == self.files.get(&s.path)
+                        })
+                })
+            })
     }
 }
 
@@ -200,6 +227,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         me.load()?;
         let path = dir.feeds().join(feed.role()).join(feed.device());
         me.ingest_feed(feed, &path, cache)?;
+        cache.settled &= me.quiet();
         me.finish()
     }
 
@@ -223,9 +251,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
     ) -> StoreResult<IngestReport> {
         let mut me = Self::new(index, dir, progress, now_ms, HashSet::new());
         me.load()?;
+        cache.settled = false;
         for (feed, path) in me.feed_dirs(cache)? {
             me.ingest_feed(&feed, &path, cache)?;
         }
+        cache.settled = me.quiet();
         me.finish()
     }
 
@@ -254,6 +284,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
             report: IngestReport::default(),
             ahead_key: None,
         }
+    }
+
+    /// True when nothing waits or is held: the next pass over an unchanged
+    /// folder would have nothing to do.
+    fn quiet(&self) -> bool {
+        self.report.waiting.is_empty() && self.held.is_empty()
     }
 
     /// Loads what a pass needs to know from the index.
