@@ -132,6 +132,14 @@ impl Summary {
     }
 }
 
+/// "Message `m` is addressed to role ?1", decided from the message row alone:
+/// `to_json` is the JSON list of its recipients, exactly the roles that have
+/// a row in `deliveries` for it, and role names are slugs (never a quote).
+/// The covering indexes of the counters carry `to_json`, so this costs no
+/// lookup in `deliveries` per message (thousands of them on a busy channel,
+/// mostly uncached in a fresh process such as the status command or a hook).
+const ADDRESSED: &str = "instr(m.to_json, '\"' || ?1 || '\"') > 0";
+
 /// Computes the summary of `role` from the index.
 pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     let p = ix.path();
@@ -159,14 +167,11 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
         |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
 
     // Open debts addressed to the role; untaken = not (yet) taken by it.
-    let mut st = ix
-        .conn()
-        .prepare_cached(
-            "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' AND m.deleted_ms IS NULL \
-             AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1) \
-             ORDER BY m.ms, m.c, m.id",
-        )
-        .db(p)?;
+    let sql = format!(
+        "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' \
+         AND m.deleted_ms IS NULL AND {ADDRESSED} ORDER BY m.ms, m.c, m.id"
+    );
+    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
     let rows = st
         .query_map([me], |r| {
             Ok((
@@ -211,17 +216,17 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     }
 
     // The ball: who made the last move into the current work status.
-    let party = "(m.from_role = ?1 OR EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1))";
+    let party = format!("(m.from_role = ?1 OR {ADDRESSED})");
     // Work the role moved itself (in_progress, blocked) is found by its mover;
-    // the ball passed to it (needs_you, done_local) by anyone else among its messages.
-    let cols = format!(
-        "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by, \
-         (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c"
-    );
+    // the ball passed to it (needs_you, done_local) by anyone else among its
+    // messages. Only a blocked row asks whether its blocker is still alive.
+    let cols = "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by";
     let sql = format!(
-        "SELECT {cols} FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
+        "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c \
+         FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
          AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
-         UNION ALL SELECT {cols} FROM messages m WHERE m.work_status IN ('needs_you', 'done_local') \
+         UNION ALL SELECT {cols}, 0, m.ms, m.c FROM messages m \
+         WHERE m.work_status IN ('needs_you', 'done_local') \
          AND m.deleted_ms IS NULL AND m.ws_by IS NOT ?1 AND {party} ORDER BY 7, 8, 1"
     );
     let mut st = ix.conn().prepare_cached(&sql).db(p)?;

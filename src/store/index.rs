@@ -56,6 +56,10 @@ CREATE TABLE IF NOT EXISTS records(
     ms INTEGER NOT NULL, c INTEGER NOT NULL, op TEXT NOT NULL, role TEXT NOT NULL,
     body TEXT NOT NULL, sig TEXT NOT NULL, UNIQUE(feed, seq));
 CREATE INDEX IF NOT EXISTS records_order ON records(ms, c);
+-- The records that set a feed's key, which a writer reads once per session
+-- (a feed's own are otherwise found only by reading all its rows).
+CREATE INDEX IF NOT EXISTS records_keys ON records(feed)
+    WHERE op IN ('feed_init', 'replace_key', 'admit');
 -- The channel-wide consent ops, which the consent fold reads all of.
 CREATE INDEX IF NOT EXISTS records_consent ON records(op)
     WHERE op IN ('pin_set', 'backfill', 'undo_backfill');
@@ -92,12 +96,19 @@ CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
 CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
 -- The counters read debts, work statuses and conflicts of many messages at
 -- once; these partial indexes cover those queries so no message row is read.
-CREATE INDEX IF NOT EXISTS messages_debts ON messages(
-    status, deleted_ms, ms, c, id, taken, topic, confirmed, resolved_by, from_role)
+-- They carry the recipients (`to_json`, which never changes and lists exactly
+-- the roles with a row in `deliveries`), so "addressed to the role" is decided
+-- in the index too instead of by a lookup in `deliveries` per message. They
+-- replace `messages_debts` and `messages_ws`, which lacked them (dropped
+-- below; an index file made before just gains these on its next open).
+CREATE INDEX IF NOT EXISTS messages_debts_to ON messages(
+    status, deleted_ms, ms, c, id, taken, topic, confirmed, resolved_by, from_role, to_json)
     WHERE status IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_ws ON messages(
-    work_status, deleted_ms, ws_by, from_role, blocked_by, ms, c, id, topic)
+CREATE INDEX IF NOT EXISTS messages_ws_to ON messages(
+    work_status, deleted_ms, ws_by, from_role, blocked_by, ms, c, id, topic, to_json)
     WHERE work_status IS NOT NULL;
+DROP INDEX IF EXISTS messages_debts;
+DROP INDEX IF EXISTS messages_ws;
 CREATE INDEX IF NOT EXISTS messages_conflicted ON messages(ms, c, id) WHERE conflicts IS NOT NULL;
 CREATE TABLE IF NOT EXISTS deliveries(
     role TEXT NOT NULL, message_id TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
@@ -105,9 +116,14 @@ CREATE TABLE IF NOT EXISTS deliveries(
     PRIMARY KEY(role, message_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS deliveries_inbox ON deliveries(role, ms, c);
 CREATE INDEX IF NOT EXISTS deliveries_message ON deliveries(message_id);
--- Covering, so counting a role's unread mail reads the index alone.
-CREATE INDEX IF NOT EXISTS deliveries_unread ON deliveries(role, ms, c, opened_ms, n)
+-- Covering, so counting a role's unread mail reads the index alone. The
+-- columns of its WHERE are in it too: SQLite treats a partial index as
+-- covering only if it holds every column the query names, and the count names
+-- read_ms (`deliveries_unread`, without them, cost a table lookup per row).
+CREATE INDEX IF NOT EXISTS deliveries_unread_cover ON deliveries(
+    role, ms, c, opened_ms, n, read_ms, deleted)
     WHERE read_ms IS NULL AND deleted = 0;
+DROP INDEX IF EXISTS deliveries_unread;
 CREATE TABLE IF NOT EXISTS events(
     message_id TEXT NOT NULL, pos INTEGER NOT NULL, event TEXT NOT NULL, role TEXT NOT NULL,
     note TEXT, ms INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY(message_id, pos));
@@ -867,4 +883,93 @@ fn sqlite_varint(bytes: &[u8]) -> Option<(u64, usize)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_names(ix: &Index) -> Vec<String> {
+        ix.conn()
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn plan(ix: &Index, sql: &str) -> String {
+        ix.conn()
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+            .join("\n")
+    }
+
+    #[test]
+    fn an_index_file_from_before_gains_the_counters_indexes_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Index::path_in(dir.path());
+        drop(Index::open(&path, "c").unwrap());
+        // The counters' indexes as an index file made before held them.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "DROP INDEX messages_debts_to; DROP INDEX messages_ws_to; \
+                 DROP INDEX deliveries_unread_cover; \
+                 CREATE INDEX messages_debts ON messages(status, deleted_ms, ms, c, id, taken, \
+                 topic, confirmed, resolved_by, from_role) WHERE status IS NOT NULL; \
+                 CREATE INDEX messages_ws ON messages(work_status, deleted_ms, ws_by, from_role, \
+                 blocked_by, ms, c, id, topic) WHERE work_status IS NOT NULL; \
+                 CREATE INDEX deliveries_unread ON deliveries(role, ms, c, opened_ms, n) \
+                 WHERE read_ms IS NULL AND deleted = 0;",
+            )
+            .unwrap();
+        let ix = Index::open(&path, "c").unwrap();
+        let names = index_names(&ix);
+        for new in [
+            "messages_debts_to",
+            "messages_ws_to",
+            "deliveries_unread_cover",
+        ] {
+            assert!(names.iter().any(|n| n == new), "{new} missing: {names:?}");
+        }
+        for old in ["messages_debts", "messages_ws", "deliveries_unread"] {
+            assert!(!names.iter().any(|n| n == old), "{old} left: {names:?}");
+        }
+    }
+
+    #[test]
+    fn the_counters_read_their_indexes_alone() {
+        let ix = Index::in_memory("c").unwrap();
+        let unread = plan(
+            &ix,
+            "SELECT count(*), coalesce(sum(opened_ms IS NULL), 0), coalesce(max(n), 0) \
+             FROM deliveries WHERE role = 'a' AND deleted = 0 AND read_ms IS NULL",
+        );
+        assert!(
+            unread.contains("COVERING INDEX deliveries_unread_cover"),
+            "{unread}"
+        );
+        let debts = plan(
+            &ix,
+            "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' \
+             AND m.deleted_ms IS NULL AND instr(m.to_json, '\"a\"') > 0 ORDER BY m.ms, m.c, m.id",
+        );
+        assert!(
+            debts.contains("COVERING INDEX messages_debts_to") && !debts.contains("TEMP B-TREE"),
+            "{debts}"
+        );
+        let ws = plan(
+            &ix,
+            "SELECT m.id, m.topic, m.work_status, m.ws_by, m.blocked_by, m.ms, m.c FROM messages m \
+             WHERE m.work_status IN ('needs_you', 'done_local') AND m.deleted_ms IS NULL \
+             AND m.ws_by IS NOT 'a' AND (m.from_role = 'a' OR instr(m.to_json, '\"a\"') > 0)",
+        );
+        assert!(ws.contains("COVERING INDEX messages_ws_to"), "{ws}");
+    }
 }
