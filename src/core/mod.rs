@@ -5,6 +5,7 @@
 //! bytes and times in. Every other layer depends on this one, never the reverse.
 
 pub mod backfill;
+pub mod bm25;
 pub mod chain;
 pub mod consent;
 pub mod genesis;
@@ -15,7 +16,9 @@ pub mod op;
 pub mod query;
 pub mod record;
 pub mod rules;
+pub mod snippet;
 pub mod strict_json;
 pub mod timestamp;
+pub mod trigram;
 pub mod upload;
 pub mod vocab;

@@ -192,6 +192,27 @@ impl SearchQuery {
         out
     }
 
+    /// The folded text of the query when it is a single phrase of one part over both
+    /// columns, with no `*` or `^` (a bare word, a quoted string, a literal piece): then
+    /// FTS5's instances of it are its occurrences in the folded text, and its bm25 and
+    /// snippet can be computed from the rows alone ([`crate::core::bm25`],
+    /// [`crate::core::snippet`]). `None` for anything else, or when it needs the scan.
+    pub fn single_phrase(&self) -> Option<&str> {
+        let Node::Phrase(p) = &self.root else {
+            return None;
+        };
+        let [part] = p.parts.as_slice() else {
+            return None;
+        };
+        let needle = p.needle.as_deref()?;
+        (!self.needs_scan()
+            && !part.prefix
+            && !p.caret
+            && p.columns == ALL_COLUMNS
+            && needle.chars().count() >= MIN_INDEXED_TERM_CHARS)
+            .then_some(needle)
+    }
+
     /// Refuses syntax the scan does not evaluate (`NEAR(…)`, a column filter on a group,
     /// `{…}:` and `-col:` column sets, `+`, `^`). Call it before scanning; the refusal
     /// explains why the scan was needed.

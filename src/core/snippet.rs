@@ -1,0 +1,294 @@
+//! FTS5's `snippet()` for a query of one phrase, computed outside SQLite.
+//!
+//! `search_messages` shows `snippet(bodies_fts, -1, '[', ']', '…', 12)` for each
+//! hit. SQLite can only evaluate it on the cursor that ran the query, for
+//! every match before the best ones are kept; for a one-phrase query the
+//! phrase instances are simply its occurrences ([`TrigramText::occurrences`]),
+//! so the same text is cut here, for the returned rows only.
+//!
+//! This follows `fts5SnippetFunction`, `fts5SnippetScore`,
+//! `fts5SentenceFinderCb`, `fts5CInstIterNext` and `fts5HighlightCb` of SQLite
+//! 3.54 step by step (token offsets as `i64`, C's truncating division), down to
+//! their quirks: text is appended as C strings are, so it stops at a NUL. The
+//! test `snippet_matches_fts5` compares the two over many texts and phrases.
+
+use super::trigram::{TrigramText, phrase_tokens};
+
+/// The markers and window of a snippet.
+#[derive(Clone, Copy, Debug)]
+pub struct SnippetStyle<'s> {
+    /// Opens a highlighted instance.
+    pub open: &'s str,
+    /// Closes it.
+    pub close: &'s str,
+    /// Marks text left out before or after the window.
+    pub ellipsis: &'s str,
+    /// Most tokens in the window (FTS5 clamps it to 0..=64).
+    pub tokens: i64,
+}
+
+/// `snippet(tbl, -1, open, close, ellipsis, tokens)` for a row whose columns
+/// are `cols` (in table order) and a query that is the one phrase `needle`
+/// (folded characters, 3 or more).
+pub fn snippet(cols: &[TrigramText<'_>], needle: &[char], style: &SnippetStyle<'_>) -> String {
+    let phrase = phrase_tokens(needle) as i64;
+    let n_token = style.tokens.clamp(0, 64);
+    let instances: Vec<Vec<i64>> = cols
+        .iter()
+        .map(|c| {
+            c.occurrences(needle)
+                .into_iter()
+                .map(|k| k as i64)
+                .collect()
+        })
+        .collect();
+
+    let mut best_score = 0;
+    let mut best_col = 0;
+    let mut best_start = 0;
+    let mut col_size = 0;
+    for (i, col) in cols.iter().enumerate() {
+        let firsts = sentence_starts(col);
+        let doc_size = col.tokens() as i64;
+        for &io in &instances[i] {
+            let (score, adj) = score_window(&instances[i], phrase, doc_size, io, n_token);
+            if score > best_score {
+                (best_score, best_col, best_start, col_size) = (score, i, adj, doc_size);
+            }
+            if !firsts.is_empty() && doc_size > n_token {
+                let mut jj = 0;
+                while jj + 1 < firsts.len() && firsts[jj + 1] <= io {
+                    jj += 1;
+                }
+                let first = firsts[jj];
+                if first < io {
+                    let (score, _) = score_window(&instances[i], phrase, doc_size, first, n_token);
+                    let score = score + if first == 0 { 120 } else { 100 };
+                    if score > best_score {
+                        (best_score, best_col, best_start, col_size) = (score, i, first, doc_size);
+                    }
+                }
+            }
+        }
+    }
+
+    let Some(col) = cols.get(best_col) else {
+        return String::new();
+    };
+    if col_size == 0 {
+        col_size = col.tokens() as i64;
+    }
+    let mut h = Highlight {
+        text: col.text(),
+        out: String::new(),
+        iter: Coalesced::new(&instances[best_col], phrase),
+        range_start: best_start,
+        range_end: best_start + n_token - 1,
+        off: 0,
+        open: false,
+        style,
+    };
+    if best_start > 0 {
+        h.out.push_str(style.ellipsis);
+    }
+    while h.iter.start >= 0 && h.iter.start < best_start {
+        h.iter.next();
+    }
+    for k in 0..col.tokens() {
+        let (s, e) = col.token_bytes(k);
+        h.token(k as i64, s, e);
+    }
+    if h.open {
+        h.out.push_str(style.close);
+    }
+    if h.range_end >= col_size - 1 {
+        let rest = h.text.len() as i64 - h.off as i64;
+        append(&mut h.out, h.text, h.off, rest);
+    } else {
+        h.out.push_str(style.ellipsis);
+    }
+    h.out
+}
+
+/// `fts5SnippetScore`: the score of the window of `n_token` tokens from `pos`
+/// (1000 for the phrase's first instance in it, 1 for each further one) and
+/// where a window centred on those instances would start.
+fn score_window(
+    instances: &[i64],
+    phrase: i64,
+    doc_size: i64,
+    pos: i64,
+    n_token: i64,
+) -> (i64, i64) {
+    let end = pos + n_token;
+    let mut score = 0;
+    let mut seen = false;
+    let mut first = -1;
+    let mut last = 0;
+    for &off in instances {
+        if off >= pos && off < end {
+            score += if seen { 1 } else { 1000 };
+            seen = true;
+            if first < 0 {
+                first = off;
+            }
+            last = off + phrase;
+        }
+    }
+    let mut adj = first - (n_token - (last - first)) / 2;
+    if adj + n_token > doc_size {
+        adj = doc_size - n_token;
+    }
+    if adj < 0 {
+        adj = 0;
+    }
+    (score, adj)
+}
+
+/// `fts5SentenceFinderCb`: the tokens that start a sentence (the first one, and
+/// each whose text follows whitespace after a `.` or `:`).
+fn sentence_starts(col: &TrigramText<'_>) -> Vec<i64> {
+    let bytes = col.text().as_bytes();
+    let mut firsts = Vec::new();
+    for k in 0..col.tokens() {
+        if k == 0 {
+            firsts.push(0);
+            continue;
+        }
+        let (start, _) = col.token_bytes(k);
+        let mut i = start as i64 - 1;
+        let mut c = 0u8;
+        while i >= 0 {
+            c = bytes[i as usize];
+            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                break;
+            }
+            i -= 1;
+        }
+        if i != start as i64 - 1 && (c == b'.' || c == b':') {
+            firsts.push(k as i64);
+        }
+    }
+    firsts
+}
+
+/// `fts5CInstIterNext`: the phrase's instances in one column with overlapping
+/// ones merged, as (first token, last token); -1 when exhausted.
+struct Coalesced<'i> {
+    instances: &'i [i64],
+    phrase: i64,
+    next: usize,
+    start: i64,
+    end: i64,
+}
+
+impl<'i> Coalesced<'i> {
+    fn new(instances: &'i [i64], phrase: i64) -> Self {
+        let mut it = Self {
+            instances,
+            phrase,
+            next: 0,
+            start: -1,
+            end: -1,
+        };
+        it.next();
+        it
+    }
+
+    fn next(&mut self) {
+        self.start = -1;
+        self.end = -1;
+        while let Some(&io) = self.instances.get(self.next) {
+            let end = io - 1 + self.phrase;
+            if self.start < 0 {
+                self.start = io;
+                self.end = end;
+            } else if io <= self.end {
+                self.end = self.end.max(end);
+            } else {
+                break;
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// `HighlightContext` with `fts5HighlightCb`, restricted to a window as
+/// snippet() uses it.
+struct Highlight<'t, 'i, 's> {
+    text: &'t str,
+    out: String,
+    iter: Coalesced<'i>,
+    range_start: i64,
+    range_end: i64,
+    /// Bytes of `text` copied so far.
+    off: usize,
+    open: bool,
+    style: &'s SnippetStyle<'s>,
+}
+
+impl Highlight<'_, '_, '_> {
+    fn token(&mut self, pos: i64, start: usize, end: usize) {
+        if pos < self.range_start || pos > self.range_end {
+            return;
+        }
+        if self.range_start != 0 && pos == self.range_start {
+            self.off = start;
+        }
+        if self.open && (pos <= self.iter.start || self.iter.start < 0) && start > self.off {
+            self.out.push_str(self.style.close);
+            self.open = false;
+        }
+        if pos == self.iter.start && !self.open {
+            self.copy_to(start);
+            self.out.push_str(self.style.open);
+            self.off = start;
+            self.open = true;
+        }
+        if pos == self.iter.end {
+            if !self.open {
+                self.out.push_str(self.style.open);
+                self.open = true;
+            }
+            self.copy_to(end);
+            self.off = end;
+            self.iter.next();
+        }
+        if pos == self.range_end {
+            if self.open {
+                if self.iter.start >= 0 && pos >= self.iter.start {
+                    self.copy_to(end);
+                    self.off = end;
+                }
+                self.out.push_str(self.style.close);
+                self.open = false;
+            }
+            self.copy_to(end);
+            self.off = end;
+        }
+    }
+
+    /// Appends the text from `off` to `to` (C's `%.*s` of the difference).
+    fn copy_to(&mut self, to: usize) {
+        append(
+            &mut self.out,
+            self.text,
+            self.off,
+            to as i64 - self.off as i64,
+        );
+    }
+}
+
+/// `fts5HighlightAppend(…, &text[from], n)`: `n` bytes, or up to the end when
+/// negative, and in either case no further than a NUL (a C string).
+fn append(out: &mut String, text: &str, from: usize, n: i64) {
+    let rest = &text[from.min(text.len())..];
+    let upto = if n < 0 {
+        rest.len()
+    } else {
+        (n as usize).min(rest.len())
+    };
+    let piece = &rest[..upto];
+    let piece = piece.find('\0').map_or(piece, |z| &piece[..z]);
+    out.push_str(piece);
+}

@@ -1,0 +1,272 @@
+//! Cross-checks the one-phrase search path against SQLite's FTS5.
+//!
+//! For a query of one phrase, `search_messages` finds the rows with FTS5 but
+//! computes their bm25 (`core::bm25`) and snippet (`core::snippet`) itself from
+//! the text (`core::trigram`). Both must be exactly FTS5's: the same doubles
+//! (so the same order) and byte-identical snippets. These tests build a
+//! trigram table like the index's over generated texts (sentences, `.` and `:`
+//! breaks, overlapping repeats, mixed case, non-ASCII, NULs, U+FFFF, short and
+//! long columns) and compare every matching row for many phrases.
+
+use countersign::core::bm25::Bm25;
+use countersign::core::query::{SearchQuery, fold};
+use countersign::core::snippet::{SnippetStyle, snippet};
+use countersign::core::trigram::{TrigramText, phrase_count};
+use countersign::store::Index;
+use rusqlite::Connection;
+
+const STYLE: SnippetStyle<'static> = SnippetStyle {
+    open: "[",
+    close: "]",
+    ellipsis: "…",
+    tokens: 12,
+};
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "idempotency",
+    "Idempotent",
+    "retry",
+    "RETRY",
+    "key",
+    "keys",
+    "aaa",
+    "aaaa",
+    "abab",
+    "ababab",
+    "the",
+    "then",
+    "deploy",
+    "Deploy",
+    "école",
+    "ÉCOLE",
+    "straße",
+    "STRASSE",
+    "σίσυφος",
+    "ΣΊΣΥΦΟΣ",
+    "жизнь",
+    "🎉",
+    "x",
+    "ab",
+    "migration",
+    "src/store/index.rs",
+    "TKT-1234",
+    "fn_name()",
+    "a\u{0}b",
+    "\u{FFFF}",
+    "\u{FFFE}x",
+    "naïve",
+    "café",
+];
+const GAPS: &[&str] = &[
+    " ", " ", " ", "  ", ". ", ": ", ".\n", ":\t", ", ", "-", "", "\n\n", ".", ":",
+];
+
+fn text(rng: &mut Rng, words: usize) -> String {
+    let mut t = String::new();
+    for _ in 0..words {
+        t.push_str(rng.pick(WORDS));
+        t.push_str(rng.pick(GAPS));
+    }
+    t
+}
+
+/// A table shaped as the index's: external content, `topic, body`, trigram.
+fn table(rows: &[(String, String)]) -> Connection {
+    let c = Connection::open_in_memory().unwrap();
+    c.execute_batch(
+        "CREATE TABLE bodies(rowid INTEGER PRIMARY KEY, topic TEXT NOT NULL, body TEXT NOT NULL);
+         CREATE VIRTUAL TABLE t USING fts5(topic, body, content='bodies', content_rowid='rowid',
+             tokenize='trigram');",
+    )
+    .unwrap();
+    for (i, (topic, body)) in rows.iter().enumerate() {
+        c.execute(
+            "INSERT INTO bodies(rowid, topic, body) VALUES (?1, ?2, ?3)",
+            rusqlite::params![i as i64 + 1, topic, body],
+        )
+        .unwrap();
+    }
+    c.execute_batch("INSERT INTO t(rowid, topic, body) SELECT rowid, topic, body FROM bodies")
+        .unwrap();
+    c
+}
+
+fn rows(seed: u64, n: usize) -> Vec<(String, String)> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let topic_words = rng.below(4);
+            let body_words = [0, 1, 3, 8, 20, 60][rng.below(6)];
+            (text(&mut rng, topic_words), text(&mut rng, body_words))
+        })
+        .collect()
+}
+
+/// Phrases: pieces of the texts (so most match), case-flipped, and words.
+fn phrases(seed: u64, rows: &[(String, String)], n: usize) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let mut out: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
+    while out.len() < n {
+        let (topic, body) = &rows[rng.below(rows.len())];
+        let chars: Vec<char> = if rng.below(4) == 0 { topic } else { body }
+            .chars()
+            .collect();
+        if chars.len() < 3 {
+            continue;
+        }
+        let len = 3 + rng.below(10.min(chars.len() - 2));
+        let start = rng.below(chars.len() - len + 1);
+        let mut p: String = chars[start..start + len].iter().collect();
+        if rng.below(3) == 0 {
+            p = p.to_uppercase();
+        }
+        out.push(p);
+    }
+    out
+}
+
+fn check(seed: u64, n_rows: usize, n_phrases: usize) -> usize {
+    let rows = rows(seed, n_rows);
+    let c = table(&rows);
+    let total_rows = rows.len() as i64;
+    let total_tokens: i64 = rows
+        .iter()
+        .map(|(t, b)| (TrigramText::new(t).tokens() + TrigramText::new(b).tokens()) as i64)
+        .sum();
+    let mut compared = 0;
+    let mut scratch = Vec::new();
+    for p in phrases(seed ^ 0x5EED, &rows, n_phrases) {
+        let Ok(q) = SearchQuery::parse(&format!("\"{}\"", p.replace('"', "\"\""))) else {
+            continue;
+        };
+        let Some(needle) = q.single_phrase() else {
+            continue;
+        };
+        let needle: Vec<char> = needle.chars().collect();
+        let mut st = c
+            .prepare(
+                "SELECT rowid, bm25(t), snippet(t, -1, '[', ']', '…', 12) FROM t \
+                 WHERE t MATCH ?1 ORDER BY rowid",
+            )
+            .unwrap();
+        let fts: Vec<(i64, f64, String)> = st
+            .query_map([q.fts_match()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        // The same rows match.
+        let ours: Vec<i64> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, (t, b))| {
+                !TrigramText::new(t).occurrences(&needle).is_empty()
+                    || !TrigramText::new(b).occurrences(&needle).is_empty()
+            })
+            .map(|(i, _)| i as i64 + 1)
+            .collect();
+        let theirs: Vec<i64> = fts.iter().map(|r| r.0).collect();
+        assert_eq!(ours, theirs, "rows matching {p:?}");
+        let bm25 = Bm25::new(total_rows, total_tokens, fts.len() as i64);
+        for (rowid, rank, snip) in &fts {
+            let (topic, body) = &rows[*rowid as usize - 1];
+            let cols = [TrigramText::new(topic), TrigramText::new(body)];
+            let freq: usize = cols.iter().map(|c| c.occurrences(&needle).len()).sum();
+            let size: usize = cols.iter().map(TrigramText::tokens).sum();
+            // The search ranks with the shortcut; it must count the same.
+            let (tf, ts) = phrase_count(topic, q.single_phrase().unwrap(), &mut scratch);
+            let (bf, bs) = phrase_count(body, q.single_phrase().unwrap(), &mut scratch);
+            assert_eq!(
+                (tf + bf, ts + bs),
+                (freq, size),
+                "counts in row {rowid} for {p:?}"
+            );
+            assert_eq!(
+                bm25.score(freq, size).to_bits(),
+                rank.to_bits(),
+                "bm25 of row {rowid} for {p:?}: topic {topic:?} body {body:?}"
+            );
+            assert_eq!(
+                &snippet(&cols, &needle, &STYLE),
+                snip,
+                "snippet of row {rowid} for {p:?}: topic {topic:?} body {body:?}"
+            );
+            compared += 1;
+        }
+    }
+    compared
+}
+
+#[test]
+fn snippet_and_bm25_match_fts5() {
+    let mut compared = 0;
+    for seed in 1..=6u64 {
+        compared += check(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15), 300, 150);
+    }
+    assert!(compared > 10_000, "only {compared} rows compared");
+}
+
+#[test]
+fn phrase_fold_is_the_tokenizers() {
+    // The needle is the folded query text; the texts fold the same way.
+    let q = SearchQuery::parse("ÉCOLE").unwrap();
+    assert_eq!(q.single_phrase(), Some(fold("ÉCOLE").as_str()));
+}
+
+#[test]
+fn only_plain_phrases_take_the_path() {
+    for (query, one) in [
+        ("idempotency", true),
+        ("\"connection pool\"", true),
+        ("\"C++ build\"", true),
+        ("idempotency retry", false),
+        ("idem*", false),
+        ("topic:idempotency", false),
+        ("^idempotency", false),
+        ("ab", false),
+        ("idempotency OR retry", false),
+        ("NEAR(idempotency retry)", false),
+    ] {
+        let q = SearchQuery::parse(query).unwrap();
+        assert_eq!(q.single_phrase().is_some(), one, "{query}");
+    }
+}
+
+#[test]
+fn index_totals_are_fts5s() {
+    let dir = std::env::temp_dir().join(format!("countersign-totals-{}", std::process::id()));
+    let ix = Index::open(&dir.join("index.sqlite3"), "c").unwrap();
+    let rows = rows(7, 200);
+    for (i, (topic, body)) in rows.iter().enumerate() {
+        ix.conn()
+            .execute(
+                "INSERT INTO bodies(rowid, message_id, topic, body) VALUES (?1, 'm', ?2, ?3)",
+                rusqlite::params![i as i64 + 1, topic, body],
+            )
+            .unwrap();
+    }
+    ix.index_new_bodies().unwrap();
+    let tokens: usize = rows
+        .iter()
+        .map(|(t, b)| TrigramText::new(t).tokens() + TrigramText::new(b).tokens())
+        .sum();
+    assert_eq!(ix.fts_totals().unwrap(), Some((200, tokens as i64)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
