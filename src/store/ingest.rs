@@ -401,21 +401,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut st = self
             .index
             .conn()
-            .prepare_cached("SELECT path, size, mtime_ns, offset, tail_len, tail_hash FROM files")
+            .prepare_cached("SELECT size, mtime_ns, offset, tail_len, tail_hash, path FROM files")
             .db(p)?;
-        let rows = st
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
-                ))
-            })
+        let all = st
+            .query_map([], |r| Ok((r.get::<_, String>(5)?, cursor_row(r)?)))
+            .and_then(|rows| rows.collect::<Result<HashMap<_, _>, _>>())
             .db(p)?;
-        let mut all = HashMap::new();
-        for row in rows {
-            let (path, cursor) = row.db(p)?;
-            all.insert(path, cursor);
-        }
         self.cursors = Some(all);
         Ok(())
     }
