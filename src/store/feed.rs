@@ -621,9 +621,7 @@ impl FeedWriter {
         key: &SigningKey,
         tails: Option<&Tails>,
     ) -> StoreResult<(Appended, Tails)> {
-        let parent = self.journal.parent().expect("journal has a parent");
-        fs::create_dir_all(parent).at(parent)?;
-        append_durably(&self.journal, rec.to_line().as_bytes())?;
+        self.append_journal(rec.to_line().as_bytes())?;
         let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
         let at = self.publish(rec, newest)?;
         self.write_head(rec, key)?;
@@ -640,6 +638,16 @@ impl FeedWriter {
             last: rec.clone(),
         };
         Ok((at, tails))
+    }
+
+    /// Appends to the journal durably, making its folder on first use only
+    /// (not a `mkdir` per append).
+    fn append_journal(&self, bytes: &[u8]) -> StoreResult<u64> {
+        if !self.journal.exists() {
+            let parent = self.journal.parent().expect("journal has a parent");
+            fs::create_dir_all(parent).at(parent)?;
+        }
+        append_durably(&self.journal, bytes)
     }
 
     /// True when `tails` (what this process's previous append left) still
@@ -804,9 +812,7 @@ impl FeedWriter {
         let lines: Vec<String> = records.iter().map(Record::to_line).collect();
 
         // 1. The journal, whole, fsynced before anything is published.
-        let parent = self.journal.parent().expect("journal has a parent");
-        fs::create_dir_all(parent).at(parent)?;
-        append_durably(&self.journal, lines.concat().as_bytes())?;
+        self.append_journal(lines.concat().as_bytes())?;
 
         // 2. The segments, split exactly where `publish` would split them.
         if !self.dir.exists() {

@@ -15,7 +15,7 @@ use sha2::{Digest as _, Sha256};
 use super::body::message_body;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use crate::core::ids::RecordId;
-use crate::core::message::Message;
+use crate::core::message::{Conflict, Message};
 
 /// The schema version; part of the file name.
 pub const SCHEMA_VERSION: u32 = 7;
@@ -221,6 +221,23 @@ pub struct Problem {
 pub struct Index {
     conn: Connection,
     path: PathBuf,
+}
+
+/// The `conflicts` column of a folded entity (a message, an upload): its
+/// conflicted records as a JSON list, or NULL when there are none.
+pub(super) fn conflicts_json(conflicts: &[Conflict]) -> Option<String> {
+    (!conflicts.is_empty()).then(|| {
+        let list: Vec<_> = conflicts
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "record": c.record.id.hex(), "role": c.role, "op": c.op,
+                    "reason": c.reason, "winner": c.winner.map(|w| w.hex()),
+                })
+            })
+            .collect();
+        serde_json::Value::from(list).to_string()
+    })
 }
 
 /// How many prepared statements a connection keeps. One tool call runs a few
@@ -495,19 +512,7 @@ impl Index {
             })
             .db(p)?;
         let deleted_ms = m.deleted.map(|k| k.hlc.ms());
-        let conflicts = (!m.conflicts.is_empty()).then(|| {
-            let list: Vec<_> = m
-                .conflicts
-                .iter()
-                .map(|c| {
-                    serde_json::json!({
-                        "record": c.record.id.hex(), "role": c.role, "op": c.op,
-                        "reason": c.reason, "winner": c.winner.map(|w| w.hex()),
-                    })
-                })
-                .collect();
-            serde_json::Value::from(list).to_string()
-        });
+        let conflicts = conflicts_json(&m.conflicts);
         let s = &m.send;
         let text = &m.text;
         // What the body shows: inline text, or a sealed upload's (empty with

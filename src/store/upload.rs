@@ -9,7 +9,7 @@
 use rusqlite::{OptionalExtension as _, params};
 
 use super::error::{SqlContext as _, StoreResult};
-use super::index::Index;
+use super::index::{Index, conflicts_json};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{RecordId, Role};
 use crate::core::message::Applied;
@@ -190,19 +190,7 @@ pub fn refold_upload(ix: &Index, id: &RecordId) -> StoreResult<Option<Upload>> {
         return Ok(None);
     };
     let p = ix.path();
-    let conflicts = (!u.conflicts.is_empty()).then(|| {
-        let list: Vec<_> = u
-            .conflicts
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "record": c.record.id.hex(), "role": c.role, "op": c.op,
-                    "reason": c.reason, "winner": c.winner.map(|w| w.hex()),
-                })
-            })
-            .collect();
-        serde_json::Value::from(list).to_string()
-    });
+    let conflicts = conflicts_json(&u.conflicts);
     ix.conn()
         .prepare_cached(
             "INSERT OR REPLACE INTO uploads(id, uploader, label, ms, c, chunks, length_bytes, \
