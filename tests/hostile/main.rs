@@ -1,0 +1,13 @@
+//! The hostile-folder suite: the shared folder and the client are untrusted
+//! input. Each module takes one front of that boundary (files and paths in the
+//! folder, the stdio transport, search cost, peer text shown to a person) and
+//! each test pins a case that once went wrong.
+
+#[path = "../common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+
+mod folder;
+mod search;
+mod stdio;
+mod text;
