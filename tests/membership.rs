@@ -11,6 +11,7 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, Role};
 use countersign::core::op::{Op, Send};
 use countersign::core::record::{self, Header};
+use countersign::store::home::KeyName;
 use ed25519_dalek::SigningKey;
 
 const ROLES: [&str; 2] = ["frontend", "backend"];
@@ -143,7 +144,8 @@ fn a_rotated_key_signs_from_then_on_and_the_old_one_no_longer_counts() {
         .next()
         .unwrap()
         .unwrap()
-        .path();
+        .path()
+        .join("roles");
     let old = load_key(&keys.join("backend.key"));
     let out = b.ok(&["--role", "backend", "rotate-key"]);
     assert!(out.contains("signed by the old key"), "{out}");
@@ -187,7 +189,8 @@ fn a_lost_key_is_replaced_by_the_owner() {
         .next()
         .unwrap()
         .unwrap()
-        .path();
+        .path()
+        .join("roles");
     fs::remove_file(keys.join("backend.key")).unwrap();
     // The device makes a new key; join sees the feed holds another key and
     // prints the owner's command.
@@ -250,7 +253,7 @@ fn a_rotation_inside_a_long_run_of_records_is_read_alike_by_every_pass() {
         .unwrap()
         .id()
         .to_owned();
-    let old = l.home.load_key(&ch, "backend").unwrap().unwrap();
+    let old = l.home.load_key(&ch, KeyName::Role(&role)).unwrap().unwrap();
     l.channel().rotate_key(&role).unwrap();
     let mut s = l.session("backend");
     for i in 0..70 {

@@ -360,8 +360,10 @@ proptest! {
         let mut rebuilt = open(&dir, &home);
         rebuilt.reindex(None).unwrap();
         prop_assert_eq!(rebuilt.index().digest().unwrap(), h.digest.clone());
+        // Conflict copies the delivery leaves are named as strays, and
+        // nothing else is a problem.
         let problems = rebuilt.index().problems().unwrap();
-        prop_assert!(problems.is_empty(), "{:?}", problems);
+        prop_assert!(problems.iter().all(|p| p.kind == "stray"), "{:?}", problems);
     }
 }
 

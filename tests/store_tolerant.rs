@@ -14,6 +14,7 @@ use countersign::core::op::{Ids, Op};
 use countersign::core::record::{self, Header, Record};
 use countersign::store::Channel;
 use countersign::store::feed::list_segments;
+use countersign::store::home::KeyName;
 use ed25519_dalek::SigningKey;
 
 fn messages(ch: &Channel) -> i64 {
@@ -63,7 +64,11 @@ fn next_record(
 
 fn role_key(l: &Local, role: &str) -> SigningKey {
     let ch = countersign::store::ChannelDir::open(&l.dir).unwrap();
-    l.home.load_key(ch.id(), role).unwrap().unwrap()
+    let role = countersign::core::ids::Role::new(role).unwrap();
+    l.home
+        .load_key(ch.id(), KeyName::Role(&role))
+        .unwrap()
+        .unwrap()
 }
 
 fn problems(ch: &Channel) -> Vec<(String, String)> {

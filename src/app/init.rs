@@ -7,7 +7,7 @@ use crate::core::genesis::{FORMAT, Genesis, channel_id};
 use crate::core::record::pubkey_hex;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::now_ms;
-use crate::store::home::new_signing_key;
+use crate::store::home::{KeyName, new_signing_key};
 use crate::store::{ChannelDir, Home};
 
 /// Creates a channel in `root` with `roles` and `name`, storing the owner key
@@ -34,6 +34,6 @@ pub fn create_channel(
         nonce: hex::encode(nonce),
     };
     // The key first: a folder without its owner key could never admit anyone.
-    home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner)?;
+    home.store_key(&channel_id(&genesis.to_bytes()), KeyName::Owner, &owner)?;
     Ok(ChannelDir::create(root, &genesis)?)
 }

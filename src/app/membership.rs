@@ -114,6 +114,9 @@ fn admitted(ix: &crate::store::Index, feed: &FeedId) -> Result<Option<String>, S
 /// Owner: adds `role` to the roster (an `add_role` record).
 pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<Value> {
     let role = Role::new(role).map_err(|e| AppError::value(e.to_string()))?;
+    if let Some(reserved) = crate::core::ids::reserved_role(role.as_str()) {
+        return Err(AppError::value(reserved.to_string()));
+    }
     let owner = channel.owner_writer()?;
     channel.catch_up()?;
     if channel.roster().contains(&role) {

@@ -5,6 +5,7 @@
 //! surfaces as a protocol error in MCP and exit code 2 in the CLI.
 
 use crate::store::StoreError;
+use crate::store::folder_file::FolderError;
 use crate::sync::SyncError;
 
 /// What a use case can fail with.
@@ -51,6 +52,11 @@ impl From<StoreError> for AppError {
             // Setup problems an agent can act on are refusals, not faults.
             StoreError::NotAdmitted(m) => Self::Permission(m),
             StoreError::ForeignWriter(m) => Self::Value(m),
+            // Something of the wrong type, or too large, stands in the way in
+            // the channel folder: the message names it and the way out.
+            StoreError::Folder(e @ FolderError::Refused { .. }) => {
+                Self::Value(format!("{e}. Nothing was written"))
+            }
             other => Self::Store(other),
         }
     }

@@ -427,12 +427,14 @@ fn held(ix: &Index) -> AppResult<i64> {
 
 /// Local evidence of trouble in the folder: quarantined records, forks,
 /// frozen feeds, feeds nobody admitted, second claims of a feed, held
-/// records and clocks far ahead.
+/// records and clocks far ahead, files of the wrong type or too large, and
+/// feeds cut short of their signed head. Unreadable lines and stray files
+/// (harmless, ignored) are left to `verify`.
 fn alarms(ix: &Index) -> AppResult<Vec<Value>> {
     Ok(ix
         .problems()?
         .into_iter()
-        .filter(|p| p.kind != "garbage")
+        .filter(|p| p.kind != "garbage" && p.kind != "stray")
         .map(|p| json!({ "kind": p.kind, "feed": p.feed, "where": format!("{}:{}", p.path, p.offset), "reason": p.reason }))
         .collect())
 }

@@ -26,6 +26,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use super::Cli;
+use super::bench_hostile::Hostile;
 use super::bench_sync::Propagation;
 use super::bench_wake::Wake;
 use super::mcp_client::{self, Client, call};
@@ -40,6 +41,7 @@ use crate::core::record::{SIG_DOMAIN, parse_pubkey};
 use crate::core::vocab::{Kind, WorkStatus};
 use crate::store::channel::{BulkFeed, now_ms};
 use crate::store::error::StoreError;
+use crate::store::home::KeyName;
 use crate::store::{Channel, ChannelDir, Home, feed};
 
 /// Arguments of `bench`.
@@ -219,6 +221,8 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     eprintln!("measuring propagation between two machines (git, then rclone)…");
     let prop = rt.block_on(Propagation::measure(&exe, &scratch.root))?;
     drop(rt);
+    eprintln!("measuring a call with an 8 GiB sparse file in a feed folder…");
+    let hostile = Hostile::measure(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
     let own_hwm = vm_hwm_kb("self");
 
     // The table.
@@ -295,6 +299,20 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             p50_budget / p50,
         );
     }
+    let (clean, planted) = (ms(p(&hostile.clean, 50)), ms(p(&hostile.after, 50)));
+    t.row(
+        "status with an 8 GiB file in feeds/ (after discovery)",
+        format!("{planted:.1} ms"),
+        format!(
+            "{:.1} ms (n={}; clean {clean:.1} ms, discovery {:.1} ms)",
+            ms(p(&hostile.after, 99)),
+            hostile.after.len(),
+            ms(hostile.discovery)
+        ),
+        "≤ 2× clean",
+        Some(planted <= 2.0 * clean),
+        2.0 * clean / planted,
+    );
     let rss_mb = mcp.server_hwm_kb as f64 * 1024.0 / 1e6;
     t.row(
         "server peak RSS (VmHWM)",
@@ -932,9 +950,10 @@ impl RebuildParts {
             if role.starts_with('_') {
                 return Ok(owner);
             }
+            let role = Role::new(role)?;
             let k = seeded
                 .home
-                .load_key(ch, role)?
+                .load_key(ch, KeyName::Role(&role))?
                 .with_context(|| format!("key of {role}"))?;
             Ok(k.verifying_key())
         };

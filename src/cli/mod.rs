@@ -5,6 +5,7 @@
 mod add_role;
 mod admit;
 mod bench;
+mod bench_hostile;
 mod bench_sync;
 mod bench_wake;
 mod compress;

@@ -41,31 +41,33 @@ pub enum Fit {
 }
 
 /// Judges `header` (of record `id`) against the feed's `head` (`None` for an
-/// empty feed). `known_at` looks up the accepted record at an earlier seq.
-pub fn fit(
+/// empty feed). `known_at` looks up the accepted record at an earlier seq; its
+/// error is returned as is, never taken for "nothing there" (which would let a
+/// fork pass as a record already seen).
+pub fn fit<E>(
     head: Option<Head>,
     header: &Header,
     id: RecordId,
-    known_at: impl FnOnce(u64) -> Option<RecordId>,
-) -> Fit {
+    known_at: impl FnOnce(u64) -> Result<Option<RecordId>, E>,
+) -> Result<Fit, E> {
     let head_seq = head.map_or(0, |h| h.seq);
     if header.seq == 0 {
-        return Fit::Broken("seq must start at 1".into());
+        return Ok(Fit::Broken("seq must start at 1".into()));
     }
     if header.seq <= head_seq {
-        return match known_at(header.seq) {
+        return Ok(match known_at(header.seq)? {
             Some(existing) if existing == id => Fit::Known,
             Some(existing) => Fit::Fork { existing },
             // The earlier record is unknown to the caller: treat as already seen.
             None => Fit::Known,
-        };
+        });
     }
     if header.seq > head_seq + 1 {
-        return Fit::Gap {
+        return Ok(Fit::Gap {
             expected: head_seq + 1,
-        };
+        });
     }
-    match head {
+    Ok(match head {
         None if header.prev.is_some() => Fit::Broken("seq 1 must have prev null".into()),
         None => Fit::Next,
         Some(h) if header.prev != Some(h.id) => Fit::Broken(format!(
@@ -78,7 +80,7 @@ pub fn fit(
             header.hlc, h.hlc
         )),
         Some(_) => Fit::Next,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -105,28 +107,54 @@ mod tests {
             id: a,
             hlc: Hlc(10, 0),
         });
-        assert_eq!(fit(None, &hdr(1, None, 1), a, |_| None), Fit::Next);
+        assert_eq!(
+            fit(None, &hdr(1, None, 1), a, |_| Ok::<_, ()>(None)).unwrap(),
+            Fit::Next
+        );
         assert!(matches!(
-            fit(None, &hdr(1, Some(a), 1), a, |_| None),
+            fit(None, &hdr(1, Some(a), 1), a, |_| Ok::<_, ()>(None)).unwrap(),
             Fit::Broken(_)
         ));
         assert_eq!(
-            fit(None, &hdr(3, Some(a), 1), a, |_| None),
+            fit(None, &hdr(3, Some(a), 1), a, |_| Ok::<_, ()>(None)).unwrap(),
             Fit::Gap { expected: 1 }
         );
-        assert_eq!(fit(head, &hdr(2, Some(a), 11), b, |_| None), Fit::Next);
-        assert!(matches!(
-            fit(head, &hdr(2, Some(b), 11), b, |_| None),
-            Fit::Broken(_)
-        ));
-        assert!(matches!(
-            fit(head, &hdr(2, Some(a), 10), b, |_| None),
-            Fit::Broken(_)
-        ));
-        assert_eq!(fit(head, &hdr(1, None, 10), a, |_| Some(a)), Fit::Known);
         assert_eq!(
-            fit(head, &hdr(1, None, 10), b, |_| Some(a)),
+            fit(head, &hdr(2, Some(a), 11), b, |_| Ok::<_, ()>(None)).unwrap(),
+            Fit::Next
+        );
+        assert!(matches!(
+            fit(head, &hdr(2, Some(b), 11), b, |_| Ok::<_, ()>(None)).unwrap(),
+            Fit::Broken(_)
+        ));
+        assert!(matches!(
+            fit(head, &hdr(2, Some(a), 10), b, |_| Ok::<_, ()>(None)).unwrap(),
+            Fit::Broken(_)
+        ));
+        assert_eq!(
+            fit(head, &hdr(1, None, 10), a, |_| Ok::<_, ()>(Some(a))).unwrap(),
+            Fit::Known
+        );
+        assert_eq!(
+            fit(head, &hdr(1, None, 10), b, |_| Ok::<_, ()>(Some(a))).unwrap(),
             Fit::Fork { existing: a }
+        );
+    }
+
+    #[test]
+    fn a_failed_lookup_is_an_error_not_a_record_already_seen() {
+        let a = RecordId::of_body(b"a");
+        let head = Some(Head {
+            seq: 1,
+            id: a,
+            hlc: Hlc(10, 0),
+        });
+        let b = RecordId::of_body(b"b");
+        assert_eq!(
+            fit(head, &hdr(1, None, 10), b, |_| Err::<Option<RecordId>, _>(
+                "disk"
+            )),
+            Err("disk")
         );
     }
 }

@@ -49,6 +49,9 @@ pub enum GenesisError {
     /// A name that is not a slug.
     #[error(transparent)]
     BadRole(#[from] super::ids::BadRole),
+    /// A role name is reserved.
+    #[error(transparent)]
+    ReservedRole(#[from] super::ids::ReservedRole),
     /// The same role twice.
     #[error("roles must be different: '{0}' appears more than once")]
     DuplicateRole(String),
@@ -67,6 +70,9 @@ impl Genesis {
         let mut roles = Vec::with_capacity(names.len());
         for n in &names {
             let role = Role::new(n)?;
+            if let Some(reserved) = super::ids::reserved_role(n) {
+                return Err(reserved.into());
+            }
             if roles.contains(&role) {
                 return Err(GenesisError::DuplicateRole(role.to_string()));
             }

@@ -84,6 +84,34 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 )]
 pub struct BadRole(pub String);
 
+/// A role name no role may take, with why: the home and the folder use the
+/// name for something else, and a role so named would share a path or a word
+/// with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{0}' is reserved and cannot be a role: countersign uses the name for {1}. Choose another \
+     name (reserved: owner, feeds, keys, journal, state)"
+)]
+pub struct ReservedRole(pub String, pub &'static str);
+
+/// The reserved names and what each is used for. `owner` is the channel
+/// owner's key and feed: a role of that name once shared the owner's key file.
+pub const RESERVED_ROLES: [(&str, &str); 5] = [
+    ("owner", "the channel owner's key and feed"),
+    ("feeds", "the channel folder's feeds directory"),
+    ("keys", "the home's keys directory"),
+    ("journal", "the home's journals"),
+    ("state", "the home's state directory"),
+];
+
+/// The reason `name` is reserved, if it is.
+pub fn reserved_role(name: &str) -> Option<ReservedRole> {
+    RESERVED_ROLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(n, why)| ReservedRole((*n).to_owned(), why))
+}
+
 /// A role name: `^[a-z0-9][a-z0-9_-]{0,63}$`.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
@@ -102,6 +130,12 @@ impl Role {
     /// The role as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// True when the name is reserved ([`RESERVED_ROLES`]): no new role may
+    /// take it (init, add-role), and ingest quarantines a grant of it.
+    pub fn is_reserved(&self) -> bool {
+        reserved_role(&self.0).is_some()
     }
 }
 
@@ -252,6 +286,9 @@ mod tests {
     fn role_slugs() {
         assert!(Role::new("backend").is_ok());
         assert!(Role::new("a").is_ok());
+        assert!(reserved_role("owner").is_some());
+        assert!(Role::new("owner").unwrap().is_reserved());
+        assert!(!Role::new("owners").unwrap().is_reserved());
         assert!(Role::new("9-x_y").is_ok());
         for bad in [
             "",

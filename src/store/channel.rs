@@ -16,7 +16,7 @@ use rusqlite::OptionalExtension as _;
 use super::channel_dir::ChannelDir;
 use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
 use super::feed::{FeedWriter, Tails};
-use super::home::{Device, Home};
+use super::home::{Device, Home, KeyName};
 use super::index::Index;
 use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
 use super::lock::FileLock;
@@ -279,7 +279,12 @@ impl Channel {
             let Some(feed) = FeedId::new(role, &self.device.id) else {
                 continue;
             };
-            let key_name = if feed.is_owner() { "owner" } else { role };
+            let role = Role::new(role).ok();
+            let key_name = match &role {
+                _ if feed.is_owner() => KeyName::Owner,
+                Some(r) => KeyName::Role(r),
+                None => continue,
+            };
             let Some(key) = self.home.load_key(self.dir.id(), key_name)? else {
                 continue;
             };
@@ -358,10 +363,10 @@ impl Channel {
     fn identity(&self, role: &Role) -> StoreResult<(FeedId, SigningKey, Option<SigningKey>)> {
         let ch = self.dir.id();
         let feed = FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs");
-        let owner = self.home.load_key(ch, "owner")?;
-        let key = match self.home.load_key(ch, role.as_str())? {
+        let owner = self.home.load_key(ch, KeyName::Owner)?;
+        let key = match self.home.load_key(ch, KeyName::Role(role))? {
             Some(k) => k,
-            None if owner.is_some() => self.home.create_key(ch, role.as_str())?,
+            None if owner.is_some() => self.home.create_key(ch, KeyName::Role(role))?,
             None => {
                 return Err(StoreError::NotAdmitted(format!(
                     "this device holds no key for role '{role}' in channel '{}' and is not the \
@@ -418,7 +423,7 @@ impl Channel {
 
     /// The writer of this device's owner feed; refused on a machine without the owner key.
     pub fn owner_writer(&self) -> StoreResult<Writer> {
-        let Some(key) = self.home.load_key(self.dir.id(), "owner")? else {
+        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Owner)? else {
             return Err(StoreError::NotAdmitted(format!(
                 "this device does not hold the owner key of channel '{}': run this on the \
                  owner's machine (the one that ran `countersign init`)",
@@ -438,9 +443,9 @@ impl Channel {
         self.catch_up()?;
         self.finish_key_swap(role)?;
         let ch = self.dir.id();
-        let (key, created) = match self.home.load_key(ch, role.as_str())? {
+        let (key, created) = match self.home.load_key(ch, KeyName::Role(role))? {
             Some(k) => (k, false),
-            None => (self.home.create_key(ch, role.as_str())?, true),
+            None => (self.home.create_key(ch, KeyName::Role(role))?, true),
         };
         Ok((
             self.own_feed(role),
@@ -456,8 +461,7 @@ impl Channel {
     pub fn rotate_key(&mut self, role: &Role) -> StoreResult<(Record, String)> {
         let writer = self.writer(role)?;
         let ch = self.dir.id().to_owned();
-        let next_name = format!("{role}.next");
-        let next = self.home.create_key(&ch, &next_name)?;
+        let next = self.home.create_key(&ch, KeyName::NextRole(role))?;
         let pubkey = record::pubkey_hex(&next.verifying_key());
         let op = Op::ReplaceKey(ReplaceKey {
             feed: writer.feed().clone(),
@@ -465,7 +469,7 @@ impl Channel {
             from_seq: None,
         });
         let (rec, ()) = self.append(&writer, |_| Ok::<_, StoreError>((op, ())))?;
-        self.home.swap_key(&ch, role.as_str(), &next_name)?;
+        self.home.swap_key(&ch, role)?;
         Ok((rec, pubkey))
     }
 
@@ -493,7 +497,6 @@ impl Channel {
             )));
         }
         let ch = self.dir.id().to_owned();
-        let next_name = format!("{role}.next");
         let (pubkey, local) = match pubkey {
             Some(p) => {
                 if record::parse_pubkey(p).is_none() {
@@ -504,7 +507,7 @@ impl Channel {
                 (p.to_owned(), false)
             }
             None if device == self.device.id => {
-                let next = self.home.create_key(&ch, &next_name)?;
+                let next = self.home.create_key(&ch, KeyName::NextRole(role))?;
                 (record::pubkey_hex(&next.verifying_key()), true)
             }
             None => {
@@ -522,7 +525,7 @@ impl Channel {
         });
         let (rec, ()) = self.append(&owner, |_| Ok::<_, StoreError>((op, ())))?;
         if local {
-            self.home.swap_key(&ch, role.as_str(), &next_name)?;
+            self.home.swap_key(&ch, role)?;
         }
         Ok((rec, feed, pubkey))
     }
@@ -531,13 +534,12 @@ impl Channel {
     /// admitted key is the waiting `<role>.next.key`, it becomes the role key.
     fn finish_key_swap(&self, role: &Role) -> StoreResult<()> {
         let ch = self.dir.id();
-        let next_name = format!("{role}.next");
-        let Some(next) = self.home.load_key(ch, &next_name)? else {
+        let Some(next) = self.home.load_key(ch, KeyName::NextRole(role))? else {
             return Ok(());
         };
         let next_pub = record::pubkey_hex(&next.verifying_key());
         if self.admitted_key(&self.own_feed(role))?.as_deref() == Some(next_pub.as_str()) {
-            self.home.swap_key(ch, role.as_str(), &next_name)?;
+            self.home.swap_key(ch, role)?;
         }
         Ok(())
     }
@@ -918,7 +920,7 @@ mod bulk_tests {
             owner_pubkey: record::pubkey_hex(&owner.verifying_key()),
             nonce: "00".repeat(16),
         };
-        home.store_key(&channel_id(&genesis.to_bytes()), "owner", &owner)
+        home.store_key(&channel_id(&genesis.to_bytes()), KeyName::Owner, &owner)
             .unwrap();
         let dir = ChannelDir::create(&tmp.path().join("channel"), &genesis).unwrap();
         Channel::open(dir, home).unwrap()

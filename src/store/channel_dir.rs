@@ -8,6 +8,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::{IoContext as _, StoreError, StoreResult};
+use super::folder_file;
 use crate::core::genesis::{Genesis, channel_id};
 
 /// Name of the folder `init` creates when no folder is given, and that
@@ -27,20 +28,25 @@ pub struct ChannelDir {
     id: String,
 }
 
+/// The most `channel.json` may hold.
+const MAX_GENESIS_BYTES: u64 = 64 * 1024;
+
 impl ChannelDir {
     /// Opens the folder holding `channel.json`.
     pub fn open(root: &Path) -> StoreResult<Self> {
         let path = root.join("channel.json");
-        let bytes = match fs::read(&path) {
+        // Read like any file of the folder: never through a symlink, and
+        // bounded (a genesis is well under a kilobyte).
+        let bytes = match folder_file::read(&path, MAX_GENESIS_BYTES) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 return Err(StoreError::NoChannel(format!(
                     "{} is not a countersign channel (no channel.json) — create one with \
                      `countersign init`",
                     root.display()
                 )));
             }
-            Err(e) => return Err(e).at(&path)?,
+            Err(e) => return Err(e.into()),
         };
         let genesis = Genesis::from_bytes(&bytes).map_err(|e| StoreError::BadGenesis {
             path: path.clone(),

@@ -35,6 +35,9 @@ pub enum StoreError {
     /// File system trouble, with its path.
     #[error(transparent)]
     Io(#[from] PathError),
+    /// A file of the channel folder is not what it must be, or too large.
+    #[error(transparent)]
+    Folder(#[from] super::folder_file::FolderError),
     /// The index database.
     #[error("index database {}: {source}", path.display())]
     Sqlite {

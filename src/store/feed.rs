@@ -20,7 +20,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -30,6 +29,7 @@ use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
 use super::error::{IoContext as _, PathError, StoreError, StoreResult};
+use super::folder_file::{self, FileKind, FolderError, Refusal};
 use super::lock::FileLock;
 use crate::core::ids::FeedId;
 use crate::core::record::{self, DecodeError, MAX_LINE, Record};
@@ -38,6 +38,11 @@ use crate::core::record::{self, DecodeError, MAX_LINE, Record};
 pub const SEGMENT_RECORDS: u64 = 500;
 /// A segment seals at this many bytes.
 pub const SEGMENT_BYTES: u64 = 256 * 1024;
+/// The most a segment may hold, plain or decompressed: what the writer makes
+/// stays under [`SEGMENT_BYTES`] plus one line of at most 1 MiB, and a repair
+/// may append a few records past that. A larger file is reported and never
+/// read (a sparse 8 GiB file or a gzip bomb costs one `stat`).
+pub const MAX_SEGMENT_BYTES: u64 = 4 * 1024 * 1024;
 
 /// One segment file of a feed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,91 +79,238 @@ pub fn parse_segment_file(name: &str) -> Option<(u64, bool)> {
         .flatten()
 }
 
-/// Every feed folder under `feeds/`, sorted by feed id; the owner's feeds first.
-pub fn list_feeds(feeds: &Path) -> Result<Vec<(FeedId, PathBuf)>, PathError> {
+/// Something under `feeds/` that is not part of a well-formed feed. It is
+/// never read, written, moved or deleted: it is reported (by ingest, so by
+/// `verify`, `channel_status` and `status`) and left for a person.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stray {
+    /// Its path.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub what: StrayKind,
+}
+
+/// What makes a [`Stray`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrayKind {
+    /// A symlink, FIFO, socket or device, or a directory where a feed file
+    /// belongs (or a file where a folder belongs): an alarm.
+    WrongType(FileKind),
+    /// A regular file or folder with a name no feed uses (a conflict copy
+    /// left by a sync tool, a note): reported by `verify`, harmless.
+    Unknown,
+}
+
+impl Stray {
+    fn wrong(path: PathBuf, kind: FileKind) -> Self {
+        Self {
+            path,
+            what: StrayKind::WrongType(kind),
+        }
+    }
+
+    fn unknown(path: PathBuf) -> Self {
+        Self {
+            path,
+            what: StrayKind::Unknown,
+        }
+    }
+
+    /// Why it is reported, in words.
+    pub fn reason(&self) -> String {
+        match self.what {
+            StrayKind::WrongType(kind) => format!(
+                "{kind} in the feeds folder, where only regular files and folders belong: never \
+                 followed or read, left untouched; remove it"
+            ),
+            StrayKind::Unknown => {
+                "not part of any feed (a copy left by a sync tool, or a file put there by hand): \
+                 ignored, its content is not read"
+                    .to_owned()
+            }
+        }
+    }
+}
+
+/// The entries of a folder with their types as `lstat` gives them (no
+/// symlink followed), names that are not UTF-8 kept lossily.
+fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, FileKind)>, PathError> {
     let mut out = Vec::new();
-    let roles = match fs::read_dir(feeds) {
-        Ok(r) => r,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e).at(feeds),
-    };
-    for role in roles {
-        let role = role.at(feeds)?;
-        let Some(role_name) = role.file_name().to_str().map(str::to_owned) else {
-            continue;
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let path = entry.path();
+        let kind = match entry.file_type() {
+            Ok(t) => FileKind::of(t),
+            // Gone between the listing and the look (a checkout, a rename).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).at(&path),
         };
-        let role_path = role.path();
-        if !role_path.is_dir() {
+        out.push((entry.file_name().to_string_lossy().into_owned(), path, kind));
+    }
+    Ok(out)
+}
+
+/// A feed and its folder.
+pub type FeedFolder = (FeedId, PathBuf);
+
+/// Every feed folder under `feeds/`, sorted by feed id; the owner's feeds first.
+pub fn list_feeds(feeds: &Path) -> Result<Vec<FeedFolder>, PathError> {
+    survey_feeds(feeds).map(|(feeds, _)| feeds)
+}
+
+/// Like [`list_feeds`], also giving what does not belong at the two levels
+/// of folders above the feed files: a role or device folder that is a
+/// symlink or a file, a folder whose name is no role or device.
+pub fn survey_feeds(feeds: &Path) -> Result<(Vec<FeedFolder>, Vec<Stray>), PathError> {
+    let mut out = Vec::new();
+    let mut strays = Vec::new();
+    let roles = match entries(feeds) {
+        Ok(r) => r,
+        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return Ok((out, strays)),
+        Err(e) => return Err(e),
+    };
+    for (role_name, role_path, kind) in roles {
+        match kind {
+            FileKind::Directory => {}
+            FileKind::Regular => {
+                strays.push(Stray::unknown(role_path));
+                continue;
+            }
+            other => {
+                strays.push(Stray::wrong(role_path, other));
+                continue;
+            }
+        }
+        if FeedId::new(&role_name, "device").is_none() {
+            strays.push(Stray::unknown(role_path));
             continue;
         }
-        for device in fs::read_dir(&role_path).at(&role_path)? {
-            let device = device.at(&role_path)?;
-            let Some(dev_name) = device.file_name().to_str().map(str::to_owned) else {
-                continue;
-            };
-            if let Some(feed) = FeedId::new(&role_name, &dev_name)
-                && device.path().is_dir()
-            {
-                out.push((feed, device.path()));
+        let devices = match entries(&role_path) {
+            Ok(d) => d,
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for (dev_name, dev_path, kind) in devices {
+            match (kind, FeedId::new(&role_name, &dev_name)) {
+                (FileKind::Directory, Some(feed)) => out.push((feed, dev_path)),
+                (FileKind::Directory | FileKind::Regular, _) => {
+                    strays.push(Stray::unknown(dev_path));
+                }
+                (other, _) => strays.push(Stray::wrong(dev_path, other)),
             }
         }
     }
     out.sort_by(|a, b| (!a.0.is_owner(), &a.0).cmp(&(!b.0.is_owner(), &b.0)));
-    Ok(out)
+    strays.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((out, strays))
 }
 
-/// The segments of one feed folder, by first seq. When a segment is present
-/// in both forms, only the gzip file is listed: it is written only for a
-/// sealed segment and renamed into place once whole, while the plain file
-/// beside it may be an older copy that stopped growing before the segment was
-/// full (a remote that got the growing segment, then the sealed gzip, keeps
-/// both: copies never delete). Readers dedupe by id anyway.
+/// The segments of one feed folder as its writer sees them, by first seq.
+/// When a segment is present in both forms, only the gzip file is listed: it
+/// is written only for a sealed segment and renamed into place once whole,
+/// while the plain file beside it may be an older copy that stopped growing
+/// before the segment was full (a remote that got the growing segment, then
+/// the sealed gzip, keeps both: copies never delete).
+///
+/// Readers of other feeds use [`survey_segments`], which lists both forms: a
+/// gzip file planted beside a plain segment must not hide its records.
 pub fn list_segments(dir: &Path) -> Result<Vec<Segment>, PathError> {
+    let (mut segments, _) = survey_segments(dir)?;
+    segments.dedup_by_key(|s| s.first_seq);
+    Ok(segments)
+}
+
+/// Every segment file of one feed folder, both forms of a segment when both
+/// stand (gzip first), and what does not belong there. Only regular files
+/// with a segment's name are segments; anything else with that name (a
+/// folder, a symlink, a FIFO) is of the wrong type, and so is a `head.json`
+/// that is not a regular file. Temporary files of a write or a copy in
+/// flight (`*.tmp`, `*.partial`) are passed over in silence; every other
+/// name is reported as unknown. Readers find every record by id, so reading
+/// both forms of a segment applies nothing twice.
+pub fn survey_segments(dir: &Path) -> Result<(Vec<Segment>, Vec<Stray>), PathError> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).at(dir)? {
-        let entry = entry.at(dir)?;
-        // A folder that happens to carry a segment's name is not one.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        if let Some((first_seq, gz)) = entry.file_name().to_str().and_then(parse_segment_file) {
-            out.push(Segment {
-                path: entry.path(),
+    let mut strays = Vec::new();
+    for (name, path, kind) in entries(dir)? {
+        let segment = parse_segment_file(&name);
+        let known = segment.is_some() || name == HEAD_FILE;
+        match (kind, segment) {
+            (FileKind::Regular, Some((first_seq, gz))) => out.push(Segment {
+                path,
                 first_seq,
                 gz,
-            });
+            }),
+            (FileKind::Regular, None) if known || is_in_flight(&name) => {}
+            (FileKind::Regular, None) => strays.push(Stray::unknown(path)),
+            (FileKind::Directory, _) if !known => strays.push(Stray::unknown(path)),
+            (other, _) => strays.push(Stray::wrong(path, other)),
         }
     }
-    // Gzip before plain for one first seq, then keep the first of each.
+    // Gzip before plain for one first seq.
     out.sort_by_key(|s| (s.first_seq, !s.gz));
-    out.dedup_by_key(|s| s.first_seq);
-    Ok(out)
+    strays.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((out, strays))
+}
+
+/// The name of a feed's signed head.
+pub const HEAD_FILE: &str = "head.json";
+
+/// True for the name of a file being written or copied: a temporary file of
+/// this program or of a sync tool.
+fn is_in_flight(name: &str) -> bool {
+    name.ends_with(".tmp") || name.ends_with(".partial") || name.starts_with(".~tmp~")
 }
 
 /// The bytes of a segment as records were written: a gzip segment is
 /// decompressed. A gzip file that ends early or is damaged (a copy still in
 /// flight) yields what decodes before the damage; its last line is then torn
 /// and waits, like a plain file's.
-pub fn read_segment(path: &Path) -> Result<Vec<u8>, PathError> {
+///
+/// Bounded: a file, or a gzip file's content, larger than
+/// [`MAX_SEGMENT_BYTES`] is refused without reading past the bound, and so
+/// is anything but a regular file.
+pub fn read_segment(path: &Path) -> Result<Vec<u8>, FolderError> {
+    read_segment_from(path, 0)
+}
+
+fn read_segment_from(path: &Path, offset: u64) -> Result<Vec<u8>, FolderError> {
     if !is_gz(path) {
-        return fs::read(path).at(path);
+        return folder_file::read_from(path, offset, MAX_SEGMENT_BYTES);
     }
-    let f = File::open(path).at(path)?;
+    let (f, len) = folder_file::open_read(path)?;
+    if len > MAX_SEGMENT_BYTES {
+        return Err(FolderError::Refused {
+            path: path.to_path_buf(),
+            refusal: Refusal::TooLarge {
+                len,
+                limit: MAX_SEGMENT_BYTES,
+            },
+        });
+    }
     let mut buf = Vec::new();
-    match MultiGzDecoder::new(std::io::BufReader::new(f)).read_to_end(&mut buf) {
-        Ok(_) => Ok(buf),
+    // One byte past the bound tells a bomb from a segment that fills it.
+    let mut decoder = MultiGzDecoder::new(std::io::BufReader::new(f)).take(MAX_SEGMENT_BYTES + 1);
+    match decoder.read_to_end(&mut buf) {
+        Ok(_) => {}
         Err(e)
             if matches!(
                 e.kind(),
                 std::io::ErrorKind::UnexpectedEof
                     | std::io::ErrorKind::InvalidInput
                     | std::io::ErrorKind::InvalidData
-            ) =>
-        {
-            Ok(buf)
-        }
-        Err(e) => Err(e).at(path),
+            ) => {}
+        Err(e) => return Err(e).at(path)?,
     }
+    if buf.len() as u64 > MAX_SEGMENT_BYTES {
+        return Err(FolderError::Refused {
+            path: path.to_path_buf(),
+            refusal: Refusal::Inflates {
+                limit: MAX_SEGMENT_BYTES,
+            },
+        });
+    }
+    buf.drain(..(offset as usize).min(buf.len()));
+    Ok(buf)
 }
 
 /// True when `path` names a gzip segment.
@@ -170,9 +322,9 @@ pub fn is_gz(path: &Path) -> bool {
 /// gzip form and returns the files written. A segment is sealed once a later
 /// one exists (only the newest grows), so the newest is always left plain.
 ///
-/// Each replacement is atomic for readers: the gzip is written to
-/// `<name>.jsonl.gz.tmp` (not a segment name, so ignored), fsynced, renamed
-/// into place, and only then is the plain file removed. A reader that sees both
+/// Each replacement is atomic for readers: the gzip is written to a
+/// temporary file (not a segment name, so ignored), fsynced, renamed into
+/// place, and only then is the plain file removed. A reader that sees both
 /// reads the gzip one ([`list_segments`]); one that read the plain file before
 /// and the gzip file after finds the same records by id and applies nothing
 /// twice. Safe to repeat after a crash at any step.
@@ -186,25 +338,22 @@ pub fn gzip_sealed_segments(feed_dir: &Path) -> StoreResult<Vec<PathBuf>> {
             // A run stopped after the rename: the gzip is whole, the plain
             // file is left over.
             let plain = feed_dir.join(segment_name(seg.first_seq));
-            if plain.exists() {
+            if FileKind::at(&plain)? == Some(FileKind::Regular) {
                 fs::remove_file(&plain).at(&plain)?;
                 sync_dir(feed_dir)?;
             }
             continue;
         }
-        let plain = fs::read(&seg.path).at(&seg.path)?;
+        let plain = read_segment(&seg.path)?;
         let gz_path = feed_dir.join(format!("{}.gz", segment_name(seg.first_seq)));
         // A gzip form left by an interrupted run is kept only if it is whole.
-        let whole = gz_path.exists() && read_segment(&gz_path)? == plain;
+        let whole = FileKind::at(&gz_path)? == Some(FileKind::Regular)
+            && read_segment(&gz_path).is_ok_and(|b| b == plain);
         if !whole {
-            let tmp = feed_dir.join(format!("{}.gz.tmp", segment_name(seg.first_seq)));
-            let f = File::create(&tmp).at(&tmp)?;
-            let mut enc = GzEncoder::new(f, Compression::default());
-            enc.write_all(&plain).at(&tmp)?;
-            let f = enc.finish().at(&tmp)?;
-            f.sync_all().at(&tmp)?;
-            fs::rename(&tmp, &gz_path).at(&gz_path)?;
-            sync_dir(feed_dir)?;
+            let mut enc = GzEncoder::new(Vec::new(), Compression::default());
+            enc.write_all(&plain).at(&gz_path)?;
+            let gz = enc.finish().at(&gz_path)?;
+            folder_file::replace(&gz_path, &gz, true)?;
             written.push(gz_path);
         }
         fs::remove_file(&seg.path).at(&seg.path)?;
@@ -213,10 +362,13 @@ pub fn gzip_sealed_segments(feed_dir: &Path) -> StoreResult<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// The most a `head.json` may hold (a signed head is a few hundred bytes).
+pub const MAX_HEAD_BYTES: u64 = 64 * 1024;
+
 /// The feed's `head.json` in `feed_dir`, if it is there and verifies with
 /// `key` for `feed` (a heartbeat and a hint: never trusted over the records).
 pub fn read_head(feed_dir: &Path, feed: &FeedId, key: &VerifyingKey) -> Option<record::HeadClaim> {
-    let bytes = fs::read(feed_dir.join("head.json")).ok()?;
+    let bytes = folder_file::read(&feed_dir.join(HEAD_FILE), MAX_HEAD_BYTES).ok()?;
     record::decode_head(&bytes, feed, key)
 }
 
@@ -235,24 +387,25 @@ pub struct Line {
 /// `\n` is torn (a write in progress, or a crash) and is left for later.
 ///
 /// A gzip segment is read decompressed, `offset` counting decompressed bytes.
-pub fn read_lines(path: &Path, offset: u64) -> Result<Vec<Line>, PathError> {
+pub fn read_lines(path: &Path, offset: u64) -> Result<Vec<Line>, FolderError> {
     read_lines_and_rest(path, offset).map(|(lines, _)| lines)
 }
 
 /// Like [`read_lines`], also giving the number of bytes after the last
 /// complete line (a torn tail; 0 when the file ends with `\n`).
-pub fn read_lines_and_rest(path: &Path, offset: u64) -> Result<(Vec<Line>, u64), PathError> {
-    let buf = if is_gz(path) {
-        let mut all = read_segment(path)?;
-        all.drain(..(offset as usize).min(all.len()));
-        all
-    } else {
-        let mut f = File::open(path).at(path)?;
-        f.seek(SeekFrom::Start(offset)).at(path)?;
-        let mut buf = Vec::new();
-        f.read_to_end(&mut buf).at(path)?;
-        buf
-    };
+pub fn read_lines_and_rest(path: &Path, offset: u64) -> Result<(Vec<Line>, u64), FolderError> {
+    Ok(split_lines(&read_segment_from(path, offset)?, offset))
+}
+
+/// The lines of this device's private journal (in the home, not the shared
+/// folder: it is as long as the role's history and is read whole).
+fn read_journal_lines(path: &Path) -> Result<Vec<Line>, PathError> {
+    Ok(split_lines(&fs::read(path).at(path)?, 0).0)
+}
+
+/// Cuts `buf` (read from `offset`) into complete lines and the length of
+/// the torn rest.
+fn split_lines(buf: &[u8], offset: u64) -> (Vec<Line>, u64) {
     let mut out = Vec::new();
     let mut start = 0usize;
     while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
@@ -264,7 +417,7 @@ pub fn read_lines_and_rest(path: &Path, offset: u64) -> Result<(Vec<Line>, u64),
         });
         start += nl + 1;
     }
-    Ok((out, (buf.len() - start) as u64))
+    (out, (buf.len() - start) as u64)
 }
 
 /// The last complete line of a file and where the file's complete part ends.
@@ -277,19 +430,26 @@ struct Tail {
     len: u64,
 }
 
-fn read_tail(path: &Path) -> Result<Option<Tail>, PathError> {
-    let mut f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).at(path),
+/// Reads the tail of `path` (a journal, or a segment of at most `limit`
+/// bytes), never more than twice the line limit of it.
+fn read_tail(path: &Path, limit: u64) -> Result<Option<Tail>, FolderError> {
+    let (mut f, len) = match folder_file::open_read(path) {
+        Ok(opened) => opened,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
     };
-    let len = f.metadata().at(path)?.len();
+    if len > limit {
+        return Err(FolderError::Refused {
+            path: path.to_path_buf(),
+            refusal: Refusal::TooLarge { len, limit },
+        });
+    }
     let mut window = 4096u64;
     loop {
         let start = len.saturating_sub(window);
         f.seek(SeekFrom::Start(start)).at(path)?;
         let mut buf = Vec::with_capacity((len - start) as usize);
-        f.read_to_end(&mut buf).at(path)?;
+        (&mut f).take(len - start).read_to_end(&mut buf).at(path)?;
         // The complete part ends after the last '\n'.
         let Some(last_nl) = buf.iter().rposition(|&b| b == b'\n') else {
             if start == 0 || window > MAX_LINE as u64 * 2 {
@@ -334,9 +494,9 @@ fn read_tail(path: &Path) -> Result<Option<Tail>, PathError> {
 
 /// Cuts a torn last line off (a crash mid-write), so the next append starts
 /// on a line of its own.
-fn truncate_torn(path: &Path, tail: &Tail) -> Result<(), PathError> {
+fn truncate_torn(path: &Path, tail: &Tail) -> Result<(), FolderError> {
     if tail.len > tail.complete_len {
-        let f = OpenOptions::new().write(true).open(path).at(path)?;
+        let f = folder_file::open_write(path)?;
         f.set_len(tail.complete_len).at(path)?;
         f.sync_all().at(path)?;
     }
@@ -386,15 +546,22 @@ impl Tails {
 
 /// A file's size and mtime.
 fn stamp(path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
-    let m = fs::metadata(path).at(path)?;
+    // Of the path itself: a file swapped for a symlink changes its stamp.
+    let m = fs::symlink_metadata(path).at(path)?;
     Ok((m.len(), m.modified().ok()))
 }
+
+/// The newest segment of a feed as the writer knows it: its path, first seq
+/// and size.
+type NewestSegment = (PathBuf, u64, u64);
 
 /// The writer side of this device's feed for one role: the published segments
 /// plus the private journal in the state folder.
 #[derive(Clone, Debug)]
 pub struct FeedWriter {
     feed: FeedId,
+    /// The channel folder: the folders from here down to `dir` must be real.
+    root: PathBuf,
     dir: PathBuf,
     journal: PathBuf,
     lock: PathBuf,
@@ -412,6 +579,7 @@ impl FeedWriter {
         let lock = state_dir.join(format!("feed-{}.lock", feed.role()));
         Self {
             feed,
+            root: feeds_dir.parent().unwrap_or(feeds_dir).to_path_buf(),
             dir,
             journal,
             lock,
@@ -440,6 +608,36 @@ impl FeedWriter {
         FileLock::exclusive(&self.lock)
     }
 
+    /// True when the feed folder stands as a real directory; false when it
+    /// does not exist yet. A symlink or a file in its place (or above it) is
+    /// refused: this device never writes through one.
+    fn has_dir(&self) -> StoreResult<bool> {
+        let role_dir = self.dir.parent().unwrap_or(&self.dir);
+        for dir in [&self.root.join("feeds"), role_dir, &self.dir] {
+            if !folder_file::real_dir(dir)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The lines of each segment of the feed, skipping segments that cannot
+    /// be this device's (too large, not a regular file: ingest reports them).
+    fn own_segment_lines(&self) -> StoreResult<Vec<Vec<Line>>> {
+        if !self.has_dir()? {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for seg in list_segments(&self.dir)? {
+            match read_lines(&seg.path, 0) {
+                Ok(lines) => out.push(lines),
+                Err(e) if e.refusal().is_some() || e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(out)
+    }
+
     /// Brings the published feed in line with the journal and returns the
     /// last record (`None` for a new feed). Call under [`Self::lock`].
     ///
@@ -448,7 +646,7 @@ impl FeedWriter {
     ///   back) are published again;
     /// - a feed ahead of the journal was written by someone else: refused.
     pub fn reconcile(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
-        let journal_tail = read_tail(&self.journal)?;
+        let journal_tail = read_tail(&self.journal, u64::MAX)?;
         if let Some(t) = &journal_tail {
             truncate_torn(&self.journal, t)?;
         }
@@ -478,7 +676,7 @@ impl FeedWriter {
             // Lines already published somewhere in the feed (an older line
             // put back at the end by hand) are not published twice.
             let published = self.published_ids()?;
-            for line in read_lines(&self.journal, 0)? {
+            for line in read_journal_lines(&self.journal)? {
                 if let Ok(rec) = line.record
                     && rec.header.seq > f
                     && !published.contains(&rec.id)
@@ -501,19 +699,15 @@ impl FeedWriter {
         // A journal record is published when a line with its body and its
         // signature stands in the feed (the same bytes, so no key is needed:
         // records signed before a key change count too).
-        let mut published = std::collections::HashSet::new();
-        if self.dir.exists() {
-            for seg in list_segments(&self.dir)? {
-                published.extend(
-                    read_lines(&seg.path, 0)?
-                        .into_iter()
-                        .filter_map(|l| l.record.ok())
-                        .map(|r| (r.id, r.sig.to_bytes())),
-                );
-            }
-        }
+        let published: std::collections::HashSet<_> = self
+            .own_segment_lines()?
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.record.ok())
+            .map(|r| (r.id, r.sig.to_bytes()))
+            .collect();
         let mut n = 0;
-        for line in read_lines(&self.journal, 0)? {
+        for line in read_journal_lines(&self.journal)? {
             if let Ok(rec) = line.record
                 && !published.contains(&(rec.id, rec.sig.to_bytes()))
             {
@@ -526,30 +720,22 @@ impl FeedWriter {
 
     /// The ids of every record line in the published feed (signature unchecked).
     fn published_ids(&self) -> StoreResult<std::collections::HashSet<crate::core::ids::RecordId>> {
-        let mut out = std::collections::HashSet::new();
-        if !self.dir.exists() {
-            return Ok(out);
-        }
-        for seg in list_segments(&self.dir)? {
-            out.extend(
-                read_lines(&seg.path, 0)?
-                    .into_iter()
-                    .filter_map(|l| l.record.ok())
-                    .map(|r| r.id),
-            );
-        }
-        Ok(out)
+        Ok(self
+            .own_segment_lines()?
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.record.ok())
+            .map(|r| r.id)
+            .collect())
     }
 
     fn rebuild_journal(&self) -> StoreResult<()> {
         let parent = self.journal.parent().expect("journal has a parent");
         fs::create_dir_all(parent).at(parent)?;
         let mut out = Vec::new();
-        for seg in list_segments(&self.dir)? {
-            for line in read_lines(&seg.path, 0)? {
-                if let Ok(rec) = line.record {
-                    out.extend_from_slice(rec.to_line().as_bytes());
-                }
+        for line in self.own_segment_lines()?.into_iter().flatten() {
+            if let Ok(rec) = line.record {
+                out.extend_from_slice(rec.to_line().as_bytes());
             }
         }
         let tmp = self.journal.with_extension("jsonl.tmp");
@@ -562,38 +748,39 @@ impl FeedWriter {
     /// The last record of the published feed that this feed's key signed (a
     /// torn tail is cut off first). Lines others slipped in — forged or
     /// copied records — are skipped: readers quarantine them, and they must
-    /// not stop the owner of the feed from writing.
+    /// not stop the owner of the feed from writing. So are segments that
+    /// cannot be this device's (of the wrong type or too large).
     fn published_last(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
-        if !self.dir.exists() {
+        if !self.has_dir()? {
             return Ok(None);
         }
         let segments = list_segments(&self.dir)?;
+        let skip = |e: &FolderError| e.refusal().is_some() || e.is_not_found();
         for seg in segments.iter().rev() {
-            if seg.gz {
-                // Sealed and never appended to: no torn tail to cut.
-                let ours = read_lines(&seg.path, 0)?
-                    .into_iter()
-                    .rev()
-                    .filter_map(|l| l.record.ok())
-                    .find(|r| r.header.feed == self.feed && r.verify(key));
-                if ours.is_some() {
-                    return Ok(ours);
+            if !seg.gz {
+                let tail = match read_tail(&seg.path, MAX_SEGMENT_BYTES) {
+                    Ok(Some(tail)) => tail,
+                    Ok(None) => continue,
+                    Err(e) if skip(&e) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                truncate_torn(&seg.path, &tail)?;
+                let last = tail.line.as_deref().map(record::decode);
+                if let Some(Ok(rec)) = last
+                    && rec.header.feed == self.feed
+                    && self.signed_by_feed(&rec, key)
+                {
+                    return Ok(Some(rec));
                 }
-                continue;
             }
-            let Some(tail) = read_tail(&seg.path)? else {
-                continue;
+            // A sealed gzip segment (never appended to: no torn tail to cut),
+            // or the slow path: walk the segment for the last line that is ours.
+            let lines = match read_lines(&seg.path, 0) {
+                Ok(lines) => lines,
+                Err(e) if skip(&e) => continue,
+                Err(e) => return Err(e.into()),
             };
-            truncate_torn(&seg.path, &tail)?;
-            let last = tail.line.as_deref().map(record::decode);
-            if let Some(Ok(rec)) = last
-                && rec.header.feed == self.feed
-                && self.signed_by_feed(&rec, key)
-            {
-                return Ok(Some(rec));
-            }
-            // The slow path: walk the segment for the last line that is ours.
-            let ours = read_lines(&seg.path, 0)?
+            let ours = lines
                 .into_iter()
                 .rev()
                 .filter_map(|l| l.record.ok())
@@ -615,16 +802,23 @@ impl FeedWriter {
     /// process left, if [`Self::still_holds`] said they hold: the newest
     /// segment is then known without listing the folder. Returns the tails
     /// this append leaves.
+    ///
+    /// When publishing fails, the journal is cut back to where it was, so
+    /// the record that the caller was told failed is never published later
+    /// by a reconcile.
     pub fn append_after(
         &self,
         rec: &Record,
         key: &SigningKey,
         tails: Option<&Tails>,
     ) -> StoreResult<(Appended, Tails)> {
-        self.append_journal(rec.to_line().as_bytes())?;
+        let before = self.append_journal(rec.to_line().as_bytes())?;
         let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
-        let at = self.publish(rec, newest)?;
-        self.write_head(rec, key)?;
+        let at = match self.publish(rec, newest) {
+            Ok(at) => at,
+            Err(e) => return Err(self.unjournal(before, &[rec], e)),
+        };
+        self.write_head(rec, key);
         let tails = Tails {
             journal: stamp(&self.journal)?,
             dir: stamp(&self.dir)?.1,
@@ -641,13 +835,49 @@ impl FeedWriter {
     }
 
     /// Appends to the journal durably, making its folder on first use only
-    /// (not a `mkdir` per append).
+    /// (not a `mkdir` per append). Returns the journal's length before.
     fn append_journal(&self, bytes: &[u8]) -> StoreResult<u64> {
         if !self.journal.exists() {
             let parent = self.journal.parent().expect("journal has a parent");
             fs::create_dir_all(parent).at(parent)?;
         }
-        append_durably(&self.journal, bytes)
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.journal)
+            .at(&self.journal)?;
+        let offset = f.seek(SeekFrom::End(0)).at(&self.journal)?;
+        f.write_all(bytes).at(&self.journal)?;
+        f.sync_data().at(&self.journal)?;
+        Ok(offset)
+    }
+
+    /// Takes `unpublished` back out of the journal after publishing them
+    /// failed with `failed`: the journal is cut to `len`, its length before
+    /// they were added. Returns the error to give the caller. Should the cut
+    /// fail too, the records stay in the journal and will be published by
+    /// the next write: the error says so and names them, so that a caller
+    /// does not write them a second time.
+    fn unjournal(&self, len: u64, unpublished: &[&Record], failed: StoreError) -> StoreError {
+        let cut = OpenOptions::new()
+            .write(true)
+            .open(&self.journal)
+            .and_then(|f| {
+                f.set_len(len)?;
+                f.sync_all()
+            });
+        match cut {
+            Ok(()) => failed,
+            Err(e) => {
+                let ids: Vec<String> = unpublished.iter().map(|r| r.id.short()).collect();
+                StoreError::ForeignWriter(format!(
+                    "{failed}; and the journal {} could not be cut back ({e}): record(s) {} will \
+                     be published by this feed's next write, do not write them again",
+                    self.journal.display(),
+                    ids.join(", ")
+                ))
+            }
+        }
     }
 
     /// True when `tails` (what this process's previous append left) still
@@ -660,25 +890,40 @@ impl FeedWriter {
         tails.holds(&self.journal, &self.dir)
     }
 
+    /// Makes sure the feed folder stands as a real directory, creating it on
+    /// first use; a symlink or a file in its place or above it is refused.
+    fn make_dir(&self) -> StoreResult<()> {
+        if folder_file::ensure_real_dirs(&self.root, &self.dir)? {
+            sync_dir(self.dir.parent().expect("feed dir has a parent"))?;
+        }
+        Ok(())
+    }
+
+    /// The newest segment of the feed folder, with its first seq and size,
+    /// and whether it is sealed in gzip form.
+    /// A segment larger than the format allows is passed over: it cannot be
+    /// this device's, and is reported by ingest.
+    fn newest_segment(&self) -> StoreResult<Option<(NewestSegment, bool)>> {
+        for seg in list_segments(&self.dir)?.into_iter().rev() {
+            if seg.gz {
+                return Ok(Some(((seg.path, seg.first_seq, 0), true)));
+            }
+            let size = fs::symlink_metadata(&seg.path).at(&seg.path)?.len();
+            if size <= MAX_SEGMENT_BYTES {
+                return Ok(Some(((seg.path, seg.first_seq, size), false)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Writes `rec` to the newest segment, starting a new one when it is full.
     /// `newest` is the newest segment (path, first seq, size) when the caller
     /// knows it; otherwise the folder is listed.
-    fn publish(&self, rec: &Record, newest: Option<(PathBuf, u64, u64)>) -> StoreResult<Appended> {
-        let new_dir = !self.dir.exists();
-        if new_dir {
-            fs::create_dir_all(&self.dir).at(&self.dir)?;
-            sync_dir(self.dir.parent().expect("feed dir has a parent"))?;
-        }
+    fn publish(&self, rec: &Record, newest: Option<NewestSegment>) -> StoreResult<Appended> {
+        self.make_dir()?;
         let newest = match newest {
             Some(n) => Some((n, false)),
-            None => match list_segments(&self.dir)?.pop() {
-                Some(seg) if seg.gz => Some(((seg.path, seg.first_seq, 0), true)),
-                Some(seg) => {
-                    let size = fs::metadata(&seg.path).at(&seg.path)?.len();
-                    Some(((seg.path, seg.first_seq, size), false))
-                }
-                None => None,
-            },
+            None => self.newest_segment()?,
         };
         let path = match newest {
             // A gzip segment is sealed: the next record starts a new one.
@@ -693,8 +938,7 @@ impl FeedWriter {
             }
         };
         let line = rec.to_line();
-        let created = !path.exists();
-        let offset = append_durably(&path, line.as_bytes())?;
+        let (offset, created) = append_durably(&path, line.as_bytes())?;
         if created {
             sync_dir(&self.dir)?;
         }
@@ -705,32 +949,17 @@ impl FeedWriter {
         })
     }
 
-    fn write_head(&self, rec: &Record, key: &SigningKey) -> StoreResult<()> {
+    /// Rewrites `head.json` for `rec`, by a temporary file renamed over it
+    /// (a planted symlink is replaced, never written through). The head is a
+    /// hint rebuilt on every append, so it is not fsynced, and failing to
+    /// write it does not fail the append (the record is durable by then):
+    /// something in its way is reported by ingest.
+    fn write_head(&self, rec: &Record, key: &SigningKey) {
         let text = record::encode_head(&self.feed, rec.header.seq, rec.id, rec.header.hlc, key);
-        let path = self.dir.join("head.json");
-        // head.json is a hint rebuilt on every append, so no fsync: the feed is
-        // the truth. It is overwritten in place rather than through a temporary
-        // file and a rename: replacing a file makes ext4 flush its data at once,
-        // which cost more than the rest of the head's work on every append. The
-        // file never shrinks (a shorter head is padded with spaces before its
-        // newline, which readers trim), so no truncation is needed either; a
-        // reader that catches a write half done sees a bad signature and
-        // ignores the hint, as for any torn head.
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .at(&path)?;
-        let old = f.metadata().at(&path)?.len() as usize;
-        let body = text.trim_end();
-        let mut bytes = Vec::with_capacity(old.max(text.len()));
-        bytes.extend_from_slice(body.as_bytes());
-        bytes.resize(old.max(body.len() + 1) - 1, b' ');
-        bytes.push(b'\n');
-        f.write_all_at(&bytes, 0).at(&path)?;
-        Ok(())
+        let path = self.dir.join(HEAD_FILE);
+        if let Err(e) = folder_file::replace(&path, text.as_bytes(), false) {
+            tracing::warn!("head of feed {} not written: {e}", self.feed);
+        }
     }
 }
 
@@ -747,17 +976,17 @@ fn decode_tail(path: &Path, tail: Option<&Tail>) -> StoreResult<Option<Record>> 
     })
 }
 
-/// Appends bytes with one write and fsyncs; returns the offset they start at.
-fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .at(path)?;
+/// Appends bytes to a segment with one write and fsyncs; returns the offset
+/// they start at and whether the file was created. Only a regular file is
+/// written, never through a symlink.
+fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<(u64, bool)> {
+    let mut f = folder_file::open_append(path)?;
     let offset = f.seek(SeekFrom::End(0)).at(path)?;
     f.write_all(bytes).at(path)?;
     f.sync_data().at(path)?;
-    Ok(offset)
+    // A new file starts empty; one that was there has bytes (segments never
+    // stand empty for long, and a wrongly empty one only costs a folder sync).
+    Ok((offset, offset == 0))
 }
 
 fn sync_dir(dir: &Path) -> StoreResult<()> {
@@ -790,6 +1019,10 @@ impl FeedWriter {
     ///   before the call returns; a crash part-way leaves a torn or short feed
     ///   that [`Self::reconcile`] repairs from the journal, as after a crash in
     ///   `append`;
+    /// - every segment path is checked before anything is written; when a
+    ///   segment write fails anyway, the journal is cut back to the records
+    ///   already published, so what the caller was told failed is never
+    ///   published later;
     /// - readers may see the run arrive in pieces, as with repeated appends;
     ///   nothing is ingested here.
     ///
@@ -811,24 +1044,16 @@ impl FeedWriter {
         }
         let lines: Vec<String> = records.iter().map(Record::to_line).collect();
 
-        // 1. The journal, whole, fsynced before anything is published.
-        self.append_journal(lines.concat().as_bytes())?;
-
-        // 2. The segments, split exactly where `publish` would split them.
-        if !self.dir.exists() {
-            fs::create_dir_all(&self.dir).at(&self.dir)?;
-            sync_dir(self.dir.parent().expect("feed dir has a parent"))?;
-        }
-        let mut current: Option<(PathBuf, u64, u64)> = match list_segments(&self.dir)?.pop() {
-            Some(seg) if seg.gz => None,
-            Some(seg) => {
-                let size = fs::metadata(&seg.path).at(&seg.path)?.len();
-                Some((seg.path, seg.first_seq, size))
-            }
-            None => None,
+        // 1. Where each record goes, split exactly where `publish` would
+        //    split, with every path checked before anything is written.
+        self.make_dir()?;
+        let mut current: Option<NewestSegment> = match self.newest_segment()? {
+            Some((_, true)) | None => None,
+            Some((seg, false)) => Some(seg),
         };
-        // Consecutive runs of lines, one per segment file, in order.
-        let mut runs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        // Consecutive runs of lines, one per segment file, in order, with
+        // how many records each holds.
+        let mut runs: Vec<(PathBuf, Vec<u8>, usize)> = Vec::new();
         for (rec, line) in records.iter().zip(&lines) {
             let seq = rec.header.seq;
             let full = current.as_ref().is_none_or(|(_, first, size)| {
@@ -836,27 +1061,57 @@ impl FeedWriter {
             });
             if full {
                 let path = self.dir.join(segment_name(seq));
-                let size = fs::metadata(&path).map_or(0, |m| m.len());
+                let size = match fs::symlink_metadata(&path) {
+                    Ok(m) if m.is_file() => m.len(),
+                    Ok(m) => {
+                        return Err(FolderError::Refused {
+                            path,
+                            refusal: Refusal::WrongType {
+                                found: FileKind::of(m.file_type()),
+                                expected: FileKind::Regular,
+                            },
+                        }
+                        .into());
+                    }
+                    Err(_) => 0,
+                };
                 current = Some((path, seq, size));
             }
             let (path, _, size) = current.as_mut().expect("a segment was chosen");
             match runs.last_mut() {
-                Some((p, buf)) if p == path => buf.extend_from_slice(line.as_bytes()),
-                _ => runs.push((path.clone(), line.as_bytes().to_vec())),
+                Some((p, buf, n)) if p == path => {
+                    buf.extend_from_slice(line.as_bytes());
+                    *n += 1;
+                }
+                _ => runs.push((path.clone(), line.as_bytes().to_vec(), 1)),
             }
             *size += line.len() as u64;
         }
+
+        // 2. The journal, whole, fsynced before anything is published.
+        let before = self.append_journal(lines.concat().as_bytes())?;
+
+        // 3. The segments.
         let mut created = false;
-        for (path, bytes) in &runs {
-            created |= !path.exists();
-            append_durably(path, bytes)?;
+        let mut published = 0;
+        for (path, bytes, n) in &runs {
+            match append_durably(path, bytes) {
+                Ok((_, new)) => created |= new,
+                Err(e) => {
+                    let kept: u64 = lines[..published].iter().map(|l| l.len() as u64).sum();
+                    let rest: Vec<&Record> = records[published..].iter().collect();
+                    return Err(self.unjournal(before + kept, &rest, e));
+                }
+            }
+            published += n;
         }
         if created {
             sync_dir(&self.dir)?;
         }
 
-        // 3. The head hint, once, for the last record.
-        self.write_head(last, key)
+        // 4. The head hint, once, for the last record.
+        self.write_head(last, key);
+        Ok(())
     }
 }
 
@@ -941,7 +1196,7 @@ mod tests {
         let lines = read_lines(&p, 0).unwrap();
         assert_eq!(lines.len(), 1);
         assert!(lines[0].record.is_err());
-        let tail = read_tail(&p).unwrap().unwrap();
+        let tail = read_tail(&p, MAX_SEGMENT_BYTES).unwrap().unwrap();
         assert_eq!(tail.complete_len, 8);
         assert_eq!(tail.line.as_deref(), Some(&b"garbage"[..]));
     }

@@ -13,7 +13,7 @@ use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 
 use super::error::{IoContext as _, StoreError, StoreResult};
-use crate::core::ids::is_slug;
+use crate::core::ids::{Role, is_slug};
 
 /// The local installation: where keys and state live.
 #[derive(Clone, Debug)]
@@ -113,9 +113,12 @@ impl Home {
         self.state.join("state").join(channel_id)
     }
 
-    /// Loads a signing key (`<name>.key`), `None` if absent.
-    pub fn load_key(&self, channel_id: &str, name: &str) -> StoreResult<Option<SigningKey>> {
-        let path = self.keys_dir(channel_id).join(format!("{name}.key"));
+    /// Loads a signing key, `None` if absent. A role key still in the
+    /// layout of earlier versions (`keys/<channel>/<role>.key`, beside the
+    /// owner key) is moved to its own folder first.
+    pub fn load_key(&self, channel_id: &str, name: KeyName<'_>) -> StoreResult<Option<SigningKey>> {
+        let path = name.path(&self.keys_dir(channel_id));
+        self.migrate_key(channel_id, name, &path)?;
         let text = match fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -129,23 +132,47 @@ impl Home {
         Ok(Some(SigningKey::from_bytes(&seed)))
     }
 
+    /// Moves a role key of the old layout, where role keys and the owner key
+    /// shared one folder (so a role named `owner` took the owner's key
+    /// file), to `path`. A key named like the owner's is never moved: it is
+    /// the owner's.
+    fn migrate_key(&self, channel_id: &str, name: KeyName<'_>, path: &Path) -> StoreResult<()> {
+        let Some(old) = name.legacy_path(&self.keys_dir(channel_id)) else {
+            return Ok(());
+        };
+        if path.exists() || !old.exists() {
+            return Ok(());
+        }
+        let dir = path.parent().expect("a key has a folder");
+        fs::create_dir_all(dir).at(dir)?;
+        match fs::rename(&old, path) {
+            Ok(()) => {}
+            // Another process moved it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).at(path)?,
+        }
+        fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
+        Ok(())
+    }
+
     /// Creates and stores a new signing key (mode 0600), or returns the one that
     /// already stands: a key is never overwritten.
-    pub fn create_key(&self, channel_id: &str, name: &str) -> StoreResult<SigningKey> {
+    pub fn create_key(&self, channel_id: &str, name: KeyName<'_>) -> StoreResult<SigningKey> {
         self.store_key(channel_id, name, &new_signing_key())
     }
 
-    /// Stores `key` as `<name>.key` (mode 0600) unless a key already stands
-    /// there; returns the key that stands.
+    /// Stores `key` (mode 0600) unless a key already stands there; returns
+    /// the key that stands.
     pub fn store_key(
         &self,
         channel_id: &str,
-        name: &str,
+        name: KeyName<'_>,
         key: &SigningKey,
     ) -> StoreResult<SigningKey> {
-        let dir = self.keys_dir(channel_id);
-        fs::create_dir_all(&dir).at(&dir)?;
-        let path = dir.join(format!("{name}.key"));
+        let path = name.path(&self.keys_dir(channel_id));
+        self.migrate_key(channel_id, name, &path)?;
+        let dir = path.parent().expect("a key has a folder");
+        fs::create_dir_all(dir).at(dir)?;
         write_new(
             &path,
             format!("{}\n", hex::encode(key.to_bytes())).as_bytes(),
@@ -160,20 +187,59 @@ impl Home {
     }
 }
 
+/// Which key of a channel. Role keys live in a folder of their own
+/// (`keys/<channel>/roles/`), apart from the owner key
+/// (`keys/<channel>/owner.key`), so no role name can ever name the owner's
+/// file, whatever names the roster allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyName<'a> {
+    /// The channel owner's key.
+    Owner,
+    /// This device's key of a role.
+    Role(&'a Role),
+    /// A role's new key, waiting for its `replace_key` record to be durable.
+    NextRole(&'a Role),
+}
+
+impl KeyName<'_> {
+    /// The key file in the channel's keys folder `keys`.
+    fn path(self, keys: &Path) -> PathBuf {
+        match self {
+            Self::Owner => keys.join("owner.key"),
+            Self::Role(r) => keys.join("roles").join(format!("{r}.key")),
+            Self::NextRole(r) => keys.join("roles").join(format!("{r}.next.key")),
+        }
+    }
+
+    /// Where earlier versions kept this key, for a role whose name cannot be
+    /// mistaken for the owner's key.
+    fn legacy_path(self, keys: &Path) -> Option<PathBuf> {
+        match self {
+            Self::Owner => None,
+            Self::Role(r) if r.is_reserved() => None,
+            Self::Role(r) => Some(keys.join(format!("{r}.key"))),
+            Self::NextRole(r) => Some(keys.join(format!("{r}.next.key"))),
+        }
+    }
+}
+
 impl Home {
-    /// Makes the key `<next>.key` the key `<name>.key`, atomically (a rename
-    /// over the old file, so a reader sees the old key or the new one, never
-    /// none). The old key is kept beside it as `<name>.replaced-<ms>.key`: the
-    /// feed's older records stay verifiable by hand.
-    pub fn swap_key(&self, channel_id: &str, name: &str, next: &str) -> StoreResult<()> {
-        let dir = self.keys_dir(channel_id);
-        let path = dir.join(format!("{name}.key"));
-        let next_path = dir.join(format!("{next}.key"));
+    /// Makes the role's waiting next key its key, atomically (a rename over
+    /// the old file, so a reader sees the old key or the new one, never
+    /// none). The old key is kept beside it as `<role>.replaced-<ms>.key`:
+    /// the feed's older records stay verifiable by hand.
+    pub fn swap_key(&self, channel_id: &str, role: &Role) -> StoreResult<()> {
+        let keys = self.keys_dir(channel_id);
+        let path = KeyName::Role(role).path(&keys);
+        let next_path = KeyName::NextRole(role).path(&keys);
+        self.migrate_key(channel_id, KeyName::Role(role), &path)?;
+        self.migrate_key(channel_id, KeyName::NextRole(role), &next_path)?;
+        let dir = path.parent().expect("a key has a folder").to_path_buf();
         if path.exists() {
             let ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis());
-            let backup = dir.join(format!("{name}.replaced-{ms}.key"));
+            let backup = dir.join(format!("{role}.replaced-{ms}.key"));
             match fs::hard_link(&path, &backup) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -251,16 +317,63 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path().to_path_buf());
-        assert!(home.load_key("c", "alpha").unwrap().is_none());
-        let k = home.create_key("c", "alpha").unwrap();
-        let path = home.keys_dir("c").join("alpha.key");
+        let alpha = Role::new("alpha").unwrap();
+        assert!(home.load_key("c", KeyName::Role(&alpha)).unwrap().is_none());
+        let k = home.create_key("c", KeyName::Role(&alpha)).unwrap();
+        let path = home.keys_dir("c").join("roles/alpha.key");
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o600
         );
         assert_eq!(
-            home.load_key("c", "alpha").unwrap().unwrap().to_bytes(),
+            home.load_key("c", KeyName::Role(&alpha))
+                .unwrap()
+                .unwrap()
+                .to_bytes(),
             k.to_bytes()
         );
+    }
+
+    #[test]
+    fn role_keys_never_share_a_path_with_the_owner_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().to_path_buf());
+        let owner = home.create_key("c", KeyName::Owner).unwrap();
+        // A role of that name (refused for new channels, possible in old
+        // ones) gets a key of its own, never the owner's.
+        let named_owner = Role::new("owner").unwrap();
+        let role = home.create_key("c", KeyName::Role(&named_owner)).unwrap();
+        assert_ne!(owner.to_bytes(), role.to_bytes());
+        assert_eq!(
+            home.load_key("c", KeyName::Owner)
+                .unwrap()
+                .unwrap()
+                .to_bytes(),
+            owner.to_bytes()
+        );
+    }
+
+    #[test]
+    fn role_keys_of_the_old_layout_are_moved_on_first_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().to_path_buf());
+        let keys = home.keys_dir("c");
+        fs::create_dir_all(&keys).unwrap();
+        let seed = [7u8; 32];
+        fs::write(keys.join("alpha.key"), format!("{}\n", hex::encode(seed))).unwrap();
+        fs::write(
+            keys.join("owner.key"),
+            format!("{}\n", hex::encode([9u8; 32])),
+        )
+        .unwrap();
+        let alpha = Role::new("alpha").unwrap();
+        let k = home.load_key("c", KeyName::Role(&alpha)).unwrap().unwrap();
+        assert_eq!(k.to_bytes(), seed);
+        assert!(!keys.join("alpha.key").exists());
+        assert!(keys.join("roles/alpha.key").exists());
+        // The owner key stays where it is, and is not taken for a role's.
+        let owner = Role::new("owner").unwrap();
+        assert!(home.load_key("c", KeyName::Role(&owner)).unwrap().is_none());
+        assert!(keys.join("owner.key").exists());
     }
 }

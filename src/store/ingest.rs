@@ -23,7 +23,7 @@
 //! Runs inside the caller's write transaction; it never writes feed files.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,6 +36,7 @@ use super::channel_dir::ChannelDir;
 use super::consent;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
+use super::folder_file::{FolderError, Refusal};
 use super::index::Index;
 use super::upload;
 use crate::core::chain::{self, Fit, Head};
@@ -43,7 +44,11 @@ use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::message::{Applied, Message};
 use crate::core::op::{Backfill, Op, Send, UndoBackfill};
-use crate::core::record::{self, Record, parse_pubkey};
+use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
+
+/// The `feed` column of problems about the role and device folders
+/// themselves (files of one feed folder carry that feed's id).
+const FOLDER_SCOPE: &str = "feeds";
 
 /// At most this many missing records of one feed are looked for further on
 /// in the feed in one pass (the rest wait for the next).
@@ -191,6 +196,8 @@ pub struct Ingest<'a, 'p> {
     /// Records whose signature needs no check: this process made them a
     /// moment ago (see [`Vouch`]).
     vouched: HashSet<Vouch>,
+    /// True once a file of the feed being read ended in a torn line.
+    torn: bool,
 }
 
 /// A record known to be signed by a key without checking: its id (the hash
@@ -299,6 +306,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             report: IngestReport::default(),
             ahead_key: None,
             cursors: None,
+            torn: false,
         }
     }
 
@@ -322,7 +330,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         Ok(self.report)
     }
 
-    fn feed_dirs(&self, cache: &mut ScanCache) -> StoreResult<Vec<(FeedId, PathBuf)>> {
+    fn feed_dirs(&mut self, cache: &mut ScanCache) -> StoreResult<Vec<(FeedId, PathBuf)>> {
         let root = self.dir.feeds();
         let root_mtime = mtime_of(&root);
         let unchanged = root_mtime.is_some()
@@ -332,7 +340,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .iter()
                 .all(|(p, m)| mtime_of(p).as_ref() == Some(m));
         if !unchanged {
-            cache.feeds = feed::list_feeds(&root)?;
+            let (feeds, strays) = feed::survey_feeds(&root)?;
+            self.report_strays(FOLDER_SCOPE, &strays)?;
+            cache.feeds = feeds;
             cache.feeds_mtime = root_mtime;
             cache.role_mtimes = cache
                 .feeds
@@ -510,7 +520,17 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 (Arc::clone(&d.segments), false, skip)
             }
             _ => {
-                let segs: Arc<[Segment]> = feed::list_segments(dir)?.into();
+                let (segs, strays) = match feed::survey_segments(dir) {
+                    Ok(survey) => survey,
+                    // Gone since the feeds were listed (a checkout): nothing to read.
+                    Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
+                        (Vec::new(), Vec::new())
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                self.report_strays(&feed.to_string(), &strays)?;
+                self.forget_oversize(feed, &segs)?;
+                let segs: Arc<[Segment]> = segs.into();
                 match dir_mtime {
                     Some(m) => {
                         cache.dirs.insert(
@@ -544,6 +564,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
             i < last && complete && cache.files.contains_key(&segments[i].path)
         };
         let mut filled = 0;
+        let mut waits = false;
+        self.torn = false;
         let mut i = skip;
         while let Some(seg) = segments.get(i) {
             if !listed_again && done(i, head, cache) {
@@ -562,6 +584,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     continue;
                 }
                 self.report.waiting.push(format!("{feed}: {reason}"));
+                waits = true;
                 break;
             }
             i += 1;
@@ -569,6 +592,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // Remember how far the segments are complete and read, for the next pass.
         let before = head;
         let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
+        if listed_again || head != before {
+            // A torn tail is a record on its way: not a cut.
+            let waits = waits || self.torn;
+            self.check_cut(feed, dir, waits)?;
+        }
         let mut checked = if head >= before { skip } else { 0 };
         while checked < segments.len() && done(checked, head, cache) {
             checked += 1;
@@ -612,7 +640,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         for seg in segments {
             let lines = match feed::read_lines(&seg.path, 0) {
                 Ok(lines) => lines,
-                Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if e.is_not_found() || e.refusal().is_some() => continue,
                 Err(e) => return Err(e.into()),
             };
             let rel = self.rel(&seg.path);
@@ -648,11 +676,16 @@ impl<'a, 'p> Ingest<'a, 'p> {
         path: &Path,
         cache: &mut ScanCache,
     ) -> StoreResult<Option<String>> {
-        let meta = match fs::metadata(path) {
+        let meta = match fs::symlink_metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).at(path)?,
         };
+        if !meta.is_file() {
+            // Swapped for something else since the listing: the folder
+            // changed, so the next pass lists it again and reports it.
+            return Ok(None);
+        }
         let len = meta.len();
         let mtime = meta.modified().at(path)?;
         if cache.files.get(path) == Some(&(len, mtime)) {
@@ -698,9 +731,34 @@ impl<'a, 'p> Ingest<'a, 'p> {
             // Gone between the listing and the read (a segment replaced by
             // its gzip form, a checkout): the folder changed, so the next
             // pass lists it again.
-            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.is_not_found() => return Ok(None),
+            // Too large for a segment, or swapped for something that is not
+            // a file: reported once and remembered by size and time, so no
+            // later pass reads it again until it changes.
+            Err(FolderError::Refused { refusal, .. }) => {
+                if matches!(refusal, Refusal::WrongType { .. }) {
+                    return Ok(None);
+                }
+                self.problem("oversize", &rel, 0, None, feed, &refusal.to_string())?;
+                self.save_cursor(&rel, len as i64, mtime_ns, 0, 0, String::new())?;
+                cache.files.insert(path.to_path_buf(), (len, mtime));
+                return Ok(None);
+            }
             Err(e) => return Err(e.into()),
         };
+        if torn > MAX_LINE as u64 {
+            // A line with no newline past the line limit can never become a
+            // record: reported once at its offset. The file is then taken
+            // as read up to its current size, so it is not read again until
+            // it changes.
+            let at = lines.last().map_or(start, |l| l.offset + l.len);
+            let reason = format!(
+                "{torn} bytes with no newline, more than the {MAX_LINE} a record's line may hold: \
+                 not a record, not read again until the file changes"
+            );
+            self.problem("garbage", &rel, at, None, feed, &reason)?;
+        }
+        let long_tail = torn > MAX_LINE as u64;
         if let Some(p) = self.progress.as_mut() {
             p(len.saturating_sub(start));
         }
@@ -733,27 +791,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
         };
         // A file that had to wait, or that ends in a torn line, is looked at
         // again on the next pass.
+        let torn = if long_tail { 0 } else { torn };
+        self.torn |= torn > 0;
         let size = if waited.is_some() || torn > 0 {
             -1
         } else {
             len as i64
         };
-        self.index
-            .conn()
-            .prepare_cached(
-                "INSERT INTO files(path, size, mtime_ns, offset, tail_len, tail_hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET size = excluded.size, \
-                 mtime_ns = excluded.mtime_ns, offset = excluded.offset, tail_len = excluded.tail_len, \
-                 tail_hash = excluded.tail_hash",
-            )
-            .and_then(|mut s| s.execute(params![rel, size, mtime_ns, consumed as i64, tail_len as i64, tail_hash]))
-            .db(p)?;
-        if let Some(all) = self.cursors.as_mut() {
-            all.insert(
-                rel,
-                (size, mtime_ns, consumed as i64, tail_len as i64, tail_hash),
-            );
-        }
+        self.save_cursor(&rel, size, mtime_ns, consumed, tail_len, tail_hash)?;
         // A file left with a torn tail, like one that waits, is looked at on
         // every pass: the rest may be written in place (a copy in flight, a
         // plain `cp`), which changes neither the folder nor, for an older
@@ -764,6 +809,156 @@ impl<'a, 'p> Ingest<'a, 'p> {
             cache.files.remove(path);
         }
         Ok(waited)
+    }
+
+    /// Records how far a file was read (see [`Cursor`]); `size` -1 makes the
+    /// next pass look at it again whatever its stamp.
+    fn save_cursor(
+        &mut self,
+        rel: &str,
+        size: i64,
+        mtime_ns: i64,
+        offset: u64,
+        tail_len: u64,
+        tail_hash: String,
+    ) -> StoreResult<()> {
+        self.index
+            .conn()
+            .prepare_cached(
+                "INSERT INTO files(path, size, mtime_ns, offset, tail_len, tail_hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET size = excluded.size, \
+                 mtime_ns = excluded.mtime_ns, offset = excluded.offset, tail_len = excluded.tail_len, \
+                 tail_hash = excluded.tail_hash",
+            )
+            .and_then(|mut s| {
+                s.execute(params![rel, size, mtime_ns, offset as i64, tail_len as i64, tail_hash])
+            })
+            .db(self.index.path())?;
+        if let Some(all) = self.cursors.as_mut() {
+            all.insert(
+                rel.to_owned(),
+                (size, mtime_ns, offset as i64, tail_len as i64, tail_hash),
+            );
+        }
+        Ok(())
+    }
+
+    /// Makes the `wrong_type` and `stray` problems of one listing (`scope`:
+    /// [`FOLDER_SCOPE`] for the role and device folders, a feed id for the
+    /// files of one feed folder) what it found now: new ones are added, the
+    /// ones no longer there (removed by a person) go.
+    fn report_strays(&mut self, scope: &str, strays: &[feed::Stray]) -> StoreResult<()> {
+        let p = self.index.path();
+        let found: Vec<(&'static str, String, String)> = strays
+            .iter()
+            .map(|s| {
+                let kind = match s.what {
+                    feed::StrayKind::WrongType(_) => "wrong_type",
+                    feed::StrayKind::Unknown => "stray",
+                };
+                (kind, self.rel(&s.path), s.reason())
+            })
+            .collect();
+        let standing: Vec<(String, String)> = self
+            .index
+            .conn()
+            .prepare_cached(
+                "SELECT kind, path FROM problems WHERE kind IN ('wrong_type', 'stray') AND feed = ?1",
+            )
+            .and_then(|mut st| {
+                st.query_map([scope], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()
+            })
+            .db(p)?;
+        for (kind, path) in standing {
+            if !found.iter().any(|(k, fp, _)| *k == kind && *fp == path) {
+                self.index
+                    .conn()
+                    .prepare_cached("DELETE FROM problems WHERE kind = ?1 AND path = ?2")
+                    .and_then(|mut st| st.execute(params![kind, path]))
+                    .db(p)?;
+            }
+        }
+        for (kind, path, reason) in found {
+            let n = self
+                .index
+                .conn()
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO problems(kind, path, offset, record, feed, reason) \
+                     VALUES (?1, ?2, 0, NULL, ?3, ?4)",
+                )
+                .and_then(|mut st| st.execute(params![kind, path, scope, reason]))
+                .db(p)?;
+            self.report.new_problems += n;
+        }
+        Ok(())
+    }
+
+    /// Drops the `oversize` problems of `feed` whose file is no longer one
+    /// of its segments (removed, or renamed away).
+    fn forget_oversize(&mut self, feed: &FeedId, segments: &[Segment]) -> StoreResult<()> {
+        let p = self.index.path();
+        let standing: Vec<String> = self
+            .index
+            .conn()
+            .prepare_cached("SELECT path FROM problems WHERE kind = 'oversize' AND feed = ?1")
+            .and_then(|mut st| {
+                st.query_map([feed.to_string()], |r| r.get(0))?
+                    .collect::<Result<_, _>>()
+            })
+            .db(p)?;
+        for path in standing {
+            if !segments.iter().any(|s| self.rel(&s.path) == path) {
+                self.index
+                    .conn()
+                    .prepare_cached("DELETE FROM problems WHERE kind = 'oversize' AND path = ?1")
+                    .and_then(|mut st| st.execute([&path]))
+                    .db(p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares the records applied of `feed` with its signed `head.json`: a
+    /// head that verifies and names a later seq than the feed's files hold,
+    /// once the feed was read to its end with nothing waiting, means records
+    /// were cut off the end or the feed was rolled back to an older copy (a
+    /// `cut` problem, which goes once the records are back). A feed that
+    /// waits is reported as waiting already.
+    fn check_cut(&mut self, feed: &FeedId, dir: &Path, waits: bool) -> StoreResult<()> {
+        let state = self.feed_state(feed).clone();
+        let applied = state.head.map_or(0, |h| h.seq);
+        let claim = match (waits, state.frozen.is_some(), state.pubkey) {
+            (false, false, Some(key)) => feed::read_head(dir, feed, &key),
+            _ => None,
+        };
+        let p = self.index.path();
+        match claim {
+            Some(head) if head.seq > applied => {
+                let rel = self.rel(&dir.join(feed::HEAD_FILE));
+                let reason = format!(
+                    "feed {feed} ends at seq {applied} but its signed head names seq {}: its last \
+                     records were cut off, or the folder holds an older copy of the feed. The \
+                     writing device republishes them on its next write (or `countersign repair` \
+                     there)",
+                    head.seq
+                );
+                self.index
+                    .conn()
+                    .prepare_cached("DELETE FROM problems WHERE kind = 'cut' AND feed = ?1")
+                    .and_then(|mut st| st.execute([feed.to_string()]))
+                    .db(p)?;
+                self.problem("cut", &rel, 0, None, feed, &reason)?;
+            }
+            _ => {
+                self.index
+                    .conn()
+                    .prepare_cached("DELETE FROM problems WHERE kind = 'cut' AND feed = ?1")
+                    .and_then(|mut st| st.execute([feed.to_string()]))
+                    .db(p)?;
+            }
+        }
+        Ok(())
     }
 
     fn rel(&self, path: &Path) -> String {
@@ -880,9 +1075,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         };
         // The chain is checked before the signature: a record already known
         // (a rescan, a duplicated line) costs one lookup, not a verification.
-        let fit = chain::fit(state.head, &rec.header, rec.id, |seq| {
-            self.id_at(feed, seq).ok().flatten()
-        });
+        let fit = chain::fit(state.head, &rec.header, rec.id, |seq| self.id_at(feed, seq))?;
         if fit == Fit::Known {
             return Ok(Verdict::Consumed);
         }
@@ -1448,9 +1641,16 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
         Op::Admit(a) if a.feed.role() != a.role.as_str() => {
             Some(format!("admit of {} names role '{}'", a.feed, a.role))
         }
+        Op::Admit(a) if a.role.is_reserved() => Some(format!(
+            "admit of {} names the reserved role '{}'",
+            a.feed, a.role
+        )),
         Op::Admit(_) => None,
         Op::AddRole(_) if !feed.is_owner() => {
             Some("only the channel owner's feed may add roles".into())
+        }
+        Op::AddRole(a) if a.role.is_reserved() => {
+            Some(format!("add_role names the reserved role '{}'", a.role))
         }
         Op::AddRole(_) => None,
         Op::ReplaceKey(r) if r.feed.is_owner() => {
@@ -1515,7 +1715,7 @@ fn nanos(t: SystemTime) -> i64 {
 }
 
 fn hash_range(path: &Path, start: u64, len: u64) -> StoreResult<String> {
-    let mut f = File::open(path).at(path)?;
+    let (mut f, _) = super::folder_file::open_read(path)?;
     f.seek(SeekFrom::Start(start)).at(path)?;
     let mut buf = vec![0u8; len as usize];
     f.read_exact(&mut buf).at(path)?;

@@ -10,6 +10,7 @@ pub mod channel_dir;
 pub mod consent;
 pub mod error;
 pub mod feed;
+pub mod folder_file;
 pub mod home;
 pub mod index;
 pub mod ingest;

@@ -22,16 +22,22 @@ impl Watcher {
     /// Starts watching `feeds` recursively.
     pub fn start(feeds: &Path) -> StoreResult<Self> {
         let (tx, rx) = watch::channel(0u64);
-        let mut inner = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            // Errors (an inotify overflow among them) count as "something changed".
-            let relevant = match &res {
-                Ok(ev) => ev.paths.is_empty() || ev.paths.iter().any(|p| !is_noise(p)),
-                Err(_) => true,
-            };
-            if relevant {
-                tx.send_modify(|g| *g = g.wrapping_add(1));
-            }
-        })
+        // A symlink in the folder is never followed: it could lead the
+        // recursive watch anywhere in the file system (to `/`, say).
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let mut inner = notify::RecommendedWatcher::new(
+            move |res: notify::Result<notify::Event>| {
+                // Errors (an inotify overflow among them) count as "something changed".
+                let relevant = match &res {
+                    Ok(ev) => ev.paths.is_empty() || ev.paths.iter().any(|p| !is_noise(p)),
+                    Err(_) => true,
+                };
+                if relevant {
+                    tx.send_modify(|g| *g = g.wrapping_add(1));
+                }
+            },
+            config,
+        )
         .map_err(|e| watch_error(feeds, &e))?;
         std::fs::create_dir_all(feeds).map_err(|e| {
             StoreError::Io(super::error::PathError {

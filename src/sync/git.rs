@@ -84,6 +84,7 @@ pub fn attach(root: &Path, own: &[OwnFeed], url: &str) -> Result<Option<String>,
             git.ok("commit the channel's files", &commit)?;
         }
     }
+    harden(&git)?;
     let has_origin = git
         .output(&["remote", "get-url", "origin"])?
         .status
@@ -95,6 +96,23 @@ pub fn attach(root: &Path, own: &[OwnFeed], url: &str) -> Result<Option<String>,
     };
     git.ok("set the remote", &set)?;
     Ok(note)
+}
+
+/// Makes sure a pull can never put a symlink into the folder: with
+/// `core.symlinks=false` in the channel repository's own configuration, git
+/// checks a committed link out as a plain file holding the link's text
+/// (which ingest reports as garbage), never as a link that a reader or the
+/// writer could follow out of the folder. Checked before every sync, since
+/// anyone with the folder may have changed it.
+fn harden(git: &Tool) -> Result<(), SyncError> {
+    let now = git.output(&["config", "--local", "--get", "core.symlinks"])?;
+    if String::from_utf8_lossy(&now.stdout).trim() != "false" {
+        git.ok(
+            "keep symlinks out of the channel (core.symlinks=false)",
+            &["config", "--local", "core.symlinks", "false"],
+        )?;
+    }
+    Ok(())
 }
 
 /// The work tree's top folder, `None` when `root` is not inside one.
@@ -134,6 +152,7 @@ pub fn sync(
             )));
         }
     }
+    harden(&git)?;
     let mut report = SyncReport {
         committed: commit_own(&git, own, device)?,
         ..SyncReport::default()

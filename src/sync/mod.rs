@@ -144,6 +144,11 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
+            // Only regular files travel: a symlink or anything else planted
+            // in this device's folder is never published (ingest reports it).
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
             if name == "head.json" {
                 head = Some(format!("{rel}/{name}"));
             } else if let Some(seq) = segment_seq(&name) {
@@ -169,7 +174,7 @@ pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for f in own.iter().flat_map(OwnFeed::files) {
         f.hash(&mut h);
-        fs::metadata(root.join(f))
+        fs::symlink_metadata(root.join(f))
             .map_or(0, |m| m.len())
             .hash(&mut h);
     }

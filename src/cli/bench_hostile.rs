@@ -1,0 +1,68 @@
+//! `countersign bench`: what a hostile folder costs a call. An 8 GiB sparse
+//! file named like a segment is planted in a feed folder nobody admitted; once
+//! the first call has found and reported it, every later call must cost about
+//! what it costs on the clean channel (the file is remembered by size and
+//! time, never read again).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+/// Timed `countersign status` runs on each side.
+const RUNS: usize = 15;
+/// The planted file's length: sparse, so it costs no disk.
+const PLANTED_BYTES: u64 = 8 << 30;
+
+/// `countersign status` as a process, on the clean channel and then with the
+/// planted file, after its first discovery.
+pub struct Hostile {
+    /// Clean channel.
+    pub clean: Vec<Duration>,
+    /// The first call after the file was planted (it finds and reports it).
+    pub discovery: Duration,
+    /// Later calls, the file still there.
+    pub after: Vec<Duration>,
+}
+
+impl Hostile {
+    /// Measures on the channel folder `dir` with the home `home`, as `role`.
+    /// The planted file is removed again before returning.
+    pub fn measure(exe: &Path, dir: &Path, home: &Path, role: &str) -> anyhow::Result<Self> {
+        let run = || -> anyhow::Result<Duration> {
+            let start = Instant::now();
+            Command::new(exe)
+                .arg("--channel")
+                .arg(dir)
+                .args(["--role", role, "status"])
+                .env("COUNTERSIGN_HOME", home)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .context("running countersign status")?;
+            Ok(start.elapsed())
+        };
+        run()?; // warm: the same page cache for both sides
+        let clean = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
+        let folder = dir.join("feeds").join(role).join("intruder-000000");
+        fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+        let planted = folder.join("00000001.jsonl");
+        fs::File::create(&planted)
+            .and_then(|f| f.set_len(PLANTED_BYTES))
+            .with_context(|| format!("planting {}", planted.display()))?;
+        let measured = (|| {
+            let discovery = run()?;
+            let after = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
+            Ok(Self {
+                clean,
+                discovery,
+                after,
+            })
+        })();
+        fs::remove_dir_all(&folder).with_context(|| format!("removing {}", folder.display()))?;
+        measured
+    }
+}
