@@ -59,6 +59,7 @@ pub fn server_build() -> Value {
             {"id": "charter", "shipped_at": "2026-11-30", "what": "get_charter_template, a starting team charter with ten ground rules"},
             {"id": "sync", "shipped_at": "2026-11-30", "what": "countersign sync through git or rclone, mcp --sync-every in the background; join, admit, add-role and rotate-key for machines and roles (CLI, on the owner's machine where the owner signs)"},
             {"id": "presence", "shipped_at": "2026-11-30", "what": "list_roles devices with last_heard_at; channel_status tentative_since, held, and alarms for forks, second key claims, held records and clocks ahead; sealed segments may be gzip (countersign compress); countersign repair"},
+            {"id": "hostile-folder", "shipped_at": "2026-12-01", "what": "the channel folder is treated as untrusted input: no symlink followed, only regular files read or written, every read bounded; channel_status alarms for files of the wrong type (wrong_type), oversize segments and feeds cut short of their signed head (cut); a write that failed is never published later"},
         ],
         "not_shipped": [
             {"id": "invite", "why": "countersign invite and join --invite (a one-time owner-signed grant) are not in this build: a new machine runs join, and the owner's machine admit"},
