@@ -10,6 +10,7 @@ mod about;
 mod browse;
 mod consent;
 mod debts;
+pub mod line_transport;
 mod messaging;
 mod syncer;
 mod uploads;
@@ -141,7 +142,7 @@ impl Server {
             };
             tokio::spawn(syncer::run(dir, home, every, self.folder_changes()));
         }
-        let running = self.serve(rmcp::transport::stdio()).await?;
+        let running = self.serve(line_transport::LineTransport::stdio()).await?;
         running.waiting().await?;
         Ok(())
     }

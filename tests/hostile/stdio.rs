@@ -1,1 +1,254 @@
-//! Placeholder: filled by the stdio work.
+//! The stdio transport: every line the client sends gets an answer, and the
+//! line bound admits every call a tool accepts. The server is the real
+//! binary; the bad lines go down a raw pipe, since a real client never sends
+//! them.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use countersign::mcp::line_transport::MAX_LINE_BYTES;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::time::timeout;
+
+use crate::common::{self, TestChannel};
+
+/// How long an answer may take before the test calls it missing (the old
+/// transport gave none at all).
+const ANSWER_WITHIN: Duration = Duration::from_secs(60);
+
+/// `countersign mcp` on raw pipes, past the initialize handshake.
+struct RawSession {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    answers: Lines<BufReader<ChildStdout>>,
+}
+
+impl RawSession {
+    async fn start(ch: &TestChannel, role: &str) -> Self {
+        let mut child = Command::new(common::bin())
+            .arg("mcp")
+            .arg("--role")
+            .arg(role)
+            .arg("--channel")
+            .arg(&ch.dir)
+            .env("COUNTERSIGN_HOME", &ch.home)
+            .env_remove("COUNTERSIGN_ROLE")
+            .env_remove("AI_AGENT_CHANNEL_ROLE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn the server");
+        let stdin = child.stdin.take();
+        let answers = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut s = Self {
+            child,
+            stdin,
+            answers,
+        };
+        s.line(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}})
+            .to_string()
+            .as_bytes(),
+        )
+        .await;
+        let init = s.answer().await;
+        assert_eq!(init["id"], 0, "{init}");
+        assert!(init["result"]["serverInfo"].is_object(), "{init}");
+        s.line(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        s
+    }
+
+    /// Sends `bytes` and a newline.
+    async fn line(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).await.expect("write a line");
+        stdin.write_all(b"\n").await.expect("write a newline");
+        stdin.flush().await.expect("flush");
+    }
+
+    /// The next line the server writes, parsed.
+    async fn answer(&mut self) -> Value {
+        let line = timeout(ANSWER_WITHIN, self.answers.next_line())
+            .await
+            .expect("the server answers in time")
+            .expect("stdout readable")
+            .expect("the server is still there");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: not JSON: {line}"))
+    }
+
+    /// Asserts the next answer is the error `code` with `id`.
+    async fn error(&mut self, code: i64, id: Value) -> Value {
+        let a = self.answer().await;
+        assert_eq!(a["jsonrpc"], "2.0", "{a}");
+        assert_eq!(a["error"]["code"], code, "{a}");
+        assert_eq!(a["id"], id, "{a}");
+        assert!(
+            a.as_object().unwrap().contains_key("id"),
+            "the id is there, if null: {a}"
+        );
+        a
+    }
+
+    /// Lists the tools under `id` and checks the answer: the session goes on.
+    async fn still_serves(&mut self, id: i64) {
+        self.line(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
+                .to_string()
+                .as_bytes(),
+        )
+        .await;
+        let a = self.answer().await;
+        assert_eq!(a["id"], id, "{a}");
+        assert!(
+            a["result"]["tools"]
+                .as_array()
+                .is_some_and(|t| t.len() > 10),
+            "{a}"
+        );
+    }
+
+    /// Closes stdin; the server must exit cleanly.
+    async fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("the server exits once its input closes")
+            .expect("wait");
+        assert!(status.success(), "{status}");
+    }
+}
+
+#[tokio::test]
+async fn every_bad_line_gets_its_answer_and_the_session_goes_on() {
+    let ch = TestChannel::new(&["a", "b"]);
+    let mut s = RawSession::start(&ch, "a").await;
+    let before = ch.feed_records();
+
+    s.line(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list""#)
+        .await;
+    s.error(-32700, Value::Null).await;
+    s.still_serves(101).await;
+
+    s.line(b"not json at all").await;
+    s.error(-32700, Value::Null).await;
+    s.still_serves(102).await;
+
+    // Grammatical JSON, but no Unicode text: the id is read and echoed so
+    // the client's call ends, and nothing is sent.
+    s.line(
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_message","arguments":{"to":"b","topic":"t","body":"\ud800"}}}"#,
+    )
+    .await;
+    let a = s.error(-32600, json!(2)).await;
+    assert!(
+        a["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("surrogate"),
+        "{a}"
+    );
+    s.still_serves(103).await;
+    assert_eq!(ch.feed_records(), before, "the refused call wrote nothing");
+
+    s.line(b"{}").await;
+    s.error(-32600, Value::Null).await;
+    s.still_serves(104).await;
+
+    s.line(b"[1,2]").await;
+    s.error(-32600, Value::Null).await;
+    s.still_serves(105).await;
+
+    s.line(br#"{"jsonrpc":"1.0","id":"v1","method":"tools/list"}"#)
+        .await;
+    let a = s.error(-32600, json!("v1")).await;
+    assert!(
+        a["error"]["message"].as_str().unwrap().contains("jsonrpc"),
+        "{a}"
+    );
+    s.still_serves(106).await;
+
+    s.line(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":7}"#)
+        .await;
+    s.error(-32600, json!(7)).await;
+    s.still_serves(107).await;
+
+    // A malformed notification gets nothing: the next answer is the list's.
+    s.line(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":"x"}"#)
+        .await;
+    s.still_serves(108).await;
+
+    // A real call still works after all that.
+    s.line(
+        json!({"jsonrpc": "2.0", "id": 109, "method": "tools/call", "params": {
+            "name": "send_message", "arguments": {"to": "b", "topic": "t", "body": "hi"}}})
+        .to_string()
+        .as_bytes(),
+    )
+    .await;
+    let a = s.answer().await;
+    assert_eq!(a["id"], 109, "{a}");
+    assert_eq!(a["result"]["isError"], false, "{a}");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn an_overlong_line_is_answered_with_the_limit_and_skipped() {
+    let ch = TestChannel::new(&["a", "b"]);
+    let mut s = RawSession::start(&ch, "a").await;
+    let before = ch.feed_records();
+    let stdin = s.stdin.as_mut().unwrap();
+    stdin
+        .write_all(br#"{"jsonrpc":"2.0","id":66,"method":"tools/call","params":{"name":"upload_content","arguments":{"text":""#)
+        .await
+        .unwrap();
+    // 70 MiB, from one reused buffer, so the test holds 1 MiB of it.
+    let block = vec![b'x'; 1 << 20];
+    for _ in 0..70 {
+        stdin.write_all(&block).await.unwrap();
+    }
+    stdin.write_all(b"\"}}}").await.unwrap();
+    s.line(b"").await;
+    let a = s.error(-32600, json!(66)).await;
+    let message = a["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&MAX_LINE_BYTES.to_string()), "{a}");
+    assert_eq!(a["error"]["data"]["max_line_bytes"], MAX_LINE_BYTES, "{a}");
+    s.still_serves(67).await;
+    assert_eq!(ch.feed_records(), before, "nothing of the long line ran");
+    s.finish().await;
+}
+
+/// Uploads `text` (8 MiB) through rmcp's client and checks it arrived whole.
+async fn upload_whole(text: String) {
+    let ch = TestChannel::new(&["a", "b"]);
+    let a = ch.client("a").await;
+    let len = text.len();
+    let v = timeout(
+        Duration::from_secs(300),
+        a.call("upload_content", json!({"text": text})),
+    )
+    .await
+    .expect("the upload is answered")
+    .ok();
+    assert_eq!(v["length_bytes"], len, "{v}");
+    a.close().await;
+}
+
+#[tokio::test]
+async fn an_8_mib_upload_of_newlines_goes_through() {
+    // Each newline is two bytes escaped: over rmcp's 16 MiB line.
+    upload_whole("\n".repeat(8 << 20)).await;
+}
+
+#[tokio::test]
+async fn an_8_mib_upload_of_control_characters_goes_through() {
+    // Each one is `\u0001` escaped, six bytes: the worst case the bound is
+    // made for.
+    upload_whole("\u{1}".repeat(8 << 20)).await;
+}
