@@ -8,7 +8,7 @@ use rusqlite::OptionalExtension as _;
 use serde_json::{Map, Value, json};
 
 use super::body::op_body;
-use super::refusal::{AppError, AppResult, check_length};
+use super::refusal::{AppError, AppResult, check_length, check_one_line};
 use super::retirement::retired_by;
 use super::rows::{FieldsArg, Projection, project, short};
 use super::send::PIN_KEY_MAX;
@@ -170,6 +170,7 @@ fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
         return Err(AppError::value(format!("'{field}' is required")));
     }
     check_length(field, v, max)?;
+    check_one_line(field, v, "; the text of the version belongs in 'body'")?;
     Ok(v.to_owned())
 }
 

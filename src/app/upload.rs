@@ -9,7 +9,7 @@
 use rusqlite::params;
 use serde_json::{Value, json};
 
-use super::refusal::{AppError, AppResult, check_length};
+use super::refusal::{AppError, AppResult, check_length, check_one_line};
 use super::session::Session;
 use crate::core::ids::{IdPrefix, RecordId, Role};
 use crate::core::op::{Op, UploadChunk};
@@ -75,6 +75,7 @@ pub fn upload_content(
     let label = label.map(str::trim).filter(|l| !l.is_empty());
     if let Some(l) = label {
         check_length("label", l, LABEL_MAX)?;
+        check_one_line("label", l, "")?;
     }
     let upload_id = upload_id.map(str::trim).filter(|u| !u.is_empty());
     if upload_id.is_none() && text.len() as u64 > UPLOAD_MAX_BYTES {
