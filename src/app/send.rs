@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length, check_one_line};
-use super::session::{Session, find_live, roles_list};
+use super::session::{Session, lookup_live, roles_list};
 use crate::core::ids::Role;
 use crate::core::op::{Op, Send};
 use crate::core::timestamp::format_rfc3339;
@@ -178,13 +178,13 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
     let about = req.about_message_id.flatten();
     let (rec, ()) = s.channel_mut().append(&writer, |ix| {
         if let Some(parent) = &reply_to {
-            let id = find_live(ix, "reply_to", parent)
-                .map_err(|_| AppError::value(format!("reply_to message {parent} not found")))?;
+            let id = lookup_live(ix, "reply_to", parent)?
+                .ok_or_else(|| AppError::value(format!("reply_to message {parent} not found")))?;
             send.reply_to = Some(id);
         }
         if let Some(target) = &about {
-            let id = find_live(ix, "about_message_id", target)
-                .map_err(|_| AppError::value(format!("about_message_id {target} not found")))?;
+            let id = lookup_live(ix, "about_message_id", target)?
+                .ok_or_else(|| AppError::value(format!("about_message_id {target} not found")))?;
             send.about = Some(id);
         }
         check_audience(ix, &send)?;

@@ -122,7 +122,7 @@ impl Server {
     /// created_at} (and recipients when there are several). Refuses: a topic over
     /// 80 characters or holding a line break or control character, an empty body, body and
     /// body_ref together, an unknown or unsealed upload as body_ref, unknown roles, sending to
-    /// yourself, a broadcast debt, an unknown reply_to.
+    /// yourself, a broadcast debt, an unknown or ambiguous reply_to.
     #[tool(annotations(
         title = "Send a message",
         read_only_hint = false,
