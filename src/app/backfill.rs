@@ -14,7 +14,7 @@ use super::refusal::{AppError, AppResult, check_length};
 use super::retirement::retired_by;
 use super::rows::{FieldsArg, Projection, project};
 use super::send::NOTE_MAX;
-use super::session::{Session, find};
+use super::session::{Named, Session, lookup};
 use crate::core::backfill::{Candidate, Cited, MatchKind, Settled, candidates};
 use crate::core::consent::Consent;
 use crate::core::ids::{IdPrefix, RecordId, Role};
@@ -133,8 +133,8 @@ pub fn backfill_superseded(s: &mut Session, req: BackfillRequest) -> AppResult<V
     if let Some(ids) = &req.ids {
         let wanted: Vec<(String, Option<RecordId>)> = ids
             .iter()
-            .map(|raw| (raw.clone(), find(ix, "ids", raw).ok().map(|f| f.id)))
-            .collect();
+            .map(|raw| Ok((raw.clone(), lookup_id(ix, "ids", raw)?)))
+            .collect::<AppResult<_>>()?;
         rows.retain(|c| wanted.iter().any(|(_, id)| *id == Some(c.id)));
         for (raw, id) in &wanted {
             if !all.iter().any(|c| Some(c.id) == *id) {
@@ -210,10 +210,12 @@ fn apply(
         let mut ids: Vec<RecordId> = Vec::new();
         let mut problems: Vec<String> = Vec::new();
         for raw in raw_ids {
-            match find(ix, "ids", raw) {
-                Ok(f) if !ids.contains(&f.id) => ids.push(f.id),
-                Ok(_) => {}
-                Err(_) => problems.push(format!("{raw}: never were candidates")),
+            match lookup_id(ix, "ids", raw) {
+                Ok(Some(id)) if !ids.contains(&id) => ids.push(id),
+                Ok(Some(_)) => {}
+                Ok(None) => problems.push(format!("{raw}: never were candidates")),
+                Err(AppError::Value(why)) => problems.push(format!("{raw}: {why}")),
+                Err(e) => return Err(e),
             }
         }
         if expect != ids.len() as i64 {
@@ -274,20 +276,28 @@ fn apply(
         }
         let mut word_ids = Vec::new();
         for (key, w) in keys.iter().zip(&words) {
-            let Ok(f) = find(ix, "word_message_id", w) else {
-                problems.push(format!("word_message_id {w} for '{key}' not found"));
-                continue;
+            let id = match lookup_id(ix, "word_message_id", w) {
+                Ok(Some(id)) => id,
+                Ok(None) => {
+                    problems.push(format!("word_message_id {w} for '{key}' not found"));
+                    continue;
+                }
+                Err(AppError::Value(why)) => {
+                    problems.push(why);
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
-            word_ids.push(f.id);
+            word_ids.push(id);
             let owner = state.head(key).map(|h| h.role.clone());
-            let author = author_of(ix, &f.id)?;
+            let author = author_of(ix, &id)?;
             if let Some(o) = owner
                 && author.as_ref() != Some(&o)
             {
                 problems.push(format!(
                     "the word for '{key}' (#{}) was written by '{}', but '{key}' is owned by \
                      '{o}' (who wrote its current version)",
-                    f.id.short(),
+                    id.short(),
                     author.map(|a| a.to_string()).unwrap_or_default()
                 ));
             }
@@ -341,12 +351,20 @@ pub fn undo_backfill(s: &mut Session, ids: &[String], reason: Option<String>) ->
         let mut refused: Vec<String> = Vec::new();
         let mut forbidden: Vec<String> = Vec::new();
         for raw in ids {
-            let Ok(f) = find(ix, "ids", raw) else {
-                refused.push(format!("{raw}: not found"));
-                continue;
+            let id = match lookup_id(ix, "ids", raw) {
+                Ok(Some(id)) => id,
+                Ok(None) => {
+                    refused.push(format!("{raw}: not found"));
+                    continue;
+                }
+                Err(AppError::Value(why)) => {
+                    refused.push(format!("{raw}: {why}"));
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
-            let sid = f.id.short();
-            let Some(r) = state.messages.get(&f.id).and_then(|m| m.retired.clone()) else {
+            let sid = id.short();
+            let Some(r) = state.messages.get(&id).and_then(|m| m.retired.clone()) else {
                 refused.push(format!("{sid}: is not retired"));
                 continue;
             };
@@ -368,8 +386,8 @@ pub fn undo_backfill(s: &mut Session, ids: &[String], reason: Option<String>) ->
                 ));
                 continue;
             }
-            if !restored.contains(&f.id) {
-                restored.push(f.id);
+            if !restored.contains(&id) {
+                restored.push(id);
             }
         }
         if restored.is_empty() {
@@ -457,6 +475,12 @@ fn row(state: &Consent, c: &Candidate) -> Map<String, Value> {
     o.insert("match_kind".into(), json!(c.kind.as_str()));
     o.insert("structural".into(), json!(c.kind != MatchKind::Key));
     o
+}
+
+/// The message an id parameter names (tombstones included), through the
+/// lookup every id parameter shares.
+fn lookup_id(ix: &Index, field: &str, raw: &str) -> AppResult<Option<RecordId>> {
+    Ok(lookup(ix, Named::Message, field, raw)?.map(|f| f.id))
 }
 
 /// Resolves a `#prefix` citation against the index.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::refusal::{AppError, AppResult, check_length};
 use super::rows::short;
 use super::send::NOTE_MAX;
-use super::session::{Session, find_live};
+use super::session::{Session, find_live, lookup_live};
 use crate::core::ids::{RecordId, Role};
 use crate::core::message::Message;
 use crate::core::op::{Note, Op, WorkStatusMove};
@@ -180,8 +180,8 @@ pub fn set_work_status(
 /// A blocker must be a live, open debt: anything else could never be resolved
 /// and would block forever.
 fn check_blocker(ix: &Index, raw: &str) -> AppResult<RecordId> {
-    let id = find_live(ix, "blocked_by", raw)
-        .map_err(|_| AppError::value(format!("blocked_by message {raw} not found")))?;
+    let id = lookup_live(ix, "blocked_by", raw)?
+        .ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
     let b = load_message(ix, &[], &id)?
         .ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
     match &b.debt {

@@ -8,11 +8,11 @@ use rusqlite::OptionalExtension as _;
 use serde_json::{Map, Value, json};
 
 use super::body::op_body;
-use super::refusal::{AppError, AppResult, check_length};
+use super::refusal::{AppError, AppResult, check_length, check_one_line};
 use super::retirement::retired_by;
 use super::rows::{FieldsArg, Projection, project, short};
 use super::send::PIN_KEY_MAX;
-use super::session::{Session, find};
+use super::session::{Named, Session, lookup};
 use crate::core::consent::Blocked;
 use crate::core::ids::RecordId;
 use crate::core::op::{Op, PinSet};
@@ -92,16 +92,24 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
     let roster = s.roster();
     let build = |ix: &Index| -> AppResult<Result<PinSet, Blocked>> {
         let approved_by = match &req.approved_by {
-            Some(raw) => match find(ix, "approved_by", raw) {
-                Ok(f) => Some(f.id),
-                // Rule 2 of the approval rule: a dry run reports it like the others.
-                Err(_) => {
+            // Rule 2 of the approval rule: a dry run reports it like the others.
+            Some(raw) => match lookup(ix, Named::Message, "approved_by", raw) {
+                Ok(Some(f)) => Some(f.id),
+                Ok(None) => {
                     return Ok(Err(Blocked {
                         refusal: Refusal::Value(format!("approved_by message {raw} not found")),
                         missing_agrees: Vec::new(),
                         winner: None,
                     }));
                 }
+                Err(AppError::Value(why)) => {
+                    return Ok(Err(Blocked {
+                        refusal: Refusal::Value(why),
+                        missing_agrees: Vec::new(),
+                        winner: None,
+                    }));
+                }
+                Err(e) => return Err(e),
             },
             None => None,
         };
@@ -170,6 +178,7 @@ fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
         return Err(AppError::value(format!("'{field}' is required")));
     }
     check_length(field, v, max)?;
+    check_one_line(field, v, "; the text of the version belongs in 'body'")?;
     Ok(v.to_owned())
 }
 

@@ -4,6 +4,7 @@
 //! and acts on it, and nothing was written. A fault is ours (I/O, SQLite) and
 //! surfaces as a protocol error in MCP and exit code 2 in the CLI.
 
+use crate::core::peer_text::{describe, first_hazard};
 use crate::store::StoreError;
 use crate::store::folder_file::FolderError;
 use crate::sync::SyncError;
@@ -93,4 +94,20 @@ pub fn check_limit(limit: i64) -> AppResult<usize> {
         )));
     }
     Ok(limit as usize)
+}
+
+/// Refuses a one-line field (a topic, a title, a key) holding a line break,
+/// a tab, a control or a bidirectional control character: such a field is
+/// shown as one line wherever it appears, so it must be plain text
+/// (`core::peer_text`). `hint` says where richer text belongs.
+pub fn check_one_line(field: &str, value: &str, hint: &str) -> AppResult<()> {
+    if let Some((at, c)) = first_hazard(value) {
+        return Err(AppError::value(format!(
+            "'{field}' must be one line of plain text, but it holds {} (U+{:04X}) at character \
+             {at} — remove line breaks, tabs and control characters from '{field}'{hint}",
+            describe(c),
+            c as u32
+        )));
+    }
+    Ok(())
 }

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::body::op_body;
 use super::lifecycle::live_message;
-use super::refusal::{AppError, AppResult, check_length};
-use super::send::{NOTE_MAX, TOPIC_MAX};
+use super::refusal::{AppError, AppResult, check_length, check_one_line};
+use super::send::{NOTE_MAX, TOPIC_HINT, TOPIC_MAX};
 use super::session::Session;
 use crate::core::message::Message;
 use crate::core::op::{Op, Revise};
@@ -45,6 +45,7 @@ pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Value> {
         Some(t) => {
             let t = t.trim().to_owned();
             check_length("topic", &t, TOPIC_MAX)?;
+            check_one_line("topic", &t, TOPIC_HINT)?;
             Some(t)
         }
     };

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::body::op_body;
-use super::refusal::{AppError, AppResult, check_length};
-use super::session::{Session, find_live, roles_list};
+use super::refusal::{AppError, AppResult, check_length, check_one_line};
+use super::session::{Session, lookup_live, roles_list};
 use crate::core::ids::Role;
 use crate::core::op::{Op, Send};
 use crate::core::timestamp::format_rfc3339;
@@ -23,6 +23,9 @@ use crate::store::{Index, consent};
 
 /// Longest topic, in characters.
 pub const TOPIC_MAX: usize = 80;
+/// Where a refusal of a topic's characters sends the text they carried.
+pub const TOPIC_HINT: &str =
+    "; it is a subject line, and line breaks and formatting belong in 'body'";
 /// Longest note, reason or addendum, in characters.
 pub const NOTE_MAX: usize = 4000;
 pub use super::body::INLINE_BODY_MAX;
@@ -109,6 +112,7 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
              details in 'body'"
         )));
     }
+    check_one_line("topic", &topic, TOPIC_HINT)?;
     // A sealed upload never changes, so the body resolved here is the body
     // written. A role the owner added arrives as a record: this also folds it
     // in before the roster is read below.
@@ -145,6 +149,7 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         Some(k) if !k.trim().is_empty() => {
             let k = k.trim().to_owned();
             check_length("pin_key", &k, PIN_KEY_MAX)?;
+            check_one_line("pin_key", &k, "")?;
             Some(k)
         }
         _ => None,
@@ -173,13 +178,13 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
     let about = req.about_message_id.flatten();
     let (rec, ()) = s.channel_mut().append(&writer, |ix| {
         if let Some(parent) = &reply_to {
-            let id = find_live(ix, "reply_to", parent)
-                .map_err(|_| AppError::value(format!("reply_to message {parent} not found")))?;
+            let id = lookup_live(ix, "reply_to", parent)?
+                .ok_or_else(|| AppError::value(format!("reply_to message {parent} not found")))?;
             send.reply_to = Some(id);
         }
         if let Some(target) = &about {
-            let id = find_live(ix, "about_message_id", target)
-                .map_err(|_| AppError::value(format!("about_message_id {target} not found")))?;
+            let id = lookup_live(ix, "about_message_id", target)?
+                .ok_or_else(|| AppError::value(format!("about_message_id {target} not found")))?;
             send.about = Some(id);
         }
         check_audience(ix, &send)?;

@@ -132,51 +132,97 @@ impl Session {
     }
 }
 
-/// Finds a message by an id prefix typed by an agent. `field` names the
-/// parameter in refusals. Tombstones are found too; callers decide.
-pub fn find(ix: &Index, field: &str, raw: &str) -> AppResult<Found> {
+/// What an id prefix may name: the table it is looked up in and the word
+/// refusals use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Named {
+    /// A message (the id of its `send` record).
+    Message,
+    /// An upload (the id of its first chunk record).
+    Upload,
+}
+
+impl Named {
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Upload => "upload",
+        }
+    }
+
+    fn article(self) -> &'static str {
+        match self {
+            Self::Message => "a",
+            Self::Upload => "an",
+        }
+    }
+
+    fn query(self) -> &'static str {
+        match self {
+            Self::Message => {
+                "SELECT id, deleted_ms IS NOT NULL FROM messages WHERE id >= ?1 AND id < ?2 LIMIT 3"
+            }
+            Self::Upload => "SELECT id, 0 FROM uploads WHERE id >= ?1 AND id < ?2 LIMIT 3",
+        }
+    }
+}
+
+/// Looks up an id prefix typed by an agent in the parameter `field`: the one
+/// lookup behind every parameter that takes a message or upload id, so every
+/// one refuses a malformed prefix, and a prefix that matches several, with
+/// the same words. `Ok(None)` when nothing matches: callers say "not found"
+/// in their own words. Tombstones are found too; callers decide.
+pub fn lookup(ix: &Index, named: Named, field: &str, raw: &str) -> AppResult<Option<Found>> {
+    let noun = named.noun();
     let Some(prefix) = IdPrefix::parse(raw) else {
         return Err(AppError::value(format!(
-            "'{field}' must be a message id: 6 to 64 hex characters (got '{raw}')"
+            "'{field}' must be {} {noun} id: 6 to 64 hex characters (got '{raw}')",
+            named.article()
         )));
     };
     let lo = prefix.as_str().to_owned();
     let hi = format!("{lo}g");
-    let mut st = ix
-        .conn()
-        .prepare_cached(
-            "SELECT id, deleted_ms IS NOT NULL FROM messages WHERE id >= ?1 AND id < ?2 LIMIT 3",
-        )
-        .db(ix.path())?;
+    let mut st = ix.conn().prepare_cached(named.query()).db(ix.path())?;
     let rows: Vec<(String, bool)> = st
         .query_map(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))
         .db(ix.path())?
         .collect::<Result<_, _>>()
         .db(ix.path())?;
     match rows.as_slice() {
-        [] => Err(AppError::value(format!("message {raw} not found"))),
-        [(id, deleted)] => Ok(Found {
-            id: RecordId::parse(id)
-                .ok_or_else(|| AppError::value(format!("message {raw} not found")))?,
+        [] => Ok(None),
+        [(id, deleted)] => Ok(RecordId::parse(id).map(|id| Found {
+            id,
             deleted: *deleted,
-        }),
+        })),
         many => {
             let ids: Vec<&str> = many.iter().map(|(id, _)| &id[..16.min(id.len())]).collect();
             Err(AppError::value(format!(
-                "message id '{raw}' matches more than one message ({}) — pass more characters",
+                "'{field}': the id prefix '{raw}' matches more than one {noun} ({}) — pass more \
+                 characters",
                 ids.join(", ")
             )))
         }
     }
 }
 
+/// Finds a message by an id prefix typed by an agent. `field` names the
+/// parameter in refusals. Tombstones are found too; callers decide.
+pub fn find(ix: &Index, field: &str, raw: &str) -> AppResult<Found> {
+    lookup(ix, Named::Message, field, raw)?
+        .ok_or_else(|| AppError::value(format!("message {raw} not found")))
+}
+
+/// A live message by an id prefix: `Ok(None)` when none matches or it is a
+/// tombstone, a refusal when the prefix is malformed or ambiguous.
+pub fn lookup_live(ix: &Index, field: &str, raw: &str) -> AppResult<Option<RecordId>> {
+    Ok(lookup(ix, Named::Message, field, raw)?
+        .filter(|f| !f.deleted)
+        .map(|f| f.id))
+}
+
 /// Like [`find`], but a tombstone counts as not found.
 pub fn find_live(ix: &Index, field: &str, raw: &str) -> AppResult<RecordId> {
-    let f = find(ix, field, raw)?;
-    if f.deleted {
-        return Err(AppError::value(format!("message {raw} not found")));
-    }
-    Ok(f.id)
+    lookup_live(ix, field, raw)?.ok_or_else(|| AppError::value(format!("message {raw} not found")))
 }
 
 #[cfg(test)]
@@ -205,9 +251,16 @@ mod tests {
         let ix = index_with(&[&a, &b]);
         let e = find(&ix, "message_id", "abcdef").unwrap_err().to_string();
         assert!(
-            e.contains("matches more than one message") && e.contains("pass more characters"),
+            e.starts_with("'message_id': the id prefix 'abcdef' matches more than one message")
+                && e.contains("pass more characters"),
             "{e}"
         );
+        // Every way of asking gives the same refusal, whatever it says of "not found".
+        let e2 = lookup_live(&ix, "message_id", "abcdef")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e2, e);
+        assert!(lookup_live(&ix, "reply_to", "abcdef03").unwrap().is_none());
         assert_eq!(find(&ix, "message_id", "abcdef01").unwrap().id.hex(), a);
         assert_eq!(find(&ix, "message_id", "#ABCDEF02").unwrap().id.hex(), b);
         let e = find(&ix, "message_id", "abcdef03").unwrap_err().to_string();
@@ -216,5 +269,37 @@ mod tests {
         assert!(e.contains("6 to 64 hex characters"), "{e}");
         let e = find(&ix, "reply_to", "not-hex!").unwrap_err().to_string();
         assert!(e.starts_with("'reply_to' must be a message id"), "{e}");
+    }
+
+    #[test]
+    fn upload_ids_are_looked_up_alike() {
+        let ix = index_with(&[]);
+        for id in ["abcdef01", "abcdef02"] {
+            ix.conn()
+                .execute(
+                    "INSERT INTO uploads(id, uploader, ms, c, chunks, length_bytes, length_chars, \
+                     sha256) VALUES (?1, 'a', 1, 0, 1, 1, 1, '')",
+                    [format!("{id}{}", "0".repeat(56))],
+                )
+                .unwrap();
+        }
+        let e = lookup(&ix, Named::Upload, "body_ref", "abcdef")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("'body_ref': the id prefix 'abcdef' matches more than one upload"),
+            "{e}"
+        );
+        let e = lookup(&ix, Named::Upload, "upload_id", "xyz")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("'upload_id' must be an upload id"), "{e}");
+        let one = lookup(&ix, Named::Upload, "upload_id", "abcdef02").unwrap();
+        assert!(one.is_some_and(|f| f.id.hex().starts_with("abcdef02")));
+        assert!(
+            lookup(&ix, Named::Message, "message_id", "abcdef")
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -54,16 +54,12 @@ pub const COUNTERS: [&str; 12] = [
     "resolved_for_you",
 ];
 
-/// The one definition of "this proposal waits for the decision of role ?1"
-/// (a condition on `messages m`): addressed to the role, a live proposal that
-/// asks for a decision and is not a nudge, the role is in its declared
-/// electorate (if any), and the role has not voted on its current text.
-pub const AWAITING: &str = "m.kind = 'proc' AND m.deleted_ms IS NULL AND m.retired_ms IS NULL \
-    AND m.decision_requested = 1 AND m.about IS NULL \
-    AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?1) \
-    AND (m.voters IS NULL OR EXISTS (SELECT 1 FROM json_each(m.voters) WHERE value = ?1)) \
-    AND NOT EXISTS (SELECT 1 FROM votes v WHERE v.message_id = m.id AND v.role = ?1 \
-    AND v.stale = 0)";
+/// "This proposal waits for the decision of role ?1" (a condition on
+/// `messages m`). The rule is `core::message::Message::awaits`; the index
+/// stores, per message, the roles it holds for (`awaiting`, written with the
+/// message's row), so this only reads what core decided.
+pub const AWAITING: &str = "m.awaiting IS NOT NULL \
+    AND EXISTS (SELECT 1 FROM json_each(m.awaiting) WHERE value = ?1)";
 
 /// One message behind a counter.
 #[derive(Clone, Debug, PartialEq, Eq)]

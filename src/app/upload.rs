@@ -6,19 +6,17 @@
 //! A call with more text than one chunk record holds writes several chunk
 //! records as one run: all of them or, when refused, none.
 
-use rusqlite::params;
 use serde_json::{Value, json};
 
-use super::refusal::{AppError, AppResult, check_length};
-use super::session::Session;
-use crate::core::ids::{IdPrefix, RecordId, Role};
+use super::refusal::{AppError, AppResult, check_length, check_one_line};
+use super::session::{Named, Session, lookup};
+use crate::core::ids::{RecordId, Role};
 use crate::core::op::{Op, UploadChunk};
 use crate::core::rules::{Refusal, Verdict};
 use crate::core::timestamp::format_rfc3339;
 use crate::core::upload::{CHUNK_MAX_BYTES, LABEL_MAX, UPLOAD_MAX_BYTES, check, over_cap};
 use crate::store::Index;
 use crate::store::channel::Step;
-use crate::store::error::SqlContext as _;
 use crate::store::upload::{load_upload, upload_row, upload_text};
 
 /// The most JSON-escaped text one chunk record carries: a record line holds
@@ -27,37 +25,11 @@ use crate::store::upload::{load_upload, upload_row, upload_text};
 const CHUNK_MAX_ESCAPED: usize = 768 * 1024;
 
 /// Finds an upload by an id prefix typed by an agent; `field` names the
-/// parameter in refusals.
+/// parameter in refusals (the lookup every id parameter shares).
 pub fn find_upload(ix: &Index, field: &str, raw: &str) -> AppResult<RecordId> {
-    let Some(prefix) = IdPrefix::parse(raw) else {
-        return Err(AppError::value(format!(
-            "'{field}' must be an upload id: 6 to 64 hex characters (got '{raw}')"
-        )));
-    };
-    let lo = prefix.as_str().to_owned();
-    let hi = format!("{lo}g");
-    let mut st = ix
-        .conn()
-        .prepare_cached("SELECT id FROM uploads WHERE id >= ?1 AND id < ?2 LIMIT 3")
-        .db(ix.path())?;
-    let rows: Vec<String> = st
-        .query_map(params![lo, hi], |r| r.get(0))
-        .db(ix.path())?
-        .collect::<Result<_, _>>()
-        .db(ix.path())?;
-    match rows.as_slice() {
-        [id] => {
-            RecordId::parse(id).ok_or_else(|| AppError::value(format!("upload {raw} not found")))
-        }
-        [] => Err(AppError::value(format!("upload {raw} not found"))),
-        many => {
-            let ids: Vec<&str> = many.iter().map(|id| &id[..16.min(id.len())]).collect();
-            Err(AppError::value(format!(
-                "upload id '{raw}' matches more than one upload ({}) — pass more characters",
-                ids.join(", ")
-            )))
-        }
-    }
+    lookup(ix, Named::Upload, field, raw)?
+        .map(|f| f.id)
+        .ok_or_else(|| AppError::value(format!("upload {raw} not found")))
 }
 
 /// Starts an upload holding `text` (no `upload_id`), or appends `text` to
@@ -75,6 +47,7 @@ pub fn upload_content(
     let label = label.map(str::trim).filter(|l| !l.is_empty());
     if let Some(l) = label {
         check_length("label", l, LABEL_MAX)?;
+        check_one_line("label", l, "")?;
     }
     let upload_id = upload_id.map(str::trim).filter(|u| !u.is_empty());
     if upload_id.is_none() && text.len() as u64 > UPLOAD_MAX_BYTES {

@@ -158,7 +158,7 @@ fn tally_json(m: &Message, roster: &[Role]) -> Map<String, Value> {
         o.insert("declared_dead_by".into(), json!(t.void_by));
     }
     if !t.outsiders.is_empty() {
-        let declared = m.send.voters.as_ref().is_some_and(|v| !v.is_empty());
+        let declared = m.declared_voters().is_some();
         let key = if declared {
             "from_non_voters"
         } else {

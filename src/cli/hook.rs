@@ -19,6 +19,7 @@ use super::status::{Counts, actionable, grew, no_role, pending_text};
 use crate::app::Session;
 use crate::app::status::summary;
 use crate::core::ids::Role;
+use crate::core::peer_text::one_line;
 
 /// Arguments of `hook`.
 #[derive(Debug, clap::Args)]
@@ -144,7 +145,8 @@ fn decide(cli: &Cli, input: &Value) -> Option<String> {
     let (role, pending, snap) = match check(cli) {
         Ok(seen) => seen,
         Err(e) => {
-            let why = format!("{e:#}");
+            // An error may name a file of the folder, whose name a peer chose.
+            let why = one_line(&format!("{e:#}"));
             return if retry {
                 eprintln!("countersign hook stop: {why} — this stop was NOT checked");
                 None

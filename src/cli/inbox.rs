@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use super::Cli;
 use crate::app::inbox::read_inbox;
+use crate::core::peer_text;
 
 /// Arguments of `inbox`.
 #[derive(Debug, clap::Args)]
@@ -19,7 +20,10 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Prints the inbox, oldest first.
+/// Prints the inbox, oldest first. Each message is a header line (`#id time
+/// from role`), its topic on one indented line and its body with every line
+/// behind `  | `: whatever a peer wrote, no line of it can pass for a header,
+/// and nothing in it acts on the terminal (`core::peer_text`).
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut session = cli.session_with_role()?;
     let out = read_inbox(&mut session, !a.all, a.limit, None)?;
@@ -42,19 +46,12 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             r["id"].as_str().unwrap_or_default(),
             r["created_at"].as_str().unwrap_or_default(),
             r["from"].as_str().unwrap_or_default(),
-            r["topic"].as_str().unwrap_or_default(),
-            indent(r["body"].as_str().unwrap_or_default()),
+            peer_text::one_line(r["topic"].as_str().unwrap_or_default()),
+            peer_text::block(r["body"].as_str().unwrap_or_default(), "  | "),
         );
     }
     if let Some(t) = out.get("truncated") {
         println!("(more: {})", t["note"].as_str().unwrap_or_default());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("  | {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }

@@ -1,8 +1,13 @@
 //! `countersign log`: every record in readable form, with verification marks.
+//!
+//! One line per record: every text a peer wrote (topics, notes, keys, device
+//! names) and every path found in the folder is shown through
+//! `core::peer_text`, so no record can add a line or act on the terminal.
 
 use std::process::ExitCode;
 
 use crate::core::op::Op;
+use crate::core::peer_text::one_line;
 use crate::core::record::decode_body;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::error::SqlContext as _;
@@ -53,7 +58,13 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     for p in ix.problems()? {
-        println!("✗ {}:{} {}: {}", p.path, p.offset, p.kind, p.reason);
+        println!(
+            "✗ {}:{} {}: {}",
+            one_line(&p.path),
+            p.offset,
+            p.kind,
+            one_line(&p.reason)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -70,7 +81,7 @@ fn describe(op: &Op) -> String {
             } else {
                 ""
             };
-            format!(" → {}{debt}: {:?}", to.join(","), s.topic)
+            format!(" → {}{debt}: \"{}\"", to.join(","), one_line(&s.topic))
         }
         Op::Read(i) | Op::Opened(i) => format!(" {}", short(&i.ids)),
         Op::Delete(t) => format!(" {}", t.id.short()),
@@ -80,18 +91,22 @@ fn describe(op: &Op) -> String {
                 n.id.short(),
                 n.note
                     .as_deref()
-                    .map(|t| format!(": {t:?}"))
+                    .map(|t| format!(": \"{}\"", one_line(t)))
                     .unwrap_or_default()
             )
         }
         Op::WorkStatus(w) => format!(" {} → {}", w.id.short(), w.value),
         Op::Admit(a) => format!(" {} as {}", a.feed, a.role),
-        Op::FeedInit(f) => format!(" {} on {}", f.role, f.device_name),
+        Op::FeedInit(f) => format!(" {} on {}", f.role, one_line(&f.device_name)),
         Op::AddRole(a) => format!(" {}", a.role),
-        Op::ReplaceKey(r) => format!(" {} key {}", r.feed, r.pubkey),
+        Op::ReplaceKey(r) => format!(" {} key {}", r.feed, one_line(&r.pubkey)),
         Op::Revise(r) => format!(" {}", r.id.short()),
         Op::Ack(a) => format!(" {} {}", a.id.short(), a.decision),
-        Op::PinSet(p) => format!(" {:?} version {:?}", p.key, p.version),
+        Op::PinSet(p) => format!(
+            " \"{}\" version \"{}\"",
+            one_line(&p.key),
+            one_line(&p.version)
+        ),
         Op::Backfill(b) => format!(" {}", short(&b.ids)),
         Op::UndoBackfill(u) => format!(" {}", short(&u.ids)),
         Op::UploadChunk(u) => format!(
@@ -99,6 +114,6 @@ fn describe(op: &Op) -> String {
             u.upload.map_or_else(|| "new".to_owned(), |i| i.short()),
             u.text.len()
         ),
-        Op::Seal(s) => format!(" {} sha256 {}", s.upload.short(), s.sha256),
+        Op::Seal(s) => format!(" {} sha256 {}", s.upload.short(), one_line(&s.sha256)),
     }
 }

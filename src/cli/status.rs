@@ -23,6 +23,7 @@ use crate::app::rows::FieldsArg;
 use crate::app::session::ROLE_VARS;
 use crate::app::status::{ACTIONABLE, Summary, status_view, summary};
 use crate::core::ids::Role;
+use crate::core::peer_text::one_line;
 use crate::store::watcher::Watcher;
 
 /// What `status` shows.
@@ -108,10 +109,16 @@ fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// `channel=… role=…`, `pending: …`, then one section per non-empty list
-/// with a `  #id topic` line per message.
+/// with a `  #id topic` line per message. Topics (and the channel's name and
+/// alarm reasons, which name files of the folder) are peers' text: shown on
+/// one line, escaped (`core::peer_text`).
 fn status_text(out: &Map<String, Value>, pending: &Counts) -> String {
     let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    let mut t = format!("channel={} role={}\n", s(&out["channel"]), s(&out["role"]));
+    let mut t = format!(
+        "channel={} role={}\n",
+        one_line(&s(&out["channel"])),
+        s(&out["role"])
+    );
     if pending.is_empty() {
         t.push_str("pending: nothing\n");
     } else {
@@ -189,7 +196,7 @@ fn pins(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|f| match &r[*f] {
                     Value::Null => String::new(),
-                    Value::String(s) => one_line(s).replace('\t', " "),
+                    Value::String(s) => one_line(s),
                     other => other.to_string(),
                 })
                 .collect();
@@ -241,10 +248,6 @@ pub(super) fn no_role() -> String {
         "no role: pass --role ROLE or set {} (or {})",
         ROLE_VARS[0], ROLE_VARS[1]
     )
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 // ---------------------------------------------------------------------------------------

@@ -175,9 +175,9 @@ impl Consent {
     /// The roles whose agreement a pin write with proposal `p` needs, and
     /// whether they were declared (else: every role but the author).
     pub fn needed(&self, p: &Message) -> (Vec<Role>, bool) {
-        match &p.send.voters {
-            Some(v) if !v.is_empty() => (p.electorate(), true),
-            _ => (
+        match p.declared_voters() {
+            Some(_) => (p.electorate(), true),
+            None => (
                 self.roster
                     .iter()
                     .filter(|r| **r != p.from)

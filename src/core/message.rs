@@ -320,12 +320,17 @@ impl Message {
         self.deleted.is_none() && self.retired.is_none()
     }
 
+    /// The voters its author declared, if any. The one reading of `voters`
+    /// every rule goes through: a declared list that is empty names nobody,
+    /// so it declares nothing (this client never writes one, another client
+    /// may), and the message counts as one without declared voters.
+    pub fn declared_voters(&self) -> Option<&[Role]> {
+        self.send.voters.as_deref().filter(|v| !v.is_empty())
+    }
+
     /// The electorate: declared voters, else recipients, never the author.
     pub fn electorate(&self) -> Vec<Role> {
-        let base = match &self.send.voters {
-            Some(v) if !v.is_empty() => v.clone(),
-            _ => self.send.to.clone(),
-        };
+        let base = self.declared_voters().unwrap_or(&self.send.to).to_vec();
         let mut out: Vec<Role> = base.into_iter().filter(|r| r != &self.from).collect();
         out.sort();
         out.dedup();
@@ -375,22 +380,31 @@ impl Message {
         (self.is_proposal() && self.is_live() && self.tally().void_by.is_empty()).then_some(key)
     }
 
-    /// True when this proposal waits for `role`'s decision (awaiting_ack).
+    /// True when this proposal waits for `role`'s decision (awaiting_ack):
+    /// a live proposal that asks for a decision and is not a nudge, addressed
+    /// to `role`, `role` is in its electorate, and `role` has not voted on
+    /// its current text. The one definition: the index stores
+    /// [`Self::awaiting`], and every query reads that.
     pub fn awaits(&self, role: &Role) -> bool {
         self.is_proposal()
             && self.is_live()
             && self.send.decision_requested
             && self.send.about.is_none()
             && self.deliveries.contains_key(role)
-            && self
-                .send
-                .voters
-                .as_ref()
-                .is_none_or(|v| v.is_empty() || v.contains(role))
+            && self.electorate().contains(role)
             && self
                 .votes
                 .get(role)
                 .is_none_or(|v| v.body_sha256 != self.text.sha256)
+    }
+
+    /// Every role this proposal waits for (see [`Self::awaits`]), sorted.
+    pub fn awaiting(&self) -> Vec<Role> {
+        self.deliveries
+            .keys()
+            .filter(|r| self.awaits(r))
+            .cloned()
+            .collect()
     }
 
     /// Retires the message at `key` (consent fold). No effect if it is not live.
@@ -635,6 +649,38 @@ mod tests {
             decision_requested: true,
             ..Send::default()
         }
+    }
+
+    #[test]
+    fn an_empty_declared_voters_list_declares_nobody_and_waits_for_the_recipients() {
+        let mut s = send(&["b", "c"]);
+        s.kind = Some(Kind::Proc);
+        s.pin_key = Some("glossary".into());
+        let electorate_of = |voters: Option<Vec<Role>>| {
+            let mut s = s.clone();
+            s.voters = voters;
+            let m = Message::create(key(1, b"p"), &role("a"), &s);
+            (
+                m.declared_voters().map(<[Role]>::to_vec),
+                m.electorate(),
+                m.awaiting(),
+            )
+        };
+        let everyone = vec![role("b"), role("c")];
+        assert_eq!(
+            electorate_of(None),
+            (None, everyone.clone(), everyone.clone())
+        );
+        // Another client may write `"voters": []`: the same as none declared.
+        assert_eq!(
+            electorate_of(Some(Vec::new())),
+            (None, everyone.clone(), everyone)
+        );
+        let only_c = vec![role("c")];
+        assert_eq!(
+            electorate_of(Some(only_c.clone())),
+            (Some(only_c.clone()), only_c.clone(), only_c)
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The pure heart of countersign: ids, the record format and its signatures,
-//! the chain and order rules, and the fold that derives message state.
+//! the chain and order rules, the fold that derives message state, and how
+//! text written by peers is shown.
 //!
 //! Nothing here touches files, SQLite, tokio or the wall clock; callers pass
 //! bytes and times in. Every other layer depends on this one, never the reverse.
@@ -13,6 +14,7 @@ pub mod hlc;
 pub mod ids;
 pub mod message;
 pub mod op;
+pub mod peer_text;
 pub mod query;
 pub mod record;
 pub mod rules;

@@ -54,7 +54,8 @@ pub struct ReviseParams {
     /// exactly. Pass body or body_ref, not both.
     #[serde(default)]
     pub body_ref: Option<String>,
-    /// A new topic (at most 80 characters); omit it to keep the current one.
+    /// A new topic (one line of plain text, at most 80 characters); omit it to keep the current
+    /// one.
     #[serde(default)]
     pub topic: Option<String>,
     /// What changed and why (at most 4000 characters); kept in message_history.
@@ -69,7 +70,7 @@ pub struct PinSetParams {
     /// are protected from their first version; a key ever written with approved_by stays
     /// protected.
     pub key: String,
-    /// Title of this version (at most 200 characters).
+    /// Title of this version (one line of plain text, at most 200 characters).
     pub title: String,
     /// A free version label (at most 80 characters), e.g. "v3" or "2026-11-30".
     pub version: String,

@@ -27,7 +27,8 @@ pub struct SendMessageParams {
     /// recipients are allowed for kind 'proc' or 'status', or for a reply that keeps the
     /// audience of a multi-recipient parent.
     pub to: ToArg,
-    /// Subject line, at most 80 characters (required). Details belong in the body.
+    /// Subject line: one line of plain text (no line breaks, tabs or control characters), at
+    /// most 80 characters (required). Details and formatting belong in the body.
     pub topic: String,
     /// The message text (required and non-empty unless body_ref is given; at most 256 KiB
     /// inline).
@@ -119,8 +120,9 @@ impl Server {
     /// an existing message do not send a new one. With action_required=true the message is a
     /// debt that stays open until the addressee resolves it and you confirm. Returns {id,
     /// created_at} (and recipients when there are several). Refuses: a topic over
-    /// 80 characters, an empty body, body and body_ref together, an unknown or unsealed upload
-    /// as body_ref, unknown roles, sending to yourself, a broadcast debt, an unknown reply_to.
+    /// 80 characters or holding a line break or control character, an empty body, body and
+    /// body_ref together, an unknown or unsealed upload as body_ref, unknown roles, sending to
+    /// yourself, a broadcast debt, an unknown or ambiguous reply_to.
     #[tool(annotations(
         title = "Send a message",
         read_only_hint = false,

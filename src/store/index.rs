@@ -18,7 +18,7 @@ use crate::core::ids::RecordId;
 use crate::core::message::{Conflict, Message};
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// FTS5's own default for `hashsize`, kept outside bulk passes: an ordinary
 /// pass holds a few bodies, and a server's memory stays small.
@@ -86,12 +86,17 @@ CREATE TABLE IF NOT EXISTS messages(
     confirmed INTEGER NOT NULL DEFAULT 0, blocked_by TEXT, ws_by TEXT,
     taken INTEGER NOT NULL DEFAULT 0, last_move_ms INTEGER NOT NULL,
     -- Proposals, nudges and consent, as folded (see core::consent).
+    -- `voters` is the declared electorate as core reads it (null when none,
+    -- an empty list included); `awaiting` the roles the proposal waits for
+    -- (`Message::awaiting`, null when none): queries join on these and hold
+    -- no rule of their own.
     pin_key TEXT, about TEXT, voters TEXT, revised_ms INTEGER, retired_ms INTEGER,
     retired_backfill INTEGER NOT NULL DEFAULT 0, round_conflict TEXT, approved TEXT,
-    acks TEXT);
+    acks TEXT, awaiting TEXT);
 CREATE INDEX IF NOT EXISTS messages_pin_key ON messages(pin_key) WHERE pin_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_about ON messages(about) WHERE about IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_proc ON messages(ms, c, id) WHERE kind = 'proc';
+CREATE INDEX IF NOT EXISTS messages_awaiting ON messages(ms, c, id) WHERE awaiting IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
 CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
 -- The counters read debts, work statuses and conflicts of many messages at
@@ -525,9 +530,8 @@ impl Index {
         let to_json = serde_json::to_string(&s.to).expect("roles serialize");
         let addenda = (!s.addenda.is_empty())
             .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
-        let voters = s
-            .voters
-            .as_ref()
+        let voters = m
+            .declared_voters()
             .map(|v| serde_json::to_string(v).expect("roles serialize"));
         self.conn
             .prepare_cached(
@@ -536,9 +540,9 @@ impl Index {
                  deleted_ms, conflicts, work_status, status, resolved_by, resolved_ms, \
                  resolution_note, confirmed, blocked_by, ws_by, taken, last_move_ms, topic, \
                  body_sha256, body_bytes, body_chars, revised_ms, retired_ms, retired_backfill, \
-                 round_conflict, approved, acks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, \
-                 ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, \
-                 ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37) ON \
+                 round_conflict, approved, acks, awaiting) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
+                 ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
+                 ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38) ON \
                  CONFLICT(id) DO UPDATE SET deleted_ms = excluded.deleted_ms, conflicts = \
                  excluded.conflicts, work_status = excluded.work_status, status = \
                  excluded.status, resolved_by = excluded.resolved_by, resolved_ms = \
@@ -549,7 +553,7 @@ impl Index {
                  excluded.body_bytes, body_chars = excluded.body_chars, revised_ms = \
                  excluded.revised_ms, retired_ms = excluded.retired_ms, retired_backfill = \
                  excluded.retired_backfill, round_conflict = excluded.round_conflict, approved \
-                 = excluded.approved, acks = excluded.acks",
+                 = excluded.approved, acks = excluded.acks, awaiting = excluded.awaiting",
             )
             .and_then(|mut st| {
                 st.execute(params![
@@ -590,6 +594,7 @@ impl Index {
                     c.round_conflict,
                     c.approved,
                     c.acks,
+                    c.awaiting,
                 ])
             })
             .db(p)?;
@@ -770,7 +775,7 @@ impl Index {
              work_status, addenda, decision_requested, ms, c, deleted_ms, body_sha256, conflicts, \
              status, resolved_by, resolved_ms, resolution_note, confirmed, blocked_by, ws_by, taken, \
              last_move_ms, body_bytes, body_chars, pin_key, about, voters, revised_ms, retired_ms, \
-             retired_backfill, round_conflict, approved, acks FROM messages m ORDER BY id",
+             retired_backfill, round_conflict, approved, acks, awaiting FROM messages m ORDER BY id",
             &mut h,
         )?;
         dump(
@@ -818,6 +823,7 @@ struct Consented {
     round_conflict: Option<String>,
     approved: Option<String>,
     acks: Option<String>,
+    awaiting: Option<String>,
 }
 
 impl Consented {
@@ -838,6 +844,9 @@ impl Consented {
             round_conflict: m.round_conflict.map(|r| r.hex()),
             approved: m.approved.map(|k| k.id.hex()),
             acks,
+            awaiting: Some(m.awaiting())
+                .filter(|a| !a.is_empty())
+                .map(|a| serde_json::to_string(&a).expect("roles serialize")),
         }
     }
 }
