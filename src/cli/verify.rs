@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use super::Cli;
+use crate::core::peer_text::one_line;
 use crate::store::Index;
 use crate::store::ingest::{Ingest, ScanCache};
 
@@ -23,10 +24,17 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map(|r| format!(" record {}", &r[..12.min(r.len())]))
             .unwrap_or_default();
-        println!("{}: {}:{}{rec}: {}", p.kind, p.path, p.offset, p.reason);
+        // Paths are named by whoever wrote the folder: shown inert.
+        println!(
+            "{}: {}:{}{rec}: {}",
+            p.kind,
+            one_line(&p.path),
+            p.offset,
+            one_line(&p.reason)
+        );
     }
     for w in &report.waiting {
-        println!("waiting: {w}");
+        println!("waiting: {}", one_line(w));
     }
     let clean = problems.is_empty() && report.waiting.is_empty();
     println!(

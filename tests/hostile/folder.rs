@@ -630,3 +630,21 @@ mod arbitrary {
         }
     }
 }
+
+#[test]
+fn verify_shows_a_hostile_file_name_inert() {
+    let tc = TestChannel::new(&["a", "b"]);
+    send_ok(&tc, "first");
+    // A name that would clear the screen and forge a line of its own.
+    let name = "x\u{1b}[2J\nquarantine: x:0: all clean";
+    fs::write(feed_dir(&tc, "a").join(name), b"hello\n").unwrap();
+    let out = cli_within(&tc, &["verify"], Duration::from_secs(30));
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(!t.contains('\u{1b}'), "{t:?}");
+    assert!(
+        t.lines().all(|l| !l.starts_with("quarantine:")),
+        "a forged line: {t:?}"
+    );
+    assert!(t.contains("\\u{1b}[2J\\nquarantine"), "{t:?}");
+}
