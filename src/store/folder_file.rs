@@ -205,15 +205,20 @@ fn regular_len(f: &File, path: &Path) -> Result<u64, FolderError> {
     }
 }
 
-/// Opens a regular file of the folder for reading; returns it and its length.
-pub fn open_read(path: &Path) -> Result<(File, u64), FolderError> {
-    let f = OpenOptions::new()
-        .read(true)
+/// Opens `path` with `options` plus [`FLAGS`], and only if it is a regular
+/// file; returns it and its length.
+fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<(File, u64), FolderError> {
+    let f = options
         .custom_flags(FLAGS)
         .open(path)
         .map_err(|e| open_error(path, e))?;
     let len = regular_len(&f, path)?;
     Ok((f, len))
+}
+
+/// Opens a regular file of the folder for reading; returns it and its length.
+pub fn open_read(path: &Path) -> Result<(File, u64), FolderError> {
+    open_regular(path, OpenOptions::new().read(true))
 }
 
 /// The bytes of a regular file from `offset` on, refused when the whole file
@@ -240,26 +245,13 @@ pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, FolderError> {
 /// Opens a regular file of the folder for appending, creating it (mode 0644)
 /// when missing. The caller has checked the folders above it ([`ensure_real_dirs`]).
 pub fn open_append(path: &Path) -> Result<File, FolderError> {
-    let f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .custom_flags(FLAGS)
-        .open(path)
-        .map_err(|e| open_error(path, e))?;
-    regular_len(&f, path)?;
-    Ok(f)
+    open_regular(path, OpenOptions::new().append(true).create(true)).map(|(f, _)| f)
 }
 
 /// Opens an existing regular file of the folder for writing in place (to cut
 /// a torn tail off).
 pub fn open_write(path: &Path) -> Result<File, FolderError> {
-    let f = OpenOptions::new()
-        .write(true)
-        .custom_flags(FLAGS)
-        .open(path)
-        .map_err(|e| open_error(path, e))?;
-    regular_len(&f, path)?;
-    Ok(f)
+    open_regular(path, OpenOptions::new().write(true)).map(|(f, _)| f)
 }
 
 /// Replaces `path` with `bytes` atomically: a temporary file beside it
