@@ -164,6 +164,12 @@ pub fn list_feeds(feeds: &Path) -> Result<Vec<FeedFolder>, PathError> {
 pub fn survey_feeds(feeds: &Path) -> Result<(Vec<FeedFolder>, Vec<Stray>), PathError> {
     let mut out = Vec::new();
     let mut strays = Vec::new();
+    // `feeds` itself must be a real folder: a link would make another folder
+    // this channel's.
+    match FileKind::at(feeds)? {
+        Some(FileKind::Directory) | None => {}
+        Some(other) => return Ok((out, vec![Stray::wrong(feeds.to_path_buf(), other)])),
+    }
     let roles = match entries(feeds) {
         Ok(r) => r,
         Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return Ok((out, strays)),

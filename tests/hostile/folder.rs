@@ -648,3 +648,28 @@ fn verify_shows_a_hostile_file_name_inert() {
     );
     assert!(t.contains("\\u{1b}[2J\\nquarantine"), "{t:?}");
 }
+
+#[test]
+fn a_symlinked_feeds_folder_is_an_alarm_and_not_read() {
+    let tc = TestChannel::new(&["a", "b"]);
+    send_ok(&tc, "first");
+    // The whole feeds folder swapped for a link to a copy elsewhere.
+    let elsewhere = tc.tmp.path().join("elsewhere");
+    fs::rename(tc.dir.join("feeds"), &elsewhere).unwrap();
+    symlink(&elsewhere, tc.dir.join("feeds")).unwrap();
+    let out = cli_within(&tc, &["verify"], Duration::from_secs(30));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("wrong_type: feeds:0") && t.contains("symbolic link"),
+        "{t}"
+    );
+    assert!(
+        t.contains("0 records verified"),
+        "the linked folder was read: {t}"
+    );
+    // And nothing is written through it.
+    let before = fs::read_dir(&elsewhere).unwrap().count();
+    assert!(!send(&tc, "second", "body").status.success());
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), before);
+}
