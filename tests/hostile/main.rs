@@ -4,7 +4,6 @@
 //! each test pins a case that once went wrong.
 
 #[path = "../common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 mod folder;
