@@ -119,6 +119,35 @@ pub fn snippet(cols: &[TrigramText<'_>], needle: &[char], style: &SnippetStyle<'
     h.out
 }
 
+/// About how many steps FTS5's own `snippet()` takes on a row, beyond reading
+/// it once, when the query's phrases occur `instances` times in its columns
+/// `cols`: it scores a window at each instance and at the start of that
+/// instance's sentence, recounting every instance each time, and looks back
+/// from each token over the whitespace before it. [`snippet`] does the same
+/// work in linear time; a caller asking FTS5 for a snippet of a query this
+/// module cannot cut (several phrases) weighs this first.
+pub fn fts5_snippet_cost(cols: &[&str], instances: u64) -> u64 {
+    let mut sentences = 0u64;
+    let mut looked_back = 0u64;
+    for text in cols {
+        let mut run = 0u64;
+        for &b in text.as_bytes() {
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                run += 1;
+                looked_back = looked_back.saturating_add(run);
+            } else {
+                run = 0;
+                sentences += u64::from(b == b'.' || b == b':');
+            }
+        }
+    }
+    instances
+        .saturating_mul(instances)
+        .saturating_mul(2)
+        .saturating_add(instances.saturating_mul(sentences))
+        .saturating_add(looked_back)
+}
+
 /// `fts5SnippetScore` over one column's instances (in order), for windows of
 /// `n_token` tokens whose starts never decrease: the instances inside the
 /// current window are `instances[lo..hi]`, and both ends only move forward.
@@ -377,5 +406,22 @@ mod tests {
         // Generous for an unoptimized build: the quadratic version took over a
         // minute on 64 KiB alone.
         assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn fts5s_cost_grows_with_the_square_of_instances_and_space_runs() {
+        assert_eq!(fts5_snippet_cost(&["t", "plain words here"], 1), 2 + 2);
+        // 4 KiB of x: FTS5 took a quarter of a second over it.
+        assert_eq!(
+            fts5_snippet_cost(&["t", &"x".repeat(4096)], 4094),
+            2 * 4094 * 4094
+        );
+        // Sentences: each instance also looks for its sentence.
+        assert_eq!(fts5_snippet_cost(&["Go. Go. Go."], 3), 18 + 3 * 3 + 2);
+        // A run of n spaces: 1 + 2 + … + n steps looking back.
+        assert_eq!(
+            fts5_snippet_cost(&[&format!("a{}b", " ".repeat(100))], 1),
+            2 + 5050
+        );
     }
 }

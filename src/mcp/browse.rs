@@ -3,10 +3,12 @@
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::schemars::{self, JsonSchema};
-use rmcp::{ErrorData as McpError, tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
 use serde::Deserialize;
 
 use super::Server;
+use crate::app::budget::Budget;
 use crate::app::listing::{ListFilter, list_messages};
 use crate::app::rows::FieldsArg;
 use crate::app::search::{SearchFilter, search_messages};
@@ -149,7 +151,11 @@ impl Server {
     async fn search_messages(
         &self,
         Parameters(p): Parameters<SearchMessagesParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
+        // A client that cancels (or times out) stops the search at its next
+        // step, so the session is free for the next call.
+        let ct = context.ct;
         self.run(move |s| {
             let f = SearchFilter {
                 from_role: p.from_role,
@@ -157,7 +163,9 @@ impl Server {
                 kind: p.kind,
                 status: p.status,
             };
-            search_messages(s, &p.query, &f, p.limit, p.fields.as_ref())
+            let cancelled = || ct.is_cancelled();
+            let mut budget = Budget::search(&cancelled);
+            search_messages(s, &p.query, &f, p.limit, p.fields.as_ref(), &mut budget)
         })
         .await
     }
