@@ -140,7 +140,9 @@ impl Server {
     /// Full-text search over topic and body, best match first, each hit with a [highlighted]
     /// snippet and match="fts". A query holding a term shorter than 3 characters is answered
     /// by a scan with the same rules (match="substring", newest first). Deleted messages are
-    /// never found. For unranked filtering use list_messages(text=...).
+    /// never found. A search that had to examine too much text answers with the hits found so
+    /// far and truncated.reason="work": narrow it. For unranked filtering use
+    /// list_messages(text=...).
     #[tool(annotations(
         title = "Search messages",
         read_only_hint = true,
