@@ -270,3 +270,167 @@ fn index_totals_are_fts5s() {
     assert_eq!(ix.fts_totals().unwrap(), Some((200, tokens as i64)));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Texts where FTS5's snippet costs the square of the text (a run of one
+/// character, a long run of spaces, a phrase repeated through the whole
+/// body, sentence after sentence), kept short enough for FTS5 to answer:
+/// the linear computation must still cut exactly FTS5's snippet and count
+/// exactly its instances.
+#[test]
+fn runs_and_repeats_match_fts5() {
+    let mut rows = Vec::new();
+    for n in [3, 14, 15, 40, 700, 2000] {
+        rows.push(("t".to_owned(), "x".repeat(n)));
+        rows.push(("xxxx".to_owned(), format!("a{}b. c", " ".repeat(n))));
+        rows.push(("Go".to_owned(), "abc ".repeat(n / 4 + 1)));
+        rows.push(("t".to_owned(), "Go. ".repeat(n / 4 + 1)));
+        rows.push((
+            "ab".to_owned(),
+            format!("{}. {}", "ab".repeat(n / 2), "ba ".repeat(n / 3)),
+        ));
+        rows.push((
+            "x".repeat(n % 50),
+            format!("{}:\n\n{}", "xX".repeat(n / 2), "x".repeat(n)),
+        ));
+    }
+    let c = table(&rows);
+    let total_tokens: i64 = rows
+        .iter()
+        .map(|(t, b)| (TrigramText::new(t).tokens() + TrigramText::new(b).tokens()) as i64)
+        .sum();
+    let mut scratch = Vec::new();
+    let mut compared = 0;
+    for p in [
+        "xxx",
+        "xxxx",
+        "xxxxxxxxxxxxxxx",
+        "b. ",
+        ". c",
+        "abc",
+        "c a",
+        "go.",
+        ". go",
+        "aba",
+        "bab",
+        "ba ",
+        "xxx:",
+        ":\n\nx",
+        "xXx",
+    ] {
+        let q = SearchQuery::parse(&format!("\"{p}\"")).unwrap();
+        let needle = q.single_phrase().unwrap();
+        let chars: Vec<char> = needle.chars().collect();
+        let mut st = c
+            .prepare(
+                "SELECT rowid, bm25(t), snippet(t, -1, '[', ']', '…', 12) FROM t \
+                 WHERE t MATCH ?1 ORDER BY rowid",
+            )
+            .unwrap();
+        let fts: Vec<(i64, f64, String)> = st
+            .query_map([q.fts_match()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let bm25 = Bm25::new(rows.len() as i64, total_tokens, fts.len() as i64);
+        for (rowid, rank, snip) in &fts {
+            let (topic, body) = &rows[*rowid as usize - 1];
+            let cols = [TrigramText::new(topic), TrigramText::new(body)];
+            let (tf, ts) = phrase_count(topic, needle, &mut scratch);
+            let (bf, bs) = phrase_count(body, needle, &mut scratch);
+            assert_eq!(
+                bm25.score(tf + bf, ts + bs).to_bits(),
+                rank.to_bits(),
+                "bm25 of row {rowid} for {p:?}"
+            );
+            assert_eq!(
+                &snippet(&cols, &chars, &STYLE),
+                snip,
+                "snippet of row {rowid} for {p:?}: topic {topic:?} body {body:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 60, "only {compared} rows compared");
+}
+
+/// Queries of several phrases are ranked by FTS5 and their snippets asked of
+/// it row by row (no longer in the ranking query, where it cut one for every
+/// match): for ordinary text the answer must be what the ranking query with
+/// the snippet in it gives, rows, order and bytes.
+#[test]
+fn ranked_answers_are_fts5s_for_ordinary_text() {
+    use countersign::app::Session;
+    use countersign::app::budget::Budget;
+    use countersign::app::init::create_channel;
+    use countersign::app::search::{SearchFilter, search_messages};
+    use countersign::app::send::{SendRequest, send_message};
+    use countersign::core::ids::Role;
+    use countersign::store::{Channel, ChannelDir, Home};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("channel");
+    let home = Home::at(tmp.path().join("home"));
+    create_channel(&dir, &["a", "b"], "snippets", &home).unwrap();
+    let channel = Channel::open(ChannelDir::open(&dir).unwrap(), home).unwrap();
+    let mut s = Session::new(channel, Some(Role::new("a").unwrap())).unwrap();
+    let mut rng = Rng(0xC0FFEE);
+    for i in 0..120 {
+        let words = [1, 3, 8, 20, 60, 200][rng.below(6)];
+        let body = text(&mut rng, words);
+        send_message(&mut s, SendRequest::new("b", format!("note {i}"), body)).unwrap();
+    }
+    let never = || false;
+    let mut compared = 0;
+    for query in [
+        "retry OR deploy",
+        "key NOT retry",
+        "idempot* OR keys",
+        "topic:note retry",
+        "NEAR(retry key)",
+        "deploy the",
+        "\"the key\" OR école",
+        "migration AND (retry OR keys)",
+        "body:aaaa OR ababab",
+    ] {
+        let mut budget = Budget::search(&never);
+        let fields = countersign::app::rows::FieldsArg::Many(vec!["id".into(), "snippet".into()]);
+        let answer = search_messages(
+            &mut s,
+            query,
+            &SearchFilter::default(),
+            50,
+            Some(&fields),
+            &mut budget,
+        )
+        .unwrap();
+        let ours: Vec<(String, String)> = answer["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                let f = |k: &str| h[k].as_str().unwrap().to_owned();
+                (f("id"), f("snippet"))
+            })
+            .collect();
+        let q = SearchQuery::parse(query).unwrap();
+        let ix = s.index();
+        let mut st = ix
+            .conn()
+            .prepare(
+                "SELECT substr(m.id, 1, 12), snippet(bodies_fts, -1, '[', ']', '…', 12) \
+                 FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
+                 JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1 \
+                 ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT 50",
+            )
+            .unwrap();
+        let theirs: Vec<(String, String)> = st
+            .query_map([q.fts_match()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(!theirs.is_empty(), "{query} matches nothing");
+        assert_eq!(ours, theirs, "{query}");
+        compared += theirs.len();
+    }
+    assert!(compared > 100, "only {compared} rows compared");
+}

@@ -7,6 +7,7 @@
 
 pub mod backfill;
 pub mod body;
+pub mod budget;
 pub mod delete;
 pub mod inbox;
 pub mod info;

@@ -31,6 +31,7 @@ use super::bench_sync::Propagation;
 use super::bench_wake::Wake;
 use super::mcp_client::{self, Client, call};
 use crate::app::Session;
+use crate::app::budget::Budget;
 use crate::app::init::create_channel;
 use crate::app::listing::{ListFilter, list_messages};
 use crate::app::search::{SearchFilter, search_messages};
@@ -1385,7 +1386,10 @@ impl InProcess {
             list_messages(&mut s, &ListFilter::default(), 100, None).map_err(err)
         })?;
         let (search, search_bytes) = timed_local(calls, || {
-            search_messages(&mut s, RARE_TERM, &SearchFilter::default(), 50, None).map_err(err)
+            let never = || false;
+            let mut budget = Budget::search(&never);
+            let filter = SearchFilter::default();
+            search_messages(&mut s, RARE_TERM, &filter, 50, None, &mut budget).map_err(err)
         })?;
         Ok(Self {
             inbox,

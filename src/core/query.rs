@@ -97,6 +97,10 @@ pub enum ScanReason {
     ShortTerm,
     /// The operators nest too deeply for FTS5's parser.
     Nesting,
+    /// Matching the query in the index would cost too much: long phrases over text that
+    /// repeats their trigrams (a run of one character) make FTS5 compare every position of
+    /// each trigram once per trigram of the phrase.
+    Cost,
     /// The caller scans although the query could use the index (e.g. no FTS5 available).
     NoIndex,
 }
@@ -111,6 +115,10 @@ impl fmt::Display for ScanReason {
             Self::Nesting => {
                 "operators nested this deeply (such queries are matched by a scan); \
                  nest fewer levels, or leave that syntax out"
+            }
+            Self::Cost => {
+                "phrases this long over text this repetitive (such queries are matched by a \
+                 scan); shorten the phrases, or leave that syntax out"
             }
             Self::NoIndex => {
                 "the scan used while the full-text index is unavailable; leave that syntax out"
@@ -230,6 +238,54 @@ impl SearchQuery {
         Err(QueryError::Unscannable { construct, reason })
     }
 
+    /// [`check_scannable`](Self::check_scannable) for a caller that scans for a reason of its
+    /// own (the index would cost too much, or is missing); the refusal names that reason.
+    pub fn check_scannable_for(&self, reason: ScanReason) -> Result<(), QueryError> {
+        match self.features.unscannable() {
+            None => Ok(()),
+            Some(construct) => Err(QueryError::Unscannable { construct, reason }),
+        }
+    }
+
+    /// The trigrams FTS5 looks up for each phrase of the query (in the order of the parsed
+    /// query, which puts cheaper operands first), NOT's right side
+    /// included (FTS5 evaluates it too): each part's folded text cut into its overlapping
+    /// 3-character tokens, as the trigram tokenizer cuts it. Matching a phrase of `k` tokens
+    /// costs FTS5 up to `k` steps per position of its rarest token, which is what a caller
+    /// weighs before asking the index.
+    pub fn index_terms(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        self.root.each_phrase(true, &mut |p| {
+            let mut terms = Vec::new();
+            for part in &p.parts {
+                let chars: Vec<char> = fold(&part.text).chars().collect();
+                terms.extend(chars.windows(3).map(|w| w.iter().collect::<String>()));
+            }
+            out.push(terms);
+        });
+        out
+    }
+
+    /// The folded text of each phrase a matching row can show, in the order of
+    /// [`index_terms`](Self::index_terms), NOT's right side left out: what a snippet cut
+    /// outside FTS5 highlights.
+    pub fn shown_needles(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.root.each_phrase(false, &mut |p| {
+            if let Some(n) = p.needle.as_deref() {
+                out.push(n);
+            }
+        });
+        out
+    }
+
+    /// How many phrases the scan looks for in each row (each is a pass over its text).
+    pub fn phrase_count(&self) -> usize {
+        let mut n = 0;
+        self.root.each_phrase(true, &mut |_| n += 1);
+        n
+    }
+
     /// The scan: whether a row with this `topic` and `body` matches. Both sides are folded as
     /// the trigram tokenizer folds them ([`fold`]); a term or phrase matches as a substring
     /// (a trailing `*` changes nothing, as under trigram), within its column filter.
@@ -343,6 +399,24 @@ impl Node {
             Self::Not(l, r) => {
                 l.restrict(columns);
                 r.restrict(columns);
+            }
+        }
+    }
+
+    /// Calls `f` with every phrase in order (those of `NEAR` groups included); the right
+    /// side of `NOT` only when `negated` is true.
+    fn each_phrase<'a>(&'a self, negated: bool, f: &mut impl FnMut(&'a Phrase)) {
+        match self {
+            Self::Phrase(p) => f(p),
+            Self::Near(n) => n.phrases.iter().for_each(f),
+            Self::And(children) | Self::Or(children) => {
+                children.iter().for_each(|c| c.each_phrase(negated, f));
+            }
+            Self::Not(l, r) => {
+                l.each_phrase(negated, f);
+                if negated {
+                    r.each_phrase(negated, f);
+                }
             }
         }
     }
@@ -1316,6 +1390,39 @@ mod tests {
         assert_eq!(q("C++ x.y").fts_match(), r#""C++" "x.y""#);
         assert!(q("a AND NOT b").needs_scan());
         assert_eq!(q("a AND NOT b").check_scannable(), Ok(()));
+    }
+
+    #[test]
+    fn terms_and_needles_per_phrase() {
+        let query = q("Deploy \"xxxxx\" OR (abc NOT retry) OR NEAR(keys lock)");
+        assert_eq!(
+            query.index_terms(),
+            [
+                vec!["abc"],
+                vec!["ret", "etr", "try"],
+                vec!["dep", "epl", "plo", "loy"],
+                vec!["xxx", "xxx", "xxx"],
+                vec!["key", "eys"],
+                vec!["loc", "ock"],
+            ]
+        );
+        assert_eq!(
+            query.shown_needles(),
+            ["abc", "deploy", "xxxxx", "keys", "lock"]
+        );
+        assert_eq!(query.phrase_count(), 6);
+        assert_eq!(q("éCole").index_terms(), [vec!["éco", "col", "ole"]]);
+        assert_eq!(q("\"xx\" + abc").index_terms(), [vec!["abc"]]);
+        assert_eq!(q("deploy").check_scannable_for(ScanReason::Cost), Ok(()));
+        let err = q("NEAR(abc cde)").check_scannable_for(ScanReason::Cost);
+        let Err(err) = err else {
+            panic!("NEAR cannot be scanned");
+        };
+        assert!(
+            err.to_string()
+                .contains("phrases this long over text this repetitive"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -58,16 +58,13 @@ impl<'a> TrigramText<'a> {
 
     /// The token offset of every occurrence of `needle` (folded, 3 characters
     /// or more), overlapping ones included, in order: FTS5's phrase instances.
+    /// Linear in the text and the needle together, whatever they hold.
     pub fn occurrences(&self, needle: &[char]) -> Vec<usize> {
-        if needle.len() < 3 || needle.len() > self.folded.len() {
-            return Vec::new();
+        let mut out = Vec::new();
+        if needle.len() >= 3 {
+            find_all(&self.folded, needle, |k| out.push(k));
         }
-        self.folded
-            .windows(needle.len())
-            .enumerate()
-            .filter(|(_, w)| *w == needle)
-            .map(|(k, _)| k)
-            .collect()
+        out
     }
 }
 
@@ -91,25 +88,141 @@ pub fn phrase_count(text: &str, needle: &str, scratch: &mut Vec<u8>) -> (usize, 
     }
     let needle = needle.as_bytes();
     let tokens = bytes.len().saturating_sub(2);
-    let Some(&first) = needle.first() else {
-        return (0, tokens);
-    };
     if needle.len() < 3 {
         return (0, tokens);
     }
     scratch.clear();
     scratch.extend(bytes.iter().map(u8::to_ascii_lowercase));
     let mut count = 0;
-    let mut from = 0;
-    while let Some(p) = scratch
-        .get(from..)
-        .and_then(|s| s.iter().position(|&b| b == first))
-    {
-        let at = from + p;
-        if scratch[at..].starts_with(needle) {
-            count += 1;
-        }
-        from = at + 1;
-    }
+    find_all(scratch, needle, |_| count += 1);
     (count, tokens)
+}
+
+/// Calls `found` with the start of every occurrence of `needle` in `hay`,
+/// overlapping ones included, in order.
+///
+/// Knuth–Morris–Pratt: each element of `hay` is compared a bounded number of
+/// times, so the cost is linear in `hay` plus `needle` whatever they hold. A
+/// naive check at every candidate costs their product, which a run of one
+/// character turns into the square of the run (`xxx…x` in a 256 KiB body of
+/// `x`). Between partial matches it skips to the next element equal to the
+/// needle's first with `position`, as fast as the naive scan on ordinary text.
+fn find_all<T: PartialEq>(hay: &[T], needle: &[T], mut found: impl FnMut(usize)) {
+    let Some(first) = needle.first() else {
+        return;
+    };
+    if needle.len() > hay.len() {
+        return;
+    }
+    // border[i]: length of the longest proper prefix of needle[..=i] that is
+    // also its suffix.
+    let mut border = vec![0; needle.len()];
+    let mut k = 0;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = border[k - 1];
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    let mut matched = 0;
+    let mut i = 0;
+    while i < hay.len() {
+        if matched == 0 {
+            match hay[i..].iter().position(|c| c == first) {
+                Some(p) => i += p,
+                None => return,
+            }
+        }
+        let c = &hay[i];
+        while matched > 0 && *c != needle[matched] {
+            matched = border[matched - 1];
+        }
+        if *c == needle[matched] {
+            matched += 1;
+        }
+        if matched == needle.len() {
+            found(i + 1 - needle.len());
+            matched = border[matched - 1];
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The naive definition the linear search must agree with.
+    fn naive(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+        if needle.is_empty() || needle.len() > hay.len() {
+            return Vec::new();
+        }
+        (0..=hay.len() - needle.len())
+            .filter(|&i| hay[i..].starts_with(needle))
+            .collect()
+    }
+
+    fn all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+        let mut out = Vec::new();
+        find_all(hay, needle, |k| out.push(k));
+        out
+    }
+
+    #[test]
+    fn finds_what_the_naive_search_finds() {
+        let hays: [&[u8]; 6] = [
+            b"",
+            b"aaaaaaa",
+            b"abababab",
+            b"abaabaabaab",
+            b"the key, the keys, then the key",
+            b"xaxaxxaaxaxa",
+        ];
+        let needles: [&[u8]; 9] = [
+            b"a", b"aa", b"aaa", b"aba", b"abab", b"key", b"the", b"xax", b"aab",
+        ];
+        for hay in hays {
+            for needle in needles {
+                assert_eq!(all(hay, needle), naive(hay, needle), "{hay:?} {needle:?}");
+            }
+        }
+        // Exhaustive over a two-letter alphabet.
+        for n in 0..10u32 {
+            for h in 0..(1u32 << n) {
+                let hay: Vec<u8> = (0..n).map(|b| b'a' + ((h >> b) & 1) as u8).collect();
+                for m in 1..4u32 {
+                    for q in 0..(1u32 << m) {
+                        let needle: Vec<u8> = (0..m).map(|b| b'a' + ((q >> b) & 1) as u8).collect();
+                        assert_eq!(all(&hay, &needle), naive(&hay, &needle));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A run of one character holds a phrase of it at every offset; finding
+    /// them all must cost what any text of that length costs. The naive
+    /// search compared about 4096 × 256 Ki characters here.
+    #[test]
+    fn a_long_phrase_in_a_long_run_is_linear() {
+        let run = "x".repeat(256 * 1024);
+        let needle = "x".repeat(4096);
+        let mut scratch = Vec::new();
+        let started = std::time::Instant::now();
+        let (count, tokens) = phrase_count(&run, &needle, &mut scratch);
+        assert_eq!((count, tokens), (256 * 1024 - 4096 + 1, 256 * 1024 - 2));
+        let text = TrigramText::new(&run);
+        let needle: Vec<char> = needle.chars().collect();
+        assert_eq!(text.occurrences(&needle).len(), count);
+        let non_ascii = "é".repeat(64 * 1024);
+        let t = TrigramText::new(&non_ascii);
+        let (n, _) = phrase_count(&non_ascii, &"é".repeat(1000), &mut scratch);
+        assert_eq!(n, 64 * 1024 - 1000 + 1);
+        assert_eq!(t.tokens(), 64 * 1024 - 2);
+        // Generous even for an unoptimized build: the naive search took minutes.
+        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
 }

@@ -3,10 +3,12 @@
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::schemars::{self, JsonSchema};
-use rmcp::{ErrorData as McpError, tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
 use serde::Deserialize;
 
 use super::Server;
+use crate::app::budget::Budget;
 use crate::app::listing::{ListFilter, list_messages};
 use crate::app::rows::FieldsArg;
 use crate::app::search::{SearchFilter, search_messages};
@@ -138,7 +140,9 @@ impl Server {
     /// Full-text search over topic and body, best match first, each hit with a [highlighted]
     /// snippet and match="fts". A query holding a term shorter than 3 characters is answered
     /// by a scan with the same rules (match="substring", newest first). Deleted messages are
-    /// never found. For unranked filtering use list_messages(text=...).
+    /// never found. A search that had to examine too much text answers with the hits found so
+    /// far and truncated.reason="work": narrow it. For unranked filtering use
+    /// list_messages(text=...).
     #[tool(annotations(
         title = "Search messages",
         read_only_hint = true,
@@ -149,7 +153,11 @@ impl Server {
     async fn search_messages(
         &self,
         Parameters(p): Parameters<SearchMessagesParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
+        // A client that cancels (or times out) stops the search at its next
+        // step, so the session is free for the next call.
+        let ct = context.ct;
         self.run(move |s| {
             let f = SearchFilter {
                 from_role: p.from_role,
@@ -157,7 +165,9 @@ impl Server {
                 kind: p.kind,
                 status: p.status,
             };
-            search_messages(s, &p.query, &f, p.limit, p.fields.as_ref())
+            let cancelled = || ct.is_cancelled();
+            let mut budget = Budget::search(&cancelled);
+            search_messages(s, &p.query, &f, p.limit, p.fields.as_ref(), &mut budget)
         })
         .await
     }

@@ -468,6 +468,26 @@ impl Index {
         Ok(totals)
     }
 
+    /// How many times the trigram `term` occurs in the full-text index, over
+    /// all rows and columns (0 when never): FTS5's `fts5vocab` table of kind
+    /// `row`, declared in this connection's `temp` schema so the file's schema
+    /// is untouched. Reading it costs about what reading the term's positions
+    /// costs.
+    pub fn term_instances(&self, term: &str) -> StoreResult<i64> {
+        self.conn
+            .execute_batch(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bodies_vocab \
+                 USING fts5vocab(main, bodies_fts, row)",
+            )
+            .db(&self.path)?;
+        let n: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT cnt FROM temp.bodies_vocab WHERE term = ?1")
+            .and_then(|mut s| s.query_row([term], |r| r.get(0)).optional())
+            .db(&self.path)?;
+        Ok(n.unwrap_or(0))
+    }
+
     /// True when bodies wait for the full-text index (see
     /// [`Self::index_new_bodies`]).
     pub fn search_tail_pending(&self) -> StoreResult<bool> {
