@@ -11,7 +11,10 @@
 //! - the ingest of one record another writer appended (`Channel::catch_up`);
 //! - tool latencies through the real MCP server (this executable's `mcp`,
 //!   spawned over stdio and driven with rmcp's client), the time from spawn
-//!   to the first tools/list answer, and the server's peak RSS.
+//!   to the first tools/list answer, and the server's peak RSS;
+//! - last, a search over a hostile body (256 KiB of one character, where the
+//!   phrase `xxx` occurs at every offset), whose p99 must stay within 5× the
+//!   ordinary search's p50.
 
 use std::collections::VecDeque;
 use std::fs;
@@ -75,6 +78,13 @@ const SERVER_ROLE: &str = "frontend";
 const RARE_TERM: &str = "idempotency";
 /// A word of the common vocabulary (in about half of the messages).
 const COMMON_TERM: &str = "migration";
+/// The body of the hostile search: the largest inline body, one character.
+const RUN_BYTES: usize = 256 * 1024;
+/// What is searched in it: a phrase found at every offset of the run.
+const RUN_QUERY: &str = "xxx";
+/// The hostile search's p99 may be at most this many times the ordinary
+/// search's p50.
+const RUN_FACTOR: f64 = 5.0;
 /// Records per bulk write (one fsync per file each).
 const BATCH: usize = 2048;
 /// Repetitions of the incremental ingest.
@@ -211,6 +221,8 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let mcp = rt.block_on(Mcp::measure(&exe, &seeded, a.calls))?;
+    // The channel now holds the run the MCP section sent.
+    let (local_run, local_run_bytes) = InProcess::search(&seeded, a.calls, RUN_QUERY)?;
     eprintln!("measuring wake-ups and the status command and stop hook…");
     let wake = rt.block_on(Wake::measure(
         &exe,
@@ -261,6 +273,19 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             budget / p50,
         );
     }
+    let (search_p50, run_p99) = (ms(p(&mcp.search, 50)), ms(p(&mcp.search_run, 99)));
+    let run_budget = RUN_FACTOR * search_p50;
+    t.row(
+        &format!(
+            "search_messages '{RUN_QUERY}', a {} KiB run of x",
+            RUN_BYTES / 1024
+        ),
+        format!("{:.3} ms", ms(p(&mcp.search_run, 50))),
+        format!("{run_p99:.3} ms (n={})", mcp.search_run.len()),
+        &format!("p99 ≤ {RUN_FACTOR}× search p50 = {run_budget:.1} ms"),
+        Some(run_p99 <= run_budget),
+        run_budget / run_p99,
+    );
     let first = ms(median(&mcp.first_answer));
     t.row(
         "spawn → first tools/list answer",
@@ -395,6 +420,13 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             local.search_bytes as f64 / 1e3
         ),
         &local.search,
+    );
+    line(
+        &format!(
+            "search_messages '{RUN_QUERY}' over the run (answer {:.1} kB)",
+            local_run_bytes as f64 / 1e3
+        ),
+        &local_run,
     );
     println!("  Store:");
     line(
@@ -1188,6 +1220,7 @@ struct Mcp {
     list: Vec<Duration>,
     search: Vec<Duration>,
     search_common: Vec<Duration>,
+    search_run: Vec<Duration>,
     floor: Vec<Duration>,
     document: Vec<Duration>,
     rare_hits: usize,
@@ -1263,6 +1296,28 @@ impl Mcp {
         let server_hwm_kb = pid
             .and_then(|p| vm_hwm_kb(&p.to_string()))
             .context("reading the server's VmHWM")?;
+        // Last, so the rows above see the channel as seeded: a body of 256 KiB
+        // of one character, which holds the phrase `xxx` at every offset.
+        let run = "x".repeat(RUN_BYTES);
+        call(
+            &client,
+            "send_message",
+            json!({"to": "backend", "topic": "a run of one character", "body": run}),
+        )
+        .await?;
+        let (search_run, last) = timed(
+            &client,
+            "search_messages",
+            calls,
+            MIN_CALLS,
+            |_| json!({"query": RUN_QUERY}),
+        )
+        .await?;
+        ensure!(
+            hits(&last) == 1 && last.get("truncated").is_none(),
+            "search_messages '{RUN_QUERY}' did not find the run whole: {}",
+            last.get("truncated").unwrap_or(&Value::Null)
+        );
         let _ = client.cancel().await;
         Ok(Self {
             first_answer,
@@ -1273,6 +1328,7 @@ impl Mcp {
             list: list.0,
             search: search.0,
             search_common: search_common.0,
+            search_run,
             floor: floor.0,
             document: document.0,
             rare_hits: hits(&rare),
@@ -1375,6 +1431,24 @@ struct InProcess {
 }
 
 impl InProcess {
+    /// `search_messages` for `query` as the MCP section calls it, in this
+    /// process; the samples and the answer's size as JSON text.
+    fn search(
+        seeded: &Seeded,
+        calls: usize,
+        query: &str,
+    ) -> anyhow::Result<(Vec<Duration>, usize)> {
+        let channel = Channel::open(seeded.dir.clone(), seeded.home.clone())?;
+        let mut s = Session::new(channel, Some(Role::new(SERVER_ROLE)?))?;
+        let never = || false;
+        let filter = SearchFilter::default();
+        timed_local(calls, || {
+            let mut budget = Budget::search(&never);
+            search_messages(&mut s, query, &filter, 50, None, &mut budget)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+        })
+    }
+
     fn measure(seeded: &Seeded, calls: usize) -> anyhow::Result<Self> {
         let channel = Channel::open(seeded.dir.clone(), seeded.home.clone())?;
         let mut s = Session::new(channel, Some(Role::new(SERVER_ROLE)?))?;

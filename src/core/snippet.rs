@@ -33,23 +33,20 @@ pub struct SnippetStyle<'s> {
 pub fn snippet(cols: &[TrigramText<'_>], needle: &[char], style: &SnippetStyle<'_>) -> String {
     let phrase = phrase_tokens(needle) as i64;
     let n_token = style.tokens.clamp(0, 64);
-    let instances: Vec<Vec<i64>> = cols
-        .iter()
-        .map(|c| {
-            c.occurrences(needle)
-                .into_iter()
-                .map(|k| k as i64)
-                .collect()
-        })
-        .collect();
+    let instances: Vec<Vec<i64>> = cols.iter().map(|c| c.instances(needle)).collect();
 
     let mut best_score = 0;
     let mut best_col = 0;
     let mut best_start = 0;
     let mut col_size = 0;
-    for (i, col) in cols.iter().enumerate() {
-        let firsts = sentence_starts(col);
+    // No window scores more than this (every token of it an instance, at the
+    // column's first sentence): once reached, later windows cannot win.
+    let ceiling = 1000 + n_token - 1 + 120;
+    'columns: for (i, col) in cols.iter().enumerate() {
         let doc_size = col.tokens() as i64;
+        // Read only as far as the instances reach: the loop may stop early.
+        let mut sentences = Sentences::new(col).peekable();
+        let mut first = sentences.next().unwrap_or(0);
         // FTS5 scores a window at each instance and at the start of the
         // sentence holding it, recounting every instance each time: the
         // square of their number, minutes for a run of one character. Both
@@ -57,19 +54,19 @@ pub fn snippet(cols: &[TrigramText<'_>], needle: &[char], style: &SnippetStyle<'
         // same scores in one pass.
         let mut at_instance = Windows::new(&instances[i], phrase, n_token);
         let mut at_sentence = Windows::new(&instances[i], phrase, n_token);
-        let mut jj = 0;
         for &io in &instances[i] {
             let (score, adj) = at_instance.score(doc_size, io);
             if score > best_score {
                 (best_score, best_col, best_start, col_size) = (score, i, adj, doc_size);
             }
-            if !firsts.is_empty() && doc_size > n_token {
-                // FTS5 looks for the sentence from the first one for every
-                // instance; instances come in order, so it never moves back.
-                while jj + 1 < firsts.len() && firsts[jj + 1] <= io {
-                    jj += 1;
+            // A column holding an instance has a token, so a first sentence.
+            if doc_size > n_token {
+                // The start of the sentence holding the instance: FTS5 looks
+                // for it from the first sentence each time; instances come in
+                // order, so it only moves forward.
+                while let Some(next) = sentences.next_if(|&s| s <= io) {
+                    first = next;
                 }
-                let first = firsts[jj];
                 if first < io {
                     let (score, _) = at_sentence.score(doc_size, first);
                     let score = score + if first == 0 { 120 } else { 100 };
@@ -77,6 +74,9 @@ pub fn snippet(cols: &[TrigramText<'_>], needle: &[char], style: &SnippetStyle<'
                         (best_score, best_col, best_start, col_size) = (score, i, first, doc_size);
                     }
                 }
+            }
+            if best_score >= ceiling {
+                break 'columns;
             }
         }
     }
@@ -103,9 +103,12 @@ pub fn snippet(cols: &[TrigramText<'_>], needle: &[char], style: &SnippetStyle<'
     while h.iter.start >= 0 && h.iter.start < best_start {
         h.iter.next();
     }
-    for k in 0..col.tokens() {
-        let (s, e) = col.token_bytes(k);
-        h.token(k as i64, s, e);
+    // FTS5 hands every token of the column to the highlighter, which ignores
+    // those outside the window; only the window's are visited here.
+    let window = best_start.max(0)..(h.range_end + 1).clamp(0, col.tokens() as i64);
+    for k in window {
+        let (s, e) = col.token_bytes(k as usize);
+        h.token(k, s, e);
     }
     if h.open {
         h.out.push_str(style.close);
@@ -209,36 +212,60 @@ impl<'i> Windows<'i> {
     }
 }
 
-/// `fts5SentenceFinderCb`: the tokens that start a sentence (the first one, and
-/// each whose text follows whitespace after a `.` or `:`).
+/// `fts5SentenceFinderCb`: the tokens that start a sentence (the first one,
+/// and each whose text follows whitespace after a `.` or `:`), in order, read
+/// only as far as asked.
 ///
 /// FTS5 looks back from each token over the whitespace before it, which costs
 /// the square of a long run of spaces; this walks the text once, remembering
 /// the last byte that is not whitespace.
-fn sentence_starts(col: &TrigramText<'_>) -> Vec<i64> {
-    let bytes = col.text().as_bytes();
-    let is_space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
-    let mut firsts = Vec::new();
-    let mut read = 0;
-    let mut last_solid = None;
-    for k in 0..col.tokens() {
-        let (start, _) = col.token_bytes(k);
-        while read < start {
-            if !is_space(bytes[read]) {
-                last_solid = Some(bytes[read]);
-            }
-            read += 1;
-        }
-        if k == 0 {
-            firsts.push(0);
-            continue;
-        }
-        let after_space = start > 0 && is_space(bytes[start - 1]);
-        if after_space && matches!(last_solid, Some(b'.' | b':')) {
-            firsts.push(k as i64);
+struct Sentences<'c, 't> {
+    col: &'c TrigramText<'t>,
+    /// The next token to look at.
+    k: usize,
+    /// Bytes of the text walked so far.
+    read: usize,
+    /// The last of them that is not whitespace.
+    last_solid: Option<u8>,
+}
+
+impl<'c, 't> Sentences<'c, 't> {
+    fn new(col: &'c TrigramText<'t>) -> Self {
+        Self {
+            col,
+            k: 0,
+            read: 0,
+            last_solid: None,
         }
     }
-    firsts
+}
+
+impl Iterator for Sentences<'_, '_> {
+    type Item = i64;
+
+    fn next(&mut self) -> Option<i64> {
+        let bytes = self.col.text().as_bytes();
+        let is_space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+        while self.k < self.col.tokens() {
+            let k = self.k;
+            self.k += 1;
+            if k == 0 {
+                return Some(0);
+            }
+            let (start, _) = self.col.token_bytes(k);
+            while self.read < start {
+                if !is_space(bytes[self.read]) {
+                    self.last_solid = Some(bytes[self.read]);
+                }
+                self.read += 1;
+            }
+            let after_space = is_space(bytes[start - 1]);
+            if after_space && matches!(self.last_solid, Some(b'.' | b':')) {
+                return Some(k as i64);
+            }
+        }
+        None
+    }
 }
 
 /// `fts5CInstIterNext`: the phrase's instances in one column with overlapping

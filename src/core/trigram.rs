@@ -17,15 +17,34 @@ use super::query::fold;
 #[derive(Debug)]
 pub struct TrigramText<'a> {
     text: &'a str,
-    /// Byte offset of each character the tokenizer reads (NULs skipped).
-    starts: Vec<usize>,
-    /// Those characters, folded.
-    folded: Vec<char>,
+    chars: Chars,
+}
+
+/// The characters the tokenizer reads, folded, and where each starts.
+#[derive(Debug)]
+enum Chars {
+    /// ASCII without NUL (most text): character `k` is byte `k`, and folding
+    /// is `to_ascii_lowercase`, so no offsets need keeping.
+    Ascii(Vec<u8>),
+    /// Anything else: the byte offset of each character read (NULs skipped),
+    /// and those characters folded.
+    Wide {
+        starts: Vec<usize>,
+        folded: Vec<char>,
+    },
 }
 
 impl<'a> TrigramText<'a> {
     /// Reads `text`.
     pub fn new(text: &'a str) -> Self {
+        let bytes = text.as_bytes();
+        if text.is_ascii() && !bytes.contains(&0) {
+            let folded = bytes.iter().map(u8::to_ascii_lowercase).collect();
+            return Self {
+                text,
+                chars: Chars::Ascii(folded),
+            };
+        }
         let starts: Vec<usize> = text
             .char_indices()
             .filter(|&(_, c)| c != '\0')
@@ -35,8 +54,7 @@ impl<'a> TrigramText<'a> {
         debug_assert_eq!(starts.len(), folded.len());
         Self {
             text,
-            starts,
-            folded,
+            chars: Chars::Wide { starts, folded },
         }
     }
 
@@ -45,15 +63,28 @@ impl<'a> TrigramText<'a> {
         self.text
     }
 
+    /// How many characters the tokenizer reads.
+    fn len(&self) -> usize {
+        match &self.chars {
+            Chars::Ascii(folded) => folded.len(),
+            Chars::Wide { folded, .. } => folded.len(),
+        }
+    }
+
     /// How many tokens FTS5 counts for this column (its `docsize`).
     pub fn tokens(&self) -> usize {
-        self.folded.len().saturating_sub(2)
+        self.len().saturating_sub(2)
     }
 
     /// Byte range of token `k` in the original text, as the tokenizer reports it.
     pub fn token_bytes(&self, k: usize) -> (usize, usize) {
-        let end = self.starts.get(k + 3).copied().unwrap_or(self.text.len());
-        (self.starts[k], end)
+        match &self.chars {
+            Chars::Ascii(folded) => (k, (k + 3).min(folded.len())),
+            Chars::Wide { starts, .. } => {
+                let end = starts.get(k + 3).copied().unwrap_or(self.text.len());
+                (starts[k], end)
+            }
+        }
     }
 
     /// The token offset of every occurrence of `needle` (folded, 3 characters
@@ -61,10 +92,32 @@ impl<'a> TrigramText<'a> {
     /// Linear in the text and the needle together, whatever they hold.
     pub fn occurrences(&self, needle: &[char]) -> Vec<usize> {
         let mut out = Vec::new();
-        if needle.len() >= 3 {
-            find_all(&self.folded, needle, |k| out.push(k));
-        }
+        self.each_occurrence(needle, |k| out.push(k));
         out
+    }
+
+    /// [`Self::occurrences`] as FTS5's token offsets (`i64`), in a list
+    /// allocated once: a run of one character holds one at every offset.
+    pub(crate) fn instances(&self, needle: &[char]) -> Vec<i64> {
+        let mut out = Vec::with_capacity(if needle.len() < 3 { 0 } else { self.tokens() });
+        self.each_occurrence(needle, |k| out.push(k as i64));
+        out
+    }
+
+    fn each_occurrence(&self, needle: &[char], found: impl FnMut(usize)) {
+        if needle.len() < 3 {
+            return;
+        }
+        match &self.chars {
+            Chars::Ascii(folded) => {
+                // A folded character beyond ASCII never equals one of these.
+                if needle.iter().all(char::is_ascii) {
+                    let needle: Vec<u8> = needle.iter().map(|&c| c as u8).collect();
+                    find_all(folded, &needle, found);
+                }
+            }
+            Chars::Wide { folded, .. } => find_all(folded, needle, found),
+        }
     }
 }
 
