@@ -353,10 +353,11 @@ fn runs_and_repeats_match_fts5() {
     assert!(compared > 60, "only {compared} rows compared");
 }
 
-/// Queries of several phrases are ranked by FTS5 and their snippets asked of
-/// it row by row (no longer in the ranking query, where it cut one for every
-/// match): for ordinary text the answer must be what the ranking query with
-/// the snippet in it gives, rows, order and bytes.
+/// Queries of several phrases are ranked by FTS5 and the returned rows'
+/// snippets asked of it in a second statement (no longer in the ranking
+/// query, where it cut one for every match): for ordinary text the answer
+/// must be what the ranking query with the snippet in it gives, rows, order
+/// and bytes.
 #[test]
 fn ranked_answers_are_fts5s_for_ordinary_text() {
     use countersign::app::Session;
