@@ -932,31 +932,23 @@ impl<'a, 'p> Ingest<'a, 'p> {
             (false, false, Some(key)) => feed::read_head(dir, feed, &key),
             _ => None,
         };
-        let p = self.index.path();
-        match claim {
-            Some(head) if head.seq > applied => {
-                let rel = self.rel(&dir.join(feed::HEAD_FILE));
-                let reason = format!(
-                    "feed {feed} ends at seq {applied} but its signed head names seq {}: its last \
-                     records were cut off, or the folder holds an older copy of the feed. The \
-                     writing device republishes them on its next write (or `countersign repair` \
-                     there)",
-                    head.seq
-                );
-                self.index
-                    .conn()
-                    .prepare_cached("DELETE FROM problems WHERE kind = 'cut' AND feed = ?1")
-                    .and_then(|mut st| st.execute([feed.to_string()]))
-                    .db(p)?;
-                self.problem("cut", &rel, 0, None, feed, &reason)?;
-            }
-            _ => {
-                self.index
-                    .conn()
-                    .prepare_cached("DELETE FROM problems WHERE kind = 'cut' AND feed = ?1")
-                    .and_then(|mut st| st.execute([feed.to_string()]))
-                    .db(p)?;
-            }
+        // The problem stands for the feed as it is now: cleared, then
+        // written again while the head still names a later seq.
+        self.index
+            .conn()
+            .prepare_cached("DELETE FROM problems WHERE kind = 'cut' AND feed = ?1")
+            .and_then(|mut st| st.execute([feed.to_string()]))
+            .db(self.index.path())?;
+        if let Some(head) = claim.filter(|h| h.seq > applied) {
+            let rel = self.rel(&dir.join(feed::HEAD_FILE));
+            let reason = format!(
+                "feed {feed} ends at seq {applied} but its signed head names seq {}: its last \
+                 records were cut off, or the folder holds an older copy of the feed. The \
+                 writing device republishes them on its next write (or `countersign repair` \
+                 there)",
+                head.seq
+            );
+            self.problem("cut", &rel, 0, None, feed, &reason)?;
         }
         Ok(())
     }
