@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates (or reuses) a Python venv at target/py with tests/python/requirements.txt
-# installed, for the cross-check with the official Python MCP SDK (tests/python_client.rs).
+# installed, for the cross-check with the official Python MCP SDK (tests/it/python_client.rs).
 # Idempotent: reinstalls only when the requirements changed or the venv is broken.
 # Quiet on success; prints only the venv's interpreter path.
 set -euo pipefail

@@ -7,7 +7,7 @@ An independent client (not rmcp) drives the real binary over stdio:
 It makes a throwaway home and channel (`countersign init`), connects one session as
 `frontend` and one as `backend`, and prints one line per check. Exit 0 when every check
 passes; exit 1 at the first failure (with what was expected and what came back); exit 2 on
-a usage or setup problem. Run by tests/python_client.rs; needs tests/python/requirements.txt.
+a usage or setup problem. Run by tests/it/python_client.rs; needs tests/python/requirements.txt.
 """
 
 from __future__ import annotations

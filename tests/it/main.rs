@@ -1,0 +1,39 @@
+//! The integration suite, one test binary: each module drives the real binary,
+//! the real store or real sync tools from the outside. One binary links the
+//! crate once; `common` holds every helper the modules share.
+//!
+//! Run one module with `cargo nextest run -E 'test(/^mcp_send::/)'`.
+
+mod common;
+
+mod cli;
+mod concurrency;
+mod convergence;
+mod golden;
+mod golden_membership;
+mod hostile;
+mod mcp_consent;
+mod mcp_electorate;
+mod mcp_inbox;
+mod mcp_lifecycle;
+mod mcp_listing;
+mod mcp_search;
+mod mcp_send;
+mod mcp_server;
+mod mcp_thread_delete;
+mod mcp_uploads;
+mod mcp_wait;
+mod mcp_work_status;
+mod membership;
+mod python_client;
+mod search_grammar;
+mod search_snippet;
+mod status_hooks;
+mod store_faults;
+mod store_order;
+mod store_tolerant;
+mod sync_git;
+mod sync_mcp;
+mod sync_rclone;
+mod two_machines;
+mod upload_order;

@@ -1,0 +1,300 @@
+//! Tolerant reading: whatever is in a feed file, ingest neither panics nor
+//! stops; bad lines are skipped or quarantined and reported, never applied.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::common::local::{Local, send};
+use countersign::core::hlc::Hlc;
+use countersign::core::ids::{FeedId, RecordId};
+use countersign::core::op::{Ids, Op};
+use countersign::core::record::{self, Header, Record};
+use countersign::store::Channel;
+use countersign::store::feed::list_segments;
+use countersign::store::home::KeyName;
+use ed25519_dalek::SigningKey;
+
+fn messages(ch: &Channel) -> i64 {
+    ch.index()
+        .conn()
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap()
+}
+
+fn segment(dir: &Path) -> PathBuf {
+    list_segments(dir).unwrap().pop().unwrap().path
+}
+
+fn append_raw(path: &Path, bytes: &[u8]) {
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+}
+
+fn last_record(path: &Path) -> Record {
+    let text = fs::read_to_string(path).unwrap();
+    record::decode(text.lines().last().unwrap().as_bytes()).unwrap()
+}
+
+/// A record that would come next in `role`'s feed, signed with `key`.
+fn next_record(
+    l: &Local,
+    role: &str,
+    key: &SigningKey,
+    ch: Option<&str>,
+    feed: Option<FeedId>,
+) -> Record {
+    let seg = segment(&l.feed_dir(role));
+    let last = last_record(&seg);
+    let header = Header {
+        ch: ch.map_or(last.header.ch.clone(), str::to_owned),
+        feed: feed.unwrap_or(last.header.feed.clone()),
+        seq: last.header.seq + 1,
+        prev: Some(last.id),
+        hlc: Hlc(last.header.hlc.0 + 1, 0),
+    };
+    record::encode(&header, &Op::Read(Ids { ids: vec![] }), key)
+}
+
+fn role_key(l: &Local, role: &str) -> SigningKey {
+    let ch = countersign::store::ChannelDir::open(&l.dir).unwrap();
+    let role = countersign::core::ids::Role::new(role).unwrap();
+    l.home
+        .load_key(ch.id(), KeyName::Role(&role))
+        .unwrap()
+        .unwrap()
+}
+
+fn problems(ch: &Channel) -> Vec<(String, String)> {
+    ch.index()
+        .problems()
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.kind, p.reason))
+        .collect()
+}
+
+#[test]
+fn a_torn_last_line_waits_until_it_is_complete() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    let seg = segment(&l.feed_dir("a"));
+    // Another process is half-way through writing the next line.
+    let whole = fs::read(&seg).unwrap();
+    let last_line_start = whole[..whole.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    let line = whole[last_line_start..].to_vec();
+    let fresh = l.tmp.path().join("copy");
+    fs::create_dir_all(&fresh).unwrap();
+    fs::write(&seg, &whole[..last_line_start]).unwrap();
+    append_raw(&seg, &line[..line.len() / 2]);
+    let mut reader = l.channel();
+    reader.reindex(None).unwrap();
+    assert_eq!(messages(&reader), 0, "a torn line must not be applied");
+    assert!(
+        problems(&reader).is_empty(),
+        "a torn line is not a problem: {:?}",
+        problems(&reader)
+    );
+    append_raw(&seg, &line[line.len() / 2..]);
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 1);
+    assert!(problems(&reader).is_empty());
+}
+
+#[test]
+fn garbage_non_utf8_and_oversized_lines_are_skipped_and_reported() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    let seg = segment(&l.feed_dir("a"));
+    append_raw(&seg, b"this is not json\n");
+    append_raw(&seg, b"{\"body\":\xff\xfe}\n");
+    let mut big = vec![b'x'; 1024 * 1024 + 10];
+    big.push(b'\n');
+    append_raw(&seg, &big);
+    // The writer goes on writing after the junk; readers skip it.
+    send(&mut s, "b", "two", "second");
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 2);
+    let p = problems(&reader);
+    assert_eq!(p.len(), 3, "{p:?}");
+    assert!(p.iter().all(|(k, _)| k == "garbage"), "{p:?}");
+    assert!(p.iter().any(|(_, r)| r.contains("UTF-8")), "{p:?}");
+    assert!(p.iter().any(|(_, r)| r.contains("1 MiB")), "{p:?}");
+    // Reported once, not on every pass.
+    reader.catch_up().unwrap();
+    assert_eq!(problems(&reader).len(), 3);
+}
+
+#[test]
+fn a_forged_record_is_quarantined_and_the_owner_keeps_writing() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    let forger = SigningKey::from_bytes(&[9u8; 32]);
+    let forged = next_record(&l, "a", &forger, None, None);
+    append_raw(&segment(&l.feed_dir("a")), forged.to_line().as_bytes());
+    send(&mut s, "b", "two", "second");
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 2);
+    let p = problems(&reader);
+    assert_eq!(
+        p,
+        vec![("quarantine".to_owned(), "bad signature".to_owned())]
+    );
+    let known: i64 = reader
+        .index()
+        .conn()
+        .query_row(
+            "SELECT count(*) FROM records WHERE id = ?1",
+            [forged.id.hex()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(known, 0, "a forged record is never applied");
+}
+
+#[test]
+fn records_of_another_channel_or_another_feed_are_quarantined() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    let mut sb = l.session("b");
+    send(&mut sb, "a", "hi", "from b");
+    let key = role_key(&l, "a");
+    let other_channel = next_record(&l, "a", &key, Some(&"f".repeat(64)), None);
+    // A record of feed a replayed into feed b.
+    let replayed = next_record(&l, "a", &key, None, None);
+    append_raw(
+        &segment(&l.feed_dir("a")),
+        other_channel.to_line().as_bytes(),
+    );
+    append_raw(&segment(&l.feed_dir("b")), replayed.to_line().as_bytes());
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    let p = problems(&reader);
+    assert!(
+        p.contains(&(
+            "quarantine".into(),
+            format!("record of another channel ({}…)", "f".repeat(12))
+        )),
+        "{p:?}"
+    );
+    assert!(
+        p.iter()
+            .any(|(k, r)| k == "quarantine" && r.contains("signed for feed")),
+        "{p:?}"
+    );
+    assert_eq!(messages(&reader), 2);
+}
+
+#[test]
+fn a_broken_chain_is_quarantined() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    let key = role_key(&l, "a");
+    let mut rec = next_record(&l, "a", &key, None, None);
+    rec.header.prev = Some(RecordId::of_body(b"elsewhere"));
+    let rec = record::encode(&rec.header, &Op::Read(Ids { ids: vec![] }), &key);
+    append_raw(&segment(&l.feed_dir("a")), rec.to_line().as_bytes());
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    let p = problems(&reader);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].1.starts_with("broken chain: prev does not name"),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_duplicated_line_applies_once_and_is_no_problem() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    let seg = segment(&l.feed_dir("a"));
+    let line = last_record(&seg).to_line();
+    append_raw(&seg, line.as_bytes());
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 1);
+    assert!(problems(&reader).is_empty(), "{:?}", problems(&reader));
+}
+
+#[test]
+fn an_unknown_op_freezes_the_feed_with_an_upgrade_alarm() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    let key = role_key(&l, "a");
+    let rec = next_record(&l, "a", &key, None, None);
+    // Re-sign a body that names an op from the future.
+    let body = rec.body.replace("\"op\":\"read\"", "\"op\":\"teleport\"");
+    let mut msg = record::SIG_DOMAIN.to_vec();
+    msg.extend_from_slice(body.as_bytes());
+    use ed25519_dalek::Signer as _;
+    let sig = key.sign(&msg);
+    use base64::Engine as _;
+    let line = format!(
+        "{{\"body\":{body},\"sig\":\"{}\"}}\n",
+        base64::engine::general_purpose::STANDARD.encode(sig.to_bytes())
+    );
+    append_raw(&segment(&l.feed_dir("a")), line.as_bytes());
+    let mut reader = l.channel();
+    let report = reader.catch_up().unwrap();
+    let p = problems(&reader);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "unknown_op");
+    assert!(p[0].1.contains("upgrade countersign"), "{p:?}");
+    assert!(
+        report.waiting.iter().any(|w| w.contains("teleport")),
+        "{report:?}"
+    );
+}
+
+#[test]
+fn records_that_fill_a_segment_and_start_the_next_are_all_read() {
+    // A reader that already knows the newest segment must notice that it grew
+    // when, in the same burst (a sync, a bulk load), a new segment started.
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "first", "one");
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 1);
+    let mut writer = l.channel();
+    let mut run = writer
+        .bulk(&countersign::core::ids::Role::new("a").unwrap(), 1)
+        .unwrap();
+    let now = countersign::store::channel::now_ms();
+    for i in 0..700 {
+        let op = Op::Send(countersign::core::op::Send {
+            to: vec![countersign::core::ids::Role::new("b").unwrap()],
+            topic: format!("bulk {i}"),
+            body: "x".into(),
+            decision_requested: true,
+            ..Default::default()
+        });
+        run.push(&op, now + i, Hlc(now, 0));
+    }
+    run.flush().unwrap();
+    assert!(
+        list_segments(&l.feed_dir("a")).unwrap().len() >= 2,
+        "the burst started a new segment"
+    );
+    let report = reader.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(messages(&reader), 701);
+}
