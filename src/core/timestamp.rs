@@ -10,29 +10,34 @@
 //! * [`days_between`] turns two instants into a non-negative day count for `age_days` /
 //!   `idle_days` style fields.
 //!
-//! The civil-calendar arithmetic (proleptic Gregorian, days-from-civil / civil-from-days) is
-//! written here rather than pulled from a date crate.
+//! The calendar (valid dates, leap years, civil time to instant and back, UTC offsets) is
+//! `jiff`'s. The shapes a `since` value may take are the protocol's and are read here: jiff's
+//! own parsers read RFC 3339 and Temporal (RFC 9557) text, which differs from them in both
+//! directions (six-digit signed years, basic `20260809` forms, hour-only times, U+2212 as a
+//! minus, a leap second taken as `:59`, at most nine fraction digits), so this module splits
+//! the text into fields and jiff checks and converts the fields.
 //!
 //! It must stay pure: it never reads the wall clock, the time zone database or the
 //! environment. Callers pass every instant in, which keeps it deterministic and testable.
 //! Only years `1..=9999` are representable.
 
+use jiff::SignedDuration;
+use jiff::civil::{self, Date, DateTime, Time};
 use thiserror::Error;
 
 /// Milliseconds in one civil day (UTC has no leap seconds in this model).
 const MS_PER_DAY: i64 = 86_400_000;
 
-/// Days from 1970-01-01 to 0001-01-01 (negative).
-const MIN_DAY: i64 = days_from_civil(1, 1, 1);
+/// The Unix epoch as a civil date-time in UTC. Instants are reckoned as civil time from it
+/// rather than as `jiff::Timestamp`s, whose range stops short of 9999-12-31 (it leaves room for
+/// any offset).
+const EPOCH: DateTime = civil::datetime(1970, 1, 1, 0, 0, 0, 0);
 
-/// Days from 1970-01-01 to 9999-12-31.
-const MAX_DAY: i64 = days_from_civil(9999, 12, 31);
+/// The earliest representable instant: `0001-01-01T00:00:00.000Z` (a test checks it with jiff).
+const MIN_MS: i64 = -62_135_596_800_000;
 
-/// The earliest representable instant: `0001-01-01T00:00:00.000Z`.
-const MIN_MS: i64 = MIN_DAY * MS_PER_DAY;
-
-/// The latest representable instant: `9999-12-31T23:59:59.999Z`.
-const MAX_MS: i64 = MAX_DAY * MS_PER_DAY + MS_PER_DAY - 1;
+/// The latest representable instant: `9999-12-31T23:59:59.999Z` (a test checks it with jiff).
+const MAX_MS: i64 = 253_402_300_799_999;
 
 /// A `since` value that is not an accepted ISO-8601 timestamp or lies outside years 1..=9999.
 ///
@@ -53,13 +58,19 @@ pub struct SinceError {
 #[must_use]
 pub fn format_rfc3339(ms: i64) -> String {
     let ms = ms.clamp(MIN_MS, MAX_MS);
-    let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
-    let in_day = ms.rem_euclid(MS_PER_DAY);
-    let hour = in_day / 3_600_000;
-    let minute = in_day / 60_000 % 60;
-    let second = in_day / 1_000 % 60;
-    let milli = in_day % 1_000;
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
+    let dt = EPOCH
+        .checked_add(SignedDuration::from_millis(ms))
+        .expect("years 1..=9999 are in jiff's range");
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        dt.year(),
+        dt.month(),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second(),
+        dt.millisecond()
+    )
 }
 
 /// Parses a user-supplied `since` timestamp into milliseconds since the Unix epoch (UTC).
@@ -108,33 +119,34 @@ pub fn days_between(earlier_ms: i64, now_ms: i64) -> f64 {
 }
 
 /// Parses an already-trimmed `since` string; `None` means "refuse".
+///
+/// The shape is read here; whether the fields make a date, a time and an offset, and which
+/// instant they name, is jiff's to say.
 fn parse_instant(s: &str) -> Option<i64> {
     let mut cur = Cursor::new(s);
 
     let year = cur.digits(4)?;
     cur.expect(b'-')?;
-    let month = cur.digits(2)?;
+    let month = cur.two_digits()?;
     cur.expect(b'-')?;
-    let day = cur.digits(2)?;
-    if !(1..=9999).contains(&year)
-        || !(1..=12).contains(&month)
-        || !(1..=days_in_month(year, month)).contains(&day)
-    {
+    let day = cur.two_digits()?;
+    // jiff's years reach back to -9999; the protocol's start at 1.
+    if year == 0 {
         return None;
     }
-    let midnight_ms = days_from_civil(year, month, day) * MS_PER_DAY;
+    let date = Date::new(year, month, day).ok()?;
     if cur.at_end() {
-        return Some(midnight_ms);
+        return instant(date.to_datetime(Time::midnight()), 0);
     }
 
     if !matches!(cur.next()?, b'T' | b't' | b' ') {
         return None;
     }
-    let hour = cur.digits(2)?;
+    let hour = cur.two_digits()?;
     cur.expect(b':')?;
-    let minute = cur.digits(2)?;
+    let minute = cur.two_digits()?;
     let (second, milli) = if cur.eat(b':') {
-        let second = cur.digits(2)?;
+        let second = cur.two_digits()?;
         let milli = if cur.eat(b'.') || cur.eat(b',') {
             cur.fraction_ms()?
         } else {
@@ -144,25 +156,22 @@ fn parse_instant(s: &str) -> Option<i64> {
     } else {
         (0, 0)
     };
-    if hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let local_ms = midnight_ms + ((hour * 60 + minute) * 60 + second) * 1_000 + milli;
+    let time = Time::new(hour, minute, second, i32::from(milli) * 1_000_000).ok()?;
 
-    let offset_ms = match cur.next() {
+    let offset_minutes = match cur.next() {
         None | Some(b'Z' | b'z') => 0,
         Some(sign @ (b'+' | b'-')) => {
-            let off_hour = cur.digits(2)?;
+            let off_hour = cur.two_digits()?;
             let off_minute = if cur.at_end() {
                 0
             } else {
                 cur.eat(b':');
-                cur.digits(2)?
+                cur.two_digits()?
             };
             if off_hour > 23 || off_minute > 59 {
                 return None;
             }
-            let magnitude = (off_hour * 60 + off_minute) * 60_000;
+            let magnitude = i64::from(off_hour) * 60 + i64::from(off_minute);
             if sign == b'-' { -magnitude } else { magnitude }
         }
         Some(_) => return None,
@@ -170,9 +179,17 @@ fn parse_instant(s: &str) -> Option<i64> {
     if !cur.at_end() {
         return None;
     }
+    instant(date.to_datetime(time), offset_minutes)
+}
 
-    let instant = local_ms - offset_ms;
-    (MIN_MS..=MAX_MS).contains(&instant).then_some(instant)
+/// The instant of the civil date-time `local` at `offset_minutes` east of UTC, if it lies
+/// within years `1..=9999`.
+fn instant(local: DateTime, offset_minutes: i64) -> Option<i64> {
+    let utc = local
+        .checked_sub(SignedDuration::from_mins(offset_minutes))
+        .ok()?;
+    let ms = i64::try_from(utc.duration_since(EPOCH).as_millis()).ok()?;
+    (MIN_MS..=MAX_MS).contains(&ms).then_some(ms)
 }
 
 /// A forward-only reader over the ASCII bytes of a timestamp.
@@ -216,77 +233,35 @@ impl<'a> Cursor<'a> {
         self.eat(byte).then_some(())
     }
 
-    /// Reads exactly `n` ASCII digits as a number.
-    fn digits(&mut self, n: usize) -> Option<i64> {
+    /// Reads exactly `n` ASCII digits (at most 4) as a number.
+    fn digits(&mut self, n: usize) -> Option<i16> {
         let mut value = 0;
         for _ in 0..n {
             let byte = self.peek().filter(u8::is_ascii_digit)?;
-            value = value * 10 + i64::from(byte - b'0');
+            value = value * 10 + i16::from(byte - b'0');
             self.pos += 1;
         }
         Some(value)
     }
 
+    /// Reads exactly two ASCII digits as a number.
+    fn two_digits(&mut self) -> Option<i8> {
+        self.digits(2).and_then(|v| i8::try_from(v).ok())
+    }
+
     /// Reads one or more fraction digits, returning their value truncated to milliseconds.
-    fn fraction_ms(&mut self) -> Option<i64> {
+    fn fraction_ms(&mut self) -> Option<i16> {
         let start = self.pos;
         let mut milli = 0;
         while let Some(byte) = self.peek().filter(u8::is_ascii_digit) {
             let index = self.pos - start;
             if index < 3 {
-                milli += i64::from(byte - b'0') * [100, 10, 1][index];
+                milli += i16::from(byte - b'0') * [100, 10, 1][index];
             }
             self.pos += 1;
         }
         (self.pos > start).then_some(milli)
     }
-}
-
-fn is_leap_year(year: i64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap_year(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of the proleptic Gregorian date `year-month-day` (month `1..=12`).
-///
-/// Howard Hinnant's `days_from_civil`, using 400-year eras that start on March 1st.
-const fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year.rem_euclid(400); // 0..=399
-    let shifted_month = if month > 2 { month - 3 } else { month + 9 }; // March = 0
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1; // 0..=365
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-/// The proleptic Gregorian `(year, month, day)` of `days` since 1970-01-01.
-///
-/// Howard Hinnant's `civil_from_days`, the inverse of [`days_from_civil`].
-const fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let days = days + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days.rem_euclid(146_097); // 0..=146_096
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153; // March = 0
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + if month <= 2 { 1 } else { 0 };
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -314,34 +289,63 @@ mod tests {
         );
     }
 
-    #[test]
-    fn reference_instant_is_right() {
-        assert_eq!(
-            days_from_civil(2026, 8, 9) * MS_PER_DAY + 10 * 3_600_000,
-            T0
-        );
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    /// Days in a month of the proleptic Gregorian calendar, written out here as an
+    /// oracle independent of jiff.
+    fn days_in_month(year: i64, month: i64) -> i64 {
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        match month {
+            2 if leap => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        }
     }
 
+    /// The first and last day of the representable range, in days since 1970-01-01.
+    const MIN_DAY: i64 = MIN_MS.div_euclid(MS_PER_DAY);
+    const MAX_DAY: i64 = MAX_MS.div_euclid(MS_PER_DAY);
+
+    #[test]
+    fn reference_instant_is_right() {
+        let at = |s: &str| {
+            let ms = s.parse::<DateTime>().unwrap().duration_since(EPOCH).as_millis();
+            i64::try_from(ms).unwrap()
+        };
+        assert_eq!(at("2026-08-09T10:00:00"), T0);
+        assert_eq!(at("0001-01-01T00:00:00"), MIN_MS);
+        assert_eq!(at("9999-12-31T23:59:59.999"), MAX_MS);
+        assert_eq!(
+            "2026-08-09T10:00:00Z"
+                .parse::<jiff::Timestamp>()
+                .unwrap()
+                .as_millisecond(),
+            T0
+        );
+        assert_eq!(ok("1970-01-01"), 0);
+        assert_eq!(format_rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_rfc3339(-MS_PER_DAY), "1969-12-31T00:00:00.000Z");
+        assert_eq!(ok("2000-03-01"), 11_017 * MS_PER_DAY);
+        assert_eq!(MAX_DAY - MIN_DAY + 1, 3_652_059);
+    }
+
+    /// The first and last day of every month over the whole range, where a calendar goes wrong
+    /// if it does (the days between are covered by the round-trip property below).
     #[test]
     fn civil_round_trip_over_whole_range() {
-        let mut expected = (1, 1, 1);
-        for days in MIN_DAY..=MAX_DAY {
-            let civil = civil_from_days(days);
-            assert_eq!(civil, expected, "day {days}");
-            assert_eq!(days_from_civil(civil.0, civil.1, civil.2), days);
-            let (y, m, d) = expected;
-            expected = if d < days_in_month(y, m) {
-                (y, m, d + 1)
-            } else if m < 12 {
-                (y, m + 1, 1)
-            } else {
-                (y + 1, 1, 1)
-            };
+        let mut days = MIN_DAY;
+        for y in 1..=9999 {
+            for m in 1..=12 {
+                let last = days_in_month(y, m);
+                for (d, at) in [(1, days), (last, days + last - 1)] {
+                    let date = format!("{y:04}-{m:02}-{d:02}");
+                    let ms = at * MS_PER_DAY;
+                    assert_eq!(format_rfc3339(ms), format!("{date}T00:00:00.000Z"));
+                    assert_eq!(ok(&date), ms, "{date}");
+                }
+                days += last;
+            }
         }
+        assert_eq!(days, MAX_DAY + 1);
     }
 
     #[test]
@@ -490,6 +494,28 @@ mod tests {
             "2026-08-09T10:00:00UTC",
             "2026-08-09T10:00:00−02:00",
             "２０２６-08-09",
+        ] {
+            refused(s);
+        }
+    }
+
+    /// Forms that RFC 3339, RFC 9557 or jiff's own parsers take but the protocol does not.
+    #[test]
+    fn refuses_forms_of_other_grammars() {
+        for s in [
+            "+002026-08-09",
+            "-000001-01-01",
+            "2026-08-09T10:00:00+02:00:00",
+            "2026-08-09T10:00:00+020000",
+            "2026-08-09T10:00:00Z[UTC]",
+            "2026-08-09T12:00:00+02:00[Europe/Paris]",
+            "2026-08-09T10:00:00[+02:00]",
+            "2026-08-09T100000Z",
+            "2026-W32-7",
+            "2026-221",
+            "2026-08-09T10:00:00.5-00:00:30",
+            "2026-08-09T10:00:60.5Z",
+            "2026-08-09T24:00",
         ] {
             refused(s);
         }
