@@ -5,8 +5,9 @@
 //! timestamped backup (`<file>.countersign-backup-<unix secs>`) of each file
 //! it touches. Every change is planned before anything is written, so a file
 //! that cannot be parsed stops the command with nothing changed. JSON files
-//! are merged (other keys kept, in their order); TOML is edited as text (a
-//! table appended or cut out), so comments and layout elsewhere survive.
+//! are merged (other keys kept, in their order); TOML is edited with
+//! `toml_edit`, which keeps comments, order and layout, and finds the server
+//! however it is written (a table, an inline table, dotted keys).
 
 use std::fs;
 use std::ops::Range;
@@ -16,6 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
+use toml_edit::{DocumentMut, Item, TableLike};
 
 use super::Cli;
 
@@ -95,13 +97,12 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             ]
         }
         Tool::Codex => {
-            let table = format!(
-                "[mcp_servers.{SERVER}]\ncommand = {}\nargs = [{}]\n",
-                toml_str(&exe),
-                args.map(toml_str).join(", ")
-            );
+            let server = CodexServer {
+                command: exe,
+                args: args.map(str::to_owned).to_vec(),
+            };
             vec![
-                codex_toml(&codex_config()?, Some(&table))?,
+                codex_toml(&codex_config()?, Some(&server))?,
                 section(&cwd.join("AGENTS.md"), Some(&section_text(&role, &dir, "")))?,
             ]
         }
@@ -608,60 +609,233 @@ fn toml_str(s: &str) -> String {
     serde_json::to_string(s).expect("strings serialize")
 }
 
-/// The `[mcp_servers.channel]` table (with its sub-tables): from its header
-/// line to the next other table or the end.
-fn find_table(text: &str) -> Option<Range<usize>> {
-    let head = |line: &str| -> Option<String> {
-        let t = line.trim();
-        if !t.starts_with('[') {
-            return None;
-        }
-        let end = t.find(']')?;
-        Some(
-            t[..=end]
-                .chars()
-                .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
-                .collect(),
-        )
-    };
-    let ours = format!("[mcp_servers.{SERVER}]");
-    let sub = format!("[mcp_servers.{SERVER}.");
-    let lines = line_starts(text);
-    let start = lines
-        .iter()
-        .position(|(_, l)| head(l).as_deref() == Some(ours.as_str()))?;
-    let end = lines[start + 1..]
-        .iter()
-        .find(|(_, l)| head(l).is_some_and(|h| !h.starts_with(&sub)))
-        .map_or(text.len(), |(at, _)| *at);
-    Some(lines[start].0..end)
+/// The `channel` server as `install` writes it into Codex's config.
+struct CodexServer {
+    command: String,
+    args: Vec<String>,
 }
 
-/// Appends (`Some`) or cuts out (`None`) the server table.
-fn codex_toml(path: &Path, table: Option<&str>) -> anyhow::Result<Edit> {
+impl CodexServer {
+    /// The `[mcp_servers.channel]` table as appended to the file.
+    fn table(&self) -> String {
+        format!(
+            "[mcp_servers.{SERVER}]\ncommand = {}\nargs = {}\n",
+            toml_str(&self.command),
+            self.args_text()
+        )
+    }
+
+    fn args_text(&self) -> String {
+        let words: Vec<String> = self.args.iter().map(|a| toml_str(a)).collect();
+        format!("[{}]", words.join(", "))
+    }
+
+    /// True when `entry` says exactly this, however it is written.
+    fn is(&self, entry: &Item) -> bool {
+        let Some(t) = entry.as_table_like() else {
+            return false;
+        };
+        let args = t.get("args").and_then(Item::as_array);
+        t.len() == 2
+            && t.get("command").and_then(Item::as_str) == Some(self.command.as_str())
+            && args.is_some_and(|a| {
+                a.iter()
+                    .map(toml_edit::Value::as_str)
+                    .eq(self.args.iter().map(|w| Some(w.as_str())))
+            })
+    }
+
+    /// Sets `command` and `args` of the table-like `entry` where they stand,
+    /// keeping its other keys, its comments and the spacing around values.
+    fn write_into(&self, entry: &mut dyn TableLike) {
+        set_value(entry, "command", &toml_str(&self.command));
+        set_value(entry, "args", &self.args_text());
+    }
+
+    /// The entry as an inline table, to go into an inline `mcp_servers`.
+    fn inline(&self) -> toml_edit::Value {
+        let text = format!(
+            "{{ command = {}, args = {} }}",
+            toml_str(&self.command),
+            self.args_text()
+        );
+        text.parse().expect("the entry is valid TOML")
+    }
+
+    /// The command line, in words.
+    fn describe(&self) -> String {
+        std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Replaces the value of `key` in `table` by the TOML value `text`, keeping
+/// the old value's surrounding whitespace and comment; adds it if absent.
+fn set_value(table: &mut dyn TableLike, key: &str, text: &str) {
+    let new: toml_edit::Value = text.parse().expect("the value is valid TOML");
+    match table.get_mut(key).and_then(Item::as_value_mut) {
+        Some(old) => {
+            let decor = old.decor().clone();
+            *old = new;
+            *old.decor_mut() = decor;
+        }
+        None => {
+            table.insert(key, Item::Value(new));
+        }
+    }
+}
+
+/// The command line of a server entry, in words, as far as it can be read.
+fn describe_entry(entry: &Item) -> String {
+    let Some(t) = entry.as_table_like() else {
+        return entry.to_string().trim().to_owned();
+    };
+    let mut words: Vec<&str> = t.get("command").and_then(Item::as_str).into_iter().collect();
+    if let Some(args) = t.get("args").and_then(Item::as_array) {
+        words.extend(args.iter().filter_map(toml_edit::Value::as_str));
+    }
+    words.join(" ")
+}
+
+/// True when any string in `item` (at any depth) mentions countersign: the
+/// server runs it.
+fn runs_countersign(item: &Item) -> bool {
+    fn value(v: &toml_edit::Value) -> bool {
+        match v {
+            toml_edit::Value::String(s) => s.value().contains("countersign"),
+            toml_edit::Value::Array(a) => a.iter().any(value),
+            toml_edit::Value::InlineTable(t) => t.iter().any(|(_, v)| value(v)),
+            _ => false,
+        }
+    }
+    match item {
+        Item::Value(v) => value(v),
+        Item::Table(t) => t.iter().any(|(_, i)| runs_countersign(i)),
+        Item::ArrayOfTables(a) => a.iter().any(|t| t.iter().any(|(_, i)| runs_countersign(i))),
+        Item::None => false,
+    }
+}
+
+/// The parsed config; an empty document when there is no file.
+fn parse_toml(path: &Path, text: &str) -> anyhow::Result<DocumentMut> {
+    text.parse::<DocumentMut>().map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not valid TOML ({}); fix or move it — nothing was changed",
+            path.display(),
+            e.to_string().trim_end()
+        )
+    })
+}
+
+/// The `mcp_servers` table of `doc`, however it is written; `Ok(None)` when
+/// there is none.
+fn servers<'d>(path: &Path, doc: &'d DocumentMut) -> anyhow::Result<Option<&'d dyn TableLike>> {
+    match doc.get("mcp_servers") {
+        None => Ok(None),
+        Some(item) => match item.as_table_like() {
+            Some(t) => Ok(Some(t)),
+            None => bail!(
+                "\"mcp_servers\" in {} is not a table; fix it — nothing was changed",
+                path.display()
+            ),
+        },
+    }
+}
+
+/// Adds or updates (`Some`) or removes (`None`) the `channel` server, found
+/// wherever and however it is written: its own table, an inline table under
+/// `[mcp_servers]` or in `mcp_servers = {…}`, or dotted keys. A server that
+/// does not run countersign is left alone.
+fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::Result<Edit> {
     let before = read(path)?;
     let text = before.clone().unwrap_or_default();
-    let found = find_table(&text);
+    let mut doc = parse_toml(path, &text)?;
+    let found = servers(path, &doc)?.and_then(|s| s.get(SERVER)).cloned();
     let mut notes = Vec::new();
-    let after = match (table, found) {
-        (Some(new), Some(r)) => {
-            if text[r].trim_end() == new.trim_end() {
-                notes.push(format!("[mcp_servers.{SERVER}] is already set up"));
-            } else {
-                notes.push(format!(
-                    "leave the existing [mcp_servers.{SERVER}] table as it is; to use this channel, \
-                     remove it (or run `countersign uninstall --apply`) and install again. It would be:\n{new}"
-                ));
-            }
+    let after = match (server, found) {
+        (Some(new), Some(old)) if new.is(&old) => {
+            notes.push(format!("[mcp_servers.{SERVER}] is already set up"));
+            before.clone()
+        }
+        (Some(new), Some(old)) if runs_countersign(&old) && old.is_table_like() => {
+            notes.push(format!(
+                "replace the [mcp_servers.{SERVER}] server where it stands (was: {})\n  with: {}",
+                describe_entry(&old),
+                new.describe()
+            ));
+            let entry = doc["mcp_servers"][SERVER]
+                .as_table_like_mut()
+                .expect("found above as a table");
+            new.write_into(entry);
+            Some(doc.to_string())
+        }
+        (Some(new), Some(_)) => {
+            notes.push(format!(
+                "leave the existing [mcp_servers.{SERVER}] table as it is; to use this channel, \
+                 remove it (or run `countersign uninstall --apply`) and install again. It would be:\n{}",
+                new.table()
+            ));
             before.clone()
         }
         (Some(new), None) => {
-            notes.push(format!("append the table:\n{new}"));
-            Some(append_block(&text, new))
+            let added = match doc.get_mut("mcp_servers").and_then(Item::as_inline_table_mut) {
+                // `mcp_servers = {…}` cannot take a table after it: the entry goes inside.
+                Some(inline) => {
+                    // The space before `}` belongs to the last value: it moves to the new one.
+                    let mut value = new.inline();
+                    if let Some((_, last)) = inline.iter_mut().last()
+                        && let Some(space) = last.decor().suffix().cloned()
+                    {
+                        last.decor_mut().set_suffix("");
+                        value.decor_mut().set_suffix(space);
+                    }
+                    inline.insert(SERVER, value);
+                    let line = format!("{SERVER} = {}", new.inline());
+                    notes.push(format!("add to the inline mcp_servers table:\n{line}"));
+                    doc.to_string()
+                }
+                None => {
+                    notes.push(format!("append the table:\n{}", new.table()));
+                    append_block(&text, &new.table())
+                }
+            };
+            let check = parse_toml(path, &added)?;
+            let entry = servers(path, &check)?.and_then(|s| s.get(SERVER));
+            if !entry.is_some_and(|e| new.is(e)) {
+                bail!(
+                    "cannot add [mcp_servers.{SERVER}] to {} without breaking it; add it by hand — \
+                     nothing was changed",
+                    path.display()
+                );
+            }
+            Some(added)
         }
-        (None, Some(r)) if text[r.clone()].contains("countersign") => {
+        (None, Some(old)) if runs_countersign(&old) => {
             notes.push(format!("remove the [mcp_servers.{SERVER}] table"));
-            cut_block(&text, r)
+            if let Some(inline) = doc["mcp_servers"].as_inline_table_mut() {
+                let last = inline.iter().last().is_some_and(|(k, _)| k == SERVER);
+                let gone = inline.remove(SERVER);
+                // The space before `}` was the removed value's: the new last one takes it.
+                if let (true, Some(gone), Some((_, before))) = (last, gone, inline.iter_mut().last())
+                    && let Some(space) = gone.decor().suffix().cloned()
+                {
+                    before.decor_mut().set_suffix(space);
+                }
+            } else if let Some(all) = doc["mcp_servers"].as_table_like_mut() {
+                all.remove(SERVER);
+            }
+            // A table that only held the server and that the user did not
+            // write as `[mcp_servers]` goes with it.
+            let written = doc["mcp_servers"]
+                .as_table()
+                .is_some_and(|t| !t.is_implicit() && !t.is_dotted());
+            if !written && doc["mcp_servers"].as_table_like().is_some_and(|t| t.is_empty()) {
+                doc.remove("mcp_servers");
+            }
+            let rest = doc.to_string();
+            (!rest.trim().is_empty()).then_some(rest)
         }
         (None, Some(_)) => {
             notes.push(format!(
@@ -702,16 +876,164 @@ mod tests {
         assert_eq!(sh_quote(""), "''");
     }
 
+    /// Runs `codex_toml` on a config holding `text` (`None`: no file) and
+    /// returns the planned content and notes.
+    fn plan(text: Option<&str>, server: Option<&CodexServer>) -> (Option<String>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        if let Some(text) = text {
+            fs::write(&path, text).unwrap();
+        }
+        let e = codex_toml(&path, server).unwrap();
+        (e.after, e.notes.join("\n"))
+    }
+
+    fn ours(role: &str) -> CodexServer {
+        CodexServer {
+            command: "/opt/countersign/bin/countersign".into(),
+            args: ["mcp", "--role", role, "--channel", "/ch"].map(str::to_owned).to_vec(),
+        }
+    }
+
+    /// How many times the config defines the channel server (a duplicate
+    /// table would not parse at all).
+    fn channel_entry(text: &str) -> Item {
+        let doc: DocumentMut = text.parse().unwrap_or_else(|e| panic!("{e}\n{text}"));
+        doc["mcp_servers"][SERVER].clone()
+    }
+
     #[test]
     fn the_toml_table_is_found_with_its_subtables_only() {
-        let text = "a = 1\n\n[mcp_servers.channel]\ncommand = \"x\"\n[mcp_servers.channel.env]\nK = \"v\"\n\n[other]\nb = 2\n";
-        let r = find_table(text).unwrap();
+        let text = "a = 1\n\n[mcp_servers.channel]\ncommand = \"countersign\"\n[mcp_servers.channel.env]\nK = \"v\"\n\n[other]\nb = 2\n";
+        let (after, notes) = plan(Some(text), None);
+        assert_eq!(after.as_deref(), Some("a = 1\n\n[other]\nb = 2\n"), "{notes}");
+        let (after, _) = plan(Some("[mcp_servers.channel2]\ncommand = \"countersign\"\n"), None);
         assert_eq!(
-            &text[r],
-            "[mcp_servers.channel]\ncommand = \"x\"\n[mcp_servers.channel.env]\nK = \"v\"\n\n"
+            after.as_deref(),
+            Some("[mcp_servers.channel2]\ncommand = \"countersign\"\n")
         );
-        assert!(find_table("[mcp_servers.channel2]\n").is_none());
-        assert!(find_table("[ mcp_servers . \"channel\" ]\n").is_some());
+        let spaced = "[ mcp_servers . \"channel\" ]\ncommand = \"countersign\"\n";
+        assert_eq!(plan(Some(spaced), None).0, None, "the only table: the file goes");
+        let (same, notes) = plan(Some(spaced), Some(&ours("web")));
+        assert!(notes.contains("replace"), "{notes}");
+        assert!(same.unwrap().starts_with("[ mcp_servers . \"channel\" ]\n"));
+    }
+
+    #[test]
+    fn an_inline_server_is_found_and_updated_where_it_stands() {
+        let web = ours("web");
+        let under_table = format!(
+            "[mcp_servers]\nother = {{ command = \"x\" }}\n{SERVER} = {{ command = {}, args = {} }} # ours\n\n[after]\nk = 1\n",
+            toml_str(&web.command),
+            ours("api").args_text()
+        );
+        let whole_inline = format!(
+            "mcp_servers = {{ {SERVER} = {{ command = {}, args = [\"mcp\"] }}, other = {{ command = \"x\" }} }}\n",
+            toml_str(&web.command),
+        );
+        let dotted = format!(
+            "model = \"o3\"\nmcp_servers.{SERVER}.command = {}\nmcp_servers.{SERVER}.args = [\"mcp\"]\n# tail\n",
+            toml_str(&web.command),
+        );
+        for text in [&under_table, &whole_inline, &dotted] {
+            let (after, notes) = plan(Some(text), Some(&web));
+            let after = after.unwrap();
+            assert!(notes.contains("where it stands"), "{notes}");
+            assert!(web.is(&channel_entry(&after)), "{after}");
+            assert!(!after.contains("[mcp_servers.channel]"), "{after}");
+            // Only the values changed: every other line is as it was.
+            fn kept(t: &str) -> Vec<&str> {
+                t.lines().filter(|l| !l.contains("mcp")).collect()
+            }
+            assert_eq!(kept(&after), kept(text), "{after}");
+            // Installed again: nothing to do.
+            let (again, notes) = plan(Some(&after), Some(&web));
+            assert_eq!(again.as_deref(), Some(after.as_str()));
+            assert!(notes.contains("already set up"), "{notes}");
+            // Uninstalled: the entry goes, the rest stays.
+            let (gone, _) = plan(Some(&after), None);
+            let gone = gone.unwrap_or_default();
+            assert!(!gone.contains("countersign"), "{gone}");
+            assert!(gone.is_empty() || gone.parse::<DocumentMut>().is_ok(), "{gone}");
+        }
+        assert_eq!(
+            plan(Some(&under_table), None).0.as_deref(),
+            Some("[mcp_servers]\nother = { command = \"x\" }\n\n[after]\nk = 1\n")
+        );
+        assert_eq!(
+            plan(Some(&dotted), None).0.as_deref(),
+            Some("model = \"o3\"\n# tail\n")
+        );
+
+        // Someone else's inline server: left alone, never a second table.
+        let foreign = "[mcp_servers]\nchannel = { command = \"other-tool\" }\n";
+        let (after, notes) = plan(Some(foreign), Some(&web));
+        assert_eq!(after.as_deref(), Some(foreign));
+        assert!(notes.contains("leave the existing"), "{notes}");
+        let (after, notes) = plan(Some(foreign), None);
+        assert_eq!(after.as_deref(), Some(foreign));
+        assert!(notes.contains("does not run countersign"), "{notes}");
+    }
+
+    #[test]
+    fn a_server_goes_inside_an_inline_mcp_servers_table() {
+        let web = ours("web");
+        let text = "# servers\nmcp_servers = { other = { command = \"x\" } } # mine\nmodel = \"o3\"\n";
+        let (after, notes) = plan(Some(text), Some(&web));
+        let after = after.unwrap();
+        assert!(notes.contains("inline"), "{notes}");
+        assert!(web.is(&channel_entry(&after)), "{after}");
+        assert!(
+            after.starts_with("# servers\nmcp_servers = { other = { command = \"x\" }, channel = {"),
+            "{after}"
+        );
+        assert!(after.ends_with(" } # mine\nmodel = \"o3\"\n"), "{after}");
+        let (back, _) = plan(Some(&after), None);
+        assert_eq!(
+            back.as_deref(),
+            Some("# servers\nmcp_servers = { other = { command = \"x\" } } # mine\nmodel = \"o3\"\n")
+        );
+    }
+
+    #[test]
+    fn comments_order_and_layout_are_kept() {
+        let web = ours("web");
+        let text = "# top comment\nzeta = 1   # after a value\nalpha = 2\n\n\
+                    [mcp_servers.channel]\n# why this server\nargs   =   [\"old\"]   # old args\nenv = { A = \"1\" }\ncommand = \"/old/countersign\"\n\n\
+                    [profiles.z]\nmodel = \"x\"\n\n[profiles.a]\nmodel = \"y\"\n";
+        let (after, _) = plan(Some(text), Some(&web));
+        let after = after.unwrap();
+        assert_eq!(
+            after,
+            format!(
+                "# top comment\nzeta = 1   # after a value\nalpha = 2\n\n\
+                 [mcp_servers.channel]\n# why this server\nargs   =   {}   # old args\nenv = {{ A = \"1\" }}\ncommand = {}\n\n\
+                 [profiles.z]\nmodel = \"x\"\n\n[profiles.a]\nmodel = \"y\"\n",
+                web.args_text(),
+                toml_str(&web.command)
+            )
+        );
+        // Appended to a file without the server, then cut: the file as it was.
+        let plain = "# top comment\nzeta = 1 # z\nalpha = 2\n\n[profiles.z]\nmodel = \"x\" # m\n";
+        let (added, _) = plan(Some(plain), Some(&web));
+        let added = added.unwrap();
+        assert_eq!(added, format!("{plain}\n{}", web.table()));
+        assert_eq!(plan(Some(&added), None).0.as_deref(), Some(plain));
+        // No file: one is made, and removed again.
+        let (new, _) = plan(None, Some(&web));
+        assert_eq!(new.as_deref(), Some(web.table().as_str()));
+        assert_eq!(plan(new.as_deref(), None).0, None);
+    }
+
+    #[test]
+    fn a_config_that_is_not_toml_or_not_a_table_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for bad in ["[mcp_servers\n", "mcp_servers = 3\n"] {
+            fs::write(&path, bad).unwrap();
+            let e = codex_toml(&path, Some(&ours("web"))).err().unwrap().to_string();
+            assert!(e.contains("nothing was changed"), "{e}");
+        }
     }
 
     #[test]
