@@ -75,6 +75,23 @@ pub enum StoreError {
     /// The published feed was written by someone else (a second copy of this home).
     #[error("{0}")]
     ForeignWriter(String),
+    /// The linked SQLite's FTS5 does not store or compute what search reads
+    /// of it the way search reads it (see `store::fts_layout`).
+    #[error(
+        "SQLite {sqlite}, linked into this build, keeps its full-text index otherwise than \
+         countersign's search reads it (written against SQLite {checked}): {what}. Searches would \
+         rank and cut snippets wrongly, so the index is not opened. Install countersign with \
+         `cargo install --locked` (Cargo.lock pins the SQLite it was checked with), or port \
+         core::bm25, core::snippet and store::fts_layout to this SQLite."
+    )]
+    FtsLayout {
+        /// The linked SQLite's version.
+        sqlite: String,
+        /// The SQLite release the search code follows.
+        checked: &'static str,
+        /// What differs.
+        what: String,
+    },
 }
 
 /// Result alias of the store layer.

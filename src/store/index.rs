@@ -14,6 +14,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::body::message_body;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
+use super::fts_layout;
 use crate::core::ids::RecordId;
 use crate::core::message::{Conflict, Message};
 
@@ -263,6 +264,8 @@ impl Index {
 
     /// Opens (creating if needed) the index at `path` for channel `channel_id`.
     pub fn open(path: &Path, channel_id: &str) -> StoreResult<Self> {
+        // Search reads FTS5's storage directly: refuse a SQLite it would misread.
+        fts_layout::check()?;
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).at(parent)?;
         }
@@ -298,6 +301,7 @@ impl Index {
 
     /// An in-memory index (used by `verify`, which must not touch the real one).
     pub fn in_memory(channel_id: &str) -> StoreResult<Self> {
+        fts_layout::check()?;
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().db(&path)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -443,29 +447,15 @@ impl Index {
 
     /// The full-text table's row count and total token count over all columns,
     /// as FTS5's own bm25 reads them (its "averages" record, id 1 of
-    /// `bodies_fts_data`: the row count then each column's tokens, as SQLite
-    /// varints). `None` when the record is missing or not as expected.
+    /// `bodies_fts_data`, decoded by [`fts_layout::averages`]). `None` when
+    /// the record is missing or not as expected.
     pub fn fts_totals(&self) -> StoreResult<Option<(i64, i64)>> {
         let block: Option<Vec<u8>> = self
             .conn
             .prepare_cached("SELECT block FROM bodies_fts_data WHERE id = 1")
             .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
             .db(&self.path)?;
-        let Some(block) = block else {
-            return Ok(None);
-        };
-        let mut at = 0;
-        let mut next = || {
-            let (v, n) = sqlite_varint(block.get(at..)?)?;
-            at += n;
-            i64::try_from(v).ok()
-        };
-        let totals = (|| {
-            let rows = next()?;
-            let tokens = next()?.checked_add(next()?)?;
-            (rows > 0).then_some((rows, tokens))
-        })();
-        Ok(totals)
+        Ok(block.as_deref().and_then(fts_layout::averages))
     }
 
     /// How many times the trigram `term` occurs in the full-text index, over
@@ -901,22 +891,6 @@ impl Lifecycle {
             last_move_ms: m.last_move().ms(),
         }
     }
-}
-
-/// Decodes one SQLite varint (big-endian groups of 7 bits with a
-/// continuation bit; the 9th byte gives all 8): the value and its length.
-fn sqlite_varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    for (i, &b) in bytes.iter().take(9).enumerate() {
-        if i == 8 {
-            return Some(((v << 8) | u64::from(b), 9));
-        }
-        v = (v << 7) | u64::from(b & 0x7f);
-        if b & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod consent;
 pub mod error;
 pub mod feed;
 pub mod folder_file;
+pub mod fts_layout;
 pub mod home;
 pub mod index;
 pub mod ingest;
