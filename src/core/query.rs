@@ -27,10 +27,12 @@
 //! let q = SearchQuery::parse(query)?;              // refusals are ValueErrors
 //! if fts5_available && !q.needs_scan() {
 //!     // match: "fts"; ?1 = q.fts_match(), bound as a parameter
-//!     SELECT m.*, snippet(messages_fts, -1, '[', ']', '…', 12)
-//!       FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-//!      WHERE messages_fts MATCH ?1 AND <deleted / role / kind / status filters>
-//!      ORDER BY bm25(messages_fts), m.id DESC LIMIT ?
+//!     // (the index's `bodies_fts` indexes `bodies`, one row per send or revision)
+//!     SELECT m.*, snippet(bodies_fts, -1, '[', ']', '…', 12)
+//!       FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid
+//!       JOIN messages m ON m.id = b.message_id
+//!      WHERE bodies_fts MATCH ?1 AND <current body / deleted / role / kind / status filters>
+//!      ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?
 //! } else {
 //!     q.check_scannable()?;                        // match: "substring"
 //!     // newest first, keep rows where q.matches(topic, body); snippet = first 200 chars
@@ -191,7 +193,7 @@ impl SearchQuery {
 
     /// The FTS5 `MATCH` expression: the parsed query with every term quoted and redundant
     /// parentheses dropped. Bind it as a parameter, with the table name on the left
-    /// (`WHERE messages_fts MATCH ?1`), so no column filter is implied. It names the columns
+    /// (`WHERE bodies_fts MATCH ?1`), so no column filter is implied. It names the columns
     /// `topic` and `body`. Always valid FTS5 syntax unless [`needs_scan`](Self::needs_scan)
     /// is true because of nesting, which FTS5's parser cannot hold.
     pub fn fts_match(&self) -> String {

@@ -10,7 +10,10 @@
 //! `fts5SentenceFinderCb`, `fts5CInstIterNext` and `fts5HighlightCb` of SQLite
 //! 3.54 step by step (token offsets as `i64`, C's truncating division), down to
 //! their quirks: text is appended as C strings are, so it stops at a NUL. The
-//! test `snippet_matches_fts5` compares the two over many texts and phrases.
+//! integration tests `snippet_and_bm25_match_fts5` and
+//! `runs_and_repeats_match_fts5` (search_snippet) compare the two over many
+//! texts and phrases, and `store::fts_layout` compares them once per process
+//! with the linked SQLite.
 
 use super::trigram::{TrigramText, phrase_tokens};
 
