@@ -692,7 +692,11 @@ fn describe_entry(entry: &Item) -> String {
     let Some(t) = entry.as_table_like() else {
         return entry.to_string().trim().to_owned();
     };
-    let mut words: Vec<&str> = t.get("command").and_then(Item::as_str).into_iter().collect();
+    let mut words: Vec<&str> = t
+        .get("command")
+        .and_then(Item::as_str)
+        .into_iter()
+        .collect();
     if let Some(args) = t.get("args").and_then(Item::as_array) {
         words.extend(args.iter().filter_map(toml_edit::Value::as_str));
     }
@@ -780,7 +784,10 @@ fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::Result<Edit>
             before.clone()
         }
         (Some(new), None) => {
-            let added = match doc.get_mut("mcp_servers").and_then(Item::as_inline_table_mut) {
+            let added = match doc
+                .get_mut("mcp_servers")
+                .and_then(Item::as_inline_table_mut)
+            {
                 // `mcp_servers = {…}` cannot take a table after it: the entry goes inside.
                 Some(inline) => {
                     // The space before `}` belongs to the last value: it moves to the new one.
@@ -818,7 +825,8 @@ fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::Result<Edit>
                 let last = inline.iter().last().is_some_and(|(k, _)| k == SERVER);
                 let gone = inline.remove(SERVER);
                 // The space before `}` was the removed value's: the new last one takes it.
-                if let (true, Some(gone), Some((_, before))) = (last, gone, inline.iter_mut().last())
+                if let (true, Some(gone), Some((_, before))) =
+                    (last, gone, inline.iter_mut().last())
                     && let Some(space) = gone.decor().suffix().cloned()
                 {
                     before.decor_mut().set_suffix(space);
@@ -831,7 +839,11 @@ fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::Result<Edit>
             let written = doc["mcp_servers"]
                 .as_table()
                 .is_some_and(|t| !t.is_implicit() && !t.is_dotted());
-            if !written && doc["mcp_servers"].as_table_like().is_some_and(|t| t.is_empty()) {
+            if !written
+                && doc["mcp_servers"]
+                    .as_table_like()
+                    .is_some_and(|t| t.is_empty())
+            {
                 doc.remove("mcp_servers");
             }
             let rest = doc.to_string();
@@ -891,7 +903,9 @@ mod tests {
     fn ours(role: &str) -> CodexServer {
         CodexServer {
             command: "/opt/countersign/bin/countersign".into(),
-            args: ["mcp", "--role", role, "--channel", "/ch"].map(str::to_owned).to_vec(),
+            args: ["mcp", "--role", role, "--channel", "/ch"]
+                .map(str::to_owned)
+                .to_vec(),
         }
     }
 
@@ -906,14 +920,25 @@ mod tests {
     fn the_toml_table_is_found_with_its_subtables_only() {
         let text = "a = 1\n\n[mcp_servers.channel]\ncommand = \"countersign\"\n[mcp_servers.channel.env]\nK = \"v\"\n\n[other]\nb = 2\n";
         let (after, notes) = plan(Some(text), None);
-        assert_eq!(after.as_deref(), Some("a = 1\n\n[other]\nb = 2\n"), "{notes}");
-        let (after, _) = plan(Some("[mcp_servers.channel2]\ncommand = \"countersign\"\n"), None);
+        assert_eq!(
+            after.as_deref(),
+            Some("a = 1\n\n[other]\nb = 2\n"),
+            "{notes}"
+        );
+        let (after, _) = plan(
+            Some("[mcp_servers.channel2]\ncommand = \"countersign\"\n"),
+            None,
+        );
         assert_eq!(
             after.as_deref(),
             Some("[mcp_servers.channel2]\ncommand = \"countersign\"\n")
         );
         let spaced = "[ mcp_servers . \"channel\" ]\ncommand = \"countersign\"\n";
-        assert_eq!(plan(Some(spaced), None).0, None, "the only table: the file goes");
+        assert_eq!(
+            plan(Some(spaced), None).0,
+            None,
+            "the only table: the file goes"
+        );
         let (same, notes) = plan(Some(spaced), Some(&ours("web")));
         assert!(notes.contains("replace"), "{notes}");
         assert!(same.unwrap().starts_with("[ mcp_servers . \"channel\" ]\n"));
@@ -954,7 +979,10 @@ mod tests {
             let (gone, _) = plan(Some(&after), None);
             let gone = gone.unwrap_or_default();
             assert!(!gone.contains("countersign"), "{gone}");
-            assert!(gone.is_empty() || gone.parse::<DocumentMut>().is_ok(), "{gone}");
+            assert!(
+                gone.is_empty() || gone.parse::<DocumentMut>().is_ok(),
+                "{gone}"
+            );
         }
         assert_eq!(
             plan(Some(&under_table), None).0.as_deref(),
@@ -978,20 +1006,24 @@ mod tests {
     #[test]
     fn a_server_goes_inside_an_inline_mcp_servers_table() {
         let web = ours("web");
-        let text = "# servers\nmcp_servers = { other = { command = \"x\" } } # mine\nmodel = \"o3\"\n";
+        let text =
+            "# servers\nmcp_servers = { other = { command = \"x\" } } # mine\nmodel = \"o3\"\n";
         let (after, notes) = plan(Some(text), Some(&web));
         let after = after.unwrap();
         assert!(notes.contains("inline"), "{notes}");
         assert!(web.is(&channel_entry(&after)), "{after}");
         assert!(
-            after.starts_with("# servers\nmcp_servers = { other = { command = \"x\" }, channel = {"),
+            after
+                .starts_with("# servers\nmcp_servers = { other = { command = \"x\" }, channel = {"),
             "{after}"
         );
         assert!(after.ends_with(" } # mine\nmodel = \"o3\"\n"), "{after}");
         let (back, _) = plan(Some(&after), None);
         assert_eq!(
             back.as_deref(),
-            Some("# servers\nmcp_servers = { other = { command = \"x\" } } # mine\nmodel = \"o3\"\n")
+            Some(
+                "# servers\nmcp_servers = { other = { command = \"x\" } } # mine\nmodel = \"o3\"\n"
+            )
         );
     }
 
@@ -1031,7 +1063,10 @@ mod tests {
         let path = dir.path().join("config.toml");
         for bad in ["[mcp_servers\n", "mcp_servers = 3\n"] {
             fs::write(&path, bad).unwrap();
-            let e = codex_toml(&path, Some(&ours("web"))).err().unwrap().to_string();
+            let e = codex_toml(&path, Some(&ours("web")))
+                .err()
+                .unwrap()
+                .to_string();
             assert!(e.contains("nothing was changed"), "{e}");
         }
     }

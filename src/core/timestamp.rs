@@ -308,7 +308,11 @@ mod tests {
     #[test]
     fn reference_instant_is_right() {
         let at = |s: &str| {
-            let ms = s.parse::<DateTime>().unwrap().duration_since(EPOCH).as_millis();
+            let ms = s
+                .parse::<DateTime>()
+                .unwrap()
+                .duration_since(EPOCH)
+                .as_millis();
             i64::try_from(ms).unwrap()
         };
         assert_eq!(at("2026-08-09T10:00:00"), T0);

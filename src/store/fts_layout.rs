@@ -208,7 +208,11 @@ fn judge(seen: &Observed) -> Result<(), String> {
     }
     let needle: Vec<char> = PHRASE.chars().collect();
     let matching: Vec<i64> = (1..=rows)
-        .filter(|&id| cols[id as usize - 1].iter().any(|c| !c.occurrences(&needle).is_empty()))
+        .filter(|&id| {
+            cols[id as usize - 1]
+                .iter()
+                .any(|c| !c.occurrences(&needle).is_empty())
+        })
         .collect();
     let found: Vec<i64> = seen.hits.iter().map(|h| h.0).collect();
     if found != matching {
@@ -221,11 +225,15 @@ fn judge(seen: &Observed) -> Result<(), String> {
         let size = row.iter().map(TrigramText::tokens).sum();
         let ours = bm25.score(freq, size);
         if ours.to_bits() != rank.to_bits() {
-            return Err(format!("bm25() of row {rowid} is {rank:?}, computed {ours:?}"));
+            return Err(format!(
+                "bm25() of row {rowid} is {rank:?}, computed {ours:?}"
+            ));
         }
         let ours = snippet(row, &needle, &STYLE);
         if ours != *snip {
-            return Err(format!("snippet() of row {rowid} is {snip:?}, computed {ours:?}"));
+            return Err(format!(
+                "snippet() of row {rowid} is {snip:?}, computed {ours:?}"
+            ));
         }
     }
     Ok(())
@@ -271,7 +279,11 @@ mod tests {
         let block = seen.averages.as_deref().unwrap();
         assert!(block.len() > 3, "{block:?}");
         assert_eq!(seen.hits.len(), 3);
-        assert!(seen.hits.iter().any(|h| h.2.contains("[hello]") && h.2.contains('…')));
+        assert!(
+            seen.hits
+                .iter()
+                .any(|h| h.2.contains("[hello]") && h.2.contains('…'))
+        );
     }
 
     #[test]
@@ -281,7 +293,10 @@ mod tests {
         }
         assert_eq!(sqlite_varint(&[0xff; 9]), Some((u64::MAX, 9)));
         assert_eq!(sqlite_varint(&[0x81]), None);
-        assert_eq!(averages(&[varint(3), varint(200), varint(1)].concat()), Some((3, 201)));
+        assert_eq!(
+            averages(&[varint(3), varint(200), varint(1)].concat()),
+            Some((3, 201))
+        );
         assert_eq!(averages(&[0, 5, 5]), None, "no rows");
     }
 
@@ -293,7 +308,13 @@ mod tests {
             // Fixed-width integers instead of varints.
             [rows.to_be_bytes(), total.to_be_bytes()].concat(),
             // A leading version field.
-            [varint(1), varint(rows as u64), varint(100), varint(total as u64 - 100)].concat(),
+            [
+                varint(1),
+                varint(rows as u64),
+                varint(100),
+                varint(total as u64 - 100),
+            ]
+            .concat(),
             // One total for the whole row instead of one per column.
             [varint(rows as u64), varint(total as u64)].concat(),
             // The columns first, then the row count.
@@ -330,7 +351,10 @@ mod tests {
     #[test]
     fn the_refusal_names_the_sqlite_and_what_to_do() {
         let e = mismatch("the averages record reads as None".into()).to_string();
-        assert!(e.contains(&format!("SQLite {}", rusqlite::version())), "{e}");
+        assert!(
+            e.contains(&format!("SQLite {}", rusqlite::version())),
+            "{e}"
+        );
         assert!(e.contains(CHECKED_SQLITE), "{e}");
         assert!(e.contains("the averages record reads as None"), "{e}");
         assert!(e.contains("cargo install --locked"), "{e}");
