@@ -630,14 +630,14 @@ impl CodexServer {
         format!("[{}]", words.join(", "))
     }
 
-    /// True when `entry` says exactly this, however it is written.
+    /// True when `entry` runs this command with these arguments, however it
+    /// is written (other keys, such as `env`, are the user's and stay).
     fn is(&self, entry: &Item) -> bool {
         let Some(t) = entry.as_table_like() else {
             return false;
         };
         let args = t.get("args").and_then(Item::as_array);
-        t.len() == 2
-            && t.get("command").and_then(Item::as_str) == Some(self.command.as_str())
+        t.get("command").and_then(Item::as_str) == Some(self.command.as_str())
             && args.is_some_and(|a| {
                 a.iter()
                     .map(toml_edit::Value::as_str)
@@ -1045,6 +1045,11 @@ mod tests {
                 toml_str(&web.command)
             )
         );
+        // Installed again with a key of the user's added: already set up.
+        let with_env = after.replace("env = { A = \"1\" }", "env = { A = \"2\" }");
+        let (again, notes) = plan(Some(&with_env), Some(&web));
+        assert_eq!(again.as_deref(), Some(with_env.as_str()));
+        assert!(notes.contains("already set up"), "{notes}");
         // Appended to a file without the server, then cut: the file as it was.
         let plain = "# top comment\nzeta = 1 # z\nalpha = 2\n\n[profiles.z]\nmodel = \"x\" # m\n";
         let (added, _) = plan(Some(plain), Some(&web));
