@@ -645,13 +645,6 @@ impl CodexServer {
             })
     }
 
-    /// Sets `command` and `args` of the table-like `entry` where they stand,
-    /// keeping its other keys, its comments and the spacing around values.
-    fn write_into(&self, entry: &mut dyn TableLike) {
-        set_value(entry, "command", &toml_str(&self.command));
-        set_value(entry, "args", &self.args_text());
-    }
-
     /// The entry as an inline table, to go into an inline `mcp_servers`.
     fn inline(&self) -> toml_edit::Value {
         let text = format!(
@@ -661,46 +654,6 @@ impl CodexServer {
         );
         text.parse().expect("the entry is valid TOML")
     }
-
-    /// The command line, in words.
-    fn describe(&self) -> String {
-        std::iter::once(self.command.as_str())
-            .chain(self.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-/// Replaces the value of `key` in `table` by the TOML value `text`, keeping
-/// the old value's surrounding whitespace and comment; adds it if absent.
-fn set_value(table: &mut dyn TableLike, key: &str, text: &str) {
-    let new: toml_edit::Value = text.parse().expect("the value is valid TOML");
-    match table.get_mut(key).and_then(Item::as_value_mut) {
-        Some(old) => {
-            let decor = old.decor().clone();
-            *old = new;
-            *old.decor_mut() = decor;
-        }
-        None => {
-            table.insert(key, Item::Value(new));
-        }
-    }
-}
-
-/// The command line of a server entry, in words, as far as it can be read.
-fn describe_entry(entry: &Item) -> String {
-    let Some(t) = entry.as_table_like() else {
-        return entry.to_string().trim().to_owned();
-    };
-    let mut words: Vec<&str> = t
-        .get("command")
-        .and_then(Item::as_str)
-        .into_iter()
-        .collect();
-    if let Some(args) = t.get("args").and_then(Item::as_array) {
-        words.extend(args.iter().filter_map(toml_edit::Value::as_str));
-    }
-    words.join(" ")
 }
 
 /// True when any string in `item` (at any depth) mentions countersign: the
@@ -762,18 +715,6 @@ fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::Result<Edit>
         (Some(new), Some(old)) if new.is(&old) => {
             notes.push(format!("[mcp_servers.{SERVER}] is already set up"));
             before.clone()
-        }
-        (Some(new), Some(old)) if runs_countersign(&old) && old.is_table_like() => {
-            notes.push(format!(
-                "replace the [mcp_servers.{SERVER}] server where it stands (was: {})\n  with: {}",
-                describe_entry(&old),
-                new.describe()
-            ));
-            let entry = doc["mcp_servers"][SERVER]
-                .as_table_like_mut()
-                .expect("found above as a table");
-            new.write_into(entry);
-            Some(doc.to_string())
         }
         (Some(new), Some(_)) => {
             notes.push(format!(
@@ -940,43 +881,38 @@ mod tests {
             "the only table: the file goes"
         );
         let (same, notes) = plan(Some(spaced), Some(&ours("web")));
-        assert!(notes.contains("replace"), "{notes}");
-        assert!(same.unwrap().starts_with("[ mcp_servers . \"channel\" ]\n"));
+        assert!(notes.contains("leave the existing"), "{notes}");
+        assert_eq!(same.as_deref(), Some(spaced));
     }
 
     #[test]
-    fn an_inline_server_is_found_and_updated_where_it_stands() {
+    fn an_inline_or_dotted_server_is_found_never_added_twice() {
         let web = ours("web");
-        let under_table = format!(
-            "[mcp_servers]\nother = {{ command = \"x\" }}\n{SERVER} = {{ command = {}, args = {} }} # ours\n\n[after]\nk = 1\n",
-            toml_str(&web.command),
-            ours("api").args_text()
-        );
-        let whole_inline = format!(
-            "mcp_servers = {{ {SERVER} = {{ command = {}, args = [\"mcp\"] }}, other = {{ command = \"x\" }} }}\n",
-            toml_str(&web.command),
-        );
-        let dotted = format!(
-            "model = \"o3\"\nmcp_servers.{SERVER}.command = {}\nmcp_servers.{SERVER}.args = [\"mcp\"]\n# tail\n",
-            toml_str(&web.command),
-        );
-        for text in [&under_table, &whole_inline, &dotted] {
-            let (after, notes) = plan(Some(text), Some(&web));
-            let after = after.unwrap();
-            assert!(notes.contains("where it stands"), "{notes}");
-            assert!(web.is(&channel_entry(&after)), "{after}");
-            assert!(!after.contains("[mcp_servers.channel]"), "{after}");
-            // Only the values changed: every other line is as it was.
-            fn kept(t: &str) -> Vec<&str> {
-                t.lines().filter(|l| !l.contains("mcp")).collect()
-            }
-            assert_eq!(kept(&after), kept(text), "{after}");
-            // Installed again: nothing to do.
-            let (again, notes) = plan(Some(&after), Some(&web));
-            assert_eq!(again.as_deref(), Some(after.as_str()));
+        let forms = |s: &CodexServer| {
+            let (command, args) = (toml_str(&s.command), s.args_text());
+            [
+                format!(
+                    "[mcp_servers]\nother = {{ command = \"x\" }}\n{SERVER} = {{ command = {command}, args = {args} }} # ours\n\n[after]\nk = 1\n"
+                ),
+                format!(
+                    "mcp_servers = {{ {SERVER} = {{ command = {command}, args = {args} }}, other = {{ command = \"x\" }} }}\n"
+                ),
+                format!(
+                    "model = \"o3\"\nmcp_servers.{SERVER}.command = {command}\nmcp_servers.{SERVER}.args = {args}\n# tail\n"
+                ),
+            ]
+        };
+        for (same, other) in forms(&web).iter().zip(forms(&ours("api")).iter()) {
+            // Already there, in whatever form: nothing to do.
+            let (after, notes) = plan(Some(same), Some(&web));
+            assert_eq!(after.as_deref(), Some(same.as_str()));
             assert!(notes.contains("already set up"), "{notes}");
+            // Another channel's entry: left as it is, never a second table.
+            let (after, notes) = plan(Some(other), Some(&web));
+            assert_eq!(after.as_deref(), Some(other.as_str()));
+            assert!(notes.contains("leave the existing"), "{notes}");
             // Uninstalled: the entry goes, the rest stays.
-            let (gone, _) = plan(Some(&after), None);
+            let (gone, _) = plan(Some(same), None);
             let gone = gone.unwrap_or_default();
             assert!(!gone.contains("countersign"), "{gone}");
             assert!(
@@ -984,6 +920,7 @@ mod tests {
                 "{gone}"
             );
         }
+        let [under_table, _, dotted] = forms(&web);
         assert_eq!(
             plan(Some(&under_table), None).0.as_deref(),
             Some("[mcp_servers]\nother = { command = \"x\" }\n\n[after]\nk = 1\n")
@@ -1030,20 +967,19 @@ mod tests {
     #[test]
     fn comments_order_and_layout_are_kept() {
         let web = ours("web");
-        let text = "# top comment\nzeta = 1   # after a value\nalpha = 2\n\n\
-                    [mcp_servers.channel]\n# why this server\nargs   =   [\"old\"]   # old args\nenv = { A = \"1\" }\ncommand = \"/old/countersign\"\n\n\
-                    [profiles.z]\nmodel = \"x\"\n\n[profiles.a]\nmodel = \"y\"\n";
-        let (after, _) = plan(Some(text), Some(&web));
-        let after = after.unwrap();
+        let (head, tail) = (
+            "# top comment\nzeta = 1   # after a value\nalpha = 2\n\n",
+            "[profiles.z]\nmodel = \"x\"\n\n[profiles.a]\nmodel = \"y\"\n",
+        );
+        let after = format!(
+            "{head}[mcp_servers.channel]\n# why this server\nargs   =   {}   # our args\nenv = {{ A = \"1\" }}\ncommand = {}\n\n{tail}",
+            web.args_text(),
+            toml_str(&web.command)
+        );
+        // Uninstalled: only the server's table goes, byte for byte.
         assert_eq!(
-            after,
-            format!(
-                "# top comment\nzeta = 1   # after a value\nalpha = 2\n\n\
-                 [mcp_servers.channel]\n# why this server\nargs   =   {}   # old args\nenv = {{ A = \"1\" }}\ncommand = {}\n\n\
-                 [profiles.z]\nmodel = \"x\"\n\n[profiles.a]\nmodel = \"y\"\n",
-                web.args_text(),
-                toml_str(&web.command)
-            )
+            plan(Some(&after), None).0.as_deref(),
+            Some(format!("{head}{tail}").as_str())
         );
         // Installed again with a key of the user's added: already set up.
         let with_env = after.replace("env = { A = \"1\" }", "env = { A = \"2\" }");
