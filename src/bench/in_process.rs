@@ -15,8 +15,9 @@ use crate::app::search::{SearchFilter, search_messages};
 use crate::core::ids::Role;
 use crate::store::Channel;
 
-/// The same, for a function called in this process; returns the samples and
-/// the size of the last answer as JSON text.
+/// Times calls of a function in this process, as the server section times
+/// tool calls (see [`Sampler`]); returns the samples and the size of the last
+/// answer as JSON text.
 fn timed_local(
     calls: usize,
     mut f: impl FnMut() -> anyhow::Result<Value>,

@@ -44,7 +44,10 @@ impl RebuildParts {
             Ok(k.verifying_key())
         };
         // The body rows, then the full-text index fed from them in one
-        // statement, as ingest does at the end of a pass.
+        // statement, as ingest does at the end of a pass. The two tables are
+        // the index's `bodies` and `bodies_fts` (store::index's schema), in a
+        // database of their own so they are timed without the other tables;
+        // a change there belongs here too.
         let db = rusqlite::Connection::open(scratch.join("parts.sqlite3"))?;
         db.pragma_update(None, "journal_mode", "WAL")?;
         db.pragma_update(None, "synchronous", "NORMAL")?;

@@ -147,11 +147,7 @@ impl Mcp {
 
 /// Spawns `countersign mcp` for `role` on the seeded channel, with the
 /// seeded home, and completes the MCP handshake.
-pub async fn spawn(
-    exe: &Path,
-    seeded: &Seeded,
-    role: &str,
-) -> anyhow::Result<(Client, Option<u32>)> {
+async fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<(Client, Option<u32>)> {
     mcp_client::spawn(exe, seeded.dir.root(), &seeded.home_path, role).await
 }
 
