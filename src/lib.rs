@@ -8,8 +8,12 @@
 //! - [`app`]: the use cases shared by the MCP server and the CLI.
 //! - [`mcp`]: the stdio MCP server, thin adapters over [`app`].
 //! - [`cli`]: commands for people, hooks and scripts.
+//! - `bench` (feature `bench` only): `countersign-bench`, which measures the
+//!   budgets; on top, like the transports, and not in the installed binary.
 
 pub mod app;
+#[cfg(feature = "bench")]
+pub mod bench;
 pub mod cli;
 pub mod core;
 pub mod mcp;

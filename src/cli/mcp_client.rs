@@ -1,5 +1,7 @@
-//! A real MCP client for the commands that drive this binary's own server
-//! (`demo`, `bench`): spawn `countersign mcp` and call its tools.
+//! A real MCP client for what drives a `countersign mcp` server: `demo`
+//! (this binary's own server) and `countersign-bench` (the `countersign`
+//! beside it). Spawns the server and calls its tools; it lives here because
+//! `demo`, a product command, needs it.
 
 use std::path::Path;
 

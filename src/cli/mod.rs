@@ -4,10 +4,6 @@
 
 mod add_role;
 mod admit;
-mod bench;
-mod bench_hostile;
-mod bench_sync;
-mod bench_wake;
 mod compress;
 mod demo;
 mod hook;
@@ -16,7 +12,7 @@ mod init;
 mod install;
 mod join;
 mod log;
-mod mcp_client;
+pub(crate) mod mcp_client;
 mod reindex;
 mod remote;
 mod repair;
@@ -91,8 +87,6 @@ enum Command {
     AddRole(add_role::Args),
     /// Replace the key of --role's feed on this device (or, with --lost, as the owner).
     RotateKey(rotate_key::Args),
-    /// Measure rebuild, ingest, tool latency and memory against the budgets, on a throwaway channel.
-    Bench(bench::Args),
     /// Play a short exchange between two roles on a throwaway channel, through the real
     /// MCP server, and print it.
     Demo(demo::Args),
@@ -129,7 +123,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Admit(a) => admit::run(&cli, a),
         Command::AddRole(a) => add_role::run(&cli, a),
         Command::RotateKey(a) => rotate_key::run(&cli, a),
-        Command::Bench(a) => bench::run(&cli, a),
         Command::Demo(a) => demo::run(&cli, a),
         Command::Status(a) => status::run(&cli, a),
         Command::Hook(a) => hook::run(&cli, a),

@@ -184,3 +184,29 @@ fn mcp_refuses_to_start_without_a_role_or_with_a_stranger() {
         text(&out)
     );
 }
+
+#[test]
+fn the_installed_binary_has_no_bench_command() {
+    // The bench is its own binary behind the `bench` feature
+    // (docs/benchmarks.md); nothing of it is in what users install.
+    let help = std::process::Command::new(bin())
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert!(
+        !text(&help).contains("bench"),
+        "--help lists a bench: {}",
+        text(&help)
+    );
+    let out = std::process::Command::new(bin())
+        .args(["bench", "--messages", "100"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("unrecognized subcommand 'bench'"),
+        "{}",
+        text(&out)
+    );
+}

@@ -1,4 +1,4 @@
-//! `countersign bench`: what a hostile folder costs a call. An 8 GiB sparse
+//! What a hostile folder costs a call. An 8 GiB sparse
 //! file named like a segment is planted in a feed folder nobody admitted; once
 //! the first call has found and reported it, every later call must cost about
 //! what it costs on the clean channel (the file is remembered by size and
@@ -6,10 +6,11 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
+
+use super::invocation::Countersign;
 
 /// Timed `countersign status` runs on each side.
 const RUNS: usize = 15;
@@ -30,21 +31,8 @@ pub struct Hostile {
 impl Hostile {
     /// Measures on the channel folder `dir` with the home `home`, as `role`.
     /// The planted file is removed again before returning.
-    pub fn measure(exe: &Path, dir: &Path, home: &Path, role: &str) -> anyhow::Result<Self> {
-        let run = || -> anyhow::Result<Duration> {
-            let start = Instant::now();
-            Command::new(exe)
-                .arg("--channel")
-                .arg(dir)
-                .args(["--role", role, "status"])
-                .env("COUNTERSIGN_HOME", home)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .context("running countersign status")?;
-            Ok(start.elapsed())
-        };
+    pub fn measure(exe: &Countersign, dir: &Path, home: &Path, role: &str) -> anyhow::Result<Self> {
+        let run = || exe.time(dir, home, role, &["status"], None);
         run()?; // warm: the same page cache for both sides
         let clean = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
         let folder = dir.join("feeds").join(role).join("intruder-000000");

@@ -3,17 +3,15 @@
 //! appended a record, and how long `countersign status` and `countersign hook
 //! stop` take end to end (process start to exit) on the seeded channel.
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use serde_json::json;
 
-use super::mcp_client::{call, spawn};
+use super::invocation::Countersign;
 use crate::app::Session;
 use crate::app::send::{SendRequest, send_message};
+use crate::cli::mcp_client::{call, spawn};
 use crate::core::ids::Role;
 use crate::store::{Channel, ChannelDir, Home};
 
@@ -37,13 +35,13 @@ impl Wake {
     /// Measures on the channel in `dir` with `home_path`. The waiting server
     /// acts as `waiter`; this process appends as `writer`.
     pub async fn measure(
-        exe: &Path,
+        exe: &Countersign,
         dir: &Path,
         home_path: &Path,
         waiter: &str,
         writer: &str,
     ) -> anyhow::Result<Self> {
-        let (client, _) = spawn(exe, dir, home_path, waiter).await?;
+        let (client, _) = spawn(exe.path(), dir, home_path, waiter).await?;
         let channel = Channel::open(ChannelDir::open(dir)?, Home::at(home_path.to_path_buf()))?;
         let mut session = Session::new(channel, Some(Role::new(writer)?))?;
         let mut wake = Vec::with_capacity(WAKES);
@@ -80,31 +78,7 @@ impl Wake {
             );
         }
         client.cancel().await.ok();
-        let run = |args: &[&str], stdin: Option<&str>| -> anyhow::Result<Duration> {
-            let start = Instant::now();
-            let mut child = Command::new(exe)
-                .arg("--channel")
-                .arg(dir)
-                .arg("--role")
-                .arg(waiter)
-                .args(args)
-                .env("COUNTERSIGN_HOME", home_path)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .context("running countersign")?;
-            if let Some(text) = stdin {
-                child
-                    .stdin
-                    .take()
-                    .context("stdin")?
-                    .write_all(text.as_bytes())?;
-            }
-            drop(child.stdin.take());
-            child.wait()?;
-            Ok(start.elapsed())
-        };
+        let run = |args: &[&str], stdin| exe.time(dir, home_path, waiter, args, stdin);
         let status = (0..RUNS)
             .map(|_| run(&["status"], None))
             .collect::<anyhow::Result<_>>()?;

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, ensure};
 use serde_json::json;
 
-use super::mcp_client::{call, spawn_with};
 use crate::app::init::create_channel;
 use crate::app::sync::{WhenBusy, set_remote, sync_now};
+use crate::cli::mcp_client::{call, spawn_with};
 use crate::store::prefs::Remote;
 use crate::store::{Channel, ChannelDir, Home};
 

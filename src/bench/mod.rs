@@ -1,0 +1,487 @@
+//! `countersign-bench`: seeds a throwaway channel and measures the budgets.
+//!
+//! A binary of its own, built only with the cargo feature `bench`
+//! (`cargo build --release --features bench`; docs/benchmarks.md): nothing in
+//! this module tree is in the `countersign` that users install. It measures
+//! that `countersign`, the one built beside it (`invocation`), as a user's
+//! agents and hooks run it.
+//!
+//! Setup (timed, but not part of the table) creates a channel with four roles
+//! in a temporary folder with its own home — the user's home and channels are
+//! never touched — and writes N messages with realistic bodies through the
+//! store's bulk path ([`BulkFeed`](crate::store::channel::BulkFeed)): records
+//! chained and signed exactly as a normal append makes them, but fsynced once
+//! per file per batch (`seed`). Then it measures, each against its budget
+//! where one is set:
+//! - a full rebuild (`Channel::reindex`), with a rough breakdown (decoding,
+//!   signature checks, the full-text index) to explain where the time goes
+//!   (`rebuild`);
+//! - the ingest of one record another writer appended (`Channel::catch_up`,
+//!   `incremental`);
+//! - tool latencies through the real MCP server (`countersign mcp`, spawned
+//!   over stdio and driven with rmcp's client), the time from spawn to the
+//!   first tools/list answer, the server's peak RSS, and last a search over a
+//!   hostile body (256 KiB of one character, where the phrase `xxx` occurs
+//!   at every offset), whose p99 must stay within 5× the ordinary search's
+//!   p50 (`server`); beside them the same app functions called in this
+//!   process (`in_process`);
+//! - a wake-up of a blocked `wait_for_mail`, and `countersign status` and
+//!   `countersign hook stop` as processes (`wake`);
+//! - propagation between two machines through git and rclone
+//!   (`propagation`);
+//! - `countersign status` with an 8 GiB file planted in the folder
+//!   (`hostile`).
+
+mod corpus;
+mod hostile;
+mod in_process;
+mod incremental;
+mod invocation;
+mod machine;
+mod propagation;
+mod rebuild;
+mod sampler;
+mod seed;
+mod server;
+mod table;
+mod wake;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::ensure;
+use clap::Parser as _;
+
+use self::hostile::Hostile;
+use self::in_process::InProcess;
+use self::incremental::Incremental;
+use self::invocation::Countersign;
+use self::machine::{Machine, load_average, vm_hwm_kb};
+use self::propagation::Propagation;
+use self::rebuild::RebuildParts;
+use self::sampler::{median, p};
+use self::seed::{Scratch, seed};
+use self::server::Mcp;
+use self::table::{Table, fmt_ms_list};
+use self::wake::Wake;
+use crate::store::Channel;
+
+/// countersign-bench: measure rebuild, ingest, tool latency and memory against the budgets,
+/// on a throwaway channel.
+///
+/// It measures the `countersign` built beside it (build both with `cargo build --release
+/// --features bench`), and never touches your channels or your home.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "countersign-bench",
+    version,
+    about,
+    long_about,
+    max_term_width = 100
+)]
+pub struct Args {
+    /// How many messages to seed the channel with, spread over its 4 roles.
+    #[arg(long, default_value_t = 100_000)]
+    pub messages: usize,
+    /// How many calls of each MCP tool to time.
+    #[arg(long, default_value_t = 300)]
+    pub calls: usize,
+    /// Where to create the throwaway channel (default: the system's temporary folder). Pick a
+    /// disk like the one real channels live on: the cost of fsync is part of the result.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep the throwaway channel and home afterwards (their path is printed).
+    #[arg(long)]
+    pub keep: bool,
+    /// Measure only propagation between two machines (a send on A until wait_for_mail wakes
+    /// on B, both `mcp --sync-every 1s`, through a local bare git remote and through rclone).
+    #[arg(long)]
+    pub propagation: bool,
+}
+
+/// The roster of the bench channel, sorted (recipients are kept sorted).
+const ROLES: [&str; 4] = ["backend", "frontend", "infra", "qa"];
+/// The role the measured MCP server acts as.
+const SERVER_ROLE: &str = "frontend";
+/// A term planted in about 0.2% of the messages: the selective search.
+const RARE_TERM: &str = "idempotency";
+/// A word of the common vocabulary (in about half of the messages).
+const COMMON_TERM: &str = "migration";
+/// The body of the hostile search: the largest inline body, one character.
+const RUN_BYTES: usize = 256 * 1024;
+/// What is searched in it: a phrase found at every offset of the run.
+const RUN_QUERY: &str = "xxx";
+/// The hostile search's p99 may be at most this many times the ordinary
+/// search's p50.
+const RUN_FACTOR: f64 = 5.0;
+
+/// The `countersign-bench` binary: parses its command line, runs, and maps
+/// the outcome to an exit code (0 done, whether or not the budgets are met; 2
+/// the bench could not run).
+pub fn main() -> ExitCode {
+    match run(&Args::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("countersign-bench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--propagation`: only the two-machine measurement.
+fn propagation_only(scratch: &Scratch, exe: &Countersign) -> anyhow::Result<ExitCode> {
+    let machine = Machine::probe(&scratch.root)?;
+    println!("countersign-bench --propagation");
+    println!("machine: {}", machine.describe());
+    println!("binary: {}", exe.path().display());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    eprintln!("measuring propagation between two machines (git, then rclone)…");
+    let prop = rt.block_on(Propagation::measure(exe.path(), &scratch.root))?;
+    print_propagation(&prop);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_propagation(prop: &Propagation) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "Propagation: send_message on machine A → wait_for_mail returns on machine B, both \
+         servers `mcp --sync-every {}` (no budget):",
+        propagation::EVERY
+    );
+    for (name, samples) in [
+        ("through a bare git repository on local disk", &prop.git),
+        ("through rclone, local-backend remote", &prop.rclone),
+    ] {
+        match samples {
+            Some(v) => println!(
+                "  {name:<46} p50 {:>8.0} ms   min {:>6.0} ms   max {:>6.0} ms   (n={})",
+                ms(p(v, 50)),
+                ms(v.iter().copied().min().unwrap_or_default()),
+                ms(v.iter().copied().max().unwrap_or_default()),
+                v.len()
+            ),
+            None => println!("  {name:<46} not measured (the tool is not installed)"),
+        }
+    }
+}
+
+/// Runs the benchmark and prints the table.
+pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
+    ensure!(a.messages >= 100, "--messages must be at least 100");
+    ensure!(a.calls >= 10, "--calls must be at least 10");
+    let exe = Countersign::beside_this()?;
+    let scratch = Scratch::new(a.dir.as_deref(), a.keep)?;
+    if a.propagation {
+        return propagation_only(&scratch, &exe);
+    }
+    let machine = Machine::probe(&scratch.root)?;
+    println!(
+        "countersign-bench: {} messages over {} roles",
+        a.messages,
+        ROLES.len()
+    );
+    println!("machine: {}", machine.describe());
+    println!("binary: {}", exe.path().display());
+    println!(
+        "scratch: {}{}",
+        scratch.root.display(),
+        if a.keep {
+            " (kept)"
+        } else {
+            " (removed at the end)"
+        }
+    );
+
+    // 1. Setup.
+    let started = Instant::now();
+    let seeded = seed(&scratch.root, a.messages)?;
+    let setup = started.elapsed();
+    println!(
+        "setup: {:.1} s — {} records ({} messages: {} replies, {} multi-recipient, {} with '{RARE_TERM}'; \
+         {} read/opened records), {:.1} MB of feeds in {} segments",
+        setup.as_secs_f64(),
+        seeded.records,
+        seeded.messages,
+        seeded.replies,
+        seeded.multi,
+        seeded.rare,
+        seeded.reads,
+        seeded.feed_bytes as f64 / 1e6,
+        seeded.segments,
+    );
+
+    // 2. Full rebuild.
+    let mut channel = Channel::open(seeded.dir.clone(), seeded.home.clone())?;
+    let t = Instant::now();
+    let report = channel.reindex(None)?;
+    let rebuild = t.elapsed();
+    let problems = channel.index().problems()?.len();
+    ensure!(
+        problems == 0 && report.waiting.is_empty(),
+        "the seeded channel did not ingest cleanly: {report:?}"
+    );
+    let index_bytes = fs::metadata(channel.index().path()).map_or(0, |m| m.len());
+    let rate = report.accepted as f64 / rebuild.as_secs_f64();
+    println!(
+        "rebuild: {} records accepted, {} signatures verified (verify_strict, no cache on a rebuild), \
+         {} messages folded in {:.2} s; index {:.1} MB",
+        report.accepted,
+        report.accepted,
+        report.refolded,
+        rebuild.as_secs_f64(),
+        index_bytes as f64 / 1e6
+    );
+    eprintln!("measuring the parts of a rebuild…");
+    let parts = RebuildParts::measure(&seeded, &scratch.root)?;
+
+    // 3. Incremental ingest.
+    eprintln!("measuring incremental ingest…");
+    let inc = Incremental::measure(&mut channel)?;
+    drop(channel);
+    eprintln!("measuring the read tools in-process…");
+    let local = InProcess::measure(&seeded, a.calls)?;
+
+    // 4 and 5. Through the real MCP server.
+    eprintln!("measuring through the MCP server…");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
+    // The channel now holds the run the MCP section sent.
+    let (local_run, local_run_bytes) = InProcess::search(&seeded, a.calls, RUN_QUERY)?;
+    eprintln!("measuring wake-ups and the status command and stop hook…");
+    let wake = rt.block_on(Wake::measure(
+        &exe,
+        seeded.dir.root(),
+        &seeded.home_path,
+        "backend",
+        SERVER_ROLE,
+    ))?;
+    eprintln!("measuring propagation between two machines (git, then rclone)…");
+    let prop = rt.block_on(Propagation::measure(exe.path(), &scratch.root))?;
+    drop(rt);
+    eprintln!("measuring a call with an 8 GiB sparse file in a feed folder…");
+    let hostile = Hostile::measure(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
+    let own_hwm = vm_hwm_kb("self");
+
+    // The table.
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut t = Table::default();
+    t.row(
+        "full rebuild (reindex)",
+        format!("{rate:.0} records/s"),
+        "",
+        "≥ 50,000 records/s",
+        Some(rate >= 50_000.0),
+        rate / 50_000.0,
+    );
+    t.row(
+        "ingest 1 new record (catch_up)",
+        format!("{:.3} ms", ms(p(&inc.fresh, 50))),
+        format!("{:.3} ms (n={})", ms(p(&inc.fresh, 99)), inc.fresh.len()),
+        "—",
+        None,
+        0.0,
+    );
+    for (name, samples, budget) in [
+        ("send_message (durable)", &mcp.send, 1.0),
+        ("read_inbox", &mcp.inbox, 0.5),
+        ("list_messages", &mcp.list, 0.5),
+        ("search_messages", &mcp.search, 3.0),
+    ] {
+        let p50 = ms(p(samples, 50));
+        t.row(
+            name,
+            format!("{p50:.3} ms"),
+            format!("{:.3} ms (n={})", ms(p(samples, 99)), samples.len()),
+            &format!("p50 ≤ {budget} ms"),
+            Some(p50 <= budget),
+            budget / p50,
+        );
+    }
+    let (search_p50, run_p99) = (ms(p(&mcp.search, 50)), ms(p(&mcp.search_run, 99)));
+    let run_budget = RUN_FACTOR * search_p50;
+    t.row(
+        &format!(
+            "search_messages '{RUN_QUERY}', a {} KiB run of x",
+            RUN_BYTES / 1024
+        ),
+        format!("{:.3} ms", ms(p(&mcp.search_run, 50))),
+        format!("{run_p99:.3} ms (n={})", mcp.search_run.len()),
+        &format!("p99 ≤ {RUN_FACTOR}× search p50 = {run_budget:.1} ms"),
+        Some(run_p99 <= run_budget),
+        run_budget / run_p99,
+    );
+    let first = ms(median(&mcp.first_answer));
+    t.row(
+        "spawn → first tools/list answer",
+        format!("{first:.1} ms"),
+        "",
+        "≤ 30 ms",
+        Some(first <= 30.0),
+        30.0 / first,
+    );
+    for (name, samples, p50_budget, p99_budget) in [
+        (
+            "wake: append → wait_for_mail returns",
+            &wake.wake,
+            50.0,
+            Some(200.0),
+        ),
+        ("countersign status (process)", &wake.status, 20.0, None),
+        (
+            "countersign hook stop (process)",
+            &wake.stop_hook,
+            20.0,
+            None,
+        ),
+    ] {
+        let (p50, p99) = (ms(p(samples, 50)), ms(p(samples, 99)));
+        let ok = p50 <= p50_budget && p99_budget.is_none_or(|b| p99 <= b);
+        let budget = match p99_budget {
+            Some(b) => format!("p50 ≤ {p50_budget} ms, p99 ≤ {b} ms"),
+            None => format!("≤ {p50_budget} ms"),
+        };
+        t.row(
+            name,
+            format!("{p50:.1} ms"),
+            format!("{p99:.1} ms (n={})", samples.len()),
+            &budget,
+            Some(ok),
+            p50_budget / p50,
+        );
+    }
+    let (clean, planted) = (ms(p(&hostile.clean, 50)), ms(p(&hostile.after, 50)));
+    t.row(
+        "status with an 8 GiB file in feeds/ (after discovery)",
+        format!("{planted:.1} ms"),
+        format!(
+            "{:.1} ms (n={}; clean {clean:.1} ms, discovery {:.1} ms)",
+            ms(p(&hostile.after, 99)),
+            hostile.after.len(),
+            ms(hostile.discovery)
+        ),
+        "≤ 2× clean",
+        Some(planted <= 2.0 * clean),
+        2.0 * clean / planted,
+    );
+    let rss_mb = mcp.server_hwm_kb as f64 * 1024.0 / 1e6;
+    t.row(
+        "server peak RSS (VmHWM)",
+        format!("{rss_mb:.1} MB"),
+        "",
+        "≤ 40 MB",
+        Some(rss_mb <= 40.0),
+        40.0 / rss_mb,
+    );
+    println!();
+    t.print();
+    println!();
+    print_propagation(&prop);
+
+    println!("\nDetails (no budget):");
+    let line = |what: &str, v: &[Duration]| {
+        println!(
+            "  {what:<62} p50 {:>9.3} ms   p99 {:>9.3} ms   (n={})",
+            ms(p(v, 50)),
+            ms(p(v, 99)),
+            v.len()
+        );
+    };
+    println!("  Over MCP:");
+    line(
+        &format!(
+            "search_messages '{COMMON_TERM}' ({} hits, limit 50)",
+            mcp.common_hits
+        ),
+        &mcp.search_common,
+    );
+    println!(
+        "  {:<62} {}",
+        format!("search_messages '{RARE_TERM}' hits"),
+        mcp.rare_hits
+    );
+    line(
+        "read_inbox fields=\"headers\" (same rows, no bodies)",
+        &mcp.inbox_headers,
+    );
+    line(
+        "server_build (transport floor: no SQLite, tiny answer)",
+        &mcp.floor,
+    );
+    line(
+        &format!(
+            "get_protocol (carriage floor: {:.1} kB of text, no SQLite)",
+            crate::app::info::PROTOCOL.len() as f64 / 1000.0
+        ),
+        &mcp.document,
+    );
+    line(
+        "first tool call after spawn (read_inbox limit 1)",
+        &mcp.first_call,
+    );
+    println!(
+        "  {:<62} {}",
+        "spawn → first answer, each spawn (ms)",
+        fmt_ms_list(&mcp.first_answer)
+    );
+    println!("  The same app functions in-process (no MCP, no JSON text):");
+    line(
+        &format!(
+            "read_inbox (answer {:.1} kB as JSON)",
+            local.inbox_bytes as f64 / 1e3
+        ),
+        &local.inbox,
+    );
+    line(
+        &format!(
+            "list_messages (answer {:.1} kB as JSON)",
+            local.list_bytes as f64 / 1e3
+        ),
+        &local.list,
+    );
+    line(
+        &format!(
+            "search_messages '{RARE_TERM}' (answer {:.1} kB)",
+            local.search_bytes as f64 / 1e3
+        ),
+        &local.search,
+    );
+    line(
+        &format!(
+            "search_messages '{RUN_QUERY}' over the run (answer {:.1} kB)",
+            local_run_bytes as f64 / 1e3
+        ),
+        &local_run,
+    );
+    println!("  Store:");
+    line(
+        "ingest 1 record already ingested by its writer (catch_up)",
+        &inc.known,
+    );
+    line(
+        "Channel::append (locks, catch-up, sign, fsync ×2, ingest)",
+        &inc.append,
+    );
+    line(
+        "bulk append of 1 record, files only (journal + feed fsync)",
+        &inc.fs_append,
+    );
+    println!(
+        "  {:<62} {:.3} ms",
+        "fsync (4 KiB append + fdatasync) p50, scratch disk",
+        ms(machine.fsync_p50)
+    );
+    println!(
+        "  {:<62} {:.1} MB",
+        "bench process peak RSS (VmHWM)",
+        own_hwm.unwrap_or(0) as f64 * 1024.0 / 1e6
+    );
+    parts.print(rebuild, report.accepted);
+    println!("\nload average at the end: {}", load_average());
+    Ok(ExitCode::SUCCESS)
+}
