@@ -6,6 +6,31 @@
 //! starts a new file and rebuilds it. This module owns the schema and the
 //! writing of one message's derived rows; ingest decides what to write.
 
+mod ball;
+mod conflicts;
+mod debts;
+mod deliveries;
+mod events;
+mod feeds;
+mod messages;
+mod pins;
+mod problems;
+mod proposals;
+mod search;
+mod uploads;
+
+pub use ball::{Ball, BallItem};
+pub use conflicts::{ConflictTarget, StandingConflict};
+pub use debts::{DebtPage, OpenDebt, PendingResolution};
+pub use deliveries::UnreadMail;
+pub use events::EventRow;
+pub use feeds::{AdmittedFeed, RecordLine};
+pub use messages::{MessageFilter, MessageRow, PrefixMatch, like_pattern};
+pub use pins::{PinSelect, PinVersion};
+pub use problems::{Problem, ProblemKind};
+pub use proposals::AwaitedProposal;
+pub use search::{PhraseHit, SearchScope};
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -204,24 +229,6 @@ const DERIVED_TABLES: &[&str] = &[
     "body_refs",
 ];
 
-/// A line or feed that ingest could not apply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// `garbage`, `quarantine`, `fork`, `unknown_op`, `unadmitted`,
-    /// `second_claim`, `held` or `clock`.
-    pub kind: String,
-    /// The segment file, relative to the channel folder.
-    pub path: String,
-    /// Byte offset of the line.
-    pub offset: u64,
-    /// The record id, when the line was a record.
-    pub record: Option<String>,
-    /// The feed.
-    pub feed: Option<String>,
-    /// Why.
-    pub reason: String,
-}
-
 /// An open index connection.
 pub struct Index {
     conn: Connection,
@@ -310,8 +317,10 @@ impl Index {
         Ok(Self { conn, path })
     }
 
-    /// The raw connection, for queries.
-    pub fn conn(&self) -> &Connection {
+    /// The connection, for the store's own statements: no SQL leaves
+    /// `store` (the use cases call the query methods of this module's
+    /// children).
+    pub(in crate::store) fn conn(&self) -> &Connection {
         &self.conn
     }
 
@@ -439,53 +448,6 @@ impl Index {
     pub fn index_new_bodies_in_bulk(&self) -> StoreResult<()> {
         let (done, last) = self.fts_progress()?;
         self.index_bodies(done, last, Some(REBUILD_FTS_BUFFER))
-    }
-
-    /// The full-text table's row count and total token count over all columns,
-    /// as FTS5's own bm25 reads them (its "averages" record, id 1 of
-    /// `bodies_fts_data`: the row count then each column's tokens, as SQLite
-    /// varints). `None` when the record is missing or not as expected.
-    pub fn fts_totals(&self) -> StoreResult<Option<(i64, i64)>> {
-        let block: Option<Vec<u8>> = self
-            .conn
-            .prepare_cached("SELECT block FROM bodies_fts_data WHERE id = 1")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
-            .db(&self.path)?;
-        let Some(block) = block else {
-            return Ok(None);
-        };
-        let mut at = 0;
-        let mut next = || {
-            let (v, n) = sqlite_varint(block.get(at..)?)?;
-            at += n;
-            i64::try_from(v).ok()
-        };
-        let totals = (|| {
-            let rows = next()?;
-            let tokens = next()?.checked_add(next()?)?;
-            (rows > 0).then_some((rows, tokens))
-        })();
-        Ok(totals)
-    }
-
-    /// How many times the trigram `term` occurs in the full-text index, over
-    /// all rows and columns (0 when never): FTS5's `fts5vocab` table of kind
-    /// `row`, declared in this connection's `temp` schema so the file's schema
-    /// is untouched. Reading it costs about what reading the term's positions
-    /// costs.
-    pub fn term_instances(&self, term: &str) -> StoreResult<i64> {
-        self.conn
-            .execute_batch(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bodies_vocab \
-                 USING fts5vocab(main, bodies_fts, row)",
-            )
-            .db(&self.path)?;
-        let n: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT cnt FROM temp.bodies_vocab WHERE term = ?1")
-            .and_then(|mut s| s.query_row([term], |r| r.get(0)).optional())
-            .db(&self.path)?;
-        Ok(n.unwrap_or(0))
     }
 
     /// True when bodies wait for the full-text index (see
@@ -744,29 +706,6 @@ impl Index {
         Ok(())
     }
 
-    /// Every problem recorded by ingest (garbage, quarantine, forks, unknown
-    /// ops, feeds not admitted), in the order they were found.
-    pub fn problems(&self) -> StoreResult<Vec<Problem>> {
-        let p = &self.path;
-        let mut st = self
-            .conn
-            .prepare("SELECT kind, path, offset, record, feed, reason FROM problems ORDER BY n")
-            .db(p)?;
-        let rows = st
-            .query_map([], |r| {
-                Ok(Problem {
-                    kind: r.get(0)?,
-                    path: r.get(1)?,
-                    offset: r.get::<_, i64>(2)? as u64,
-                    record: r.get(3)?,
-                    feed: r.get(4)?,
-                    reason: r.get(5)?,
-                })
-            })
-            .db(p)?;
-        rows.collect::<Result<_, _>>().db(p)
-    }
-
     /// sha256 over a canonical dump of the derived state: messages, read
     /// state, events, votes, pins, conflicts and uploads, keyed by full record
     /// ids with times from the records' clocks. Cursors, local ingest numbers, problems and the
@@ -901,22 +840,6 @@ impl Lifecycle {
             last_move_ms: m.last_move().ms(),
         }
     }
-}
-
-/// Decodes one SQLite varint (big-endian groups of 7 bits with a
-/// continuation bit; the 9th byte gives all 8): the value and its length.
-fn sqlite_varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    for (i, &b) in bytes.iter().take(9).enumerate() {
-        if i == 8 {
-            return Some(((v << 8) | u64::from(b), 9));
-        }
-        v = (v << 7) | u64::from(b & 0x7f);
-        if b & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

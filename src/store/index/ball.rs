@@ -1,0 +1,94 @@
+//! The ball (protocol §5.3): whose move a work status is.
+//!
+//! The one definition of the rule. A status is keyed to the role that made
+//! the last move into it (`ws_by`, folded by `core` from the latest work
+//! status event): `in_progress` and `blocked` are the mover's own, and a
+//! blocked task whose blocker is gone ([`super::debts::BLOCKER_ALIVE`]) is
+//! the mover's to resume; `needs_you` and `done_local` are every other
+//! party's.
+
+use super::Index;
+use super::debts::{ADDRESSED, BLOCKER_ALIVE};
+use crate::store::error::{SqlContext as _, StoreResult};
+
+/// Where the ball of a work status lies for the role asking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ball {
+    /// `in_progress`, set by the role.
+    InProgress,
+    /// `blocked` by the role, on a live blocker or none.
+    Blocked,
+    /// `blocked` by the role on a blocker that is gone: its move.
+    Unblocked,
+    /// `needs_you`, set by another party.
+    NeedsYou,
+    /// `done_local`, declared by another party: waiting for `done`.
+    AwaitingDone,
+}
+
+/// A message whose ball lies with the role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BallItem {
+    /// Full id.
+    pub id: String,
+    /// Subject.
+    pub topic: String,
+    /// Where the ball lies.
+    pub ball: Ball,
+    /// The blocker (full id), for a blocked task.
+    pub blocked_by: Option<String>,
+}
+
+impl Index {
+    /// Every live message whose work status has the ball with `role`, in order.
+    pub fn ball_with(&self, role: &str) -> StoreResult<Vec<BallItem>> {
+        let party = format!("(m.from_role = ?1 OR {ADDRESSED})");
+        // Work the role moved itself (in_progress, blocked) is found by its mover;
+        // the ball passed to it (needs_you, done_local) by anyone else among its
+        // messages. Only a blocked row asks whether its blocker is still alive.
+        let cols = "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by";
+        let sql = format!(
+            "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c \
+             FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
+             AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
+             UNION ALL SELECT {cols}, 0, m.ms, m.c FROM messages m \
+             WHERE m.work_status IN ('needs_you', 'done_local') \
+             AND m.deleted_ms IS NULL AND m.ws_by IS NOT ?1 AND {party} ORDER BY 7, 8, 1"
+        );
+        let p = &self.path;
+        let mut st = self.conn.prepare_cached(&sql).db(p)?;
+        let rows = st
+            .query_map([role], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, bool>(5)?,
+                ))
+            })
+            .db(p)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, topic, ws, by, blocked_by, blocker_gone) = row.db(p)?;
+            let mine = by.as_deref() == Some(role);
+            let ball = match ws.as_str() {
+                "in_progress" if mine => Ball::InProgress,
+                "blocked" if mine && blocker_gone => Ball::Unblocked,
+                "blocked" if mine => Ball::Blocked,
+                "needs_you" if !mine => Ball::NeedsYou,
+                "done_local" if !mine => Ball::AwaitingDone,
+                _ => continue,
+            };
+            let blocked_by = if ws == "blocked" { blocked_by } else { None };
+            out.push(BallItem {
+                id,
+                topic,
+                ball,
+                blocked_by,
+            });
+        }
+        Ok(out)
+    }
+}
