@@ -20,7 +20,7 @@ use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
 use crate::store::consent;
 use crate::store::index::PinSelect;
-use crate::store::ingest::load_message;
+use crate::store::message::load_message;
 
 /// Longest pin title, in characters.
 pub const TITLE_MAX: usize = 200;

@@ -7,6 +7,7 @@
 pub mod body;
 pub mod channel;
 pub mod channel_dir;
+pub mod clock;
 pub mod consent;
 pub mod error;
 pub mod feed;
@@ -15,7 +16,10 @@ pub mod home;
 pub mod index;
 pub mod ingest;
 pub mod lock;
+pub mod message;
+pub mod message_rows;
 pub mod prefs;
+pub mod records;
 pub mod upload;
 pub mod watcher;
 
