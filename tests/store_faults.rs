@@ -1030,8 +1030,7 @@ fn a_fork_is_kept_as_proof_frozen_after_the_last_common_record_and_reported() {
         assert_eq!(p.len(), 1, "{p:?}");
         assert_eq!(p[0].0, "fork");
         assert!(p[0].1.contains("frozen after seq 2"), "{p:?}");
-        let frozen: Option<String> = db(ch
-            .index())
+        let frozen: Option<String> = db(ch.index())
             .query_row("SELECT frozen FROM feeds WHERE feed LIKE 'a/%'", [], |r| {
                 r.get(0)
             })
@@ -1045,8 +1044,7 @@ fn a_fork_is_kept_as_proof_frozen_after_the_last_common_record_and_reported() {
     rebuilt.reindex(None).unwrap();
     assert_eq!(rebuilt.index().digest().unwrap(), d);
     // Search forgets the taken-back messages too.
-    let hits: i64 = db(early
-        .index())
+    let hits: i64 = db(early.index())
         .query_row(
             "SELECT count(*) FROM bodies_fts WHERE bodies_fts MATCH '\"branch\"'",
             [],

@@ -12,9 +12,9 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId};
 use countersign::core::op::{Ids, Op};
 use countersign::core::record::{self, Header, Record};
-use countersign::store::{Channel, Index};
 use countersign::store::feed::list_segments;
 use countersign::store::home::KeyName;
+use countersign::store::{Channel, Index};
 use ed25519_dalek::SigningKey;
 
 /// A connection of the test's own to the index file: the index keeps its
@@ -160,8 +160,7 @@ fn a_forged_record_is_quarantined_and_the_owner_keeps_writing() {
         p,
         vec![("quarantine".to_owned(), "bad signature".to_owned())]
     );
-    let known: i64 = db(reader
-        .index())
+    let known: i64 = db(reader.index())
         .query_row(
             "SELECT count(*) FROM records WHERE id = ?1",
             [forged.id.hex()],

@@ -223,8 +223,7 @@ fn a_piece_written_after_the_seal_changes_nothing() {
     // not seen the seal would: written past the app's checks, kept by the fold without effect.
     let mut ch = local.channel();
     ch.catch_up().unwrap();
-    let (full, seen): (String, (i64, i64)) = db(ch
-        .index())
+    let (full, seen): (String, (i64, i64)) = db(ch.index())
         .query_row(
             "SELECT id, (SELECT ms FROM records ORDER BY ms DESC, c DESC LIMIT 1), \
              (SELECT c FROM records ORDER BY ms DESC, c DESC LIMIT 1) FROM uploads",
@@ -251,8 +250,7 @@ fn a_piece_written_after_the_seal_changes_nothing() {
     let now = get_content(&mut fe, &id, true).unwrap();
     assert_eq!(now["body"], "sealed text");
     assert_eq!(now["sha256"], sealed["sha256"]);
-    let conflicts: String = db(ch
-        .index())
+    let conflicts: String = db(ch.index())
         .query_row("SELECT conflicts FROM uploads", [], |r| r.get(0))
         .unwrap();
     assert!(conflicts.contains("is sealed"), "{conflicts}");

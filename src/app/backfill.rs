@@ -488,7 +488,14 @@ fn cite(ix: &Index, prefix: &str) -> Cited {
     let lo = p.as_str().to_owned();
     let hi = format!("{lo}g");
     let rows = ix.messages_with_prefix(&lo, &hi, 2).ok()?;
-    let [PrefixMatch { id, deleted, retired }] = rows.as_slice() else {
+    let [
+        PrefixMatch {
+            id,
+            deleted,
+            retired,
+        },
+    ] = rows.as_slice()
+    else {
         return None;
     };
     let reason = if *deleted {

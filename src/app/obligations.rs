@@ -13,12 +13,7 @@ use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::now_ms;
 use crate::store::index::DebtPage;
 
-fn debts(
-    s: &mut Session,
-    role: &str,
-    page: DebtPage,
-    limit: usize,
-) -> AppResult<Vec<MessageRow>> {
+fn debts(s: &mut Session, role: &str, page: DebtPage, limit: usize) -> AppResult<Vec<MessageRow>> {
     s.catch_up()?;
     Ok(s.index().debts_page(role, page, limit)?)
 }

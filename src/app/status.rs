@@ -174,7 +174,10 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
         };
         let mut extra = none();
         if matches!(b.ball, Ball::Blocked | Ball::Unblocked) {
-            extra.insert("blocked_by".into(), json!(b.blocked_by.as_deref().map(short)));
+            extra.insert(
+                "blocked_by".into(),
+                json!(b.blocked_by.as_deref().map(short)),
+            );
         }
         push(
             counter,

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use rusqlite::OptionalExtension as _;
 
+use super::channel_dir::ChannelDir;
 /// Where the use cases read the wall clock (the reading is `clock`'s).
 pub use super::clock::now_ms;
-use super::channel_dir::ChannelDir;
 use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
 use super::feed::{FeedWriter, Tails};
 use super::home::{Device, Home, KeyName};

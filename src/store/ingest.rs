@@ -35,12 +35,12 @@ use rusqlite::{OptionalExtension as _, params};
 use super::channel_dir::ChannelDir;
 use super::clock::now_ms;
 use super::consent;
-use super::message::refold_with;
-use super::records::SendRow;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::folder_file::{FolderError, Refusal};
 use super::index::{Index, ProblemKind};
+use super::message::refold_with;
+use super::records::SendRow;
 use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::Hlc;
@@ -731,7 +731,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 if matches!(refusal, Refusal::WrongType { .. }) {
                     return Ok(None);
                 }
-                self.problem(ProblemKind::Oversize, &rel, 0, None, feed, &refusal.to_string())?;
+                self.problem(
+                    ProblemKind::Oversize,
+                    &rel,
+                    0,
+                    None,
+                    feed,
+                    &refusal.to_string(),
+                )?;
                 self.save_cursor(&rel, len as i64, mtime_ns, 0, 0, String::new())?;
                 cache.files.insert(path.to_path_buf(), (len, mtime));
                 return Ok(None);
@@ -986,7 +993,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let rec = match line.record {
             Ok(r) => r,
             Err(e) => {
-                self.problem(ProblemKind::Garbage, rel, line.offset, None, feed, &e.to_string())?;
+                self.problem(
+                    ProblemKind::Garbage,
+                    rel,
+                    line.offset,
+                    None,
+                    feed,
+                    &e.to_string(),
+                )?;
                 return Ok(Verdict::Consumed);
             }
         };
@@ -996,7 +1010,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "record of another channel ({}…)",
                 rec.header.ch.get(..12).unwrap_or(&rec.header.ch)
             );
-            self.problem(ProblemKind::Quarantine, rel, offset, Some(&rec), feed, &reason)?;
+            self.problem(
+                ProblemKind::Quarantine,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                &reason,
+            )?;
             return Ok(Verdict::Consumed);
         }
         if &rec.header.feed != feed {
@@ -1004,7 +1025,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "record signed for feed {} found in feed {feed}",
                 rec.header.feed
             );
-            self.problem(ProblemKind::Quarantine, rel, offset, Some(&rec), feed, &reason)?;
+            self.problem(
+                ProblemKind::Quarantine,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                &reason,
+            )?;
             return Ok(Verdict::Consumed);
         }
         let state = self.feed_state(feed).clone();
@@ -1042,13 +1070,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
             .filter(|_| self.ahead_key.as_ref() == Some(&key))
             .or_else(|| self.vouched.contains(&vouch(&rec, &key)).then_some(true));
         if !verified.unwrap_or_else(|| rec.verify(&key)) {
-            self.problem(ProblemKind::Quarantine, rel, offset, Some(&rec), feed, "bad signature")?;
+            self.problem(
+                ProblemKind::Quarantine,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                "bad signature",
+            )?;
             return Ok(Verdict::Consumed);
         }
         match fit {
             Fit::Next | Fit::Known | Fit::Gap { .. } => {}
             Fit::Broken(why) => {
-                self.problem(ProblemKind::Quarantine,
+                self.problem(
+                    ProblemKind::Quarantine,
                     rel,
                     offset,
                     Some(&rec),
@@ -1107,7 +1143,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "feed {feed} uses op '{}' that this version does not know — upgrade countersign",
                 rec.op_name
             );
-            self.problem(ProblemKind::UnknownOp, rel, offset, Some(&rec), feed, &reason)?;
+            self.problem(
+                ProblemKind::UnknownOp,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                &reason,
+            )?;
             let st = self.feed_state(feed);
             st.frozen = Some(reason.clone());
             st.dirty = true;
@@ -1283,7 +1326,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                         a.pubkey.get(..12).unwrap_or(&a.pubkey)
                     );
                     let claimed = a.feed.clone();
-                    self.problem(ProblemKind::SecondClaim, rel, offset, Some(rec), &claimed, &reason)?;
+                    self.problem(
+                        ProblemKind::SecondClaim,
+                        rel,
+                        offset,
+                        Some(rec),
+                        &claimed,
+                        &reason,
+                    )?;
                 } else if target.pubkey.is_none() {
                     target.pubkey = key;
                     target.role = a.role.to_string();

@@ -27,7 +27,11 @@ pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResul
 
 /// Re-folds one message from its records and writes its rows. `false` when
 /// its `send` is not in the index (yet).
-pub(super) fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<bool> {
+pub(super) fn refold_with(
+    index: &Index,
+    id: &RecordId,
+    known: Option<&SendRow>,
+) -> StoreResult<bool> {
     let Some((m, n)) = fold_message(index, id, known)? else {
         return Ok(false);
     };
@@ -65,7 +69,6 @@ fn fold_message(
     Ok(Some((m, row.n)))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,7 +98,16 @@ mod tests {
         );
         let open = load_message(&ix, &roles(), &sent.id).unwrap().unwrap();
         assert_eq!(open.debt.as_ref().unwrap().status, DebtStatus::Open);
-        put(&ix, "b", 1, 2_000, &Op::Resolve(Note { id: sent.id, note: Some("paid".into()) }));
+        put(
+            &ix,
+            "b",
+            1,
+            2_000,
+            &Op::Resolve(Note {
+                id: sent.id,
+                note: Some("paid".into()),
+            }),
+        );
         let resolved = load_message(&ix, &roles(), &sent.id).unwrap().unwrap();
         let debt = resolved.debt.unwrap();
         assert_eq!(debt.status, DebtStatus::Resolved);
@@ -126,7 +138,16 @@ mod tests {
         assert_eq!(owed.len(), 1);
         assert_eq!(owed[0].id, sent.id.hex());
         assert!(ix.resolutions_for("a").unwrap().is_empty());
-        put(&ix, "b", 1, 2_000, &Op::Resolve(Note { id: sent.id, note: None }));
+        put(
+            &ix,
+            "b",
+            1,
+            2_000,
+            &Op::Resolve(Note {
+                id: sent.id,
+                note: None,
+            }),
+        );
         assert!(refold_with(&ix, &sent.id, None).unwrap());
         assert!(ix.open_debts_for("b").unwrap().is_empty());
         let waiting = ix.resolutions_for("a").unwrap();

@@ -201,7 +201,6 @@ impl Index {
         }
         Ok(())
     }
-
 }
 
 /// The consent columns of a message row.
@@ -271,4 +270,3 @@ impl Lifecycle {
         }
     }
 }
-

@@ -1,5 +1,6 @@
 //! Everything on disk: the channel folder and its feeds, this device's home
-//! and keys, the SQLite index and the ingest that fills it.
+//! and keys, the SQLite index and the ingest that fills it, and the read
+//! model of messages folded from it.
 //!
 //! Depends on `core` only. It decides how bytes are stored and found, never
 //! what an operation means or whether a tool may perform it (that is `app`).

@@ -108,7 +108,6 @@ pub(super) fn decode_row((rid, rrole, rms, rc, rbody): RecordRow) -> Option<Deco
     ))
 }
 
-
 /// Records stored by hand, for the unit tests of the folds (ingest stores
 /// real ones after checking them).
 #[cfg(test)]
@@ -189,7 +188,16 @@ mod tests {
         assert_eq!(row.send.topic, "pay");
         assert!(row.send.action_required);
         // Only a `send` is a message: the id of another record is none.
-        let resolve = put(&ix, "b", 1, 2_000, &Op::Resolve(Note { id: sent.id, note: None }));
+        let resolve = put(
+            &ix,
+            "b",
+            1,
+            2_000,
+            &Op::Resolve(Note {
+                id: sent.id,
+                note: None,
+            }),
+        );
         assert!(send_row(&ix, &resolve.id).unwrap().is_none());
     }
 
@@ -197,7 +205,16 @@ mod tests {
     fn the_records_acting_on_a_message_are_decoded_and_the_undecodable_skipped() {
         let ix = Index::in_memory("c").unwrap();
         let sent = put(&ix, "a", 1, 1_000, &debt());
-        let resolve = put(&ix, "b", 1, 2_000, &Op::Resolve(Note { id: sent.id, note: None }));
+        let resolve = put(
+            &ix,
+            "b",
+            1,
+            2_000,
+            &Op::Resolve(Note {
+                id: sent.id,
+                note: None,
+            }),
+        );
         // A row no ingest would store (its body is not a record).
         let junk = RecordId::parse(&sha256_hex(b"junk")).unwrap();
         put_raw(&ix, &junk, "b", 3_000, "resolve", "not json");

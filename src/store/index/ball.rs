@@ -92,3 +92,91 @@ impl Index {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::ids::{RecordId, Role};
+    use crate::core::op::{Note, Op, Send, WorkStatusMove};
+    use crate::core::record::Record;
+    use crate::core::vocab::WorkStatus;
+    use crate::store::message::refold_with;
+    use crate::store::records::fixture::put;
+
+    /// A message from `a` to `b` at time `ms`, a debt or not, folded.
+    fn send(ix: &Index, ms: i64, debt: bool) -> Record {
+        let rec = put(
+            ix,
+            "a",
+            1,
+            ms,
+            &Op::Send(Send {
+                to: vec![Role::new("b").unwrap()],
+                topic: format!("t{ms}"),
+                body: "x".into(),
+                action_required: debt,
+                ..Send::default()
+            }),
+        );
+        assert!(refold_with(ix, &rec.id, None).unwrap());
+        rec
+    }
+
+    /// Where the ball of a task `b` blocked on `blocker` lies for `b`.
+    fn ball_of_task_blocked_on(ix: &Index, blocker: RecordId) -> Ball {
+        let task = send(ix, 10_000, true);
+        put(
+            ix,
+            "b",
+            1,
+            11_000,
+            &Op::WorkStatus(WorkStatusMove {
+                id: task.id,
+                value: WorkStatus::Blocked,
+                blocked_by: Some(blocker),
+                note: None,
+                base: None,
+            }),
+        );
+        assert!(refold_with(ix, &task.id, None).unwrap());
+        let items = ix.ball_with("b").unwrap();
+        let item = items.iter().find(|i| i.id == task.id.hex()).unwrap();
+        assert_eq!(item.blocked_by, Some(blocker.hex()));
+        item.ball
+    }
+
+    #[test]
+    fn a_task_stays_blocked_while_its_blocker_is_alive() {
+        // An open debt is alive.
+        let ix = Index::in_memory("c").unwrap();
+        let blocker = send(&ix, 1_000, true);
+        assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Blocked);
+        // So is a message that is no debt (status NULL; protocol §3.14): only
+        // another client can block on one, and nothing ever resolves it.
+        let ix = Index::in_memory("c").unwrap();
+        let blocker = send(&ix, 1_000, false);
+        assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Blocked);
+    }
+
+    #[test]
+    fn a_task_is_unblocked_once_its_blocker_is_resolved_or_absent() {
+        let ix = Index::in_memory("c").unwrap();
+        let blocker = send(&ix, 1_000, true);
+        put(
+            &ix,
+            "b",
+            2,
+            2_000,
+            &Op::Resolve(Note {
+                id: blocker.id,
+                note: None,
+            }),
+        );
+        assert!(refold_with(&ix, &blocker.id, None).unwrap());
+        assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Unblocked);
+        // A blocker that is not here does not hold the task ("exists").
+        let ix = Index::in_memory("c").unwrap();
+        let nowhere = RecordId::parse(&"ab".repeat(32)).unwrap();
+        assert_eq!(ball_of_task_blocked_on(&ix, nowhere), Ball::Unblocked);
+    }
+}

@@ -66,7 +66,12 @@ pub struct PendingResolution {
 impl Index {
     /// A page of the open debts delivered to `role` (`limit + 1` rows), read
     /// whole with the role's read state.
-    pub fn debts_page(&self, role: &str, page: DebtPage, limit: usize) -> StoreResult<Vec<MessageRow>> {
+    pub fn debts_page(
+        &self,
+        role: &str,
+        page: DebtPage,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRow>> {
         let (extra, order) = match page {
             DebtPage::Open => (String::new(), "m.ms DESC, m.c DESC, m.id DESC"),
             DebtPage::Ready => (

@@ -338,7 +338,9 @@ impl Index {
     /// One message (tombstones too) by full id, with the single recipient's
     /// read state.
     pub fn message_row(&self, id: &str) -> StoreResult<Option<MessageRow>> {
-        let sql = format!("SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m WHERE m.id = ?1");
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m WHERE m.id = ?1"
+        );
         self.conn
             .prepare_cached(&sql)
             .and_then(|mut st| st.query_row([id], MessageRow::from_sql).optional())
@@ -447,7 +449,10 @@ impl Index {
         let row: Option<(String, String)> = self
             .conn
             .prepare_cached("SELECT from_role, to_json FROM messages WHERE id = ?1")
-            .and_then(|mut st| st.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+            .and_then(|mut st| {
+                st.query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
             .db(&self.path)?;
         Ok(row.map(|(from, to)| (from, serde_json::from_str(&to).unwrap_or_default())))
     }

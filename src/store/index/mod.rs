@@ -1,10 +1,16 @@
-//! The local SQLite index: schema, connection settings and the derived rows.
+//! The local SQLite index: schema, connection settings, transactions, the
+//! full-text index's upkeep and the digest.
 //!
 //! The index is a cache folded from the feeds: deleting it loses nothing. It
 //! lives under the home's state folder (never in the shared folder: WAL needs
 //! local disk) in a file named after its schema version, so a new schema simply
-//! starts a new file and rebuilds it. This module owns the schema and the
-//! writing of one message's derived rows; ingest decides what to write.
+//! starts a new file and rebuilds it.
+//!
+//! `store` owns the index: the connection never leaves `store`, and every
+//! query the use cases need is a method of [`Index`] with a name from the
+//! domain, returning typed rows, in the child module of its noun (`debts`,
+//! `ball`, `proposals`, `messages`, `search` …). What a folded message
+//! writes is `store::message_rows`; ingest decides when.
 
 mod ball;
 mod conflicts;

@@ -90,7 +90,9 @@ impl Index {
     /// The record of the current version of `key` (full id), if any.
     pub fn pin_head(&self, key: &str) -> StoreResult<Option<String>> {
         self.conn
-            .prepare_cached(&format!("SELECT p.record FROM pins p WHERE p.key = ?1 AND {LATEST}"))
+            .prepare_cached(&format!(
+                "SELECT p.record FROM pins p WHERE p.key = ?1 AND {LATEST}"
+            ))
             .and_then(|mut st| st.query_row([key], |r| r.get(0)).optional())
             .db(&self.path)
     }

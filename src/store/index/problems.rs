@@ -194,7 +194,9 @@ impl Index {
         for kind in kinds {
             let rows: Vec<(ProblemKind, String)> = self
                 .conn
-                .prepare_cached("SELECT kind, path FROM problems WHERE kind = ?1 AND feed = ?2 ORDER BY n")
+                .prepare_cached(
+                    "SELECT kind, path FROM problems WHERE kind = ?1 AND feed = ?2 ORDER BY n",
+                )
                 .and_then(|mut st| {
                     st.query_map(params![kind, feed], |r| Ok((r.get(0)?, r.get(1)?)))?
                         .collect()
@@ -206,7 +208,11 @@ impl Index {
     }
 
     /// Clears the problems of `kind` at `path`.
-    pub(in crate::store) fn clear_problems_at(&self, kind: ProblemKind, path: &str) -> StoreResult<()> {
+    pub(in crate::store) fn clear_problems_at(
+        &self,
+        kind: ProblemKind,
+        path: &str,
+    ) -> StoreResult<()> {
         self.conn
             .prepare_cached("DELETE FROM problems WHERE kind = ?1 AND path = ?2")
             .and_then(|mut st| st.execute(params![kind, path]))
@@ -215,7 +221,11 @@ impl Index {
     }
 
     /// Clears the problems of `kind` recorded for `feed`.
-    pub(in crate::store) fn clear_problems_of_feed(&self, kind: ProblemKind, feed: &str) -> StoreResult<()> {
+    pub(in crate::store) fn clear_problems_of_feed(
+        &self,
+        kind: ProblemKind,
+        feed: &str,
+    ) -> StoreResult<()> {
         self.conn
             .prepare_cached("DELETE FROM problems WHERE kind = ?1 AND feed = ?2")
             .and_then(|mut st| st.execute(params![kind, feed]))
@@ -289,7 +299,10 @@ mod tests {
 
     #[test]
     fn only_garbage_and_strays_are_not_alarms() {
-        let quiet: Vec<_> = ProblemKind::ALL.into_iter().filter(|k| !k.is_alarm()).collect();
+        let quiet: Vec<_> = ProblemKind::ALL
+            .into_iter()
+            .filter(|k| !k.is_alarm())
+            .collect();
         assert_eq!(quiet, [ProblemKind::Garbage, ProblemKind::Stray]);
     }
 
@@ -308,7 +321,10 @@ mod tests {
                 .unwrap();
         }
         let kinds: Vec<_> = ix.problems().unwrap().into_iter().map(|p| p.kind).collect();
-        assert_eq!(kinds, [ProblemKind::Held, ProblemKind::Clock, ProblemKind::Held]);
+        assert_eq!(
+            kinds,
+            [ProblemKind::Held, ProblemKind::Clock, ProblemKind::Held]
+        );
         assert_eq!(ix.problem_count(ProblemKind::Held).unwrap(), 2);
         assert_eq!(ix.problem_count(ProblemKind::Cut).unwrap(), 0);
         // A word no kind renders to is a fault, not a silent guess.

@@ -27,8 +27,9 @@ pub struct AwaitedProposal {
 impl Index {
     /// Every proposal waiting for `role`'s decision, oldest first.
     pub fn awaiting_votes(&self, role: &str) -> StoreResult<Vec<AwaitedProposal>> {
-        let sql =
-            format!("SELECT m.id, m.topic FROM messages m WHERE {AWAITING} ORDER BY m.ms, m.c, m.id");
+        let sql = format!(
+            "SELECT m.id, m.topic FROM messages m WHERE {AWAITING} ORDER BY m.ms, m.c, m.id"
+        );
         self.conn
             .prepare_cached(&sql)
             .and_then(|mut st| {

@@ -281,4 +281,3 @@ fn sqlite_varint(bytes: &[u8]) -> Option<(u64, usize)> {
     }
     None
 }
-

@@ -12,7 +12,10 @@ impl Index {
     pub fn uploads_with_prefix(&self, lo: &str, hi: &str, max: usize) -> StoreResult<Vec<String>> {
         self.conn
             .prepare_cached("SELECT id FROM uploads WHERE id >= ?1 AND id < ?2 LIMIT ?3")
-            .and_then(|mut st| st.query_map(params![lo, hi, max as i64], |r| r.get(0))?.collect())
+            .and_then(|mut st| {
+                st.query_map(params![lo, hi, max as i64], |r| r.get(0))?
+                    .collect()
+            })
             .db(&self.path)
     }
 }
