@@ -231,7 +231,7 @@ mod tests {
     fn a_row_with_a_bad_id_or_role_is_not_decoded() {
         let ix = Index::in_memory("c").unwrap();
         let sent = put(&ix, "a", 1, 1_000, &debt());
-        let good = (sent.id.hex(), "a".to_owned(), 1_000, 0, sent.body.clone());
+        let good = (sent.id.hex(), "a".to_owned(), 1_000, 0, sent.body);
         assert!(decode_row(good.clone()).is_some());
         assert!(decode_row(("xyz".into(), good.1.clone(), 1_000, 0, good.4.clone())).is_none());
         assert!(decode_row((good.0.clone(), "Not A Role".into(), 1_000, 0, good.4)).is_none());
