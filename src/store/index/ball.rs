@@ -39,22 +39,29 @@ pub struct BallItem {
     pub blocked_by: Option<String>,
 }
 
+/// The work statuses of role ?1's messages that may have the ball with it,
+/// in order: `id, topic, work_status, ws_by, blocked_by, blocker gone, ms,
+/// c`. Read from the covering index `messages_ws_to`.
+pub(super) fn ball_sql() -> String {
+    let party = format!("(m.from_role = ?1 OR {ADDRESSED})");
+    // Work the role moved itself (in_progress, blocked) is found by its mover;
+    // the ball passed to it (needs_you, done_local) by anyone else among its
+    // messages. Only a blocked row asks whether its blocker is still alive.
+    let cols = "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by";
+    format!(
+        "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c \
+         FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
+         AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
+         UNION ALL SELECT {cols}, 0, m.ms, m.c FROM messages m \
+         WHERE m.work_status IN ('needs_you', 'done_local') \
+         AND m.deleted_ms IS NULL AND m.ws_by IS NOT ?1 AND {party} ORDER BY 7, 8, 1"
+    )
+}
+
 impl Index {
     /// Every live message whose work status has the ball with `role`, in order.
     pub fn ball_with(&self, role: &str) -> StoreResult<Vec<BallItem>> {
-        let party = format!("(m.from_role = ?1 OR {ADDRESSED})");
-        // Work the role moved itself (in_progress, blocked) is found by its mover;
-        // the ball passed to it (needs_you, done_local) by anyone else among its
-        // messages. Only a blocked row asks whether its blocker is still alive.
-        let cols = "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by";
-        let sql = format!(
-            "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c \
-             FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
-             AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
-             UNION ALL SELECT {cols}, 0, m.ms, m.c FROM messages m \
-             WHERE m.work_status IN ('needs_you', 'done_local') \
-             AND m.deleted_ms IS NULL AND m.ws_by IS NOT ?1 AND {party} ORDER BY 7, 8, 1"
-        );
+        let sql = ball_sql();
         let p = &self.path;
         let mut st = self.conn.prepare_cached(&sql).db(p)?;
         let rows = st

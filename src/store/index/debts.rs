@@ -27,6 +27,15 @@ pub(super) const BLOCKER_ALIVE: &str = "EXISTS (SELECT 1 FROM messages b \
 /// mostly uncached in a fresh process such as the status command or a hook).
 pub(super) const ADDRESSED: &str = "instr(m.to_json, '\"' || ?1 || '\"') > 0";
 
+/// Every open, live debt addressed to role ?1, oldest first; covered by
+/// `messages_debts_to`.
+pub(super) fn open_debts_sql() -> String {
+    format!(
+        "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' \
+         AND m.deleted_ms IS NULL AND {ADDRESSED} ORDER BY m.ms, m.c, m.id"
+    )
+}
+
 /// Which page of a role's open debts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DebtPage {
@@ -107,12 +116,8 @@ impl Index {
 
     /// Every open, live debt addressed to `role`, oldest first.
     pub fn open_debts_for(&self, role: &str) -> StoreResult<Vec<OpenDebt>> {
-        let sql = format!(
-            "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' \
-             AND m.deleted_ms IS NULL AND {ADDRESSED} ORDER BY m.ms, m.c, m.id"
-        );
         self.conn
-            .prepare_cached(&sql)
+            .prepare_cached(&open_debts_sql())
             .and_then(|mut st| {
                 st.query_map([role], |r| {
                     Ok(OpenDebt {

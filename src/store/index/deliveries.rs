@@ -8,6 +8,10 @@ use rusqlite::{OptionalExtension as _, params};
 use super::Index;
 use crate::store::error::{SqlContext as _, StoreResult};
 
+/// Counts role ?1's unread mail; covered by `deliveries_unread_cover`.
+pub(super) const UNREAD_MAIL: &str = "SELECT count(*), coalesce(sum(opened_ms IS NULL), 0), \
+    coalesce(max(n), 0) FROM deliveries WHERE role = ?1 AND deleted = 0 AND read_ms IS NULL";
+
 /// A role's mail that is delivered and not marked read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UnreadMail {
@@ -26,10 +30,7 @@ impl Index {
     pub fn unread_mail(&self, role: &str) -> StoreResult<UnreadMail> {
         let (unread, unopened, newest_n): (i64, i64, i64) = self
             .conn
-            .prepare_cached(
-                "SELECT count(*), coalesce(sum(opened_ms IS NULL), 0), coalesce(max(n), 0) FROM deliveries \
-                 WHERE role = ?1 AND deleted = 0 AND read_ms IS NULL",
-            )
+            .prepare_cached(UNREAD_MAIL)
             .and_then(|mut st| st.query_row([role], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
             .db(&self.path)?;
         Ok(UnreadMail {

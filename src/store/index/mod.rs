@@ -606,10 +606,15 @@ mod tests {
     }
 
     fn plan(ix: &Index, sql: &str) -> String {
+        plan_for(ix, sql, &[])
+    }
+
+    /// The plan of `sql` with its parameters bound to `args`.
+    fn plan_for(ix: &Index, sql: &str, args: &[&str]) -> String {
         ix.conn()
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map([], |r| r.get::<_, String>(3))
+            .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<Result<Vec<_>, _>>()
             .unwrap()
@@ -677,5 +682,22 @@ mod tests {
              AND m.ws_by IS NOT 'a' AND (m.from_role = 'a' OR instr(m.to_json, '\"a\"') > 0)",
         );
         assert!(ws.contains("COVERING INDEX messages_ws_to"), "{ws}");
+    }
+
+    #[test]
+    fn the_counters_own_statements_read_their_indexes_alone() {
+        let ix = Index::in_memory("c").unwrap();
+        let unread = plan_for(&ix, deliveries::UNREAD_MAIL, &["a"]);
+        assert!(
+            unread.contains("COVERING INDEX deliveries_unread_cover"),
+            "{unread}"
+        );
+        let debts = plan_for(&ix, &debts::open_debts_sql(), &["a"]);
+        assert!(
+            debts.contains("COVERING INDEX messages_debts_to") && !debts.contains("TEMP B-TREE"),
+            "{debts}"
+        );
+        let ball = plan_for(&ix, &ball::ball_sql(), &["a"]);
+        assert!(ball.contains("COVERING INDEX messages_ws_to"), "{ball}");
     }
 }
