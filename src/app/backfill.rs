@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rusqlite::params;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -23,7 +22,7 @@ use crate::core::timestamp::{format_rfc3339, parse_since};
 use crate::store::Index;
 use crate::store::channel::now_ms;
 use crate::store::consent;
-use crate::store::error::SqlContext as _;
+use crate::store::index::PrefixMatch;
 
 /// One value or a list of them (`key`, `word_message_id`).
 #[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
@@ -488,18 +487,15 @@ fn cite(ix: &Index, prefix: &str) -> Cited {
     let p = IdPrefix::parse(prefix)?;
     let lo = p.as_str().to_owned();
     let hi = format!("{lo}g");
-    let rows: Vec<(String, bool, bool)> = ix
-        .conn()
-        .prepare_cached(
-            "SELECT id, deleted_ms IS NOT NULL, retired_ms IS NOT NULL FROM messages \
-             WHERE id >= ?1 AND id < ?2 LIMIT 2",
-        )
-        .and_then(|mut st| {
-            st.query_map(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                .collect()
-        })
-        .ok()?;
-    let [(id, deleted, retired)] = rows.as_slice() else {
+    let rows = ix.messages_with_prefix(&lo, &hi, 2).ok()?;
+    let [
+        PrefixMatch {
+            id,
+            deleted,
+            retired,
+        },
+    ] = rows.as_slice()
+    else {
         return None;
     };
     let reason = if *deleted {
@@ -513,13 +509,6 @@ fn cite(ix: &Index, prefix: &str) -> Cited {
 }
 
 fn author_of(ix: &Index, id: &RecordId) -> AppResult<Option<Role>> {
-    let r: Option<String> = ix
-        .conn()
-        .prepare_cached("SELECT from_role FROM messages WHERE id = ?1")
-        .and_then(|mut st| {
-            use rusqlite::OptionalExtension as _;
-            st.query_row([id.hex()], |r| r.get(0)).optional()
-        })
-        .db(ix.path())?;
+    let r = ix.author_of(&id.hex())?;
     Ok(r.and_then(|r| Role::new(&r).ok()))
 }

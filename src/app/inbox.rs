@@ -4,12 +4,11 @@
 //! `read`. Both are per recipient, so a multi-recipient message is read by
 //! each of its roles separately.
 
-use rusqlite::params;
 use serde_json::{Value, json};
 
 use super::refusal::{AppError, AppResult, check_limit};
 use super::rows::{
-    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing,
+    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
     project,
 };
 use super::session::{Session, find};
@@ -17,7 +16,6 @@ use crate::core::ids::RecordId;
 use crate::core::op::{Ids, Op};
 use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
-use crate::store::error::SqlContext as _;
 
 /// Messages delivered to the caller, newest `limit` of them, oldest first.
 pub fn read_inbox(
@@ -30,26 +28,7 @@ pub fn read_inbox(
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     s.catch_up()?;
-    let ix = s.index();
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM deliveries d \
-         JOIN messages m ON m.id = d.message_id \
-         WHERE d.role = ?1 AND d.deleted = 0 {} \
-         ORDER BY d.ms DESC, d.c DESC, d.message_id DESC LIMIT ?2",
-        if unread_only {
-            "AND d.read_ms IS NULL"
-        } else {
-            ""
-        }
-    );
-    let mut rows: Vec<MessageRow> = ix
-        .conn()
-        .prepare_cached(&sql)
-        .and_then(|mut st| {
-            st.query_map(params![me.as_str(), limit as i64 + 1], MessageRow::from_sql)?
-                .collect()
-        })
-        .db(ix.path())?;
+    let mut rows: Vec<MessageRow> = s.index().inbox_page(me.as_str(), unread_only, limit)?;
     // The window is anchored at the newest mail: overflow drops the oldest.
     let overflow = rows.len() > limit;
     rows.truncate(limit);
@@ -137,13 +116,5 @@ pub fn mark_read(
 
 /// `Some(read_ms)` if the message is delivered to `role`, `None` if not.
 fn delivery_read(ix: &Index, id: &RecordId, role: &str) -> AppResult<Option<Option<i64>>> {
-    use rusqlite::OptionalExtension as _;
-    Ok(ix
-        .conn()
-        .prepare_cached("SELECT read_ms FROM deliveries WHERE role = ?1 AND message_id = ?2")
-        .and_then(|mut st| {
-            st.query_row(params![role, id.hex()], |r| r.get::<_, Option<i64>>(0))
-                .optional()
-        })
-        .db(ix.path())?)
+    Ok(ix.read_state(&id.hex(), role)?)
 }

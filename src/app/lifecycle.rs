@@ -5,7 +5,6 @@
 //! so a step refused here is a step that would lose anywhere. Repeats
 //! (`already_*`) write nothing.
 
-use rusqlite::params;
 use serde_json::{Value, json};
 
 use super::refusal::{AppError, AppResult, check_length};
@@ -20,8 +19,7 @@ use crate::core::rules::{self, Refusal, Verdict};
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::{DebtStatus, WorkStatus};
 use crate::store::Index;
-use crate::store::error::SqlContext as _;
-use crate::store::ingest::load_message;
+use crate::store::message::load_message;
 
 impl From<Refusal> for AppError {
     fn from(r: Refusal) -> Self {
@@ -100,17 +98,7 @@ pub fn resolve_message(
 
 /// Live tasks whose work status is `blocked` on `id`.
 fn blocked_on(ix: &Index, id: &RecordId) -> AppResult<Vec<String>> {
-    let ids: Vec<String> = ix
-        .conn()
-        .prepare_cached(
-            "SELECT id FROM messages WHERE blocked_by = ?1 AND work_status = 'blocked' \
-             AND deleted_ms IS NULL ORDER BY ms, c, id",
-        )
-        .and_then(|mut st| {
-            st.query_map([id.hex()], |r| r.get::<_, String>(0))?
-                .collect()
-        })
-        .db(ix.path())?;
+    let ids = ix.blocked_on(&id.hex())?;
     Ok(ids.iter().map(|i| short(i)).collect())
 }
 
@@ -202,22 +190,17 @@ pub fn message_history(s: &mut Session, message_id: &str) -> AppResult<Value> {
     let ix = s.index();
     let id = find_live(ix, "message_id", message_id)?;
     let rows: Vec<Value> = ix
-        .conn()
-        .prepare_cached(
-            "SELECT event, role, note, ms FROM events WHERE message_id = ?1 ORDER BY pos",
-        )
-        .and_then(|mut st| {
-            st.query_map(params![id.hex()], |r| {
-                Ok(json!({
-                    "message_id": id.short(),
-                    "event": r.get::<_, String>(0)?,
-                    "role": r.get::<_, String>(1)?,
-                    "note": r.get::<_, Option<String>>(2)?,
-                    "created_at": format_rfc3339(r.get::<_, i64>(3)?),
-                }))
-            })?
-            .collect()
+        .events_of(&id.hex())?
+        .into_iter()
+        .map(|e| {
+            json!({
+                "message_id": id.short(),
+                "event": e.event,
+                "role": e.role,
+                "note": e.note,
+                "created_at": format_rfc3339(e.ms),
+            })
         })
-        .db(ix.path())?;
+        .collect();
     Ok(json!({ "result": rows }))
 }

@@ -1,17 +1,16 @@
 //! list_messages: the unranked, filtered view of the whole history.
 
-use rusqlite::types::Value as Sql;
 use serde_json::Value;
 
 use super::refusal::{AppError, AppResult, check_length, check_limit};
 use super::rows::{
-    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing,
+    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
     project,
 };
 use super::session::Session;
 use crate::core::timestamp::parse_since;
 use crate::core::vocab::{DebtStatus, Kind, WorkStatus};
-use crate::store::error::SqlContext as _;
+use crate::store::index::MessageFilter;
 
 /// Longest `topic` or `text` filter.
 pub const FILTER_MAX: usize = 200;
@@ -41,20 +40,6 @@ pub struct ListFilter {
     pub pin_key: Option<String>,
 }
 
-/// Escapes `%`, `_` and `\` for a LIKE pattern with `ESCAPE '\'`.
-pub fn like_pattern(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('%');
-    for c in s.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('%');
-    out
-}
-
 /// Non-deleted messages matching `f`, newest first.
 pub fn list_messages(
     s: &mut Session,
@@ -64,94 +49,40 @@ pub fn list_messages(
 ) -> AppResult<Value> {
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
-    let mut cond = vec!["m.deleted_ms IS NULL".to_owned()];
-    let mut args: Vec<Sql> = Vec::new();
-    let arg = |v: Sql, args: &mut Vec<Sql>| {
-        args.push(v);
-        format!("?{}", args.len())
+    let mut q = MessageFilter {
+        unread_only: f.unread_only,
+        ..MessageFilter::default()
     };
     if let Some(t) = &f.topic {
         check_length("topic", t, FILTER_MAX)?;
-        let a = arg(Sql::Text(like_pattern(t)), &mut args);
-        cond.push(format!("m.topic LIKE {a} ESCAPE '\\'"));
+        q.topic = Some(t.clone());
     }
     if let Some(t) = &f.text {
         check_length("text", t, FILTER_MAX)?;
-        let a = arg(Sql::Text(like_pattern(t)), &mut args);
-        cond.push(format!(
-            "(m.topic LIKE {a} ESCAPE '\\' OR EXISTS (SELECT 1 FROM bodies b WHERE b.message_id = m.id \
-             AND b.body LIKE {a} ESCAPE '\\'))"
-        ));
+        q.text = Some(t.clone());
     }
-    if let Some(r) = &f.from_role {
-        let a = arg(Sql::Text(r.trim().to_owned()), &mut args);
-        cond.push(format!("m.from_role = {a}"));
-    }
-    let read_expr = if let Some(r) = &f.to_role {
-        let a = arg(Sql::Text(r.trim().to_owned()), &mut args);
-        cond.push(format!(
-            "EXISTS (SELECT 1 FROM deliveries t WHERE t.message_id = m.id AND t.role = {a}{})",
-            if f.unread_only {
-                " AND t.read_ms IS NULL"
-            } else {
-                ""
-            }
-        ));
-        format!("(SELECT read_ms FROM deliveries t WHERE t.message_id = m.id AND t.role = {a})")
-    } else {
-        // The row's own read state: the single recipient's; a multi-recipient
-        // message has none of its own, so it always looks unread here.
-        let single = "(SELECT read_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0)";
-        if f.unread_only {
-            cond.push(format!("{single} IS NULL"));
-        }
-        single.to_owned()
-    };
+    q.from_role = f.from_role.as_ref().map(|r| r.trim().to_owned());
+    q.to_role = f.to_role.as_ref().map(|r| r.trim().to_owned());
     if let Some(since) = &f.since {
-        let ms = parse_since(since).map_err(|e| AppError::value(e.to_string()))?;
-        let a = arg(Sql::Integer(ms), &mut args);
-        cond.push(format!("m.ms >= {a}"));
+        q.since_ms = Some(parse_since(since).map_err(|e| AppError::value(e.to_string()))?);
     }
     if let Some(st) = &f.status {
-        let st =
-            DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
-        cond.push(format!("m.status = '{}'", st.as_str()));
+        q.status = Some(
+            DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?,
+        );
     }
     if let Some(k) = &f.kind {
         Kind::parse_field(k, "kind").map_err(|e| AppError::value(e.to_string()))?;
-        let a = arg(Sql::Text(k.clone()), &mut args);
-        cond.push(format!("m.kind = {a}"));
+        q.kind = Some(k.clone());
     }
     if let Some(w) = &f.work_status {
         WorkStatus::parse_field(w, "work_status").map_err(|e| AppError::value(e.to_string()))?;
-        let a = arg(Sql::Text(w.clone()), &mut args);
-        cond.push(format!("m.work_status = {a}"));
+        q.work_status = Some(w.clone());
     }
-    if let Some(k) = &f.pin_key {
-        // The structural link only: a mention in the text is not a pin key.
-        let a = arg(Sql::Text(k.trim().to_owned()), &mut args);
-        cond.push(format!("m.pin_key = {a}"));
-    }
-    let lim = arg(Sql::Integer(limit as i64 + 1), &mut args);
-    let opened_expr = read_expr.replace("read_ms", "opened_ms");
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, {read_expr}, {opened_expr} FROM messages m WHERE {} \
-         ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT {lim}",
-        cond.join(" AND ")
-    );
+    // The structural link only: a mention in the text is not a pin key.
+    q.pin_key = f.pin_key.as_ref().map(|k| k.trim().to_owned());
     s.catch_up()?;
-    let ix = s.index();
-    let mut rows: Vec<MessageRow> = ix
-        .conn()
-        .prepare_cached(&sql)
-        .and_then(|mut st| {
-            st.query_map(
-                rusqlite::params_from_iter(args.iter()),
-                MessageRow::from_sql,
-            )?
-            .collect()
-        })
-        .db(ix.path())?;
+    let mut rows: Vec<MessageRow> = s.index().messages_matching(&q, limit)?;
     let overflow = rows.len() > limit;
     rows.truncate(limit);
     let out = rows
@@ -164,14 +95,4 @@ pub fn list_messages(
         overflow,
         "more messages match; narrow the filters (since, from_role, kind…) or raise 'limit' (at most 1000)",
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn like_escapes_wildcards() {
-        assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
-    }
 }

@@ -101,14 +101,7 @@ pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> A
 }
 
 fn admitted(ix: &crate::store::Index, feed: &FeedId) -> Result<Option<String>, StoreError> {
-    use crate::store::error::SqlContext as _;
-    use rusqlite::OptionalExtension as _;
-    let key: Option<Option<String>> = ix
-        .conn()
-        .prepare_cached("SELECT pubkey FROM feeds WHERE feed = ?1")
-        .and_then(|mut s| s.query_row([feed.to_string()], |r| r.get(0)).optional())
-        .db(ix.path())?;
-    Ok(key.flatten())
+    ix.feed_key(&feed.to_string())
 }
 
 /// Owner: adds `role` to the roster (an `add_role` record).

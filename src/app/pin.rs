@@ -4,7 +4,6 @@
 //! for `dry_run` (through the same path, writing nothing), and by the fold at
 //! the record's place in the order. Pin rows are read from the index.
 
-use rusqlite::OptionalExtension as _;
 use serde_json::{Map, Value, json};
 
 use super::body::op_body;
@@ -20,8 +19,8 @@ use crate::core::rules::Refusal;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
 use crate::store::consent;
-use crate::store::error::SqlContext as _;
-use crate::store::ingest::load_message;
+use crate::store::index::PinSelect;
+use crate::store::message::load_message;
 
 /// Longest pin title, in characters.
 pub const TITLE_MAX: usize = 200;
@@ -161,7 +160,7 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
         }),
     })?;
     let ix = s.index();
-    let mut row = pin_row(ix, "p.record = ?1", &[&rec.id.hex()])?
+    let mut row = pin_row(ix, PinSelect::Record(&rec.id.hex()))?
         .into_iter()
         .next()
         .ok_or_else(|| AppError::value(format!("pin '{key}' was written but did not stand")))?;
@@ -185,7 +184,7 @@ fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
 /// The current version of `key` with its body, or null.
 pub fn pin_get(s: &mut Session, key: &str) -> AppResult<Value> {
     s.catch_up()?;
-    let rows = pin_row(s.index(), LATEST, &[key.trim()])?;
+    let rows = pin_row(s.index(), PinSelect::Latest(key.trim()))?;
     Ok(rows.into_iter().next().map_or(Value::Null, Value::Object))
 }
 
@@ -197,11 +196,7 @@ pub fn pin_list(s: &mut Session) -> AppResult<Value> {
 
 /// The current version of every key, without bodies (channel_status, status pins).
 pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
-    let rows = pin_row(
-        ix,
-        "p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)",
-        &[],
-    )?;
+    let rows = pin_row(ix, PinSelect::Current)?;
     Ok(rows
         .into_iter()
         .map(|mut r| {
@@ -215,7 +210,7 @@ pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
 pub fn pin_history(s: &mut Session, key: &str, fields: Option<&FieldsArg>) -> AppResult<Value> {
     let proj = Projection::parse(fields, PIN_FIELDS, PIN_HEADERS)?;
     s.catch_up()?;
-    let mut rows = pin_row(s.index(), "p.key = ?1", &[key.trim()])?;
+    let mut rows = pin_row(s.index(), PinSelect::History(key.trim()))?;
     rows.reverse();
     let out: Vec<Value> = rows
         .into_iter()
@@ -224,49 +219,34 @@ pub fn pin_history(s: &mut Session, key: &str, fields: Option<&FieldsArg>) -> Ap
     Ok(json!({ "result": out }))
 }
 
-const LATEST: &str = "p.key = ?1 AND p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)";
-
-/// Pin rows matching `cond` (its parameters `?1`… bound to `args`), ordered by
-/// key and version.
-fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<Map<String, Value>>> {
-    let sql = format!(
-        "SELECT p.record, p.key, p.title, p.body, p.version, p.role, p.ms, p.approved_by, \
-         p.sha256, p.bytes, p.chars FROM pins p WHERE {cond} ORDER BY p.key, p.pos"
-    );
-    let p = ix.path();
-    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
-    let rows = st
-        .query_map(rusqlite::params_from_iter(args), |r| {
+/// The pin versions `select` names, ordered by key and version.
+fn pin_row(ix: &Index, select: PinSelect<'_>) -> AppResult<Vec<Map<String, Value>>> {
+    Ok(ix
+        .pin_versions(select)?
+        .into_iter()
+        .map(|v| {
             let mut m = Map::new();
-            m.insert("id".into(), json!(short(&r.get::<_, String>(0)?)));
-            m.insert("key".into(), json!(r.get::<_, String>(1)?));
-            m.insert("title".into(), json!(r.get::<_, String>(2)?));
-            m.insert("body".into(), json!(r.get::<_, String>(3)?));
-            m.insert("version".into(), json!(r.get::<_, String>(4)?));
-            m.insert("updated_by".into(), json!(r.get::<_, String>(5)?));
-            m.insert(
-                "updated_at".into(),
-                json!(format_rfc3339(r.get::<_, i64>(6)?)),
-            );
+            m.insert("id".into(), json!(short(&v.record)));
+            m.insert("key".into(), json!(v.key));
+            m.insert("title".into(), json!(v.title));
+            m.insert("body".into(), json!(v.body));
+            m.insert("version".into(), json!(v.version));
+            m.insert("updated_by".into(), json!(v.role));
+            m.insert("updated_at".into(), json!(format_rfc3339(v.ms)));
             m.insert(
                 "approved_by".into(),
-                json!(r.get::<_, Option<String>>(7)?.as_deref().map(short)),
+                json!(v.approved_by.as_deref().map(short)),
             );
-            m.insert("body_sha256".into(), json!(r.get::<_, String>(8)?));
-            m.insert("body_length_bytes".into(), json!(r.get::<_, i64>(9)?));
-            m.insert("body_length_chars".into(), json!(r.get::<_, i64>(10)?));
-            Ok(m)
+            m.insert("body_sha256".into(), json!(v.sha256));
+            m.insert("body_length_bytes".into(), json!(v.bytes));
+            m.insert("body_length_chars".into(), json!(v.chars));
+            m
         })
-        .db(p)?;
-    Ok(rows.collect::<Result<_, _>>().db(p)?)
+        .collect())
 }
 
 /// The id of the current version of `key`, if any.
 pub fn head(ix: &Index, key: &str) -> AppResult<Option<RecordId>> {
-    let id: Option<String> = ix
-        .conn()
-        .prepare_cached(&format!("SELECT p.record FROM pins p WHERE {LATEST}"))
-        .and_then(|mut st| st.query_row([key], |r| r.get(0)).optional())
-        .db(ix.path())?;
+    let id = ix.pin_head(key)?;
     Ok(id.as_deref().and_then(RecordId::parse))
 }

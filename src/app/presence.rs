@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::OptionalExtension as _;
 use serde_json::{Value, json};
 
 use super::refusal::AppResult;
@@ -19,8 +18,8 @@ use super::session::Session;
 use crate::core::ids::FeedId;
 use crate::core::record::parse_pubkey;
 use crate::core::timestamp::format_rfc3339;
-use crate::store::error::SqlContext as _;
 use crate::store::feed::read_head;
+use crate::store::index::AdmittedFeed;
 
 /// One device's feed of one role, as seen from here.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,31 +40,21 @@ pub struct Device {
     pub this_device: bool,
 }
 
-/// A row of the index's `feeds` table: feed, key, head seq, head ms, frozen.
-type FeedRow = (String, String, i64, Option<i64>, Option<String>);
-
 /// Every admitted role feed known to the index, with its presence.
 pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
     let ix = s.index();
-    let p = ix.path();
+
     let me = s.channel().device().id.clone();
     let feeds_dir = s.channel().dir().feeds();
-    let mut st = ix
-        .conn()
-        .prepare_cached(
-            "SELECT feed, pubkey, head_seq, head_ms, frozen FROM feeds \
-             WHERE pubkey IS NOT NULL ORDER BY feed",
-        )
-        .db(p)?;
-    let rows: Vec<FeedRow> = st
-        .query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })
-        .db(p)?
-        .collect::<Result<_, _>>()
-        .db(p)?;
     let mut out = Vec::new();
-    for (feed, pubkey, seq, ms, frozen) in rows {
+    for AdmittedFeed {
+        feed,
+        pubkey,
+        head_seq: seq,
+        head_ms: ms,
+        frozen,
+    } in ix.admitted_feeds()?
+    {
         let Ok(feed) = FeedId::try_from(feed) else {
             continue;
         };
@@ -147,12 +136,6 @@ pub fn tentative_since(s: &Session) -> AppResult<Option<i64>> {
     let Some(earliest) = earliest else {
         return Ok(None);
     };
-    let ix = s.index();
-    let newest: Option<i64> = ix
-        .conn()
-        .prepare_cached("SELECT max(ms) FROM records")
-        .and_then(|mut st| st.query_row([], |r| r.get(0)).optional())
-        .db(ix.path())?
-        .flatten();
+    let newest = s.index().newest_record_ms()?;
     Ok(newest.filter(|n| *n > earliest).map(|_| earliest))
 }

@@ -15,7 +15,7 @@ use crate::core::op::{Op, Revise};
 use crate::core::rules::{self, Verdict};
 use crate::core::timestamp::format_rfc3339;
 use crate::store::body::message_body;
-use crate::store::ingest::load_message;
+use crate::store::message::load_message;
 
 /// What revise_message was asked to do.
 #[derive(Clone, Debug, Default)]

@@ -3,9 +3,7 @@
 //!
 //! Owns the mapping from index rows to JSON (ids shortened, times in RFC 3339,
 //! `to` a string for one recipient and a sorted list for several). It does no
-//! filtering of its own; queries live with their tools.
-
-use std::collections::BTreeMap;
+//! filtering of its own; the queries are the index's (`store::index`).
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -13,18 +11,7 @@ use serde_json::{Map, Value, json};
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{MESSAGE_ID_LEN, Role};
 use crate::core::timestamp::{days_between, format_rfc3339};
-
-/// Columns every message query selects first, in [`MessageRow::from_sql`]'s order.
-pub const MESSAGE_COLUMNS: &str = "m.id, m.from_role, m.to_json, m.topic, \
-    (SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), \
-    m.action_required, m.reply_to, m.kind, m.work_status, m.addenda, m.decision_requested, \
-    m.ms, m.deleted_ms, m.body_sha256, m.body_bytes, m.body_chars, m.n, m.c, m.status, \
-    m.resolved_by, m.resolved_ms, m.resolution_note, m.confirmed, m.blocked_by, m.last_move_ms, \
-    m.pin_key, m.about, m.voters, m.retired_ms, m.revised_ms, m.acks, m.round_conflict";
-
-/// Index of the first column a query selects after [`MESSAGE_COLUMNS`] and
-/// the viewer's `read_ms, opened_ms`.
-pub const AFTER_MESSAGE_COLUMNS: usize = 34;
+pub use crate::store::index::MessageRow;
 
 /// The listing set of `fields="headers"`: everything but the bodies.
 pub const MESSAGE_HEADERS: &[&str] = &[
@@ -90,130 +77,17 @@ pub const MESSAGE_FIELDS: &[&str] = &[
     "round_conflict",
 ];
 
-/// One message as read from the index, with the viewer's delivery state.
-#[derive(Clone, Debug)]
-pub struct MessageRow {
-    /// Full record id.
-    pub id: String,
-    /// Author.
-    pub from: String,
-    /// Recipients, sorted.
-    pub to: Vec<String>,
-    /// Subject.
-    pub topic: String,
-    /// Shared body.
-    pub body: String,
-    /// A debt?
-    pub action_required: bool,
-    /// Full id of the parent.
-    pub reply_to: Option<String>,
-    /// Kind.
-    pub kind: Option<String>,
-    /// Current work status.
-    pub work_status: Option<String>,
-    /// Per-recipient tails.
-    pub addenda: BTreeMap<String, String>,
-    /// Whether a decision is asked for.
-    pub decision_requested: bool,
-    /// Creation time (ms).
-    pub ms: i64,
-    /// Tombstone time (ms).
-    pub deleted_ms: Option<i64>,
-    /// sha256 of the body.
-    pub body_sha256: String,
-    /// Body length in bytes.
-    pub body_bytes: i64,
-    /// Body length in characters.
-    pub body_chars: i64,
-    /// Local ingest sequence of the send record.
-    pub n: i64,
-    /// Clock counter of the send record (with `ms`, the total order).
-    pub c: i64,
-    /// Debt status (`open`, `resolved`), for debts.
-    pub status: Option<String>,
-    /// Who resolved the debt.
-    pub resolved_by: Option<String>,
-    /// When it was resolved (ms).
-    pub resolved_ms: Option<i64>,
-    /// The resolution's note.
-    pub resolution_note: Option<String>,
-    /// True once the current resolution is confirmed.
-    pub confirmed: bool,
-    /// Full id of the blocking debt.
-    pub blocked_by: Option<String>,
-    /// Time of the latest lifecycle event (ms).
-    pub last_move_ms: i64,
-    /// The pin key of a proposal.
-    pub pin_key: Option<String>,
-    /// Full id of the message this one is about.
-    pub about: Option<String>,
-    /// The declared electorate.
-    pub voters: Option<Vec<String>>,
-    /// When it was retired (ms).
-    pub retired_ms: Option<i64>,
-    /// When it was last revised (ms).
-    pub revised_ms: Option<i64>,
-    /// The consent tally of a proposal.
-    pub acks: Option<Value>,
-    /// For a second round on a key: the round that holds it.
-    pub round_conflict: Option<String>,
-    /// The viewer's (or the single recipient's) read time.
-    pub read_ms: Option<i64>,
-    /// The viewer's (or the single recipient's) first delivery time.
-    pub opened_ms: Option<i64>,
+/// The wire shape of a message row (the row itself is the index's).
+pub trait MessageJson {
+    /// Adds `age_days` (since creation) and `idle_days` (since the last move).
+    fn with_ages(&self, row: Map<String, Value>, now_ms: i64) -> Map<String, Value>;
+
+    /// The full wire shape. `viewer` adds the viewer's own `addendum`.
+    fn to_json(&self, viewer: Option<&Role>) -> Map<String, Value>;
 }
 
-impl MessageRow {
-    /// Reads [`MESSAGE_COLUMNS`] followed by `read_ms, opened_ms`.
-    pub fn from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
-        let to_json: String = r.get(2)?;
-        let addenda: Option<String> = r.get(9)?;
-        Ok(Self {
-            id: r.get(0)?,
-            from: r.get(1)?,
-            to: serde_json::from_str(&to_json).unwrap_or_default(),
-            topic: r.get(3)?,
-            body: r.get(4)?,
-            action_required: r.get(5)?,
-            reply_to: r.get(6)?,
-            kind: r.get(7)?,
-            work_status: r.get(8)?,
-            addenda: addenda
-                .and_then(|a| serde_json::from_str(&a).ok())
-                .unwrap_or_default(),
-            decision_requested: r.get(10)?,
-            ms: r.get(11)?,
-            deleted_ms: r.get(12)?,
-            body_sha256: r.get(13)?,
-            body_bytes: r.get(14)?,
-            body_chars: r.get(15)?,
-            n: r.get(16)?,
-            c: r.get(17)?,
-            status: r.get(18)?,
-            resolved_by: r.get(19)?,
-            resolved_ms: r.get(20)?,
-            resolution_note: r.get(21)?,
-            confirmed: r.get(22)?,
-            blocked_by: r.get(23)?,
-            last_move_ms: r.get(24)?,
-            pin_key: r.get(25)?,
-            about: r.get(26)?,
-            voters: r
-                .get::<_, Option<String>>(27)?
-                .and_then(|v| serde_json::from_str(&v).ok()),
-            retired_ms: r.get(28)?,
-            revised_ms: r.get(29)?,
-            acks: r
-                .get::<_, Option<String>>(30)?
-                .and_then(|v| serde_json::from_str(&v).ok()),
-            round_conflict: r.get(31)?,
-            read_ms: r.get(32)?,
-            opened_ms: r.get(33)?,
-        })
-    }
-
-    /// Adds `age_days` (since creation) and `idle_days` (since the last move).
-    pub fn with_ages(&self, mut row: Map<String, Value>, now_ms: i64) -> Map<String, Value> {
+impl MessageJson for MessageRow {
+    fn with_ages(&self, mut row: Map<String, Value>, now_ms: i64) -> Map<String, Value> {
         row.insert("age_days".into(), json!(days_between(self.ms, now_ms)));
         row.insert(
             "idle_days".into(),
@@ -222,18 +96,7 @@ impl MessageRow {
         row
     }
 
-    /// The short id agents see.
-    pub fn short_id(&self) -> String {
-        short(&self.id)
-    }
-
-    /// True if more than one role received it.
-    pub fn is_multi(&self) -> bool {
-        self.to.len() > 1
-    }
-
-    /// The full wire shape. `viewer` adds the viewer's own `addendum`.
-    pub fn to_json(&self, viewer: Option<&Role>) -> Map<String, Value> {
+    fn to_json(&self, viewer: Option<&Role>) -> Map<String, Value> {
         let to = if self.is_multi() {
             json!(self.to)
         } else {

@@ -18,14 +18,13 @@
 
 use std::collections::HashMap;
 
-use rusqlite::types::Value as Sql;
 use serde_json::{Value, json};
 
 use super::budget::{Budget, Stop};
 use super::refusal::{AppError, AppResult, check_limit};
 use super::rows::{
-    AFTER_MESSAGE_COLUMNS, FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow,
-    Projection, listing, project,
+    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
+    project,
 };
 use super::session::Session;
 use crate::core::bm25::Bm25;
@@ -33,8 +32,7 @@ use crate::core::query::{ScanReason, SearchQuery};
 use crate::core::snippet::{SnippetStyle, fts5_snippet_cost, snippet};
 use crate::core::trigram::{TrigramText, phrase_count};
 use crate::core::vocab::{DebtStatus, Kind};
-use crate::store::error::SqlContext as _;
-use crate::store::index::Index;
+use crate::store::index::{Index, SearchScope};
 
 /// The filters of search_messages.
 #[derive(Clone, Debug, Default)]
@@ -70,13 +68,7 @@ pub fn search_messages(
             .map_err(|e| AppError::value(e.to_string()))?;
     }
     // Checked before any work, so a refusal costs nothing.
-    filters(f, None)?;
-    let single = "(SELECT {c} FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0)";
-    let cols = format!(
-        "{MESSAGE_COLUMNS}, {}, {}",
-        single.replace("{c}", "read_ms"),
-        single.replace("{c}", "opened_ms")
-    );
+    let scope = scope(f)?;
     s.catch_up_for_search()?;
     let ix = s.index();
     if !scan && index_cost(ix, &q)? > INDEX_STEPS {
@@ -84,17 +76,17 @@ pub fn search_messages(
             .map_err(|e| AppError::value(e.to_string()))?;
         scan = true;
     }
-    let (cond, args) = filters(f, (!scan).then(|| q.fts_match()))?;
+    let fts = q.fts_match();
     let one_phrase = match q.single_phrase() {
         Some(needle) if !scan => {
-            one_phrase_hits(ix, needle, &cols, &cond, &args, limit, budget).map_err(stopped)?
+            one_phrase_hits(ix, needle, &fts, &scope, limit, budget).map_err(stopped)?
         }
         _ => None,
     };
     let mut hits = match one_phrase {
         Some(hits) => hits,
-        None if scan => scan_hits(ix, &q, &cols, &cond, &args, limit, budget).map_err(stopped)?,
-        None => ranked_hits(ix, &q, &cols, &cond, &args, limit, budget).map_err(stopped)?,
+        None if scan => scan_hits(ix, &q, &scope, limit, budget).map_err(stopped)?,
+        None => ranked_hits(ix, &q, &fts, &scope, limit, budget).map_err(stopped)?,
     };
     let overflow = hits.len() > limit;
     hits.truncate(limit);
@@ -168,34 +160,23 @@ fn index_cost(ix: &Index, q: &SearchQuery) -> AppResult<u64> {
     Ok(cost)
 }
 
-/// The SQL conditions and arguments of the filters (and of the index's
-/// `MATCH` text, which comes first as `?1` when given). Refuses a bad
-/// `kind` or `status`.
-fn filters(f: &SearchFilter, fts: Option<String>) -> AppResult<(String, Vec<Sql>)> {
-    let mut cond = vec!["m.deleted_ms IS NULL".to_owned()];
-    let mut args: Vec<Sql> = fts.into_iter().map(Sql::Text).collect();
-    if let Some(r) = &f.from_role {
-        args.push(Sql::Text(r.trim().to_owned()));
-        cond.push(format!("m.from_role = ?{}", args.len()));
-    }
-    if let Some(r) = &f.to_role {
-        args.push(Sql::Text(r.trim().to_owned()));
-        cond.push(format!(
-            "EXISTS (SELECT 1 FROM deliveries t WHERE t.message_id = m.id AND t.role = ?{})",
-            args.len()
-        ));
-    }
+/// What the filters narrow a search to. Refuses a bad `kind` or `status`.
+fn scope(f: &SearchFilter) -> AppResult<SearchScope> {
+    let mut scope = SearchScope {
+        from_role: f.from_role.as_ref().map(|r| r.trim().to_owned()),
+        to_role: f.to_role.as_ref().map(|r| r.trim().to_owned()),
+        ..SearchScope::default()
+    };
     if let Some(k) = &f.kind {
         Kind::parse_field(k, "kind").map_err(|e| AppError::value(e.to_string()))?;
-        args.push(Sql::Text(k.clone()));
-        cond.push(format!("m.kind = ?{}", args.len()));
+        scope.kind = Some(k.clone());
     }
     if let Some(st) = &f.status {
-        let st =
-            DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?;
-        cond.push(format!("m.status = '{}'", st.as_str()));
+        scope.status = Some(
+            DebtStatus::parse_field(st, "status").map_err(|e| AppError::value(e.to_string()))?,
+        );
     }
-    Ok((cond.join(" AND "), args))
+    Ok(scope)
 }
 
 /// Why a path gave up: a fault, or the caller cancelled (the budget running
@@ -242,44 +223,30 @@ type Hit = (MessageRow, String);
 fn scan_hits(
     ix: &Index,
     q: &SearchQuery,
-    cols: &str,
-    cond: &str,
-    args: &[Sql],
+    scope: &SearchScope,
     limit: usize,
     budget: &mut Budget<'_>,
 ) -> Result<Vec<Hit>, Halt> {
-    let sql = format!(
-        "SELECT {cols} FROM messages m WHERE {cond} ORDER BY m.ms DESC, m.c DESC, m.id DESC"
-    );
-    let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
-    let mut rows = st
-        .query(rusqlite::params_from_iter(args.iter()))
-        .db(ix.path())?;
     let passes = q.phrase_count() as u64 + 1;
     let mut hits = Vec::new();
-    while let Some(r) = rows.next().db(ix.path())? {
-        let row = MessageRow::from_sql(r).db(ix.path())?;
+    ix.scan_messages(scope, |row| {
         if !spend(
             budget,
             text_steps(&row.topic, &row.body).saturating_mul(passes),
         )? {
-            break;
+            return Ok(false);
         }
         if q.matches(&row.topic, &row.body) {
             let snippet: String = row.body.chars().take(200).collect();
             hits.push((row, snippet));
             if hits.len() > limit {
-                break;
+                return Ok(false);
             }
         }
-    }
+        Ok::<_, Halt>(true)
+    })?;
     Ok(hits)
 }
-
-/// A body row a search by the index may return: the message's current one
-/// (a revised message keeps its earlier bodies in the index).
-const CURRENT_BODY: &str = "(m.revised_ms IS NULL OR b.rowid = \
-    (SELECT max(x.rowid) FROM bodies x WHERE x.message_id = m.id))";
 
 /// Any query by the index: the first `limit + 1` hits by bm25, then newest
 /// first, with FTS5 computing the rank, then the snippets of those hits.
@@ -297,42 +264,15 @@ const CURRENT_BODY: &str = "(m.revised_ms IS NULL OR b.rowid = \
 fn ranked_hits(
     ix: &Index,
     q: &SearchQuery,
-    cols: &str,
-    cond: &str,
-    args: &[Sql],
+    fts: &str,
+    scope: &SearchScope,
     limit: usize,
     budget: &mut Budget<'_>,
 ) -> Result<Vec<Hit>, Halt> {
-    let mut args = args.to_vec();
-    args.push(Sql::Integer(limit as i64 + 1));
-    let sql = format!(
-        "SELECT {cols}, b.rowid FROM bodies_fts \
-         JOIN bodies b ON b.rowid = bodies_fts.rowid JOIN messages m ON m.id = b.message_id \
-         WHERE bodies_fts MATCH ?1 AND {CURRENT_BODY} AND {cond} \
-         ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?{}",
-        args.len()
-    );
-    let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
-    let rows = st
-        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-            Ok((
-                MessageRow::from_sql(r)?,
-                r.get::<_, i64>(AFTER_MESSAGE_COLUMNS)?,
-            ))
-        })
-        .db(ix.path())?;
-    let mut ranked = Vec::new();
-    for r in rows {
-        ranked.push(r.db(ix.path())?);
-    }
-    let texts = ix
-        .conn()
-        .prepare_cached("SELECT topic, body FROM bodies WHERE rowid = ?1")
-        .db(ix.path())?;
+    let ranked = ix.ranked_matches(fts, scope, limit)?;
     let mut cutter = Cutter {
         needles: q.shown_needles(),
         single: q.single_phrase().map(|n| n.chars().collect()),
-        texts,
         scratch: Vec::new(),
     };
     // (row, its snippet, or None for FTS5's, body rowid)
@@ -354,7 +294,7 @@ fn ranked_hits(
         .filter(|p| p.1.is_none())
         .map(|p| p.2)
         .collect();
-    let mut from_fts5 = fts5_snippets(ix, &args[0], &wanted)?;
+    let mut from_fts5 = ix.fts5_snippets(fts, &wanted)?;
     Ok(planned
         .into_iter()
         .map(|(row, text, rowid)| {
@@ -362,39 +302,6 @@ fn ranked_hits(
             (row, text)
         })
         .collect())
-}
-
-/// FTS5's snippets of the body rows `rowids` for the query `fts` (the `MATCH`
-/// text), in one statement. `+rowid` keeps SQLite from looking each row up
-/// through the index, which cost a seek per trigram per row (about 0.1 ms a
-/// row); instead the query is matched once and the listed rows are cut.
-fn fts5_snippets(ix: &Index, fts: &Sql, rowids: &[i64]) -> Result<HashMap<i64, String>, Halt> {
-    if rowids.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let list = rowids
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut st = ix
-        .conn()
-        .prepare_cached(
-            "SELECT rowid, snippet(bodies_fts, -1, '[', ']', '…', 12) FROM bodies_fts \
-             WHERE bodies_fts MATCH ?1 AND +rowid IN (SELECT value FROM json_each(?2))",
-        )
-        .db(ix.path())?;
-    let rows = st
-        .query_map(rusqlite::params![fts, format!("[{list}]")], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .db(ix.path())?;
-    let mut out = HashMap::new();
-    for r in rows {
-        let (rowid, text) = r.db(ix.path())?;
-        out.insert(rowid, text);
-    }
-    Ok(out)
 }
 
 /// Past this estimate of FTS5's steps to cut one row's snippet
@@ -416,25 +323,21 @@ enum Cut {
 }
 
 /// Decides and cuts snippets for [`ranked_hits`].
-struct Cutter<'q, 'c> {
+struct Cutter<'q> {
     needles: Vec<&'q str>,
     /// The query's folded text when it is one phrase.
     single: Option<Vec<char>>,
-    texts: rusqlite::CachedStatement<'c>,
     scratch: Vec<u8>,
 }
 
-impl Cutter<'_, '_> {
+impl Cutter<'_> {
     /// For a query of one phrase, the snippet cut here: FTS5's, byte for byte
     /// (see `one_phrase_hits`). Otherwise FTS5's for an ordinary row; for a
     /// row where it would cost too much (a phrase repeated thousands of times,
     /// a long run of spaces), the one-phrase snippet of the first of the
     /// query's phrases that occurs in it, cut here in linear time.
     fn plan(&mut self, ix: &Index, rowid: i64, budget: &mut Budget<'_>) -> Result<Cut, Halt> {
-        let (topic, body): (String, String) = self
-            .texts
-            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
-            .db(ix.path())?;
+        let (topic, body) = ix.body_row(rowid)?;
         let len = text_steps(&topic, &body);
         if let Some(needle) = &self.single {
             if !spend(budget, len.saturating_mul(SNIPPET_STEPS_PER_BYTE))? {
@@ -504,9 +407,8 @@ const ONE_PHRASE_MAX_BYTES: u64 = 16 << 20;
 fn one_phrase_hits(
     ix: &Index,
     needle: &str,
-    cols: &str,
-    cond: &str,
-    args: &[Sql],
+    fts: &str,
+    scope: &SearchScope,
     limit: usize,
     budget: &mut Budget<'_>,
 ) -> Result<Option<Vec<Hit>>, Halt> {
@@ -514,51 +416,45 @@ fn one_phrase_hits(
         return Ok(None);
     };
     let mut scratch = Vec::new();
-    // Every matching body row counts for the IDF, kept or not, as in FTS5.
-    let sql = format!(
-        "SELECT b.rowid, m.ms, m.c, m.id, b.topic, b.body, \
-         m.id IS NOT NULL AND {CURRENT_BODY} AND {cond} \
-         FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
-         LEFT JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1"
-    );
-    let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
-    let mut found = st
-        .query(rusqlite::params_from_iter(args.iter()))
-        .db(ix.path())?;
     let mut matches = 0;
     let mut read = 0u64;
+    let mut gave_way = false;
     // (freq, size, ms, c, id, body rowid) of each row that may be returned.
     // Not the text: a common word reads up to ONE_PHRASE_MAX_MATCHES rows
     // before giving way, and keeping theirs raised the server's peak memory.
     let mut kept: Vec<(usize, usize, i64, i64, String, i64)> = Vec::new();
-    while let Some(r) = found.next().db(ix.path())? {
+    // Every matching body row counts for the IDF, kept or not, as in FTS5.
+    ix.each_phrase_match(fts, scope, |hit| {
         matches += 1;
         if matches > ONE_PHRASE_MAX_MATCHES {
-            return Ok(None);
+            gave_way = true;
+            return Ok(false);
         }
-        if r.get::<_, Option<bool>>(6).db(ix.path())? != Some(true) {
-            continue;
-        }
-        let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).db(ix.path());
-        let (topic, body) = (text(4)?, text(5)?);
-        let len = text_steps(topic, body);
+        let Some(hit) = hit else {
+            return Ok(true);
+        };
+        let len = text_steps(hit.topic, hit.body);
         read += len;
         if read > ONE_PHRASE_MAX_BYTES || !budget.affords(len) {
-            return Ok(None);
+            gave_way = true;
+            return Ok(false);
         }
         spend(budget, len)?;
-        let (t_freq, t_size) = phrase_count(topic, needle, &mut scratch);
-        let (b_freq, b_size) = phrase_count(body, needle, &mut scratch);
+        let (t_freq, t_size) = phrase_count(hit.topic, needle, &mut scratch);
+        let (b_freq, b_size) = phrase_count(hit.body, needle, &mut scratch);
         kept.push((
             t_freq + b_freq,
             t_size + b_size,
-            r.get(1).db(ix.path())?,
-            r.get(2).db(ix.path())?,
-            r.get(3).db(ix.path())?,
-            r.get(0).db(ix.path())?,
+            hit.ms,
+            hit.c,
+            hit.id.to_owned(),
+            hit.rowid,
         ));
+        Ok::<_, Halt>(true)
+    })?;
+    if gave_way {
+        return Ok(None);
     }
-    drop(found);
     let bm25 = Bm25::new(rows, tokens, matches as i64);
     let mut ranked: Vec<(f64, _)> = kept
         .into_iter()
@@ -570,25 +466,17 @@ fn one_phrase_hits(
     });
     ranked.truncate(limit + 1);
     let needle: Vec<char> = needle.chars().collect();
-    let sql = format!("SELECT {cols} FROM messages m WHERE m.id = ?1");
-    let mut message = ix.conn().prepare_cached(&sql).db(ix.path())?;
-    let mut texts = ix
-        .conn()
-        .prepare_cached("SELECT topic, body FROM bodies WHERE rowid = ?1")
-        .db(ix.path())?;
     let mut hits = Vec::with_capacity(ranked.len());
     for (_, (_, _, _, _, id, rowid)) in ranked {
-        let row = message
-            .query_row([&id], MessageRow::from_sql)
-            .db(ix.path())?;
+        let Some(row) = ix.message_row(&id)? else {
+            continue;
+        };
         if hits.len() == limit {
             // It only tells that more match: its snippet is never shown.
             hits.push((row, String::new()));
             break;
         }
-        let (topic, body): (String, String) = texts
-            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
-            .db(ix.path())?;
+        let (topic, body) = ix.body_row(rowid)?;
         let steps = text_steps(&topic, &body).saturating_mul(SNIPPET_STEPS_PER_BYTE);
         if !spend(budget, steps)? {
             break;

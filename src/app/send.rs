@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::OptionalExtension as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -18,7 +17,6 @@ use crate::core::ids::Role;
 use crate::core::op::{Op, Send};
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::{Kind, WorkStatus};
-use crate::store::error::SqlContext as _;
 use crate::store::{Index, consent};
 
 /// Longest topic, in characters.
@@ -385,16 +383,7 @@ fn check_audience(ix: &Index, send: &Send) -> AppResult<()> {
         return Ok(());
     }
     let parent = match &send.reply_to {
-        Some(id) => ix
-            .conn()
-            .prepare_cached("SELECT from_role, to_json FROM messages WHERE id = ?1")
-            .and_then(|mut st| {
-                st.query_row([id.hex()], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-                })
-                .optional()
-            })
-            .db(ix.path())?,
+        Some(id) => ix.audience_of(&id.hex())?,
         None => None,
     };
     let solo = || {
@@ -406,7 +395,6 @@ fn check_audience(ix: &Index, send: &Send) -> AppResult<()> {
     let Some((pfrom, pto)) = parent else {
         return Err(solo());
     };
-    let pto: Vec<String> = serde_json::from_str(&pto).unwrap_or_default();
     if pto.len() < 2 {
         return Err(solo());
     }

@@ -4,12 +4,9 @@
 //! (the caller's role, resolving a message id prefix). Identities in results
 //! always come from here or from verified feeds, never from tool arguments.
 
-use rusqlite::params;
-
 use super::refusal::{AppError, AppResult};
 pub use crate::core::ids::roles_list;
 use crate::core::ids::{IdPrefix, RecordId, Role};
-use crate::store::error::SqlContext as _;
 use crate::store::{Channel, Index, Writer};
 
 /// Environment variables a role may come from, in order of precedence.
@@ -156,15 +153,6 @@ impl Named {
             Self::Upload => "an",
         }
     }
-
-    fn query(self) -> &'static str {
-        match self {
-            Self::Message => {
-                "SELECT id, deleted_ms IS NOT NULL FROM messages WHERE id >= ?1 AND id < ?2 LIMIT 3"
-            }
-            Self::Upload => "SELECT id, 0 FROM uploads WHERE id >= ?1 AND id < ?2 LIMIT 3",
-        }
-    }
 }
 
 /// Looks up an id prefix typed by an agent in the parameter `field`: the one
@@ -182,12 +170,19 @@ pub fn lookup(ix: &Index, named: Named, field: &str, raw: &str) -> AppResult<Opt
     };
     let lo = prefix.as_str().to_owned();
     let hi = format!("{lo}g");
-    let mut st = ix.conn().prepare_cached(named.query()).db(ix.path())?;
-    let rows: Vec<(String, bool)> = st
-        .query_map(params![lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))
-        .db(ix.path())?
-        .collect::<Result<_, _>>()
-        .db(ix.path())?;
+    // Three are enough to tell one from several.
+    let rows: Vec<(String, bool)> = match named {
+        Named::Message => ix
+            .messages_with_prefix(&lo, &hi, 3)?
+            .into_iter()
+            .map(|m| (m.id, m.deleted))
+            .collect(),
+        Named::Upload => ix
+            .uploads_with_prefix(&lo, &hi, 3)?
+            .into_iter()
+            .map(|id| (id, false))
+            .collect(),
+    };
     match rows.as_slice() {
         [] => Ok(None),
         [(id, deleted)] => Ok(RecordId::parse(id).map(|id| Found {
@@ -232,14 +227,7 @@ mod tests {
     fn index_with(ids: &[&str]) -> Index {
         let ix = Index::in_memory("c").unwrap();
         for id in ids {
-            ix.conn()
-                .execute(
-                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, \
-                     action_required, decision_requested, ms, c, body_sha256, body_bytes, body_chars, \
-                     last_move_ms) VALUES (?1, 1, 'a', '[\"b\"]', 0, 't', 0, 1, 1, 0, '', 1, 1, 1)",
-                    [id],
-                )
-                .unwrap();
+            ix.put_bare_message(id);
         }
         ix
     }
@@ -275,13 +263,7 @@ mod tests {
     fn upload_ids_are_looked_up_alike() {
         let ix = index_with(&[]);
         for id in ["abcdef01", "abcdef02"] {
-            ix.conn()
-                .execute(
-                    "INSERT INTO uploads(id, uploader, ms, c, chunks, length_bytes, length_chars, \
-                     sha256) VALUES (?1, 'a', 1, 0, 1, 1, 1, '')",
-                    [format!("{id}{}", "0".repeat(56))],
-                )
-                .unwrap();
+            ix.put_bare_upload(&format!("{id}{}", "0".repeat(56)));
         }
         let e = lookup(&ix, Named::Upload, "body_ref", "abcdef")
             .unwrap_err()

@@ -7,18 +7,16 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::params;
 use serde_json::{Map, Value, json};
 
 use super::info::VERSION;
-use super::obligations::BLOCKER_ALIVE;
 use super::refusal::AppResult;
 use super::rows::short;
 use super::session::Session;
 use crate::core::ids::Role;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
-use crate::store::error::SqlContext as _;
+use crate::store::index::{Ball, ConflictTarget, ProblemKind};
 use crate::store::prefs::Prefs;
 
 /// The counters that call for action: the protocol's seven, plus this role's
@@ -53,13 +51,6 @@ pub const COUNTERS: [&str; 12] = [
     "awaiting_done",
     "resolved_for_you",
 ];
-
-/// "This proposal waits for the decision of role ?1" (a condition on
-/// `messages m`). The rule is `core::message::Message::awaits`; the index
-/// stores, per message, the roles it holds for (`awaiting`, written with the
-/// message's row), so this only reads what core decided.
-pub const AWAITING: &str = "m.awaiting IS NOT NULL \
-    AND EXISTS (SELECT 1 FROM json_each(m.awaiting) WHERE value = ?1)";
 
 /// One message behind a counter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,34 +119,19 @@ impl Summary {
     }
 }
 
-/// "Message `m` is addressed to role ?1", decided from the message row alone:
-/// `to_json` is the JSON list of its recipients, exactly the roles that have
-/// a row in `deliveries` for it, and role names are slugs (never a quote).
-/// The covering indexes of the counters carry `to_json`, so this costs no
-/// lookup in `deliveries` per message (thousands of them on a busy channel,
-/// mostly uncached in a fresh process such as the status command or a hook).
-const ADDRESSED: &str = "instr(m.to_json, '\"' || ?1 || '\"') > 0";
-
-/// Computes the summary of `role` from the index.
+/// Computes the summary of `role` from the index. The rules behind each
+/// counter are the index's (`store::index`: debts, proposals, the ball);
+/// this only sorts what they find into counters.
 pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
-    let p = ix.path();
     let me = role.as_str();
     let mut sum = Summary::default();
     let none = Map::new;
 
     // Mail delivered and not marked read, split by whether it was handed over.
-    // Mail can be plentiful, so it is counted, not listed; a new unread
-    // message always raises the highest local ingest number among them.
-    let (unread, unopened, newest): (i64, i64, i64) = ix
-        .conn()
-        .prepare_cached(
-            "SELECT count(*), coalesce(sum(opened_ms IS NULL), 0), coalesce(max(n), 0) FROM deliveries \
-             WHERE role = ?1 AND deleted = 0 AND read_ms IS NULL",
-        )
-        .and_then(|mut st| st.query_row([me], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
-        .db(p)?;
-    let (unread, unopened) = (unread as usize, unopened as usize);
-    sum.tallies.insert("unread", (unread, format!("n{newest}")));
+    let mail = ix.unread_mail(me)?;
+    let (unread, unopened) = (mail.unread, mail.unopened);
+    sum.tallies
+        .insert("unread", (unread, format!("n{}", mail.newest_n)));
     sum.tallies.insert("unopened", (unopened, String::new()));
     sum.tallies
         .insert("opened_unmarked", (unread - unopened, String::new()));
@@ -163,124 +139,70 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
         |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
 
     // Open debts addressed to the role; untaken = not (yet) taken by it.
-    let sql = format!(
-        "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' \
-         AND m.deleted_ms IS NULL AND {ADDRESSED} ORDER BY m.ms, m.c, m.id"
-    );
-    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
-    let rows = st
-        .query_map([me], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, bool>(2)?,
-            ))
-        })
-        .db(p)?;
-    for row in rows {
-        let (id, topic, taken) = row.db(p)?;
+    for debt in ix.open_debts_for(me)? {
         let item = Item {
-            id,
-            topic,
+            id: debt.id,
+            topic: debt.topic,
             extra: none(),
         };
-        if !taken {
+        if !debt.taken {
             push("open_obligations_untaken", item.clone());
         }
         push("open_obligations", item);
     }
 
     // Proposals waiting for this role's decision.
-    let sql =
-        format!("SELECT m.id, m.topic FROM messages m WHERE {AWAITING} ORDER BY m.ms, m.c, m.id");
-    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
-    let rows = st
-        .query_map([me], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        })
-        .db(p)?;
-    for row in rows {
-        let (id, topic) = row.db(p)?;
+    for p in ix.awaiting_votes(me)? {
         push(
             "awaiting_ack",
             Item {
-                id,
-                topic,
+                id: p.id,
+                topic: p.topic,
                 extra: none(),
             },
         );
     }
 
-    // The ball: who made the last move into the current work status.
-    let party = format!("(m.from_role = ?1 OR {ADDRESSED})");
-    // Work the role moved itself (in_progress, blocked) is found by its mover;
-    // the ball passed to it (needs_you, done_local) by anyone else among its
-    // messages. Only a blocked row asks whether its blocker is still alive.
-    let cols = "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by";
-    let sql = format!(
-        "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c \
-         FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
-         AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
-         UNION ALL SELECT {cols}, 0, m.ms, m.c FROM messages m \
-         WHERE m.work_status IN ('needs_you', 'done_local') \
-         AND m.deleted_ms IS NULL AND m.ws_by IS NOT ?1 AND {party} ORDER BY 7, 8, 1"
-    );
-    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
-    let rows = st
-        .query_map([me], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<String>>(3)?,
-                r.get::<_, Option<String>>(4)?,
-                r.get::<_, bool>(5)?,
-            ))
-        })
-        .db(p)?;
-    for row in rows {
-        let (id, topic, ws, by, blocked_by, blocker_gone) = row.db(p)?;
-        let mine = by.as_deref() == Some(me);
-        let counter = match ws.as_str() {
-            "in_progress" if mine => "in_progress",
-            "blocked" if mine && blocker_gone => "unblocked",
-            "blocked" if mine => "blocked",
-            "needs_you" if !mine => "needs_you",
-            "done_local" if !mine => "awaiting_done",
-            _ => continue,
+    // The ball: work whose next move is the role's.
+    for b in ix.ball_with(me)? {
+        let counter = match b.ball {
+            Ball::InProgress => "in_progress",
+            Ball::Unblocked => "unblocked",
+            Ball::Blocked => "blocked",
+            Ball::NeedsYou => "needs_you",
+            Ball::AwaitingDone => "awaiting_done",
         };
         let mut extra = none();
-        if ws == "blocked" {
-            extra.insert("blocked_by".into(), json!(blocked_by.as_deref().map(short)));
+        if matches!(b.ball, Ball::Blocked | Ball::Unblocked) {
+            extra.insert(
+                "blocked_by".into(),
+                json!(b.blocked_by.as_deref().map(short)),
+            );
         }
-        push(counter, Item { id, topic, extra });
+        push(
+            counter,
+            Item {
+                id: b.id,
+                topic: b.topic,
+                extra,
+            },
+        );
     }
 
     // Resolutions by the other side that wait for this role's confirmation.
-    let sql = format!(
-        "SELECT m.id, m.topic, m.resolved_by, m.resolved_ms, m.resolution_note FROM messages m \
-         WHERE m.status = 'resolved' AND m.confirmed = 0 AND m.deleted_ms IS NULL AND m.resolved_by != ?1 \
-         AND {party} ORDER BY m.ms, m.c, m.id"
-    );
-    let mut st = ix.conn().prepare_cached(&sql).db(p)?;
-    let rows = st
-        .query_map([me], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, Option<String>>(4)?,
-            ))
-        })
-        .db(p)?;
-    for row in rows {
-        let (id, topic, by, at, note) = row.db(p)?;
+    for r in ix.resolutions_for(me)? {
         let mut extra = none();
-        extra.insert("resolved_by".into(), json!(by));
-        extra.insert("resolved_at".into(), json!(format_rfc3339(at)));
-        extra.insert("resolution_note".into(), json!(note));
-        push("resolved_for_you", Item { id, topic, extra });
+        extra.insert("resolved_by".into(), json!(r.resolved_by));
+        extra.insert("resolved_at".into(), json!(format_rfc3339(r.resolved_ms)));
+        extra.insert("resolution_note".into(), json!(r.note));
+        push(
+            "resolved_for_you",
+            Item {
+                id: r.id,
+                topic: r.topic,
+                extra,
+            },
+        );
     }
 
     for c in conflicts_of(ix, role)? {
@@ -346,79 +268,27 @@ pub fn channel_status(s: &mut Session) -> AppResult<Value> {
 /// (`read`, and `opened`, which read_inbox writes on its own) do not count:
 /// they decide nothing, and must not hide a lost decision unseen.
 fn conflicts_of(ix: &Index, me: &Role) -> AppResult<Vec<Value>> {
-    let p = ix.path();
-    let mut st = ix
-        .conn()
-        .prepare_cached(
-            "SELECT id, conflicts FROM messages WHERE conflicts IS NOT NULL ORDER BY ms, c, id",
-        )
-        .db(p)?;
-    let rows: Vec<(String, String)> = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .db(p)?
-        .collect::<Result<_, _>>()
-        .db(p)?;
-    let mut out = Vec::new();
-    for (target, json) in rows {
-        let list: Vec<Value> = serde_json::from_str(&json).unwrap_or_default();
-        for c in list.into_iter().filter(|c| c["role"] == me.as_str()) {
-            let record = c["record"].as_str().unwrap_or_default().to_owned();
-            let superseded: bool = ix
-                .conn()
-                .prepare_cached(
-                    "SELECT EXISTS (SELECT 1 FROM targets t JOIN records r ON r.n = t.n \
-                     JOIN records c ON c.id = ?2 WHERE t.target = ?1 AND r.role = ?3 \
-                     AND r.op NOT IN ('read', 'opened') \
-                     AND (r.ms > c.ms OR (r.ms = c.ms AND r.c > c.c)))",
-                )
-                .and_then(|mut st| st.query_row(params![target, record, me.as_str()], |r| r.get(0)))
-                .db(p)?;
-            if !superseded {
-                out.push(json!({
-                    "record": short(&record),
-                    "op": c["op"],
-                    "target": short(&target),
-                    "reason": c["reason"],
-                    "winner": c["winner"].as_str().map(short),
-                }));
-            }
-        }
-    }
-    // Pin writes that lost, until the role writes that key again.
-    let mut st = ix
-        .conn()
-        .prepare_cached(
-            "SELECT c.record, c.key, c.reason, c.winner FROM pin_conflicts c WHERE c.role = ?1 \
-             AND NOT EXISTS (SELECT 1 FROM pin_conflicts l WHERE l.key = c.key AND l.role = c.role \
-             AND (l.ms > c.ms OR (l.ms = c.ms AND l.c > c.c))) \
-             AND NOT EXISTS (SELECT 1 FROM pins p WHERE p.key = c.key AND p.role = c.role \
-             AND p.ms >= c.ms) ORDER BY c.ms, c.c",
-        )
-        .db(p)?;
-    let rows = st
-        .query_map([me.as_str()], |r| {
-            Ok(json!({
-                "record": short(&r.get::<_, String>(0)?),
-                "op": "pin_set",
-                "target": r.get::<_, String>(1)?,
-                "reason": r.get::<_, String>(2)?,
-                "winner": r.get::<_, Option<String>>(3)?.as_deref().map(short),
-            }))
+    Ok(ix
+        .standing_conflicts(me.as_str())?
+        .into_iter()
+        .map(|c| {
+            json!({
+                "record": short(&c.record),
+                "op": c.op,
+                "target": match &c.target {
+                    ConflictTarget::Message(id) => short(id),
+                    ConflictTarget::PinKey(key) => key.clone(),
+                },
+                "reason": c.reason,
+                "winner": c.winner.as_deref().map(short),
+            })
         })
-        .db(p)?;
-    for r in rows {
-        out.push(r.db(p)?);
-    }
-    Ok(out)
+        .collect())
 }
 
 /// Records held because they are dated too far ahead of local time.
 fn held(ix: &Index) -> AppResult<i64> {
-    Ok(ix
-        .conn()
-        .prepare_cached("SELECT count(*) FROM problems WHERE kind = 'held'")
-        .and_then(|mut st| st.query_row([], |r| r.get(0)))
-        .db(ix.path())?)
+    Ok(ix.problem_count(ProblemKind::Held)?)
 }
 
 /// Local evidence of trouble in the folder: quarantined records, forks,
@@ -430,8 +300,8 @@ fn alarms(ix: &Index) -> AppResult<Vec<Value>> {
     Ok(ix
         .problems()?
         .into_iter()
-        .filter(|p| p.kind != "garbage" && p.kind != "stray")
-        .map(|p| json!({ "kind": p.kind, "feed": p.feed, "where": format!("{}:{}", p.path, p.offset), "reason": p.reason }))
+        .filter(|p| p.kind.is_alarm())
+        .map(|p| json!({ "kind": p.kind.as_str(), "feed": p.feed, "where": format!("{}:{}", p.path, p.offset), "reason": p.reason }))
         .collect())
 }
 

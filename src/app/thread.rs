@@ -6,11 +6,10 @@ use serde_json::Value;
 
 use super::refusal::AppResult;
 use super::rows::{
-    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, project,
+    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, Projection, project,
 };
 use super::session::{Session, find};
 use crate::store::Index;
-use crate::store::error::SqlContext as _;
 
 /// The thread containing `message_id`, oldest first.
 pub fn get_thread(
@@ -41,16 +40,9 @@ pub fn get_thread(
             }
         }
     }
-    let single = "(SELECT {c} FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0)";
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, {}, {} FROM messages m WHERE m.id = ?1",
-        single.replace("{c}", "read_ms"),
-        single.replace("{c}", "opened_ms")
-    );
     let mut rows = Vec::with_capacity(tree.len());
-    let mut st = ix.conn().prepare_cached(&sql).db(ix.path())?;
     for id in &tree {
-        rows.push(st.query_row([id], MessageRow::from_sql).db(ix.path())?);
+        rows.extend(ix.message_row(id)?);
     }
     rows.sort_by(|a, b| (a.ms, a.c, &a.id).cmp(&(b.ms, b.c, &b.id)));
     let out: Vec<Value> = rows
@@ -61,22 +53,9 @@ pub fn get_thread(
 }
 
 fn parent_of(ix: &Index, id: &str) -> AppResult<Option<String>> {
-    use rusqlite::OptionalExtension as _;
-    Ok(ix
-        .conn()
-        .prepare_cached("SELECT reply_to FROM messages WHERE id = ?1")
-        .and_then(|mut st| {
-            st.query_row([id], |r| r.get::<_, Option<String>>(0))
-                .optional()
-        })
-        .db(ix.path())?
-        .flatten())
+    Ok(ix.parent_of(id)?)
 }
 
 fn children_of(ix: &Index, id: &str) -> AppResult<Vec<String>> {
-    Ok(ix
-        .conn()
-        .prepare_cached("SELECT id FROM messages WHERE reply_to = ?1")
-        .and_then(|mut st| st.query_map([id], |r| r.get(0))?.collect())
-        .db(ix.path())?)
+    Ok(ix.children_of(id)?)
 }

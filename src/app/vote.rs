@@ -12,12 +12,11 @@ use super::pin;
 use super::refusal::{AppError, AppResult, check_length, check_limit};
 use super::retirement::retired_by;
 use super::rows::{
-    FieldsArg, MESSAGE_COLUMNS, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, Projection, listing,
+    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
     project,
 };
 use super::send::NOTE_MAX;
 use super::session::Session;
-use super::status::AWAITING;
 use crate::core::ids::Role;
 use crate::core::message::Message;
 use crate::core::op::{Ack, Op};
@@ -25,7 +24,6 @@ use crate::core::rules;
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::Decision;
 use crate::store::channel::now_ms;
-use crate::store::error::SqlContext as _;
 
 /// Records the caller's decision on a message.
 pub fn acknowledge(
@@ -193,28 +191,12 @@ pub fn awaiting_ack(
     };
     s.catch_up()?;
     let ix = s.index();
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM messages m \
-         JOIN deliveries d ON d.message_id = m.id AND d.role = ?1 \
-         WHERE {AWAITING} AND (?2 IS NULL OR m.from_role = ?2) AND (?3 IS NULL OR m.pin_key = ?3) \
-         ORDER BY m.ms, m.c, m.id LIMIT ?4"
-    );
-    let mut rows: Vec<MessageRow> = ix
-        .conn()
-        .prepare_cached(&sql)
-        .and_then(|mut st| {
-            st.query_map(
-                rusqlite::params![
-                    role,
-                    from_role.map(str::trim),
-                    pin_key.map(str::trim),
-                    limit as i64 + 1
-                ],
-                MessageRow::from_sql,
-            )?
-            .collect()
-        })
-        .db(ix.path())?;
+    let mut rows: Vec<MessageRow> = ix.awaiting_votes_page(
+        &role,
+        from_role.map(str::trim),
+        pin_key.map(str::trim),
+        limit,
+    )?;
     let overflow = rows.len() > limit;
     rows.truncate(limit);
     let now = now_ms();

@@ -7,15 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rusqlite::{OptionalExtension as _, params};
 use serde_json::{Value, json};
 
 use super::refusal::{AppError, AppResult};
-use super::rows::{MESSAGE_COLUMNS, MessageRow};
+use super::rows::MessageJson as _;
 use super::session::{Session, find_live};
 use super::status::{ACTIONABLE, summary};
 use crate::core::ids::RecordId;
-use crate::store::error::SqlContext as _;
 
 /// The longest a single wait call blocks, below common client timeouts.
 pub const WAIT_CAP_S: f64 = 50.0;
@@ -104,10 +102,7 @@ pub fn reply_target(
     let after = match after_id {
         Some(raw) => {
             let id = find_live(ix, "after_id", raw)?;
-            ix.conn()
-                .prepare_cached("SELECT n FROM messages WHERE id = ?1")
-                .and_then(|mut st| st.query_row([id.hex()], |r| r.get::<_, i64>(0)).optional())
-                .db(ix.path())?
+            ix.ingest_number(&id.hex())?
         }
         None => None,
     };
@@ -125,28 +120,7 @@ pub fn reply_check(
     let me = s.role()?;
     s.catch_up()?;
     let ix = s.index();
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM messages m \
-         JOIN deliveries d ON d.message_id = m.id AND d.role = ?2 \
-         WHERE m.reply_to = ?1 AND m.deleted_ms IS NULL AND m.n > ?3 {} \
-         ORDER BY m.ms, m.c, m.id LIMIT 1",
-        if include_read {
-            ""
-        } else {
-            "AND d.read_ms IS NULL"
-        }
-    );
-    let row = ix
-        .conn()
-        .prepare_cached(&sql)
-        .and_then(|mut st| {
-            st.query_row(
-                params![parent.hex(), me.as_str(), after_n.unwrap_or(-1)],
-                MessageRow::from_sql,
-            )
-            .optional()
-        })
-        .db(ix.path())?;
+    let row = ix.first_reply(&parent.hex(), me.as_str(), after_n, include_read)?;
     Ok(row.map(|r| Value::Object(r.to_json(Some(&me)))))
 }
 

@@ -10,7 +10,7 @@ use crate::core::op::Op;
 use crate::core::peer_text::one_line;
 use crate::core::record::decode_body;
 use crate::core::timestamp::format_rfc3339;
-use crate::store::error::SqlContext as _;
+use crate::store::index::RecordLine;
 
 use super::Cli;
 
@@ -28,23 +28,18 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     channel.catch_up()?;
     let ix = channel.index();
-    let mut st = ix
-        .conn()
-        .prepare("SELECT id, feed, seq, ms, op, body FROM records ORDER BY ms, c, id")
-        .db(ix.path())?;
-    let mut rows = st.query([]).db(ix.path())?;
-    while let Some(r) = rows.next().db(ix.path())? {
-        let (id, feed, seq, ms, op, body): (String, String, i64, i64, String, String) = (
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-        );
+    ix.each_record(|r| {
+        let RecordLine {
+            id,
+            feed,
+            seq,
+            ms,
+            op,
+            body,
+        } = r;
         if a.json {
             println!("{body}");
-            continue;
+            return Ok(());
         }
         let what = decode_body(&body)
             .ok()
@@ -56,7 +51,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             format_rfc3339(ms),
             &id[..12]
         );
-    }
+        Ok::<_, anyhow::Error>(())
+    })?;
     for p in ix.problems()? {
         println!(
             "✗ {}:{} {}: {}",

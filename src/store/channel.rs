@@ -8,12 +8,13 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use rusqlite::OptionalExtension as _;
 
 use super::channel_dir::ChannelDir;
+/// Where the use cases read the wall clock (the reading is `clock`'s).
+pub use super::clock::now_ms;
 use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
 use super::feed::{FeedWriter, Tails};
 use super::home::{Device, Home, KeyName};
@@ -754,13 +755,6 @@ fn max_hlc(ix: &Index) -> StoreResult<Hlc> {
         .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .db(ix.path())?;
     Ok(row.map_or(Hlc::default(), |(ms, c)| Hlc(ms, c as u32)))
-}
-
-/// Wall-clock milliseconds (the store may read the clock; core may not).
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {

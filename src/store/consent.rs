@@ -16,7 +16,7 @@ use rusqlite::{OptionalExtension as _, params};
 use super::body::body_of;
 use super::error::{SqlContext as _, StoreResult};
 use super::index::Index;
-use super::ingest::{Decoded, decode_row, decoded_row, send_row, target_records};
+use super::records::{Decoded, decode_row, decoded_row, send_row, target_records};
 use crate::core::consent::Consent;
 use crate::core::ids::{RecordId, Role};
 use crate::core::message::{Applied, Message};

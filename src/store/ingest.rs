@@ -33,17 +33,19 @@ use ed25519_dalek::VerifyingKey;
 use rusqlite::{OptionalExtension as _, params};
 
 use super::channel_dir::ChannelDir;
+use super::clock::now_ms;
 use super::consent;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::folder_file::{FolderError, Refusal};
-use super::index::Index;
+use super::index::{Index, ProblemKind};
+use super::message::refold_with;
+use super::records::SendRow;
 use super::upload;
 use crate::core::chain::{self, Fit, Head};
-use crate::core::hlc::{Hlc, OrderKey};
+use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
-use crate::core::message::{Applied, Message};
-use crate::core::op::{Backfill, Op, Send, UndoBackfill};
+use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
 
 /// The `feed` column of problems about the role and device folders
@@ -228,7 +230,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
     ) -> StoreResult<IngestReport> {
-        Self::run_full(index, dir, cache, progress, super::channel::now_ms())
+        Self::run_full(index, dir, cache, progress, now_ms())
     }
 
     /// Ingests what a writer just appended to its own `feed`, trusting the
@@ -242,7 +244,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         feed: &FeedId,
         vouched: HashSet<Vouch>,
     ) -> StoreResult<IngestReport> {
-        let mut me = Self::new(index, dir, None, super::channel::now_ms(), vouched);
+        let mut me = Self::new(index, dir, None, now_ms(), vouched);
         me.load()?;
         let path = dir.feeds().join(feed.role()).join(feed.device());
         me.ingest_feed(feed, &path, cache)?;
@@ -422,18 +424,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 
     fn load_held(&mut self) -> StoreResult<()> {
-        let p = self.index.path();
-        let mut st = self
-            .index
-            .conn()
-            .prepare_cached(
-                "SELECT record FROM problems WHERE kind = 'held' AND record IS NOT NULL",
-            )
-            .db(p)?;
-        let rows = st.query_map([], |r| r.get::<_, String>(0)).db(p)?;
-        for r in rows {
-            self.held.insert(r.db(p)?);
-        }
+        self.held
+            .extend(self.index.problem_records(ProblemKind::Held)?);
         Ok(())
     }
 
@@ -739,7 +731,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 if matches!(refusal, Refusal::WrongType { .. }) {
                     return Ok(None);
                 }
-                self.problem("oversize", &rel, 0, None, feed, &refusal.to_string())?;
+                self.problem(
+                    ProblemKind::Oversize,
+                    &rel,
+                    0,
+                    None,
+                    feed,
+                    &refusal.to_string(),
+                )?;
                 self.save_cursor(&rel, len as i64, mtime_ns, 0, 0, String::new())?;
                 cache.files.insert(path.to_path_buf(), (len, mtime));
                 return Ok(None);
@@ -756,7 +755,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "{torn} bytes with no newline, more than the {MAX_LINE} a record's line may hold: \
                  not a record, not read again until the file changes"
             );
-            self.problem("garbage", &rel, at, None, feed, &reason)?;
+            self.problem(ProblemKind::Garbage, &rel, at, None, feed, &reason)?;
         }
         let long_tail = torn > MAX_LINE as u64;
         if let Some(p) = self.progress.as_mut() {
@@ -848,47 +847,28 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// files of one feed folder) what it found now: new ones are added, the
     /// ones no longer there (removed by a person) go.
     fn report_strays(&mut self, scope: &str, strays: &[feed::Stray]) -> StoreResult<()> {
-        let p = self.index.path();
-        let found: Vec<(&'static str, String, String)> = strays
+        let found: Vec<(ProblemKind, String, String)> = strays
             .iter()
             .map(|s| {
                 let kind = match s.what {
-                    feed::StrayKind::WrongType(_) => "wrong_type",
-                    feed::StrayKind::Unknown => "stray",
+                    feed::StrayKind::WrongType(_) => ProblemKind::WrongType,
+                    feed::StrayKind::Unknown => ProblemKind::Stray,
                 };
                 (kind, self.rel(&s.path), s.reason())
             })
             .collect();
-        let standing: Vec<(String, String)> = self
+        let standing = self
             .index
-            .conn()
-            .prepare_cached(
-                "SELECT kind, path FROM problems WHERE kind IN ('wrong_type', 'stray') AND feed = ?1",
-            )
-            .and_then(|mut st| {
-                st.query_map([scope], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<Result<_, _>>()
-            })
-            .db(p)?;
+            .problems_of_feed(&[ProblemKind::WrongType, ProblemKind::Stray], scope)?;
         for (kind, path) in standing {
             if !found.iter().any(|(k, fp, _)| *k == kind && *fp == path) {
-                self.index
-                    .conn()
-                    .prepare_cached("DELETE FROM problems WHERE kind = ?1 AND path = ?2")
-                    .and_then(|mut st| st.execute(params![kind, path]))
-                    .db(p)?;
+                self.index.clear_problems_at(kind, &path)?;
             }
         }
         for (kind, path, reason) in found {
             let n = self
                 .index
-                .conn()
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO problems(kind, path, offset, record, feed, reason) \
-                     VALUES (?1, ?2, 0, NULL, ?3, ?4)",
-                )
-                .and_then(|mut st| st.execute(params![kind, path, scope, reason]))
-                .db(p)?;
+                .record_problem(kind, &path, 0, None, scope, &reason)?;
             self.report.new_problems += n;
         }
         Ok(())
@@ -897,23 +877,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// Drops the `oversize` problems of `feed` whose file is no longer one
     /// of its segments (removed, or renamed away).
     fn forget_oversize(&mut self, feed: &FeedId, segments: &[Segment]) -> StoreResult<()> {
-        let p = self.index.path();
-        let standing: Vec<String> = self
+        let standing = self
             .index
-            .conn()
-            .prepare_cached("SELECT path FROM problems WHERE kind = 'oversize' AND feed = ?1")
-            .and_then(|mut st| {
-                st.query_map([feed.to_string()], |r| r.get(0))?
-                    .collect::<Result<_, _>>()
-            })
-            .db(p)?;
-        for path in standing {
+            .problems_of_feed(&[ProblemKind::Oversize], &feed.to_string())?;
+        for (kind, path) in standing {
             if !segments.iter().any(|s| self.rel(&s.path) == path) {
-                self.index
-                    .conn()
-                    .prepare_cached("DELETE FROM problems WHERE kind = 'oversize' AND path = ?1")
-                    .and_then(|mut st| st.execute([&path]))
-                    .db(p)?;
+                self.index.clear_problems_at(kind, &path)?;
             }
         }
         Ok(())
@@ -935,10 +904,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // The problem stands for the feed as it is now: cleared, then
         // written again while the head still names a later seq.
         self.index
-            .conn()
-            .prepare_cached("DELETE FROM problems WHERE kind = 'cut' AND feed = ?1")
-            .and_then(|mut st| st.execute([feed.to_string()]))
-            .db(self.index.path())?;
+            .clear_problems_of_feed(ProblemKind::Cut, &feed.to_string())?;
         if let Some(head) = claim.filter(|h| h.seq > applied) {
             let rel = self.rel(&dir.join(feed::HEAD_FILE));
             let reason = format!(
@@ -948,7 +914,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                  there)",
                 head.seq
             );
-            self.problem("cut", &rel, 0, None, feed, &reason)?;
+            self.problem(ProblemKind::Cut, &rel, 0, None, feed, &reason)?;
         }
         Ok(())
     }
@@ -962,31 +928,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     fn problem(
         &mut self,
-        kind: &str,
+        kind: ProblemKind,
         path: &str,
         offset: u64,
         rec: Option<&Record>,
         feed: &FeedId,
         reason: &str,
     ) -> StoreResult<()> {
-        let n = self
-            .index
-            .conn()
-            .prepare_cached(
-                "INSERT OR IGNORE INTO problems(kind, path, offset, record, feed, reason) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    kind,
-                    path,
-                    offset as i64,
-                    rec.map(|r| r.id.hex()),
-                    feed.to_string(),
-                    reason
-                ])
-            })
-            .db(self.index.path())?;
+        let n = self.index.record_problem(
+            kind,
+            path,
+            offset,
+            rec.map(|r| r.id.hex()).as_deref(),
+            &feed.to_string(),
+            reason,
+        )?;
         self.report.new_problems += n;
         Ok(())
     }
@@ -1037,7 +993,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let rec = match line.record {
             Ok(r) => r,
             Err(e) => {
-                self.problem("garbage", rel, line.offset, None, feed, &e.to_string())?;
+                self.problem(
+                    ProblemKind::Garbage,
+                    rel,
+                    line.offset,
+                    None,
+                    feed,
+                    &e.to_string(),
+                )?;
                 return Ok(Verdict::Consumed);
             }
         };
@@ -1047,7 +1010,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "record of another channel ({}…)",
                 rec.header.ch.get(..12).unwrap_or(&rec.header.ch)
             );
-            self.problem("quarantine", rel, offset, Some(&rec), feed, &reason)?;
+            self.problem(
+                ProblemKind::Quarantine,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                &reason,
+            )?;
             return Ok(Verdict::Consumed);
         }
         if &rec.header.feed != feed {
@@ -1055,14 +1025,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "record signed for feed {} found in feed {feed}",
                 rec.header.feed
             );
-            self.problem("quarantine", rel, offset, Some(&rec), feed, &reason)?;
+            self.problem(
+                ProblemKind::Quarantine,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                &reason,
+            )?;
             return Ok(Verdict::Consumed);
         }
         let state = self.feed_state(feed).clone();
         let Some(key) = state.pubkey else {
             let reason =
                 format!("feed {feed} is not admitted by the channel owner; its records wait");
-            self.problem("unadmitted", rel, 0, None, feed, &reason)?;
+            self.problem(ProblemKind::Unadmitted, rel, 0, None, feed, &reason)?;
             return Ok(Verdict::Wait("not admitted".into()));
         };
         // The chain is checked before the signature: a record already known
@@ -1093,14 +1070,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
             .filter(|_| self.ahead_key.as_ref() == Some(&key))
             .or_else(|| self.vouched.contains(&vouch(&rec, &key)).then_some(true));
         if !verified.unwrap_or_else(|| rec.verify(&key)) {
-            self.problem("quarantine", rel, offset, Some(&rec), feed, "bad signature")?;
+            self.problem(
+                ProblemKind::Quarantine,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                "bad signature",
+            )?;
             return Ok(Verdict::Consumed);
         }
         match fit {
             Fit::Next | Fit::Known | Fit::Gap { .. } => {}
             Fit::Broken(why) => {
                 self.problem(
-                    "quarantine",
+                    ProblemKind::Quarantine,
                     rel,
                     offset,
                     Some(&rec),
@@ -1117,7 +1101,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     rec.id.short(),
                     rec.header.seq - 1
                 );
-                self.problem("fork", rel, offset, Some(&rec), feed, &reason)?;
+                self.problem(ProblemKind::Fork, rel, offset, Some(&rec), feed, &reason)?;
                 // Neither branch stands: take back what this machine applied
                 // from the forked seq on, so every machine ends in the same
                 // state whichever branch reached it first.
@@ -1137,7 +1121,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 rec.header.seq,
                 span(ahead)
             );
-            self.problem("held", rel, offset, Some(&rec), feed, &reason)?;
+            self.problem(ProblemKind::Held, rel, offset, Some(&rec), feed, &reason)?;
             self.held.insert(rec.id.hex());
             if ahead > CLOCK_ALARM_MS {
                 let reason = format!(
@@ -1146,7 +1130,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     span(ahead),
                     rec.header.seq
                 );
-                self.problem("clock", rel, offset, Some(&rec), feed, &reason)?;
+                self.problem(ProblemKind::Clock, rel, offset, Some(&rec), feed, &reason)?;
             }
             return Ok(Verdict::Wait(format!(
                 "held: seq {} is dated {} ahead",
@@ -1159,14 +1143,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "feed {feed} uses op '{}' that this version does not know — upgrade countersign",
                 rec.op_name
             );
-            self.problem("unknown_op", rel, offset, Some(&rec), feed, &reason)?;
+            self.problem(
+                ProblemKind::UnknownOp,
+                rel,
+                offset,
+                Some(&rec),
+                feed,
+                &reason,
+            )?;
             let st = self.feed_state(feed);
             st.frozen = Some(reason.clone());
             st.dirty = true;
             return Ok(Verdict::Wait(reason));
         };
         if let Some(why) = misplaced(feed, &rec, &op, &key) {
-            self.problem("quarantine", rel, offset, Some(&rec), feed, &why)?;
+            self.problem(ProblemKind::Quarantine, rel, offset, Some(&rec), feed, &why)?;
             return Ok(Verdict::Consumed);
         }
         if let Some(k) = switch {
@@ -1284,13 +1275,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let p = self.index.path();
         if !self.held.is_empty() && self.held.remove(&rec.id.hex()) {
             // Held on an earlier pass; the clock has caught up.
-            self.index
-                .conn()
-                .prepare_cached(
-                    "DELETE FROM problems WHERE kind IN ('held', 'clock') AND record = ?1",
-                )
-                .and_then(|mut s| s.execute([rec.id.hex()]))
-                .db(p)?;
+            self.index.clear_problems_of_record(
+                &[ProblemKind::Held, ProblemKind::Clock],
+                &rec.id.hex(),
+            )?;
         }
         let role = self.feed_state(feed).role.clone();
         let conn = self.index.conn();
@@ -1338,16 +1326,20 @@ impl<'a, 'p> Ingest<'a, 'p> {
                         a.pubkey.get(..12).unwrap_or(&a.pubkey)
                     );
                     let claimed = a.feed.clone();
-                    self.problem("second_claim", rel, offset, Some(rec), &claimed, &reason)?;
+                    self.problem(
+                        ProblemKind::SecondClaim,
+                        rel,
+                        offset,
+                        Some(rec),
+                        &claimed,
+                        &reason,
+                    )?;
                 } else if target.pubkey.is_none() {
                     target.pubkey = key;
                     target.role = a.role.to_string();
                     target.dirty = true;
-                    conn.prepare_cached(
-                        "DELETE FROM problems WHERE kind = 'unadmitted' AND feed = ?1",
-                    )
-                    .and_then(|mut s| s.execute([a.feed.to_string()]))
-                    .db(p)?;
+                    self.index
+                        .clear_problems_of_feed(ProblemKind::Unadmitted, &a.feed.to_string())?;
                 }
             }
             Op::Send(send) => {
@@ -1477,151 +1469,6 @@ impl<'a, 'p> Ingest<'a, 'p> {
 /// Past this many touched messages, a pass re-folds all of consent instead of
 /// walking the scope of each.
 const WALK_LIMIT: usize = 2000;
-
-/// A decoded `send` with what the fold needs about its record.
-pub(super) struct SendRow {
-    /// Local ingest sequence.
-    pub n: i64,
-    /// Author.
-    pub from: Role,
-    /// Place in the order.
-    pub key: OrderKey,
-    /// What was sent.
-    pub send: Send,
-}
-
-/// The current state of one message, folded from its records (`None` when
-/// its `send` is not in the index). Use cases check their rules against it.
-pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResult<Option<Message>> {
-    let Some((m, _)) = fold_message(index, id, None)? else {
-        return Ok(None);
-    };
-    // A message that takes part in consent has facets (approval, retirement)
-    // that only the consent fold knows.
-    Ok(Some(consent::message(index, roster, id)?.unwrap_or(m)))
-}
-
-/// Re-folds one message from its records and writes its rows. `false` when
-/// its `send` is not in the index (yet).
-fn refold_with(index: &Index, id: &RecordId, known: Option<&SendRow>) -> StoreResult<bool> {
-    let Some((m, n)) = fold_message(index, id, known)? else {
-        return Ok(false);
-    };
-    index.write_message(&m, n)?;
-    Ok(true)
-}
-
-fn fold_message(
-    index: &Index,
-    id: &RecordId,
-    known: Option<&SendRow>,
-) -> StoreResult<Option<(Message, i64)>> {
-    let loaded;
-    let row = match known {
-        Some(row) => row,
-        None => match send_row(index, id)? {
-            Some(r) => {
-                loaded = r;
-                &loaded
-            }
-            None => return Ok(None),
-        },
-    };
-    let ops = target_records(index, id)?;
-    let m = Message::fold(
-        row.key,
-        &row.from,
-        &row.send,
-        ops.iter().map(|(k, r, op)| Applied {
-            key: *k,
-            role: r,
-            op,
-        }),
-    );
-    Ok(Some((m, row.n)))
-}
-
-/// The `send` record of message `id`, decoded.
-pub(super) fn send_row(index: &Index, id: &RecordId) -> StoreResult<Option<SendRow>> {
-    let send: Option<(i64, String, i64, i64, String)> = index
-        .conn()
-        .prepare_cached("SELECT n, role, ms, c, body FROM records WHERE id = ?1 AND op = 'send'")
-        .and_then(|mut s| {
-            s.query_row([id.hex()], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .optional()
-        })
-        .db(index.path())?;
-    let Some((n, role, ms, c, body)) = send else {
-        return Ok(None);
-    };
-    let Ok((_, _, Some(Op::Send(send)))) = record::decode_body(&body) else {
-        return Ok(None);
-    };
-    let Ok(from) = Role::new(&role) else {
-        return Ok(None);
-    };
-    Ok(Some(SendRow {
-        n,
-        from,
-        key: OrderKey {
-            hlc: Hlc(ms, c as u32),
-            id: *id,
-        },
-        send,
-    }))
-}
-
-/// A decoded record: its place in the order, its author's role, its op.
-pub(super) type Decoded = (OrderKey, Role, Op);
-
-/// Every record that acts on message `id`, decoded, in no particular order.
-pub(super) fn target_records(index: &Index, id: &RecordId) -> StoreResult<Vec<Decoded>> {
-    let p = index.path();
-    let mut st = index
-        .conn()
-        .prepare_cached(
-            "SELECT r.id, r.role, r.ms, r.c, r.body FROM targets t JOIN records r ON r.n = t.n \
-             WHERE t.target = ?1",
-        )
-        .db(p)?;
-    let rows = st.query_map([id.hex()], decoded_row).db(p)?;
-    let mut ops = Vec::new();
-    for row in rows {
-        if let Some(d) = decode_row(row.db(p)?) {
-            ops.push(d);
-        }
-    }
-    Ok(ops)
-}
-
-/// The columns `id, role, ms, c, body` of a records row.
-pub(super) type RecordRow = (String, String, i64, i64, String);
-
-/// Reads the columns `id, role, ms, c, body`.
-pub(super) fn decoded_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-}
-
-/// Decodes a records row; `None` for what cannot be decoded (never stored).
-pub(super) fn decode_row((rid, rrole, rms, rc, rbody): RecordRow) -> Option<Decoded> {
-    let (Some(rid), Ok(rrole), Ok((_, _, Some(op)))) = (
-        RecordId::parse(&rid),
-        Role::new(&rrole),
-        record::decode_body(&rbody),
-    ) else {
-        return None;
-    };
-    Some((
-        OrderKey {
-            hlc: Hlc(rms, rc as u32),
-            id: rid,
-        },
-        rrole,
-        op,
-    ))
-}
 
 /// Ops that do not belong where they were found: only the owner admits, only
 /// role feeds carry messages, and a feed_init must match the admitted key.

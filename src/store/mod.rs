@@ -1,5 +1,6 @@
 //! Everything on disk: the channel folder and its feeds, this device's home
-//! and keys, the SQLite index and the ingest that fills it.
+//! and keys, the SQLite index and the ingest that fills it, and the read
+//! model of messages folded from it.
 //!
 //! Depends on `core` only. It decides how bytes are stored and found, never
 //! what an operation means or whether a tool may perform it (that is `app`).
@@ -7,6 +8,7 @@
 pub mod body;
 pub mod channel;
 pub mod channel_dir;
+pub mod clock;
 pub mod consent;
 pub mod error;
 pub mod feed;
@@ -16,7 +18,10 @@ pub mod home;
 pub mod index;
 pub mod ingest;
 pub mod lock;
+pub mod message;
+pub mod message_rows;
 pub mod prefs;
+pub mod records;
 pub mod upload;
 pub mod watcher;
 

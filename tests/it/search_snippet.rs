@@ -15,6 +15,12 @@ use countersign::core::trigram::{TrigramText, phrase_count};
 use countersign::store::Index;
 use rusqlite::Connection;
 
+/// A connection of the test's own to the index file: the index keeps its
+/// connection to `store`, so tests that look at tables open one beside it.
+fn db(ix: &Index) -> rusqlite::Connection {
+    rusqlite::Connection::open(ix.path()).unwrap()
+}
+
 const STYLE: SnippetStyle<'static> = SnippetStyle {
     open: "[",
     close: "]",
@@ -255,7 +261,7 @@ fn index_totals_are_fts5s() {
     let ix = Index::open(&dir.join("index.sqlite3"), "c").unwrap();
     let rows = rows(7, 200);
     for (i, (topic, body)) in rows.iter().enumerate() {
-        ix.conn()
+        db(&ix)
             .execute(
                 "INSERT INTO bodies(rowid, message_id, topic, body) VALUES (?1, 'm', ?2, ?3)",
                 rusqlite::params![i as i64 + 1, topic, body],
@@ -414,9 +420,8 @@ fn ranked_answers_are_fts5s_for_ordinary_text() {
             })
             .collect();
         let q = SearchQuery::parse(query).unwrap();
-        let ix = s.index();
-        let mut st = ix
-            .conn()
+        let conn = db(s.index());
+        let mut st = conn
             .prepare(
                 "SELECT substr(m.id, 1, 12), snippet(bodies_fts, -1, '[', ']', '…', 12) \
                  FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \

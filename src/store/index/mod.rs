@@ -1,22 +1,52 @@
-//! The local SQLite index: schema, connection settings and the derived rows.
+//! The local SQLite index: schema, connection settings, transactions, the
+//! full-text index's upkeep and the digest.
 //!
 //! The index is a cache folded from the feeds: deleting it loses nothing. It
 //! lives under the home's state folder (never in the shared folder: WAL needs
 //! local disk) in a file named after its schema version, so a new schema simply
-//! starts a new file and rebuilds it. This module owns the schema and the
-//! writing of one message's derived rows; ingest decides what to write.
+//! starts a new file and rebuilds it.
+//!
+//! `store` owns the index: the connection never leaves `store`, and every
+//! query the use cases need is a method of [`Index`] with a name from the
+//! domain, returning typed rows, in the child module of its noun (`debts`,
+//! `ball`, `proposals`, `messages`, `search` …). What a folded message
+//! writes is `store::message_rows`; ingest decides when.
+
+mod ball;
+mod conflicts;
+mod debts;
+mod deliveries;
+mod events;
+mod feeds;
+mod messages;
+mod pins;
+mod problems;
+mod proposals;
+mod search;
+mod uploads;
+
+pub use ball::{Ball, BallItem};
+pub use conflicts::{ConflictTarget, StandingConflict};
+pub use debts::{DebtPage, OpenDebt, PendingResolution};
+pub use deliveries::UnreadMail;
+pub use events::EventRow;
+pub use feeds::{AdmittedFeed, RecordLine};
+pub use messages::{MessageFilter, MessageRow, PrefixMatch, like_pattern};
+pub use pins::{PinSelect, PinVersion};
+pub use problems::{Problem, ProblemKind};
+pub use proposals::AwaitedProposal;
+pub use search::{PhraseHit, SearchScope};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension as _, params};
+use rusqlite::{Connection, params};
 use sha2::{Digest as _, Sha256};
 
-use super::body::message_body;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::fts_layout;
 use crate::core::ids::RecordId;
-use crate::core::message::{Conflict, Message};
+use crate::core::message::Conflict;
 
 /// The schema version; part of the file name.
 pub const SCHEMA_VERSION: u32 = 8;
@@ -205,24 +235,6 @@ const DERIVED_TABLES: &[&str] = &[
     "body_refs",
 ];
 
-/// A line or feed that ingest could not apply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// `garbage`, `quarantine`, `fork`, `unknown_op`, `unadmitted`,
-    /// `second_claim`, `held` or `clock`.
-    pub kind: String,
-    /// The segment file, relative to the channel folder.
-    pub path: String,
-    /// Byte offset of the line.
-    pub offset: u64,
-    /// The record id, when the line was a record.
-    pub record: Option<String>,
-    /// The feed.
-    pub feed: Option<String>,
-    /// Why.
-    pub reason: String,
-}
-
 /// An open index connection.
 pub struct Index {
     conn: Connection,
@@ -314,8 +326,10 @@ impl Index {
         Ok(Self { conn, path })
     }
 
-    /// The raw connection, for queries.
-    pub fn conn(&self) -> &Connection {
+    /// The connection, for the store's own statements: no SQL leaves
+    /// `store` (the use cases call the query methods of this module's
+    /// children).
+    pub(in crate::store) fn conn(&self) -> &Connection {
         &self.conn
     }
 
@@ -445,39 +459,6 @@ impl Index {
         self.index_bodies(done, last, Some(REBUILD_FTS_BUFFER))
     }
 
-    /// The full-text table's row count and total token count over all columns,
-    /// as FTS5's own bm25 reads them (its "averages" record, id 1 of
-    /// `bodies_fts_data`, decoded by [`fts_layout::averages`]). `None` when
-    /// the record is missing or not as expected.
-    pub fn fts_totals(&self) -> StoreResult<Option<(i64, i64)>> {
-        let block: Option<Vec<u8>> = self
-            .conn
-            .prepare_cached("SELECT block FROM bodies_fts_data WHERE id = 1")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
-            .db(&self.path)?;
-        Ok(block.as_deref().and_then(fts_layout::averages))
-    }
-
-    /// How many times the trigram `term` occurs in the full-text index, over
-    /// all rows and columns (0 when never): FTS5's `fts5vocab` table of kind
-    /// `row`, declared in this connection's `temp` schema so the file's schema
-    /// is untouched. Reading it costs about what reading the term's positions
-    /// costs.
-    pub fn term_instances(&self, term: &str) -> StoreResult<i64> {
-        self.conn
-            .execute_batch(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bodies_vocab \
-                 USING fts5vocab(main, bodies_fts, row)",
-            )
-            .db(&self.path)?;
-        let n: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT cnt FROM temp.bodies_vocab WHERE term = ?1")
-            .and_then(|mut s| s.query_row([term], |r| r.get(0)).optional())
-            .db(&self.path)?;
-        Ok(n.unwrap_or(0))
-    }
-
     /// True when bodies wait for the full-text index (see
     /// [`Self::index_new_bodies`]).
     pub fn search_tail_pending(&self) -> StoreResult<bool> {
@@ -513,194 +494,6 @@ impl Index {
             .db(&self.path)
     }
 
-    /// Writes the derived rows of one message (inside the caller's transaction).
-    /// `n` is the local ingest sequence of its `send` record.
-    pub fn write_message(&self, m: &Message, n: i64) -> StoreResult<()> {
-        let p = &self.path;
-        let id = m.id.hex();
-        let before: Option<(String, String, i64)> = self
-            .conn
-            .prepare_cached("SELECT topic, body_sha256, body_bytes FROM messages WHERE id = ?1")
-            .and_then(|mut s| {
-                s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                    .optional()
-            })
-            .db(p)?;
-        let deleted_ms = m.deleted.map(|k| k.hlc.ms());
-        let conflicts = conflicts_json(&m.conflicts);
-        let s = &m.send;
-        let text = &m.text;
-        // What the body shows: inline text, or a sealed upload's (empty with
-        // the upload's digest while that upload is not sealed here).
-        let body = message_body(self, text)?;
-        let l = Lifecycle::of(m);
-        let c = Consented::of(m);
-        // One statement: a new message is inserted whole; an existing one has
-        // only what the fold can change rewritten (its `n` and what was sent stay).
-        let to_json = serde_json::to_string(&s.to).expect("roles serialize");
-        let addenda = (!s.addenda.is_empty())
-            .then(|| serde_json::to_string(&s.addenda).expect("addenda serialize"));
-        let voters = m
-            .declared_voters()
-            .map(|v| serde_json::to_string(v).expect("roles serialize"));
-        self.conn
-            .prepare_cached(
-                "INSERT INTO messages(id, n, from_role, to_json, multi, action_required, \
-                 reply_to, kind, addenda, decision_requested, ms, c, pin_key, about, voters, \
-                 deleted_ms, conflicts, work_status, status, resolved_by, resolved_ms, \
-                 resolution_note, confirmed, blocked_by, ws_by, taken, last_move_ms, topic, \
-                 body_sha256, body_bytes, body_chars, revised_ms, retired_ms, retired_backfill, \
-                 round_conflict, approved, acks, awaiting) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-                 ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
-                 ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38) ON \
-                 CONFLICT(id) DO UPDATE SET deleted_ms = excluded.deleted_ms, conflicts = \
-                 excluded.conflicts, work_status = excluded.work_status, status = \
-                 excluded.status, resolved_by = excluded.resolved_by, resolved_ms = \
-                 excluded.resolved_ms, resolution_note = excluded.resolution_note, confirmed = \
-                 excluded.confirmed, blocked_by = excluded.blocked_by, ws_by = excluded.ws_by, \
-                 taken = excluded.taken, last_move_ms = excluded.last_move_ms, topic = \
-                 excluded.topic, body_sha256 = excluded.body_sha256, body_bytes = \
-                 excluded.body_bytes, body_chars = excluded.body_chars, revised_ms = \
-                 excluded.revised_ms, retired_ms = excluded.retired_ms, retired_backfill = \
-                 excluded.retired_backfill, round_conflict = excluded.round_conflict, approved \
-                 = excluded.approved, acks = excluded.acks, awaiting = excluded.awaiting",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    id,
-                    n,
-                    m.from.as_str(),
-                    to_json,
-                    m.is_multi(),
-                    s.action_required,
-                    s.reply_to.map(|r| r.hex()),
-                    s.kind.map(|k| k.as_str()),
-                    addenda,
-                    s.decision_requested,
-                    m.created.ms(),
-                    m.created.1,
-                    s.pin_key,
-                    s.about.map(|a| a.hex()),
-                    voters,
-                    deleted_ms,
-                    conflicts,
-                    l.work_status,
-                    l.status,
-                    l.resolved_by,
-                    l.resolved_ms,
-                    l.resolution_note,
-                    l.confirmed,
-                    l.blocked_by,
-                    l.ws_by,
-                    l.taken,
-                    l.last_move_ms,
-                    text.topic,
-                    body.sha256,
-                    body.bytes,
-                    body.chars,
-                    c.revised_ms,
-                    c.retired_ms,
-                    c.retired_backfill,
-                    c.round_conflict,
-                    c.approved,
-                    c.acks,
-                    c.awaiting,
-                ])
-            })
-            .db(p)?;
-        // A new text row when the text changed: a revision, or the text of
-        // an upload that was sealed here after the message arrived (its
-        // length moves from 0).
-        if before.as_ref() != Some(&(text.topic.clone(), body.sha256.clone(), body.bytes)) {
-            let shown = body.text(self)?;
-            self.conn
-                .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
-                .and_then(|mut st| st.execute(params![id, text.topic, shown]))
-                .db(p)?;
-        }
-        if let Some(r) = &text.body_ref {
-            self.conn
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO body_refs(upload, message_id) VALUES (?1, ?2)",
-                )
-                .and_then(|mut st| st.execute(params![r.upload.hex(), id]))
-                .db(p)?;
-        }
-        if before.is_some() {
-            self.conn
-                .prepare_cached("DELETE FROM votes WHERE message_id = ?1")
-                .and_then(|mut st| st.execute([&id]))
-                .db(p)?;
-        }
-        let mut vote = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO votes(message_id, role, decision, note, ms, record, body_sha256, \
-                 pin_head, stale) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .db(p)?;
-        for (role, v) in &m.votes {
-            vote.execute(params![
-                id,
-                role.as_str(),
-                v.decision.as_str(),
-                v.note,
-                v.key.hlc.ms(),
-                v.key.id.hex(),
-                v.body_sha256,
-                v.pin_head.map(|h| h.hex()),
-                v.body_sha256 != text.sha256,
-            ])
-            .db(p)?;
-        }
-        let mut up = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO deliveries(role, message_id, ms, c, read_ms, opened_ms, deleted, n) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(role, message_id) DO UPDATE SET \
-                 read_ms = excluded.read_ms, opened_ms = excluded.opened_ms, \
-                 deleted = excluded.deleted",
-            )
-            .db(p)?;
-        for (role, d) in &m.deliveries {
-            up.execute(params![
-                role.as_str(),
-                id,
-                m.created.ms(),
-                m.created.1,
-                d.read.map(|h| h.ms()),
-                d.opened.map(|h| h.ms()),
-                m.deleted.is_some(),
-                n,
-            ])
-            .db(p)?;
-        }
-        self.conn
-            .prepare_cached("DELETE FROM events WHERE message_id = ?1")
-            .and_then(|mut s| s.execute([&id]))
-            .db(p)?;
-        let mut ins = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO events(message_id, pos, event, role, note, ms, record) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .db(p)?;
-        for (pos, e) in m.events.iter().enumerate() {
-            ins.execute(params![
-                id,
-                pos as i64,
-                e.event,
-                e.role.as_str(),
-                e.note,
-                e.key.hlc.ms(),
-                e.key.id.hex()
-            ])
-            .db(p)?;
-        }
-        Ok(())
-    }
-
     /// Removes every derived row of one message (inside the caller's
     /// transaction): its send was taken back (a fork). Its search rows leave
     /// the full-text index too.
@@ -732,29 +525,6 @@ impl Index {
                 .db(p)?;
         }
         Ok(())
-    }
-
-    /// Every problem recorded by ingest (garbage, quarantine, forks, unknown
-    /// ops, feeds not admitted), in the order they were found.
-    pub fn problems(&self) -> StoreResult<Vec<Problem>> {
-        let p = &self.path;
-        let mut st = self
-            .conn
-            .prepare("SELECT kind, path, offset, record, feed, reason FROM problems ORDER BY n")
-            .db(p)?;
-        let rows = st
-            .query_map([], |r| {
-                Ok(Problem {
-                    kind: r.get(0)?,
-                    path: r.get(1)?,
-                    offset: r.get::<_, i64>(2)? as u64,
-                    record: r.get(3)?,
-                    feed: r.get(4)?,
-                    reason: r.get(5)?,
-                })
-            })
-            .db(p)?;
-        rows.collect::<Result<_, _>>().db(p)
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
@@ -825,74 +595,6 @@ impl Index {
     }
 }
 
-/// The consent columns of a message row.
-struct Consented {
-    revised_ms: Option<i64>,
-    retired_ms: Option<i64>,
-    retired_backfill: bool,
-    round_conflict: Option<String>,
-    approved: Option<String>,
-    acks: Option<String>,
-    awaiting: Option<String>,
-}
-
-impl Consented {
-    fn of(m: &Message) -> Self {
-        let acks = m.is_proposal().then(|| {
-            let t = m.tally();
-            serde_json::json!({
-                "agreed": t.agreed.len(),
-                "needed": t.electorate.len(),
-                "missing": t.missing,
-            })
-            .to_string()
-        });
-        Self {
-            revised_ms: m.revised.map(|k| k.hlc.ms()),
-            retired_ms: m.retired.as_ref().map(|r| r.key.hlc.ms()),
-            retired_backfill: m.retired.as_ref().is_some_and(|r| r.backfill),
-            round_conflict: m.round_conflict.map(|r| r.hex()),
-            approved: m.approved.map(|k| k.id.hex()),
-            acks,
-            awaiting: Some(m.awaiting())
-                .filter(|a| !a.is_empty())
-                .map(|a| serde_json::to_string(&a).expect("roles serialize")),
-        }
-    }
-}
-
-/// The lifecycle columns of a message row.
-struct Lifecycle {
-    work_status: Option<&'static str>,
-    status: Option<&'static str>,
-    resolved_by: Option<String>,
-    resolved_ms: Option<i64>,
-    resolution_note: Option<String>,
-    confirmed: bool,
-    blocked_by: Option<String>,
-    ws_by: Option<String>,
-    taken: bool,
-    last_move_ms: i64,
-}
-
-impl Lifecycle {
-    fn of(m: &Message) -> Self {
-        let res = m.debt.as_ref().and_then(|d| d.resolved.as_ref());
-        Self {
-            work_status: m.work_status.map(|w| w.as_str()),
-            status: m.debt.as_ref().map(|d| d.status.as_str()),
-            resolved_by: res.map(|r| r.by.to_string()),
-            resolved_ms: res.map(|r| r.at.hlc.ms()),
-            resolution_note: res.and_then(|r| r.note.clone()),
-            confirmed: m.debt.as_ref().is_some_and(|d| d.confirmed),
-            blocked_by: m.blocked_by.map(|b| b.hex()),
-            ws_by: m.ws_last.as_ref().map(|l| l.role.to_string()),
-            taken: m.taken(),
-            last_move_ms: m.last_move().ms(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -908,10 +610,15 @@ mod tests {
     }
 
     fn plan(ix: &Index, sql: &str) -> String {
+        plan_for(ix, sql, &[])
+    }
+
+    /// The plan of `sql` with its parameters bound to `args`.
+    fn plan_for(ix: &Index, sql: &str, args: &[&str]) -> String {
         ix.conn()
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map([], |r| r.get::<_, String>(3))
+            .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<Result<Vec<_>, _>>()
             .unwrap()
@@ -979,5 +686,22 @@ mod tests {
              AND m.ws_by IS NOT 'a' AND (m.from_role = 'a' OR instr(m.to_json, '\"a\"') > 0)",
         );
         assert!(ws.contains("COVERING INDEX messages_ws_to"), "{ws}");
+    }
+
+    #[test]
+    fn the_counters_own_statements_read_their_indexes_alone() {
+        let ix = Index::in_memory("c").unwrap();
+        let unread = plan_for(&ix, deliveries::UNREAD_MAIL, &["a"]);
+        assert!(
+            unread.contains("COVERING INDEX deliveries_unread_cover"),
+            "{unread}"
+        );
+        let debts = plan_for(&ix, &debts::open_debts_sql(), &["a"]);
+        assert!(
+            debts.contains("COVERING INDEX messages_debts_to") && !debts.contains("TEMP B-TREE"),
+            "{debts}"
+        );
+        let ball = plan_for(&ix, &ball::ball_sql(), &["a"]);
+        assert!(ball.contains("COVERING INDEX messages_ws_to"), "{ball}");
     }
 }

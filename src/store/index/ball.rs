@@ -1,0 +1,189 @@
+//! The ball (protocol §5.3): whose move a work status is.
+//!
+//! The one definition of the rule. A status is keyed to the role that made
+//! the last move into it (`ws_by`, folded by `core` from the latest work
+//! status event): `in_progress` and `blocked` are the mover's own, and a
+//! blocked task whose blocker is gone ([`super::debts::BLOCKER_ALIVE`]) is
+//! the mover's to resume; `needs_you` and `done_local` are every other
+//! party's.
+
+use super::Index;
+use super::debts::{ADDRESSED, BLOCKER_ALIVE};
+use crate::store::error::{SqlContext as _, StoreResult};
+
+/// Where the ball of a work status lies for the role asking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ball {
+    /// `in_progress`, set by the role.
+    InProgress,
+    /// `blocked` by the role, on a live blocker or none.
+    Blocked,
+    /// `blocked` by the role on a blocker that is gone: its move.
+    Unblocked,
+    /// `needs_you`, set by another party.
+    NeedsYou,
+    /// `done_local`, declared by another party: waiting for `done`.
+    AwaitingDone,
+}
+
+/// A message whose ball lies with the role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BallItem {
+    /// Full id.
+    pub id: String,
+    /// Subject.
+    pub topic: String,
+    /// Where the ball lies.
+    pub ball: Ball,
+    /// The blocker (full id), for a blocked task.
+    pub blocked_by: Option<String>,
+}
+
+/// The work statuses of role ?1's messages that may have the ball with it,
+/// in order: `id, topic, work_status, ws_by, blocked_by, blocker gone, ms,
+/// c`. Read from the covering index `messages_ws_to`.
+pub(super) fn ball_sql() -> String {
+    let party = format!("(m.from_role = ?1 OR {ADDRESSED})");
+    // Work the role moved itself (in_progress, blocked) is found by its mover;
+    // the ball passed to it (needs_you, done_local) by anyone else among its
+    // messages. Only a blocked row asks whether its blocker is still alive.
+    let cols = "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by";
+    format!(
+        "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c \
+         FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
+         AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
+         UNION ALL SELECT {cols}, 0, m.ms, m.c FROM messages m \
+         WHERE m.work_status IN ('needs_you', 'done_local') \
+         AND m.deleted_ms IS NULL AND m.ws_by IS NOT ?1 AND {party} ORDER BY 7, 8, 1"
+    )
+}
+
+impl Index {
+    /// Every live message whose work status has the ball with `role`, in order.
+    pub fn ball_with(&self, role: &str) -> StoreResult<Vec<BallItem>> {
+        let sql = ball_sql();
+        let p = &self.path;
+        let mut st = self.conn.prepare_cached(&sql).db(p)?;
+        let rows = st
+            .query_map([role], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, bool>(5)?,
+                ))
+            })
+            .db(p)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, topic, ws, by, blocked_by, blocker_gone) = row.db(p)?;
+            let mine = by.as_deref() == Some(role);
+            let ball = match ws.as_str() {
+                "in_progress" if mine => Ball::InProgress,
+                "blocked" if mine && blocker_gone => Ball::Unblocked,
+                "blocked" if mine => Ball::Blocked,
+                "needs_you" if !mine => Ball::NeedsYou,
+                "done_local" if !mine => Ball::AwaitingDone,
+                _ => continue,
+            };
+            let blocked_by = if ws == "blocked" { blocked_by } else { None };
+            out.push(BallItem {
+                id,
+                topic,
+                ball,
+                blocked_by,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::ids::{RecordId, Role};
+    use crate::core::op::{Note, Op, Send, WorkStatusMove};
+    use crate::core::record::Record;
+    use crate::core::vocab::WorkStatus;
+    use crate::store::message::refold_with;
+    use crate::store::records::fixture::put;
+
+    /// A message from `a` to `b` at time `ms`, a debt or not, folded.
+    fn send(ix: &Index, ms: i64, debt: bool) -> Record {
+        let rec = put(
+            ix,
+            "a",
+            1,
+            ms,
+            &Op::Send(Send {
+                to: vec![Role::new("b").unwrap()],
+                topic: format!("t{ms}"),
+                body: "x".into(),
+                action_required: debt,
+                ..Send::default()
+            }),
+        );
+        assert!(refold_with(ix, &rec.id, None).unwrap());
+        rec
+    }
+
+    /// Where the ball of a task `b` blocked on `blocker` lies for `b`.
+    fn ball_of_task_blocked_on(ix: &Index, blocker: RecordId) -> Ball {
+        let task = send(ix, 10_000, true);
+        put(
+            ix,
+            "b",
+            1,
+            11_000,
+            &Op::WorkStatus(WorkStatusMove {
+                id: task.id,
+                value: WorkStatus::Blocked,
+                blocked_by: Some(blocker),
+                note: None,
+                base: None,
+            }),
+        );
+        assert!(refold_with(ix, &task.id, None).unwrap());
+        let items = ix.ball_with("b").unwrap();
+        let item = items.iter().find(|i| i.id == task.id.hex()).unwrap();
+        assert_eq!(item.blocked_by, Some(blocker.hex()));
+        item.ball
+    }
+
+    #[test]
+    fn a_task_stays_blocked_while_its_blocker_is_alive() {
+        // An open debt is alive.
+        let ix = Index::in_memory("c").unwrap();
+        let blocker = send(&ix, 1_000, true);
+        assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Blocked);
+        // So is a message that is no debt (status NULL; protocol §3.14): only
+        // another client can block on one, and nothing ever resolves it.
+        let ix = Index::in_memory("c").unwrap();
+        let blocker = send(&ix, 1_000, false);
+        assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Blocked);
+    }
+
+    #[test]
+    fn a_task_is_unblocked_once_its_blocker_is_resolved_or_absent() {
+        let ix = Index::in_memory("c").unwrap();
+        let blocker = send(&ix, 1_000, true);
+        put(
+            &ix,
+            "b",
+            2,
+            2_000,
+            &Op::Resolve(Note {
+                id: blocker.id,
+                note: None,
+            }),
+        );
+        assert!(refold_with(&ix, &blocker.id, None).unwrap());
+        assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Unblocked);
+        // A blocker that is not here does not hold the task ("exists").
+        let ix = Index::in_memory("c").unwrap();
+        let nowhere = RecordId::parse(&"ab".repeat(32)).unwrap();
+        assert_eq!(ball_of_task_blocked_on(&ix, nowhere), Ball::Unblocked);
+    }
+}

@@ -1,0 +1,169 @@
+//! Debts (messages sent with `action_required`): the open ones a role owes,
+//! the resolutions waiting for its confirmation, and blockers.
+//!
+//! Owns the one definition of a live blocker ([`BLOCKER_ALIVE`]), which the
+//! ball (`super::ball`) and ready work share. A debt's own lifecycle is
+//! folded by `core` and stored with its row; these queries only read it.
+
+use rusqlite::params;
+
+use super::Index;
+use super::messages::{MESSAGE_COLUMNS, MessageRow};
+use crate::store::error::{SqlContext as _, StoreResult};
+
+/// "The blocker of `m` is alive": it exists, is not deleted, and is not a
+/// debt that was resolved (status NULL or open; protocol §3.14). A task
+/// blocked on a live blocker stays blocked; on a dead one it is the owner's
+/// to resume (`unblocked`, ready work). The one definition.
+pub(super) const BLOCKER_ALIVE: &str = "EXISTS (SELECT 1 FROM messages b \
+    WHERE b.id = m.blocked_by AND b.deleted_ms IS NULL \
+    AND (b.status IS NULL OR b.status = 'open'))";
+
+/// "Message `m` is addressed to role ?1", decided from the message row alone:
+/// `to_json` is the JSON list of its recipients, exactly the roles that have
+/// a row in `deliveries` for it, and role names are slugs (never a quote).
+/// The covering indexes of the counters carry `to_json`, so this costs no
+/// lookup in `deliveries` per message (thousands of them on a busy channel,
+/// mostly uncached in a fresh process such as the status command or a hook).
+pub(super) const ADDRESSED: &str = "instr(m.to_json, '\"' || ?1 || '\"') > 0";
+
+/// Every open, live debt addressed to role ?1, oldest first; covered by
+/// `messages_debts_to`.
+pub(super) fn open_debts_sql() -> String {
+    format!(
+        "SELECT m.id, m.topic, m.taken FROM messages m WHERE m.status = 'open' \
+         AND m.deleted_ms IS NULL AND {ADDRESSED} ORDER BY m.ms, m.c, m.id"
+    )
+}
+
+/// Which page of a role's open debts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebtPage {
+    /// Every open debt, newest first (open_obligations).
+    Open,
+    /// The ones it can start now, oldest first (ready_work): a task blocked
+    /// on a live blocker (or blocked without one) is left out.
+    Ready,
+}
+
+/// An open debt behind the counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenDebt {
+    /// Full id.
+    pub id: String,
+    /// Subject.
+    pub topic: String,
+    /// Taken by its addressee (`core::message::Message::taken`, stored).
+    pub taken: bool,
+}
+
+/// A resolution by the other side, waiting for confirmation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingResolution {
+    /// Full id.
+    pub id: String,
+    /// Subject.
+    pub topic: String,
+    /// Who resolved it.
+    pub resolved_by: String,
+    /// When (ms).
+    pub resolved_ms: i64,
+    /// The resolution's note.
+    pub note: Option<String>,
+}
+
+impl Index {
+    /// A page of the open debts delivered to `role` (`limit + 1` rows), read
+    /// whole with the role's read state.
+    pub fn debts_page(
+        &self,
+        role: &str,
+        page: DebtPage,
+        limit: usize,
+    ) -> StoreResult<Vec<MessageRow>> {
+        let (extra, order) = match page {
+            DebtPage::Open => (String::new(), "m.ms DESC, m.c DESC, m.id DESC"),
+            DebtPage::Ready => (
+                format!(
+                    "AND NOT (m.work_status IS 'blocked' AND (m.blocked_by IS NULL OR {BLOCKER_ALIVE}))"
+                ),
+                "m.ms, m.c, m.id",
+            ),
+        };
+        // The page is chosen first from the covering index of open debts, in
+        // its own order, and only its rows are then read whole: driving the join
+        // from the role's deliveries (tens of thousands) and sorting every open
+        // debt among them with its body cost ten times more. A delivery is
+        // deleted exactly when its message is (both are written from the one
+        // folded message), so `m.deleted_ms IS NULL` only lets the index range
+        // start where the rows are.
+        let sql = format!(
+            "WITH page(id) AS (SELECT m.id FROM messages m WHERE m.status = 'open' \
+             AND m.deleted_ms IS NULL AND EXISTS (SELECT 1 FROM deliveries d WHERE d.role = ?1 \
+             AND d.message_id = m.id AND d.deleted = 0) {extra} ORDER BY {order} LIMIT ?2) \
+             SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM page \
+             JOIN messages m ON m.id = page.id JOIN deliveries d ON d.role = ?1 AND d.message_id = m.id \
+             ORDER BY {order}"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| {
+                st.query_map(params![role, limit as i64 + 1], MessageRow::from_sql)?
+                    .collect()
+            })
+            .db(&self.path)
+    }
+
+    /// Every open, live debt addressed to `role`, oldest first.
+    pub fn open_debts_for(&self, role: &str) -> StoreResult<Vec<OpenDebt>> {
+        self.conn
+            .prepare_cached(&open_debts_sql())
+            .and_then(|mut st| {
+                st.query_map([role], |r| {
+                    Ok(OpenDebt {
+                        id: r.get(0)?,
+                        topic: r.get(1)?,
+                        taken: r.get(2)?,
+                    })
+                })?
+                .collect()
+            })
+            .db(&self.path)
+    }
+
+    /// Live debts `role` is a party to, resolved by another role and not yet
+    /// confirmed, oldest first.
+    pub fn resolutions_for(&self, role: &str) -> StoreResult<Vec<PendingResolution>> {
+        let sql = format!(
+            "SELECT m.id, m.topic, m.resolved_by, m.resolved_ms, m.resolution_note FROM messages m \
+             WHERE m.status = 'resolved' AND m.confirmed = 0 AND m.deleted_ms IS NULL \
+             AND m.resolved_by != ?1 AND (m.from_role = ?1 OR {ADDRESSED}) ORDER BY m.ms, m.c, m.id"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| {
+                st.query_map([role], |r| {
+                    Ok(PendingResolution {
+                        id: r.get(0)?,
+                        topic: r.get(1)?,
+                        resolved_by: r.get(2)?,
+                        resolved_ms: r.get(3)?,
+                        note: r.get(4)?,
+                    })
+                })?
+                .collect()
+            })
+            .db(&self.path)
+    }
+
+    /// Live tasks whose work status is `blocked` on `id` (full ids, in order).
+    pub fn blocked_on(&self, id: &str) -> StoreResult<Vec<String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT id FROM messages WHERE blocked_by = ?1 AND work_status = 'blocked' \
+                 AND deleted_ms IS NULL ORDER BY ms, c, id",
+            )
+            .and_then(|mut st| st.query_map([id], |r| r.get::<_, String>(0))?.collect())
+            .db(&self.path)
+    }
+}

@@ -1,0 +1,254 @@
+//! Full-text search over the index: the FTS5 table of body rows, the scan
+//! for what trigrams cannot see, and what FTS5 keeps about its rows.
+//!
+//! Owns every statement search runs on SQLite. It decides nothing about
+//! ranking, snippets or cost (bm25 and the snippet algorithm are `core`'s,
+//! the budget and the choice of path are the use case's): rows are handed to
+//! the caller one at a time, and the caller says when to stop.
+
+use std::collections::HashMap;
+
+use rusqlite::OptionalExtension as _;
+use rusqlite::types::Value as Sql;
+
+use super::Index;
+use super::messages::{AFTER_MESSAGE_COLUMNS, MESSAGE_COLUMNS, MessageRow, SINGLE_RECIPIENT_STATE};
+use crate::core::vocab::DebtStatus;
+use crate::store::StoreError;
+use crate::store::error::{SqlContext as _, StoreResult};
+use crate::store::fts_layout;
+
+/// What a search is narrowed to. Values are taken as given: the use case
+/// validates them first.
+#[derive(Clone, Debug, Default)]
+pub struct SearchScope {
+    /// Author.
+    pub from_role: Option<String>,
+    /// A recipient.
+    pub to_role: Option<String>,
+    /// Kind.
+    pub kind: Option<String>,
+    /// Debt status.
+    pub status: Option<DebtStatus>,
+}
+
+/// A body row a search by the index may return: the message's current one
+/// (a revised message keeps its earlier bodies in the index).
+const CURRENT_BODY: &str = "(m.revised_ms IS NULL OR b.rowid = \
+    (SELECT max(x.rowid) FROM bodies x WHERE x.message_id = m.id))";
+
+/// The SQL conditions and arguments of `scope` (and of the index's `MATCH`
+/// text, which comes first as `?1` when given).
+fn filters(scope: &SearchScope, fts: Option<&str>) -> (String, Vec<Sql>) {
+    let mut cond = vec!["m.deleted_ms IS NULL".to_owned()];
+    let mut args: Vec<Sql> = fts.into_iter().map(|f| Sql::Text(f.to_owned())).collect();
+    if let Some(r) = &scope.from_role {
+        args.push(Sql::Text(r.clone()));
+        cond.push(format!("m.from_role = ?{}", args.len()));
+    }
+    if let Some(r) = &scope.to_role {
+        args.push(Sql::Text(r.clone()));
+        cond.push(format!(
+            "EXISTS (SELECT 1 FROM deliveries t WHERE t.message_id = m.id AND t.role = ?{})",
+            args.len()
+        ));
+    }
+    if let Some(k) = &scope.kind {
+        args.push(Sql::Text(k.clone()));
+        cond.push(format!("m.kind = ?{}", args.len()));
+    }
+    if let Some(st) = scope.status {
+        cond.push(format!("m.status = '{}'", st.as_str()));
+    }
+    (cond.join(" AND "), args)
+}
+
+/// A body row that matched a one-phrase query and may be returned.
+#[derive(Clone, Copy, Debug)]
+pub struct PhraseHit<'a> {
+    /// The body row.
+    pub rowid: i64,
+    /// Its message's clock time (ms).
+    pub ms: i64,
+    /// Its message's clock counter.
+    pub c: i64,
+    /// Its message (full id).
+    pub id: &'a str,
+    /// The row's topic.
+    pub topic: &'a str,
+    /// The row's body.
+    pub body: &'a str,
+}
+
+impl Index {
+    /// The full-text table's row count and total token count over all columns,
+    /// as FTS5's own bm25 reads them (its "averages" record, id 1 of
+    /// `bodies_fts_data`, decoded by [`fts_layout::averages`]). `None` when
+    /// the record is missing or not as expected.
+    pub fn fts_totals(&self) -> StoreResult<Option<(i64, i64)>> {
+        let block: Option<Vec<u8>> = self
+            .conn
+            .prepare_cached("SELECT block FROM bodies_fts_data WHERE id = 1")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
+            .db(&self.path)?;
+        Ok(block.as_deref().and_then(fts_layout::averages))
+    }
+
+    /// How many times the trigram `term` occurs in the full-text index, over
+    /// all rows and columns (0 when never): FTS5's `fts5vocab` table of kind
+    /// `row`, declared in this connection's `temp` schema so the file's schema
+    /// is untouched. Reading it costs about what reading the term's positions
+    /// costs.
+    pub fn term_instances(&self, term: &str) -> StoreResult<i64> {
+        self.conn
+            .execute_batch(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bodies_vocab \
+                 USING fts5vocab(main, bodies_fts, row)",
+            )
+            .db(&self.path)?;
+        let n: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT cnt FROM temp.bodies_vocab WHERE term = ?1")
+            .and_then(|mut s| s.query_row([term], |r| r.get(0)).optional())
+            .db(&self.path)?;
+        Ok(n.unwrap_or(0))
+    }
+
+    /// Live messages in `scope`, newest first, each with the single
+    /// recipient's read state, handed to `each` one at a time until it
+    /// returns `false`.
+    pub fn scan_messages<E: From<StoreError>>(
+        &self,
+        scope: &SearchScope,
+        mut each: impl FnMut(MessageRow) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        let (cond, args) = filters(scope, None);
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m WHERE {cond} \
+             ORDER BY m.ms DESC, m.c DESC, m.id DESC"
+        );
+        let p = &self.path;
+        let mut st = self.conn.prepare_cached(&sql).db(p)?;
+        let mut rows = st.query(rusqlite::params_from_iter(args.iter())).db(p)?;
+        while let Some(r) = rows.next().db(p)? {
+            if !each(MessageRow::from_sql(r).db(p)?)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first `limit + 1` live messages in `scope` whose current body row
+    /// matches `fts` (FTS5's `MATCH` text), by FTS5's bm25, then newest
+    /// first, each with its body row. The snippet is not asked for here:
+    /// SQLite would cut one for every match before keeping the best ones.
+    /// Letting FTS5 sort instead (`ORDER BY rank` alone, then the tie-breaks
+    /// elsewhere) made it sort every match with its position lists,
+    /// unbounded; the bounded sort keeps memory to `limit + 1` rows.
+    pub fn ranked_matches(
+        &self,
+        fts: &str,
+        scope: &SearchScope,
+        limit: usize,
+    ) -> StoreResult<Vec<(MessageRow, i64)>> {
+        let (cond, mut args) = filters(scope, Some(fts));
+        args.push(Sql::Integer(limit as i64 + 1));
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE}, b.rowid FROM bodies_fts \
+             JOIN bodies b ON b.rowid = bodies_fts.rowid JOIN messages m ON m.id = b.message_id \
+             WHERE bodies_fts MATCH ?1 AND {CURRENT_BODY} AND {cond} \
+             ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?{}",
+            args.len()
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| {
+                st.query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                    Ok((
+                        MessageRow::from_sql(r)?,
+                        r.get::<_, i64>(AFTER_MESSAGE_COLUMNS)?,
+                    ))
+                })?
+                .collect()
+            })
+            .db(&self.path)
+    }
+
+    /// Every body row matching `fts` (a one-phrase `MATCH` text), in FTS5's
+    /// order, handed to `each` until it returns `false`: `Some` for a row a
+    /// search in `scope` may return (a live message's current body), `None`
+    /// for one that only counts (for the IDF, as in FTS5). Texts are lent,
+    /// not copied.
+    pub fn each_phrase_match<E: From<StoreError>>(
+        &self,
+        fts: &str,
+        scope: &SearchScope,
+        mut each: impl FnMut(Option<PhraseHit<'_>>) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        let (cond, args) = filters(scope, Some(fts));
+        let sql = format!(
+            "SELECT b.rowid, m.ms, m.c, m.id, b.topic, b.body, \
+             m.id IS NOT NULL AND {CURRENT_BODY} AND {cond} \
+             FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
+             LEFT JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1"
+        );
+        let p = &self.path;
+        let mut st = self.conn.prepare_cached(&sql).db(p)?;
+        let mut found = st.query(rusqlite::params_from_iter(args.iter())).db(p)?;
+        while let Some(r) = found.next().db(p)? {
+            let go = if r.get::<_, Option<bool>>(6).db(p)? == Some(true) {
+                let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).db(p);
+                each(Some(PhraseHit {
+                    rowid: r.get(0).db(p)?,
+                    ms: r.get(1).db(p)?,
+                    c: r.get(2).db(p)?,
+                    id: text(3)?,
+                    topic: text(4)?,
+                    body: text(5)?,
+                }))?
+            } else {
+                each(None)?
+            };
+            if !go {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The topic and body of one body row.
+    pub fn body_row(&self, rowid: i64) -> StoreResult<(String, String)> {
+        self.conn
+            .prepare_cached("SELECT topic, body FROM bodies WHERE rowid = ?1")
+            .and_then(|mut st| st.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?))))
+            .db(&self.path)
+    }
+
+    /// FTS5's snippets of the body rows `rowids` for the query `fts` (the
+    /// `MATCH` text), in one statement. `+rowid` keeps SQLite from looking
+    /// each row up through the index, which cost a seek per trigram per row
+    /// (about 0.1 ms a row); instead the query is matched once and the listed
+    /// rows are cut.
+    pub fn fts5_snippets(&self, fts: &str, rowids: &[i64]) -> StoreResult<HashMap<i64, String>> {
+        if rowids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let list = rowids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        self.conn
+            .prepare_cached(
+                "SELECT rowid, snippet(bodies_fts, -1, '[', ']', '…', 12) FROM bodies_fts \
+                 WHERE bodies_fts MATCH ?1 AND +rowid IN (SELECT value FROM json_each(?2))",
+            )
+            .and_then(|mut st| {
+                st.query_map(rusqlite::params![fts, format!("[{list}]")], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+                .collect()
+            })
+            .db(&self.path)
+    }
+}

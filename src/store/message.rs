@@ -1,0 +1,160 @@
+//! The read model of one message: its state folded from its records
+//! (`core::message::Message::fold`), as the use cases read it and as ingest
+//! writes its rows.
+//!
+//! Owns loading and re-folding one message; it reads no files (that is
+//! ingest) and decides no rule (that is `core`). A message that takes part
+//! in consent gets the facets only the consent fold knows from
+//! `store::consent`.
+
+use super::consent;
+use super::error::StoreResult;
+use super::index::Index;
+use super::records::{SendRow, send_row, target_records};
+use crate::core::ids::{RecordId, Role};
+use crate::core::message::{Applied, Message};
+
+/// The current state of one message, folded from its records (`None` when
+/// its `send` is not in the index). Use cases check their rules against it.
+pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResult<Option<Message>> {
+    let Some((m, _)) = fold_message(index, id, None)? else {
+        return Ok(None);
+    };
+    // A message that takes part in consent has facets (approval, retirement)
+    // that only the consent fold knows.
+    Ok(Some(consent::message(index, roster, id)?.unwrap_or(m)))
+}
+
+/// Re-folds one message from its records and writes its rows. `false` when
+/// its `send` is not in the index (yet).
+pub(super) fn refold_with(
+    index: &Index,
+    id: &RecordId,
+    known: Option<&SendRow>,
+) -> StoreResult<bool> {
+    let Some((m, n)) = fold_message(index, id, known)? else {
+        return Ok(false);
+    };
+    index.write_message(&m, n)?;
+    Ok(true)
+}
+
+fn fold_message(
+    index: &Index,
+    id: &RecordId,
+    known: Option<&SendRow>,
+) -> StoreResult<Option<(Message, i64)>> {
+    let loaded;
+    let row = match known {
+        Some(row) => row,
+        None => match send_row(index, id)? {
+            Some(r) => {
+                loaded = r;
+                &loaded
+            }
+            None => return Ok(None),
+        },
+    };
+    let ops = target_records(index, id)?;
+    let m = Message::fold(
+        row.key,
+        &row.from,
+        &row.send,
+        ops.iter().map(|(k, r, op)| Applied {
+            key: *k,
+            role: r,
+            op,
+        }),
+    );
+    Ok(Some((m, row.n)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::op::{Note, Op, Send};
+    use crate::core::vocab::DebtStatus;
+    use crate::store::records::fixture::put;
+
+    fn roles() -> Vec<Role> {
+        ["a", "b"].iter().map(|r| Role::new(r).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_message_is_its_send_folded_with_the_records_acting_on_it() {
+        let ix = Index::in_memory("c").unwrap();
+        let sent = put(
+            &ix,
+            "a",
+            1,
+            1_000,
+            &Op::Send(Send {
+                to: vec![Role::new("b").unwrap()],
+                topic: "pay".into(),
+                body: "pay 10".into(),
+                action_required: true,
+                ..Send::default()
+            }),
+        );
+        let open = load_message(&ix, &roles(), &sent.id).unwrap().unwrap();
+        assert_eq!(open.debt.as_ref().unwrap().status, DebtStatus::Open);
+        put(
+            &ix,
+            "b",
+            1,
+            2_000,
+            &Op::Resolve(Note {
+                id: sent.id,
+                note: Some("paid".into()),
+            }),
+        );
+        let resolved = load_message(&ix, &roles(), &sent.id).unwrap().unwrap();
+        let debt = resolved.debt.unwrap();
+        assert_eq!(debt.status, DebtStatus::Resolved);
+        assert_eq!(debt.resolved.unwrap().by.as_str(), "b");
+        // What is not a message loads as none.
+        let other = crate::core::ids::RecordId::parse(&"0".repeat(64)).unwrap();
+        assert!(load_message(&ix, &roles(), &other).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_refold_writes_the_rows_the_queries_read() {
+        let ix = Index::in_memory("c").unwrap();
+        let sent = put(
+            &ix,
+            "a",
+            1,
+            1_000,
+            &Op::Send(Send {
+                to: vec![Role::new("b").unwrap()],
+                topic: "pay".into(),
+                body: "pay 10".into(),
+                action_required: true,
+                ..Send::default()
+            }),
+        );
+        assert!(refold_with(&ix, &sent.id, None).unwrap());
+        let owed = ix.open_debts_for("b").unwrap();
+        assert_eq!(owed.len(), 1);
+        assert_eq!(owed[0].id, sent.id.hex());
+        assert!(ix.resolutions_for("a").unwrap().is_empty());
+        put(
+            &ix,
+            "b",
+            1,
+            2_000,
+            &Op::Resolve(Note {
+                id: sent.id,
+                note: None,
+            }),
+        );
+        assert!(refold_with(&ix, &sent.id, None).unwrap());
+        assert!(ix.open_debts_for("b").unwrap().is_empty());
+        let waiting = ix.resolutions_for("a").unwrap();
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].resolved_by, "b");
+        // A message whose send is not here is not written.
+        let other = crate::core::ids::RecordId::parse(&"0".repeat(64)).unwrap();
+        assert!(!refold_with(&ix, &other, None).unwrap());
+    }
+}
