@@ -5,12 +5,13 @@
 //! the record's place in the order. Pin rows are read from the index.
 
 use rusqlite::OptionalExtension as _;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length, check_one_line};
 use super::retirement::retired_by;
-use super::rows::{FieldsArg, Projection, project, short};
+use super::rows::{FieldsArg, Listing, Projected, Projection, project, short};
 use super::send::PIN_KEY_MAX;
 use super::session::{Named, Session, lookup};
 use crate::core::consent::Blocked;
@@ -75,7 +76,7 @@ pub struct PinRequest {
 }
 
 /// Adds a version to a pin, or (dry_run) says whether it would be accepted.
-pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
+pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<PinWrite> {
     let _ = s.role()?;
     let key = required("key", &req.key, PIN_KEY_MAX)?;
     let title = required("title", &req.title, TITLE_MAX)?;
@@ -135,22 +136,30 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
     };
     if req.dry_run {
         s.catch_up()?;
-        return Ok(match build(s.index())? {
-            Ok(set) => json!({
-                "dry_run": true, "ok": true, "written": false,
-                "would_write": {
-                    "key": set.key, "version": set.version,
-                    "body_sha256": body.sha256,
-                    "body_length_bytes": body.length_bytes,
-                    "body_length_chars": body.length_chars,
-                },
-            }),
-            Err(b) => json!({
-                "dry_run": true, "ok": false, "written": false,
-                "problem": b.refusal.to_string(),
-                "missing_agrees": b.missing_agrees,
-            }),
-        });
+        return Ok(PinWrite::DryRun(match build(s.index())? {
+            Ok(set) => PinDryRun {
+                dry_run: true,
+                ok: true,
+                written: false,
+                would_write: Some(WouldWrite {
+                    key: set.key,
+                    version: set.version,
+                    body_sha256: body.sha256,
+                    body_length_bytes: body.length_bytes,
+                    body_length_chars: body.length_chars,
+                }),
+                problem: None,
+                missing_agrees: None,
+            },
+            Err(b) => PinDryRun {
+                dry_run: true,
+                ok: false,
+                written: false,
+                would_write: None,
+                problem: Some(b.refusal.to_string()),
+                missing_agrees: Some(b.missing_agrees),
+            },
+        }));
     }
     let writer = s.writer()?;
     let (rec, ()) = s.channel_mut().append(&writer, |ix| match build(ix)? {
@@ -165,12 +174,97 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
         .into_iter()
         .next()
         .ok_or_else(|| AppError::value(format!("pin '{key}' was written but did not stand")))?;
-    row.remove("id");
-    row.remove("title");
-    row.remove("body");
-    row.insert("superseded".into(), json!(retired_by(ix, &rec.id)?));
-    Ok(Value::Object(row))
+    row.id = None;
+    row.title = None;
+    row.body = None;
+    row.superseded = Some(retired_by(ix, &rec.id)?);
+    Ok(PinWrite::Written(row))
 }
+
+/// What pin_set answers: the version written, or a dry run's verdict.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PinWrite {
+    /// The version written (without id, title and body), with what it retired.
+    Written(PinVersion),
+    /// `dry_run=true`: what would happen.
+    DryRun(PinDryRun),
+}
+
+/// pin_set's answer to `dry_run=true`.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinDryRun {
+    /// Always true.
+    pub dry_run: bool,
+    /// Whether the write would be allowed.
+    pub ok: bool,
+    /// Always false.
+    pub written: bool,
+    /// What would be written, when allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_write: Option<WouldWrite>,
+    /// Why not, when refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Agrees still missing, when refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub missing_agrees: Option<Vec<crate::core::ids::Role>>,
+}
+
+/// The version a dry run would write.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct WouldWrite {
+    /// Pin key.
+    pub key: String,
+    /// Version label.
+    pub version: String,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Body length in bytes.
+    pub body_length_bytes: u64,
+    /// Body length in characters.
+    pub body_length_chars: u64,
+}
+
+/// One version of a pin. `id`, `title` and `body` are left out where a tool
+/// does not show them; `superseded` is pin_set's alone.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinVersion {
+    /// Short id of the record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Pin key.
+    pub key: String,
+    /// Title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Verbatim text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Version label.
+    pub version: String,
+    /// The role that wrote it.
+    pub updated_by: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// Short id of the approving proposal.
+    pub approved_by: Option<String>,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Body length in bytes.
+    pub body_length_bytes: i64,
+    /// Body length in characters.
+    pub body_length_chars: i64,
+    /// Messages this write retired (pin_set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<Vec<String>>,
+}
+
+/// What pin_get answers: the current version, or nothing.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct PinLookup(pub Option<PinVersion>);
 
 fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
     let v = v.trim();
@@ -183,20 +277,20 @@ fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
 }
 
 /// The current version of `key` with its body, or null.
-pub fn pin_get(s: &mut Session, key: &str) -> AppResult<Value> {
+pub fn pin_get(s: &mut Session, key: &str) -> AppResult<PinLookup> {
     s.catch_up()?;
     let rows = pin_row(s.index(), LATEST, &[key.trim()])?;
-    Ok(rows.into_iter().next().map_or(Value::Null, Value::Object))
+    Ok(PinLookup(rows.into_iter().next()))
 }
 
 /// The current version of every key, without bodies, ordered by key.
-pub fn pin_list(s: &mut Session) -> AppResult<Value> {
+pub fn pin_list(s: &mut Session) -> AppResult<Listing<PinVersion>> {
     s.catch_up()?;
-    Ok(json!({ "result": current_pins(s.index())? }))
+    Ok(Listing::whole(current_pins(s.index())?))
 }
 
 /// The current version of every key, without bodies (channel_status, status pins).
-pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
+pub fn current_pins(ix: &Index) -> AppResult<Vec<PinVersion>> {
     let rows = pin_row(
         ix,
         "p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)",
@@ -204,31 +298,32 @@ pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
     )?;
     Ok(rows
         .into_iter()
-        .map(|mut r| {
-            r.remove("body");
-            Value::Object(r)
-        })
+        .map(|r| PinVersion { body: None, ..r })
         .collect())
 }
 
 /// Every version of `key`, newest first.
-pub fn pin_history(s: &mut Session, key: &str, fields: Option<&FieldsArg>) -> AppResult<Value> {
+pub fn pin_history(
+    s: &mut Session,
+    key: &str,
+    fields: Option<&FieldsArg>,
+) -> AppResult<Listing<Projected<PinVersion>>> {
     let proj = Projection::parse(fields, PIN_FIELDS, PIN_HEADERS)?;
     s.catch_up()?;
     let mut rows = pin_row(s.index(), "p.key = ?1", &[key.trim()])?;
     rows.reverse();
-    let out: Vec<Value> = rows
+    let out = rows
         .into_iter()
         .map(|r| project(proj.as_ref(), r))
         .collect();
-    Ok(json!({ "result": out }))
+    Ok(Listing::whole(out))
 }
 
 const LATEST: &str = "p.key = ?1 AND p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)";
 
 /// Pin rows matching `cond` (its parameters `?1`… bound to `args`), ordered by
 /// key and version.
-fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<Map<String, Value>>> {
+fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<PinVersion>> {
     let sql = format!(
         "SELECT p.record, p.key, p.title, p.body, p.version, p.role, p.ms, p.approved_by, \
          p.sha256, p.bytes, p.chars FROM pins p WHERE {cond} ORDER BY p.key, p.pos"
@@ -237,25 +332,20 @@ fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<Map<String, V
     let mut st = ix.conn().prepare_cached(&sql).db(p)?;
     let rows = st
         .query_map(rusqlite::params_from_iter(args), |r| {
-            let mut m = Map::new();
-            m.insert("id".into(), json!(short(&r.get::<_, String>(0)?)));
-            m.insert("key".into(), json!(r.get::<_, String>(1)?));
-            m.insert("title".into(), json!(r.get::<_, String>(2)?));
-            m.insert("body".into(), json!(r.get::<_, String>(3)?));
-            m.insert("version".into(), json!(r.get::<_, String>(4)?));
-            m.insert("updated_by".into(), json!(r.get::<_, String>(5)?));
-            m.insert(
-                "updated_at".into(),
-                json!(format_rfc3339(r.get::<_, i64>(6)?)),
-            );
-            m.insert(
-                "approved_by".into(),
-                json!(r.get::<_, Option<String>>(7)?.as_deref().map(short)),
-            );
-            m.insert("body_sha256".into(), json!(r.get::<_, String>(8)?));
-            m.insert("body_length_bytes".into(), json!(r.get::<_, i64>(9)?));
-            m.insert("body_length_chars".into(), json!(r.get::<_, i64>(10)?));
-            Ok(m)
+            Ok(PinVersion {
+                id: Some(short(&r.get::<_, String>(0)?)),
+                key: r.get::<_, String>(1)?,
+                title: Some(r.get::<_, String>(2)?),
+                body: Some(r.get::<_, String>(3)?),
+                version: r.get::<_, String>(4)?,
+                updated_by: r.get::<_, String>(5)?,
+                updated_at: format_rfc3339(r.get::<_, i64>(6)?),
+                approved_by: r.get::<_, Option<String>>(7)?.as_deref().map(short),
+                body_sha256: r.get::<_, String>(8)?,
+                body_length_bytes: r.get::<_, i64>(9)?,
+                body_length_chars: r.get::<_, i64>(10)?,
+                superseded: None,
+            })
         })
         .db(p)?;
     Ok(rows.collect::<Result<_, _>>().db(p)?)

@@ -1404,9 +1404,9 @@ async fn timed(
 
 /// The same, for a function called in this process; returns the samples and
 /// the size of the last answer as JSON text.
-fn timed_local(
+fn timed_local<T: serde::Serialize>(
     calls: usize,
-    mut f: impl FnMut() -> anyhow::Result<Value>,
+    mut f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<(Vec<Duration>, usize)> {
     let mut sampler = Sampler::new(calls, MIN_CALLS / 2);
     let mut bytes = 0;
