@@ -1,9 +1,11 @@
 //! Message rows as agents see them: the wire shape, `fields` projection and
 //! the listing envelope with its truncation marker.
 //!
-//! Owns the mapping from index rows to JSON (ids shortened, times in RFC 3339,
-//! `to` a string for one recipient and a sorted list for several). It does no
-//! filtering of its own; queries live with their tools.
+//! Owns the mapping from index rows to [`MessageView`] (ids shortened, times
+//! in RFC 3339, `to` a string for one recipient and a sorted list for
+//! several), the result shapes every listing shares ([`Listing`],
+//! [`Projected`]) and their schemas. It does no filtering of its own; queries
+//! live with their tools.
 
 use std::collections::BTreeMap;
 
