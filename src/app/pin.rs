@@ -170,15 +170,21 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<PinWrite> {
         }),
     })?;
     let ix = s.index();
-    let mut row = pin_row(ix, "p.record = ?1", &[&rec.id.hex()])?
+    let row = pin_row(ix, "p.record = ?1", &[&rec.id.hex()])?
         .into_iter()
         .next()
         .ok_or_else(|| AppError::value(format!("pin '{key}' was written but did not stand")))?;
-    row.id = None;
-    row.title = None;
-    row.body = None;
-    row.superseded = Some(retired_by(ix, &rec.id)?);
-    Ok(PinWrite::Written(row))
+    Ok(PinWrite::Written(PinWritten {
+        body_length_chars: row.body_length_chars,
+        key: row.key,
+        body_length_bytes: row.body_length_bytes,
+        body_sha256: row.body_sha256,
+        version: row.version,
+        updated_by: row.updated_by,
+        updated_at: row.updated_at,
+        approved_by: row.approved_by,
+        superseded: retired_by(ix, &rec.id)?,
+    }))
 }
 
 /// What pin_set answers: the version written, or a dry run's verdict.
@@ -186,7 +192,7 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<PinWrite> {
 #[serde(untagged)]
 pub enum PinWrite {
     /// The version written (without id, title and body), with what it retired.
-    Written(PinVersion),
+    Written(PinWritten),
     /// `dry_run=true`: what would happen.
     DryRun(PinDryRun),
 }
@@ -227,21 +233,17 @@ pub struct WouldWrite {
     pub body_length_chars: u64,
 }
 
-/// One version of a pin. `id`, `title` and `body` are left out where a tool
-/// does not show them; `superseded` is pin_set's alone.
+/// One version of a pin, whole (pin_get, pin_history).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PinVersion {
     /// Short id of the record.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub id: String,
     /// Pin key.
     pub key: String,
     /// Title.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
+    pub title: String,
     /// Verbatim text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
+    pub body: String,
     /// Version label.
     pub version: String,
     /// The role that wrote it.
@@ -256,9 +258,77 @@ pub struct PinVersion {
     pub body_length_bytes: i64,
     /// Body length in characters.
     pub body_length_chars: i64,
-    /// Messages this write retired (pin_set).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub superseded: Option<Vec<String>>,
+}
+
+// The field order of the two shapes below is the wire order of the versions
+// before typed results, where fields were taken out of a preserve_order JSON
+// map (a swap-remove moves the last field into the hole); it is kept so that
+// answers stay byte for byte what they were.
+
+/// The current version of a pin without its body (pin_list, channel_status,
+/// `countersign status --view pins`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinSummary {
+    /// Short id of the record.
+    pub id: String,
+    /// Pin key.
+    pub key: String,
+    /// Title.
+    pub title: String,
+    /// Body length in characters.
+    pub body_length_chars: i64,
+    /// Version label.
+    pub version: String,
+    /// The role that wrote it.
+    pub updated_by: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// Short id of the approving proposal.
+    pub approved_by: Option<String>,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Body length in bytes.
+    pub body_length_bytes: i64,
+}
+
+impl From<PinVersion> for PinSummary {
+    fn from(v: PinVersion) -> Self {
+        Self {
+            id: v.id,
+            key: v.key,
+            title: v.title,
+            body_length_chars: v.body_length_chars,
+            version: v.version,
+            updated_by: v.updated_by,
+            updated_at: v.updated_at,
+            approved_by: v.approved_by,
+            body_sha256: v.body_sha256,
+            body_length_bytes: v.body_length_bytes,
+        }
+    }
+}
+
+/// The version pin_set wrote, with the messages it retired.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinWritten {
+    /// Body length in characters.
+    pub body_length_chars: i64,
+    /// Pin key.
+    pub key: String,
+    /// Body length in bytes.
+    pub body_length_bytes: i64,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Version label.
+    pub version: String,
+    /// The role that wrote it.
+    pub updated_by: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// Short id of the approving proposal.
+    pub approved_by: Option<String>,
+    /// Short ids of the messages this write retired.
+    pub superseded: Vec<String>,
 }
 
 /// What pin_get answers: the current version, or nothing.
@@ -284,22 +354,19 @@ pub fn pin_get(s: &mut Session, key: &str) -> AppResult<PinLookup> {
 }
 
 /// The current version of every key, without bodies, ordered by key.
-pub fn pin_list(s: &mut Session) -> AppResult<Listing<PinVersion>> {
+pub fn pin_list(s: &mut Session) -> AppResult<Listing<PinSummary>> {
     s.catch_up()?;
     Ok(Listing::whole(current_pins(s.index())?))
 }
 
 /// The current version of every key, without bodies (channel_status, status pins).
-pub fn current_pins(ix: &Index) -> AppResult<Vec<PinVersion>> {
+pub fn current_pins(ix: &Index) -> AppResult<Vec<PinSummary>> {
     let rows = pin_row(
         ix,
         "p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)",
         &[],
     )?;
-    Ok(rows
-        .into_iter()
-        .map(|r| PinVersion { body: None, ..r })
-        .collect())
+    Ok(rows.into_iter().map(PinSummary::from).collect())
 }
 
 /// Every version of `key`, newest first.
@@ -333,10 +400,10 @@ fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<PinVersion>> 
     let rows = st
         .query_map(rusqlite::params_from_iter(args), |r| {
             Ok(PinVersion {
-                id: Some(short(&r.get::<_, String>(0)?)),
+                id: short(&r.get::<_, String>(0)?),
                 key: r.get::<_, String>(1)?,
-                title: Some(r.get::<_, String>(2)?),
-                body: Some(r.get::<_, String>(3)?),
+                title: r.get::<_, String>(2)?,
+                body: r.get::<_, String>(3)?,
                 version: r.get::<_, String>(4)?,
                 updated_by: r.get::<_, String>(5)?,
                 updated_at: format_rfc3339(r.get::<_, i64>(6)?),
@@ -344,7 +411,6 @@ fn pin_row(ix: &Index, cond: &str, args: &[&str]) -> AppResult<Vec<PinVersion>> 
                 body_sha256: r.get::<_, String>(8)?,
                 body_length_bytes: r.get::<_, i64>(9)?,
                 body_length_chars: r.get::<_, i64>(10)?,
-                superseded: None,
             })
         })
         .db(p)?;

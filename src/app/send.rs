@@ -197,8 +197,8 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Sent> {
     Ok(Sent {
         id: rec.id.short(),
         created_at: format_rfc3339(rec.header.hlc.ms()),
-        recipients: (send.to.len() > 1).then(|| send.to.clone()),
-        voters: send.voters.clone(),
+        recipients: (send.to.len() > 1).then_some(send.to),
+        voters: send.voters,
     })
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::info::{News, VERSION};
 use super::obligations::BLOCKER_ALIVE;
-use super::pin::PinVersion;
+use super::pin::PinSummary;
 use super::refusal::AppResult;
 use super::rows::short;
 use super::session::Session;
@@ -404,7 +404,7 @@ pub struct ChannelStatus {
     #[serde(flatten)]
     pub view: StatusView,
     /// The current version of every pin, without bodies.
-    pub pins: Vec<PinVersion>,
+    pub pins: Vec<PinSummary>,
     /// This build, where its rules are, and once what is new.
     pub server: ServerNote,
 }

@@ -289,7 +289,7 @@ impl Server {
 
     /// The current version of every pin, without bodies, ordered by key: compare the digests
     /// with your local copies in one call.
-    #[tool(output_schema = super::output_schema::<Listing<crate::app::pin::PinVersion>>(), annotations(
+    #[tool(output_schema = super::output_schema::<Listing<crate::app::pin::PinSummary>>(), annotations(
         title = "List pins",
         read_only_hint = true,
         destructive_hint = false,

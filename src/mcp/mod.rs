@@ -362,3 +362,40 @@ where
 {
     <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(v: Value) -> JsonObject {
+        v.as_object().cloned().expect("an object")
+    }
+
+    #[test]
+    fn a_schema_admitting_no_object_describes_the_wrapped_value() {
+        // An object stays as it is.
+        let plain = object(json!({"type": "object", "properties": {"id": {"type": "string"}}}));
+        assert_eq!(structured(plain.clone()), plain);
+        // A list travels as {result: [...]}.
+        let list = object(json!({"$schema": "s", "type": "array", "items": {"type": "string"}}));
+        assert_eq!(
+            Value::Object(structured(list)),
+            json!({"$schema": "s", "type": "object",
+                   "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+                   "required": ["result"]})
+        );
+        // An object or nothing: the object as it is, nothing as {result: null};
+        // a reference is followed to see whether it names an object.
+        let maybe = object(json!({
+            "anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}],
+            "$defs": {"Row": {"type": "object"}},
+        }));
+        assert_eq!(
+            Value::Object(structured(maybe)),
+            json!({"$defs": {"Row": {"type": "object"}}, "type": "object",
+                   "anyOf": [{"$ref": "#/$defs/Row"},
+                             {"type": "object", "properties": {"result": {"type": "null"}},
+                              "required": ["result"]}]})
+        );
+    }
+}

@@ -311,6 +311,7 @@ async def every_output_schema(tools: list[Any], fe: ClientSession, be: ClientSes
     await call_ok(fe, "pin_list", {})
     await call_ok(fe, "pin_history", {"key": "notes"})
     await call_ok(fe, "pin_history", {"key": "notes", "fields": "headers"})
+    await call_ok(be, "channel_status", {})
 
     # a cleanup pass: a proposal citing a deleted draft, previewed, applied and undone
     draft = await send(fe, "backend", "draft", "an early draft")
