@@ -6,12 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::refusal::{AppError, AppResult, check_length};
 use super::retirement::retired_by;
-use super::rows::{FieldsArg, Projection, project};
+use super::rows::{FieldsArg, Projected, Projection, Recipients, project};
 use super::send::NOTE_MAX;
 use super::session::{Named, Session, lookup};
 use crate::core::backfill::{Candidate, Cited, MatchKind, Settled, candidates};
@@ -93,7 +93,7 @@ const BACKFILL_HEADERS: &[&str] = &[
 ];
 
 /// Previews (default) or applies the cleanup pass.
-pub fn backfill_superseded(s: &mut Session, req: BackfillRequest) -> AppResult<Value> {
+pub fn backfill_superseded(s: &mut Session, req: BackfillRequest) -> AppResult<BackfillOutcome> {
     s.role()?;
     let proj = Projection::parse(req.fields.as_ref(), BACKFILL_FIELDS, BACKFILL_HEADERS)?;
     let keys: Option<Vec<String>> = req.key.as_ref().map(OneOrMany::list);
@@ -143,7 +143,7 @@ pub fn backfill_superseded(s: &mut Session, req: BackfillRequest) -> AppResult<V
     }
     let chosen: BTreeSet<RecordId> = rows.iter().map(|c| c.id).collect();
     let cascade = cascade_of(&state, &chosen);
-    let out_rows: Vec<Value> = rows
+    let out_rows: Vec<Projected<Candidacy>> = rows
         .iter()
         .map(|c| project(proj.as_ref(), row(&state, c)))
         .collect();
@@ -152,23 +152,102 @@ pub fn backfill_superseded(s: &mut Session, req: BackfillRequest) -> AppResult<V
         .filter(|c| c.claimed_by.len() > 1)
         .map(|c| c.id.short())
         .collect();
-    Ok(json!({
-        "dry_run": true,
-        "generated_at": format_rfc3339(now_ms()),
-        "would_retire": out_rows,
-        "count": rows.len(),
-        "would_cascade": cascade.iter().map(RecordId::short).collect::<Vec<_>>(),
-        "cascade_count": cascade.len(),
-        "not_candidates": not_candidates,
-        "multi_claimed": multi,
-        "total_candidates": total,
-        "filtered_by_key": keys,
-        "excluded": {"other_keys": other_keys, "by_reference": by_reference},
-        "note": "nothing was changed. To apply: pass dry_run=false with exactly these ids, \
+    Ok(BackfillOutcome::Preview(BackfillPreview {
+        dry_run: true,
+        generated_at: format_rfc3339(now_ms()),
+        would_retire: out_rows,
+        count: rows.len(),
+        would_cascade: cascade.iter().map(RecordId::short).collect(),
+        cascade_count: cascade.len(),
+        not_candidates,
+        multi_claimed: multi,
+        total_candidates: total,
+        filtered_by_key: keys,
+        excluded: Excluded {
+            other_keys,
+            by_reference,
+        },
+        note: "nothing was changed. To apply: pass dry_run=false with exactly these ids, \
                  expect_count (the number of ids, taken from the message carrying the key \
                  owner's agreement), key and word_message_id (one word per key, written by the \
                  role that wrote the key's current version), and snapshot_at=generated_at",
     }))
+}
+
+/// What backfill_superseded answers: a preview, or what a pass retired.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum BackfillOutcome {
+    /// `dry_run=true`.
+    Preview(BackfillPreview),
+    /// `dry_run=false`.
+    Applied(BackfillApplied),
+}
+
+/// A cleanup pass previewed; nothing written.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct BackfillPreview {
+    /// Always true.
+    pub dry_run: bool,
+    /// RFC 3339; pass it back as snapshot_at.
+    pub generated_at: String,
+    /// The candidates this pass would retire.
+    pub would_retire: Vec<Projected<Candidacy>>,
+    /// How many.
+    pub count: usize,
+    /// Short ids of the nudges that would retire with them.
+    pub would_cascade: Vec<String>,
+    /// How many.
+    pub cascade_count: usize,
+    /// Ids passed that are no candidates.
+    pub not_candidates: Vec<String>,
+    /// Candidates claimed by several keys.
+    pub multi_claimed: Vec<String>,
+    /// Every candidate, before filters.
+    pub total_candidates: usize,
+    /// The keys passed.
+    pub filtered_by_key: Option<Vec<String>>,
+    /// Candidates the filters left out.
+    pub excluded: Excluded,
+    /// How to apply it.
+    pub note: &'static str,
+}
+
+/// Candidates a preview left out, by reason.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Excluded {
+    /// Claimed by keys not passed.
+    pub other_keys: usize,
+    /// Only citing a candidate (include_by_reference=false).
+    pub by_reference: usize,
+}
+
+/// A cleanup pass written.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct BackfillApplied {
+    /// Always false.
+    pub dry_run: bool,
+    /// RFC 3339.
+    pub applied_at: String,
+    /// Messages retired.
+    pub count: usize,
+    /// Nudges retired with them.
+    pub cascaded_count: usize,
+    /// Their short ids.
+    pub retired: Vec<String>,
+    /// The nudges' short ids.
+    pub cascaded: Vec<String>,
+    /// The keys whose owners gave their word.
+    pub keys: Vec<String>,
+}
+
+/// What undo_backfill answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Restoration {
+    /// Short ids live again.
+    pub restored: Vec<String>,
+    /// Ids left as they were, with why.
+    pub refused: Vec<String>,
 }
 
 fn apply(
@@ -176,7 +255,7 @@ fn apply(
     req: &BackfillRequest,
     keys: Option<Vec<String>>,
     snapshot: Option<i64>,
-) -> AppResult<Value> {
+) -> AppResult<BackfillOutcome> {
     let Some(raw_ids) = &req.ids else {
         return Err(AppError::value(
             "'ids' is required when dry_run=false — pass exactly the ids you reviewed in the \
@@ -320,19 +399,23 @@ fn apply(
         .into_iter()
         .filter(|i| !retired.contains(i))
         .collect();
-    Ok(json!({
-        "dry_run": false,
-        "applied_at": format_rfc3339(rec.header.hlc.ms()),
-        "count": retired.len(),
-        "cascaded_count": cascaded.len(),
-        "retired": retired,
-        "cascaded": cascaded,
-        "keys": keys,
+    Ok(BackfillOutcome::Applied(BackfillApplied {
+        dry_run: false,
+        applied_at: format_rfc3339(rec.header.hlc.ms()),
+        count: retired.len(),
+        cascaded_count: cascaded.len(),
+        retired,
+        cascaded,
+        keys,
     }))
 }
 
 /// Restores messages a cleanup pass retired.
-pub fn undo_backfill(s: &mut Session, ids: &[String], reason: Option<String>) -> AppResult<Value> {
+pub fn undo_backfill(
+    s: &mut Session,
+    ids: &[String],
+    reason: Option<String>,
+) -> AppResult<Restoration> {
     let me = s.role()?;
     if ids.is_empty() {
         return Err(AppError::value(
@@ -409,10 +492,10 @@ pub fn undo_backfill(s: &mut Session, ids: &[String], reason: Option<String>) ->
         });
         Ok::<_, AppError>((Some(op), (restored, refused)))
     })?;
-    Ok(json!({
-        "restored": restored.iter().map(RecordId::short).collect::<Vec<_>>(),
-        "refused": refused,
-    }))
+    Ok(Restoration {
+        restored: restored.iter().map(RecordId::short).collect(),
+        refused,
+    })
 }
 
 /// The live nudges about `ids`, transitively, that are not among them.
@@ -432,14 +515,14 @@ fn cascade_of(state: &Consent, ids: &BTreeSet<RecordId>) -> Vec<RecordId> {
     out
 }
 
-fn row(state: &Consent, c: &Candidate) -> Map<String, Value> {
+fn row(state: &Consent, c: &Candidate) -> Candidacy {
     let m = &state.messages[&c.id];
     let to = if m.send.to.len() > 1 {
-        json!(m.send.to)
+        Recipients::Many(m.send.to.iter().map(ToString::to_string).collect())
     } else {
-        json!(m.send.to.first())
+        Recipients::One(m.send.to.first().map(ToString::to_string))
     };
-    let settled: Vec<Value> = c
+    let settled_by = c
         .settled_by
         .iter()
         .map(|s| match s {
@@ -449,31 +532,103 @@ fn row(state: &Consent, c: &Candidate) -> Map<String, Value> {
                 at,
                 by,
                 matched_by,
-            } => json!({"key": key, "version": version, "updated_at": format_rfc3339(at.hlc.ms()),
-                        "updated_by": by, "matched_by": matched_by}),
+            } => SettledBy::Key {
+                key: key.clone(),
+                version: version.clone(),
+                updated_at: format_rfc3339(at.hlc.ms()),
+                updated_by: by.to_string(),
+                matched_by,
+            },
             Settled::Target {
                 target,
                 reason,
                 matched_by,
-            } => json!({"matched_by": matched_by, "target_id": target.short(), "reason": reason}),
-            Settled::Reference { cites } => {
-                json!({"matched_by": "reference", "cites": cites.short()})
-            }
+            } => SettledBy::Target {
+                matched_by,
+                target_id: target.short(),
+                reason,
+            },
+            Settled::Reference { cites } => SettledBy::Reference {
+                matched_by: "reference",
+                cites: cites.short(),
+            },
         })
         .collect();
-    let mut o = Map::new();
-    o.insert("id".into(), json!(c.id.short()));
-    o.insert("from".into(), json!(m.from));
-    o.insert("to".into(), to);
-    o.insert("topic".into(), json!(m.text.topic));
-    o.insert("created_at".into(), json!(format_rfc3339(m.created.ms())));
-    o.insert("pin_key".into(), json!(m.send.pin_key));
-    o.insert("settled_by".into(), Value::Array(settled));
-    o.insert("claimed_by".into(), json!(c.claimed_by));
-    o.insert("claim_count".into(), json!(c.claimed_by.len()));
-    o.insert("match_kind".into(), json!(c.kind.as_str()));
-    o.insert("structural".into(), json!(c.kind != MatchKind::Key));
-    o
+    Candidacy {
+        id: c.id.short(),
+        from: m.from.to_string(),
+        to,
+        topic: m.text.topic.clone(),
+        created_at: format_rfc3339(m.created.ms()),
+        pin_key: m.send.pin_key.clone(),
+        settled_by,
+        claimed_by: c.claimed_by.clone(),
+        claim_count: c.claimed_by.len(),
+        match_kind: c.kind.as_str(),
+        structural: c.kind != MatchKind::Key,
+    }
+}
+
+/// One candidate of a cleanup pass, as a preview lists it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Candidacy {
+    /// Short id.
+    pub id: String,
+    /// Author role.
+    pub from: String,
+    /// One recipient, or the sorted list of several.
+    pub to: Recipients,
+    /// Subject line.
+    pub topic: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// Its pin key, for a proposal.
+    pub pin_key: Option<String>,
+    /// What settled it.
+    pub settled_by: Vec<SettledBy>,
+    /// The keys whose versions claim it.
+    pub claimed_by: Vec<String>,
+    /// How many.
+    pub claim_count: usize,
+    /// `key`, `target` or `reference`.
+    pub match_kind: &'static str,
+    /// True unless only a key claims it.
+    pub structural: bool,
+}
+
+/// One reason a candidate is settled.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SettledBy {
+    /// A pin version claims it.
+    Key {
+        /// Pin key.
+        key: String,
+        /// Its current version label.
+        version: String,
+        /// RFC 3339.
+        updated_at: String,
+        /// Who wrote the version.
+        updated_by: String,
+        /// How the version claims it.
+        matched_by: &'static str,
+    },
+    /// A dead message it is about or cites.
+    Target {
+        /// `target` or `target_text`.
+        matched_by: &'static str,
+        /// Short id of the dead message.
+        target_id: String,
+        /// Why it is dead.
+        reason: &'static str,
+    },
+    /// A candidate it cites.
+    Reference {
+        /// Always `reference`.
+        matched_by: &'static str,
+        /// Short id of the cited candidate.
+        cites: String,
+    },
 }
 
 /// The message an id parameter names (tombstones included), through the

@@ -1,6 +1,7 @@
 //! delete_message: the soft delete (a tombstone that keeps threads whole).
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::lifecycle::live_message;
 use super::refusal::{AppError, AppResult};
@@ -11,7 +12,7 @@ use crate::core::rules;
 
 /// Tombstones a message the caller wrote or received. Refused for someone
 /// else's proposal, an open debt and a resolution not yet confirmed.
-pub fn delete_message(s: &mut Session, message_id: &str) -> AppResult<Value> {
+pub fn delete_message(s: &mut Session, message_id: &str) -> AppResult<Deletion> {
     let me = s.role()?;
     let writer = s.writer()?;
     let roster = s.roster();
@@ -22,5 +23,20 @@ pub fn delete_message(s: &mut Session, message_id: &str) -> AppResult<Value> {
         Ok::<_, AppError>((op, m.id))
     })?;
     let superseded = retired_by(s.index(), &rec.id)?;
-    Ok(json!({ "id": id.short(), "deleted": true, "superseded": superseded }))
+    Ok(Deletion {
+        id: id.short(),
+        deleted: true,
+        superseded,
+    })
+}
+
+/// What delete_message answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Deletion {
+    /// Short id.
+    pub id: String,
+    /// Always true.
+    pub deleted: bool,
+    /// Short ids of the messages the deletion retired.
+    pub superseded: Vec<String>,
 }

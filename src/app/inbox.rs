@@ -4,12 +4,13 @@
 //! `read`. Both are per recipient, so a multi-recipient message is read by
 //! each of its roles separately.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::refusal::{AppError, AppResult, check_limit};
 use super::rows::{
-    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
-    project,
+    FieldsArg, Listing, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, MessageView, Projected,
+    Projection, listing, project,
 };
 use super::session::{Session, find};
 use crate::core::ids::RecordId;
@@ -23,7 +24,7 @@ pub fn read_inbox(
     unread_only: bool,
     limit: i64,
     fields: Option<&FieldsArg>,
-) -> AppResult<Value> {
+) -> AppResult<Listing<Projected<MessageView>>> {
     let me = s.role()?;
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
@@ -38,9 +39,9 @@ pub fn read_inbox(
         .filter(|r| r.opened_ms.is_none())
         .filter_map(|r| RecordId::parse(&r.id))
         .collect();
-    let out: Vec<Value> = rows
+    let out: Vec<_> = rows
         .iter()
-        .map(|r| project(proj.as_ref(), r.to_json(Some(&me))))
+        .map(|r| project(proj.as_ref(), MessageView::of(r, Some(&me))))
         .collect();
     if !unopened.is_empty() {
         let writer = s.writer()?;
@@ -62,7 +63,7 @@ pub fn mark_read(
     s: &mut Session,
     message_id: Option<&str>,
     message_ids: Option<&[String]>,
-) -> AppResult<Value> {
+) -> AppResult<MarkRead> {
     let me = s.role()?;
     let (ids, single) = match (message_id, message_ids) {
         (Some(id), None) => (vec![id.to_owned()], true),
@@ -74,7 +75,7 @@ pub fn mark_read(
         }
     };
     if ids.is_empty() {
-        return Ok(json!([]));
+        return Ok(MarkRead::Many(Vec::new()));
     }
     let writer = s.writer()?;
     let (rec, found) = s.channel_mut().append_if(&writer, |ix| {
@@ -100,18 +101,43 @@ pub fn mark_read(
         Ok::<_, AppError>((op, found))
     })?;
     let now = rec.map(|r| r.header.hlc.ms());
-    let results: Vec<Value> = found
+    let mut results: Vec<Marked> = found
         .iter()
-        .map(|(_, id, read)| {
-            let at = read.or(now).map(format_rfc3339);
-            json!({ "id": id.short(), "read_at": at, "already_read": read.is_some() })
+        .map(|(_, id, read)| Marked {
+            id: id.short(),
+            read_at: read.or(now).map(format_rfc3339),
+            already_read: read.is_some(),
         })
         .collect();
-    Ok(if single {
-        results.into_iter().next().unwrap_or(Value::Null)
-    } else {
-        Value::Array(results)
+    Ok(match results.pop() {
+        Some(one) if single => MarkRead::One(one),
+        last => {
+            results.extend(last);
+            MarkRead::Many(results)
+        }
     })
+}
+
+/// What mark_read answers: the one message of `message_id`, or a list for
+/// `message_ids`.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MarkRead {
+    /// For `message_id`.
+    One(Marked),
+    /// For `message_ids`, in the order given (repeats once).
+    Many(Vec<Marked>),
+}
+
+/// One message marked read.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Marked {
+    /// Short id.
+    pub id: String,
+    /// When it was (or had already been) marked read.
+    pub read_at: Option<String>,
+    /// True if it was read before this call.
+    pub already_read: bool,
 }
 
 /// `Some(read_ms)` if the message is delivered to `role`, `None` if not.

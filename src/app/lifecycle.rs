@@ -5,10 +5,11 @@
 //! so a step refused here is a step that would lose anywhere. Repeats
 //! (`already_*`) write nothing.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::refusal::{AppError, AppResult, check_length};
-use super::rows::short;
+use super::rows::{Listing, short};
 use super::send::NOTE_MAX;
 use super::session::{Session, find_live, lookup_live};
 use crate::core::ids::{RecordId, Role};
@@ -66,15 +67,37 @@ fn note_of(field: &str, note: Option<String>) -> AppResult<Option<String>> {
     Ok(note)
 }
 
-fn resolution_json(m: &Message) -> Value {
+/// What resolve_message answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Resolution {
+    /// Short id.
+    pub id: String,
+    /// The debt status after the call.
+    pub status: Option<&'static str>,
+    /// Who resolved it.
+    pub resolved_by: Option<String>,
+    /// RFC 3339.
+    pub resolved_at: Option<String>,
+    /// The resolution's note.
+    pub resolution_note: Option<String>,
+    /// True if it was resolved before this call (nothing written).
+    pub already_resolved: bool,
+    /// Short ids of the tasks this resolution unblocked (when written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unblocked: Option<Vec<String>>,
+}
+
+fn resolution(m: &Message, already_resolved: bool) -> Resolution {
     let res = m.debt.as_ref().and_then(|d| d.resolved.as_ref());
-    json!({
-        "id": m.id.short(),
-        "status": m.debt.as_ref().map(|d| d.status.as_str()),
-        "resolved_by": res.map(|r| r.by.as_str()),
-        "resolved_at": res.map(|r| format_rfc3339(r.at.hlc.ms())),
-        "resolution_note": res.and_then(|r| r.note.as_deref()),
-    })
+    Resolution {
+        id: m.id.short(),
+        status: m.debt.as_ref().map(|d| d.status.as_str()),
+        resolved_by: res.map(|r| r.by.to_string()),
+        resolved_at: res.map(|r| format_rfc3339(r.at.hlc.ms())),
+        resolution_note: res.and_then(|r| r.note.clone()),
+        already_resolved,
+        unblocked: None,
+    }
 }
 
 /// Resolves a debt the caller is party to. `unblocked` lists the tasks that
@@ -83,15 +106,14 @@ pub fn resolve_message(
     s: &mut Session,
     message_id: &str,
     resolution_note: Option<String>,
-) -> AppResult<Value> {
+) -> AppResult<Resolution> {
     let note = note_of("resolution_note", resolution_note)?;
     let (rec, m) = step(s, message_id, |_, m| {
         Ok(Op::Resolve(Note { id: m.id, note }))
     })?;
-    let mut out = resolution_json(&m);
-    out["already_resolved"] = json!(rec.is_none());
+    let mut out = resolution(&m, rec.is_none());
     if rec.is_some() {
-        out["unblocked"] = json!(blocked_on(s.index(), &m.id)?);
+        out.unblocked = Some(blocked_on(s.index(), &m.id)?);
     }
     Ok(out)
 }
@@ -107,12 +129,49 @@ pub fn confirm_resolution(
     s: &mut Session,
     message_id: &str,
     note: Option<String>,
-) -> AppResult<Value> {
+) -> AppResult<Confirmation> {
     let note = note_of("note", note)?;
     let (rec, m) = step(s, message_id, |_, m| {
         Ok(Op::Confirm(Note { id: m.id, note }))
     })?;
-    Ok(json!({ "id": m.id.short(), "already_confirmed": rec.is_none() }))
+    Ok(Confirmation {
+        id: m.id.short(),
+        already_confirmed: rec.is_none(),
+    })
+}
+
+/// What confirm_resolution answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Confirmation {
+    /// Short id.
+    pub id: String,
+    /// True if it was confirmed before this call (nothing written).
+    pub already_confirmed: bool,
+}
+
+/// What reopen_message answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Reopening {
+    /// Short id.
+    pub id: String,
+    /// Always `open`.
+    pub status: &'static str,
+    /// True if it was open before this call (nothing written).
+    pub already_open: bool,
+}
+
+/// What set_work_status answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct WorkStatusSet {
+    /// Short id.
+    pub id: String,
+    /// The status now.
+    pub work_status: &'static str,
+    /// The status before (only when written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Option<&'static str>>,
+    /// True if it already had this status (nothing written).
+    pub already_set: bool,
 }
 
 /// Reopens a resolved debt (also after a confirmation).
@@ -120,14 +179,16 @@ pub fn reopen_message(
     s: &mut Session,
     message_id: &str,
     reason: Option<String>,
-) -> AppResult<Value> {
+) -> AppResult<Reopening> {
     let note = note_of("reason", reason)?;
     let (rec, m) = step(s, message_id, |_, m| {
         Ok(Op::Reopen(Note { id: m.id, note }))
     })?;
-    Ok(
-        json!({ "id": m.id.short(), "status": DebtStatus::Open.as_str(), "already_open": rec.is_none() }),
-    )
+    Ok(Reopening {
+        id: m.id.short(),
+        status: DebtStatus::Open.as_str(),
+        already_open: rec.is_none(),
+    })
 }
 
 /// Moves the work status of a message the caller is party to.
@@ -137,7 +198,7 @@ pub fn set_work_status(
     work_status: &str,
     note: Option<String>,
     blocked_by: Option<&str>,
-) -> AppResult<Value> {
+) -> AppResult<WorkStatusSet> {
     let value = WorkStatus::parse_field(work_status, "work_status")
         .map_err(|e| AppError::value(e.to_string()))?;
     let note = note_of("note", note)?;
@@ -158,10 +219,11 @@ pub fn set_work_status(
             base: m.ws_last.as_ref().map(|l| l.key.id),
         }))
     })?;
-    Ok(if rec.is_some() {
-        json!({ "id": m.id.short(), "work_status": value.as_str(), "previous": previous.map(WorkStatus::as_str), "already_set": false })
-    } else {
-        json!({ "id": m.id.short(), "work_status": value.as_str(), "already_set": true })
+    Ok(WorkStatusSet {
+        id: m.id.short(),
+        work_status: value.as_str(),
+        previous: rec.is_some().then(|| previous.map(WorkStatus::as_str)),
+        already_set: rec.is_none(),
     })
 }
 
@@ -185,22 +247,35 @@ fn check_blocker(ix: &Index, raw: &str) -> AppResult<RecordId> {
 }
 
 /// Every lifecycle event of a live message, oldest first.
-pub fn message_history(s: &mut Session, message_id: &str) -> AppResult<Value> {
+pub fn message_history(s: &mut Session, message_id: &str) -> AppResult<Listing<Event>> {
     s.catch_up()?;
     let ix = s.index();
     let id = find_live(ix, "message_id", message_id)?;
-    let rows: Vec<Value> = ix
+    let rows: Vec<Event> = ix
         .events_of(&id.hex())?
         .into_iter()
-        .map(|e| {
-            json!({
-                "message_id": id.short(),
-                "event": e.event,
-                "role": e.role,
-                "note": e.note,
-                "created_at": format_rfc3339(e.ms),
-            })
+        .map(|e| Event {
+            message_id: id.short(),
+            event: e.event,
+            role: e.role,
+            note: e.note,
+            created_at: format_rfc3339(e.ms),
         })
         .collect();
-    Ok(json!({ "result": rows }))
+    Ok(Listing::whole(rows))
+}
+
+/// One event in a message's history.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Event {
+    /// Short id of the message.
+    pub message_id: String,
+    /// What happened.
+    pub event: String,
+    /// Who did it.
+    pub role: String,
+    /// Its note.
+    pub note: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
 }

@@ -1,11 +1,9 @@
 //! list_messages: the unranked, filtered view of the whole history.
 
-use serde_json::Value;
-
 use super::refusal::{AppError, AppResult, check_length, check_limit};
 use super::rows::{
-    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
-    project,
+    FieldsArg, Listing, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, MessageView, Projected,
+    Projection, listing, project,
 };
 use super::session::Session;
 use crate::core::timestamp::parse_since;
@@ -46,7 +44,7 @@ pub fn list_messages(
     f: &ListFilter,
     limit: i64,
     fields: Option<&FieldsArg>,
-) -> AppResult<Value> {
+) -> AppResult<Listing<Projected<MessageView>>> {
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     let mut q = MessageFilter {
@@ -87,7 +85,7 @@ pub fn list_messages(
     rows.truncate(limit);
     let out = rows
         .iter()
-        .map(|r| project(proj.as_ref(), r.to_json(None)))
+        .map(|r| project(proj.as_ref(), MessageView::of(r, None)))
         .collect();
     Ok(listing(
         out,

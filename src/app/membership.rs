@@ -7,7 +7,8 @@
 //! where it ran. Key files are the store's; this module validates requests
 //! and words the answers.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{FeedId, Role};
@@ -30,15 +31,15 @@ fn role_in_roster(channel: &mut Channel, role: &str) -> AppResult<Role> {
 
 /// Makes (or finds) this device's key for `role` and says what the owner
 /// must run to admit it. Needs no owner key.
-pub fn join(channel: &mut Channel, role: &str) -> AppResult<Value> {
+pub fn join(channel: &mut Channel, role: &str) -> AppResult<Joined> {
     let role = role_in_roster(channel, role)?;
     let (feed, pubkey, created) = channel.join_key(&role)?;
     let admitted = channel.admitted_key(&feed)?;
     let device = feed.device().to_owned();
     let (state, command) = match admitted {
-        Some(k) if k == pubkey => ("admitted", None),
+        Some(k) if k == pubkey => (JoinState::Admitted, None),
         Some(_) => (
-            "key_differs",
+            JoinState::KeyDiffers,
             Some(format!(
                 "countersign rotate-key --role {role} --lost --device {device} --pubkey {pubkey} \
                  --from-seq {}",
@@ -46,26 +47,97 @@ pub fn join(channel: &mut Channel, role: &str) -> AppResult<Value> {
             )),
         ),
         None => (
-            "waiting_for_admit",
+            JoinState::WaitingForAdmit,
             Some(format!(
                 "countersign admit {role} {pubkey} --device {device}"
             )),
         ),
     };
-    Ok(json!({
-        "feed": feed.to_string(),
-        "role": role,
-        "device": device,
-        "pubkey": pubkey,
-        "key_created": created,
-        "state": state,
-        "owner_command": command,
-    }))
+    Ok(Joined {
+        feed: feed.to_string(),
+        role,
+        device,
+        pubkey,
+        key_created: created,
+        state,
+        owner_command: command,
+    })
+}
+
+/// What `join` found or made for this device.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Joined {
+    /// The device's feed for the role.
+    pub feed: String,
+    /// The role.
+    #[schemars(with = "String")]
+    pub role: Role,
+    /// This device's id.
+    pub device: String,
+    /// The feed's public key.
+    pub pubkey: String,
+    /// True if the key was made now.
+    pub key_created: bool,
+    /// Whether the owner has admitted this device's key.
+    pub state: JoinState,
+    /// What the owner runs next, if anything.
+    pub owner_command: Option<String>,
+}
+
+/// Where a joining device stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinState {
+    /// The feed is admitted with this device's key.
+    Admitted,
+    /// Nobody admitted the feed yet.
+    WaitingForAdmit,
+    /// The feed is admitted with another key.
+    KeyDiffers,
+}
+
+/// What `admit` wrote.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Admitted {
+    /// The feed admitted.
+    pub feed: String,
+    /// Its key.
+    pub pubkey: String,
+    /// False if it was already admitted with this key.
+    pub written: bool,
+    /// The admit record's full id, when written.
+    pub record: Option<String>,
+}
+
+/// What `add-role` wrote.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct RoleAdded {
+    /// The new role.
+    #[schemars(with = "String")]
+    pub role: Role,
+    /// The add_role record's full id.
+    pub record: String,
+    /// The roles now.
+    #[schemars(with = "Vec<String>")]
+    pub roles: Vec<Role>,
+}
+
+/// What `rotate-key` wrote.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct KeyRotated {
+    /// The feed whose key changed.
+    pub feed: String,
+    /// The new key.
+    pub pubkey: String,
+    /// The replace_key record's full id.
+    pub record: String,
+    /// `owner` (a lost key) or `old key`.
+    pub signed_by: &'static str,
 }
 
 /// Owner: admits `pubkey` to write `role` from `device` (an `admit` record).
 /// Admitting the same key again writes nothing.
-pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> AppResult<Value> {
+pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> AppResult<Admitted> {
     let role = role_in_roster(channel, role)?;
     if parse_pubkey(pubkey).is_none() {
         return Err(AppError::value(format!(
@@ -92,12 +164,12 @@ pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> A
             ))),
         }
     })?;
-    Ok(json!({
-        "feed": feed.to_string(),
-        "pubkey": pubkey,
-        "written": rec.is_some(),
-        "record": rec.map(|r| r.id.hex()),
-    }))
+    Ok(Admitted {
+        feed: feed.to_string(),
+        pubkey: pubkey.to_owned(),
+        written: rec.is_some(),
+        record: rec.map(|r| r.id.hex()),
+    })
 }
 
 fn admitted(ix: &crate::store::Index, feed: &FeedId) -> Result<Option<String>, StoreError> {
@@ -105,7 +177,7 @@ fn admitted(ix: &crate::store::Index, feed: &FeedId) -> Result<Option<String>, S
 }
 
 /// Owner: adds `role` to the roster (an `add_role` record).
-pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<Value> {
+pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<RoleAdded> {
     let role = Role::new(role).map_err(|e| AppError::value(e.to_string()))?;
     if let Some(reserved) = crate::core::ids::reserved_role(role.as_str()) {
         return Err(AppError::value(reserved.to_string()));
@@ -120,11 +192,11 @@ pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<Value> {
     let (rec, ()) = channel.append(&owner, |_| {
         Ok::<_, AppError>((Op::AddRole(AddRole { role: role.clone() }), ()))
     })?;
-    Ok(json!({
-        "role": role,
-        "record": rec.id.hex(),
-        "roles": channel.roster(),
-    }))
+    Ok(RoleAdded {
+        role,
+        record: rec.id.hex(),
+        roles: channel.roster(),
+    })
 }
 
 /// Replaces a feed's key. Without `lost`: this device's key of `role`, by a
@@ -138,7 +210,7 @@ pub fn rotate_key(
     device: Option<&str>,
     pubkey: Option<&str>,
     from_seq: Option<u64>,
-) -> AppResult<Value> {
+) -> AppResult<KeyRotated> {
     let role = role_in_roster(channel, role)?;
     let (rec, feed, new_key) = if lost {
         channel.replace_lost_key(&role, device, pubkey, from_seq)?
@@ -153,10 +225,10 @@ pub fn rotate_key(
         let feed = rec.header.feed.clone();
         (rec, feed, key)
     };
-    Ok(json!({
-        "feed": feed.to_string(),
-        "pubkey": new_key,
-        "record": rec.id.hex(),
-        "signed_by": if lost { "owner" } else { "old key" },
-    }))
+    Ok(KeyRotated {
+        feed: feed.to_string(),
+        pubkey: new_key,
+        record: rec.id.hex(),
+        signed_by: if lost { "owner" } else { "old key" },
+    })
 }

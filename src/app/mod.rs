@@ -1,7 +1,9 @@
 //! Use cases shared by the MCP server and the CLI: one function per tool.
 //!
 //! Each function validates its input in the protocol's order, reads or writes
-//! through `store`, and returns the tool's JSON result. Refusals are
+//! through `store`, and returns the tool's result as a typed value
+//! (`Serialize` for the wire, `JsonSchema` for the tool's declared output
+//! schema): its field names and order are the protocol's. Refusals are
 //! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
 //! layer knows nothing of MCP, clap or terminals.
 

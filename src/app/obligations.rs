@@ -1,11 +1,9 @@
 //! open_obligations and ready_work: what a role owes, and what it can start.
 
-use serde_json::{Value, json};
-
 use super::refusal::{AppResult, check_limit};
 use super::rows::{
-    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
-    project,
+    DatedListing, FieldsArg, Listing, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, MessageView,
+    Projected, Projection, listing, project,
 };
 use super::session::Session;
 use crate::core::ids::Role;
@@ -24,7 +22,7 @@ pub fn open_obligations(
     to_role: Option<&str>,
     limit: i64,
     fields: Option<&FieldsArg>,
-) -> AppResult<Value> {
+) -> AppResult<DatedListing<Projected<MessageView>>> {
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     let role = match to_role {
@@ -38,22 +36,27 @@ pub fn open_obligations(
     let viewer = Role::new(&role).ok();
     let out = rows
         .iter()
-        .map(|r| project(proj.as_ref(), r.with_ages(r.to_json(viewer.as_ref()), now)))
+        .map(|r| project(proj.as_ref(), MessageView::aged(r, viewer.as_ref(), now)))
         .collect();
-    let mut env = listing(
-        out,
-        limit,
-        overflow,
-        "more debts are open; raise 'limit' (at most 1000)",
-    );
-    env["generated_at"] = json!(format_rfc3339(now));
-    Ok(env)
+    Ok(DatedListing {
+        listing: listing(
+            out,
+            limit,
+            overflow,
+            "more debts are open; raise 'limit' (at most 1000)",
+        ),
+        generated_at: format_rfc3339(now),
+    })
 }
 
 /// The caller's open debts it can start now, oldest first: a task blocked on
 /// a live blocker (or blocked without one) is left out; one whose blocker was
 /// resolved or deleted is in, because resuming it is the caller's move.
-pub fn ready_work(s: &mut Session, limit: i64, fields: Option<&FieldsArg>) -> AppResult<Value> {
+pub fn ready_work(
+    s: &mut Session,
+    limit: i64,
+    fields: Option<&FieldsArg>,
+) -> AppResult<Listing<Projected<MessageView>>> {
     let me = s.role()?;
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
@@ -63,7 +66,7 @@ pub fn ready_work(s: &mut Session, limit: i64, fields: Option<&FieldsArg>) -> Ap
     let now = now_ms();
     let out = rows
         .iter()
-        .map(|r| project(proj.as_ref(), r.with_ages(r.to_json(Some(&me)), now)))
+        .map(|r| project(proj.as_ref(), MessageView::aged(r, Some(&me), now)))
         .collect();
     Ok(listing(
         out,

@@ -4,12 +4,13 @@
 //! for `dry_run` (through the same path, writing nothing), and by the fold at
 //! the record's place in the order. Pin rows are read from the index.
 
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length, check_one_line};
 use super::retirement::retired_by;
-use super::rows::{FieldsArg, Projection, project, short};
+use super::rows::{FieldsArg, Listing, Projected, Projection, project, short};
 use super::send::PIN_KEY_MAX;
 use super::session::{Named, Session, lookup};
 use crate::core::consent::Blocked;
@@ -74,7 +75,7 @@ pub struct PinRequest {
 }
 
 /// Adds a version to a pin, or (dry_run) says whether it would be accepted.
-pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
+pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<PinWrite> {
     let _ = s.role()?;
     let key = required("key", &req.key, PIN_KEY_MAX)?;
     let title = required("title", &req.title, TITLE_MAX)?;
@@ -134,22 +135,30 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
     };
     if req.dry_run {
         s.catch_up()?;
-        return Ok(match build(s.index())? {
-            Ok(set) => json!({
-                "dry_run": true, "ok": true, "written": false,
-                "would_write": {
-                    "key": set.key, "version": set.version,
-                    "body_sha256": body.sha256,
-                    "body_length_bytes": body.length_bytes,
-                    "body_length_chars": body.length_chars,
-                },
-            }),
-            Err(b) => json!({
-                "dry_run": true, "ok": false, "written": false,
-                "problem": b.refusal.to_string(),
-                "missing_agrees": b.missing_agrees,
-            }),
-        });
+        return Ok(PinWrite::DryRun(match build(s.index())? {
+            Ok(set) => PinDryRun {
+                dry_run: true,
+                ok: true,
+                written: false,
+                would_write: Some(WouldWrite {
+                    key: set.key,
+                    version: set.version,
+                    body_sha256: body.sha256,
+                    body_length_bytes: body.length_bytes,
+                    body_length_chars: body.length_chars,
+                }),
+                problem: None,
+                missing_agrees: None,
+            },
+            Err(b) => PinDryRun {
+                dry_run: true,
+                ok: false,
+                written: false,
+                would_write: None,
+                problem: Some(b.refusal.to_string()),
+                missing_agrees: Some(b.missing_agrees),
+            },
+        }));
     }
     let writer = s.writer()?;
     let (rec, ()) = s.channel_mut().append(&writer, |ix| match build(ix)? {
@@ -160,16 +169,171 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<Value> {
         }),
     })?;
     let ix = s.index();
-    let mut row = pin_row(ix, PinSelect::Record(&rec.id.hex()))?
+    let row = pin_row(ix, PinSelect::Record(&rec.id.hex()))?
         .into_iter()
         .next()
         .ok_or_else(|| AppError::value(format!("pin '{key}' was written but did not stand")))?;
-    row.remove("id");
-    row.remove("title");
-    row.remove("body");
-    row.insert("superseded".into(), json!(retired_by(ix, &rec.id)?));
-    Ok(Value::Object(row))
+    Ok(PinWrite::Written(PinWritten {
+        body_length_chars: row.body_length_chars,
+        key: row.key,
+        body_length_bytes: row.body_length_bytes,
+        body_sha256: row.body_sha256,
+        version: row.version,
+        updated_by: row.updated_by,
+        updated_at: row.updated_at,
+        approved_by: row.approved_by,
+        superseded: retired_by(ix, &rec.id)?,
+    }))
 }
+
+/// What pin_set answers: the version written, or a dry run's verdict.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PinWrite {
+    /// The version written (without id, title and body), with what it retired.
+    Written(PinWritten),
+    /// `dry_run=true`: what would happen.
+    DryRun(PinDryRun),
+}
+
+/// pin_set's answer to `dry_run=true`.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinDryRun {
+    /// Always true.
+    pub dry_run: bool,
+    /// Whether the write would be allowed.
+    pub ok: bool,
+    /// Always false.
+    pub written: bool,
+    /// What would be written, when allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_write: Option<WouldWrite>,
+    /// Why not, when refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Agrees still missing, when refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub missing_agrees: Option<Vec<crate::core::ids::Role>>,
+}
+
+/// The version a dry run would write.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct WouldWrite {
+    /// Pin key.
+    pub key: String,
+    /// Version label.
+    pub version: String,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Body length in bytes.
+    pub body_length_bytes: u64,
+    /// Body length in characters.
+    pub body_length_chars: u64,
+}
+
+/// One version of a pin, whole (pin_get, pin_history).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinVersion {
+    /// Short id of the record.
+    pub id: String,
+    /// Pin key.
+    pub key: String,
+    /// Title.
+    pub title: String,
+    /// Verbatim text.
+    pub body: String,
+    /// Version label.
+    pub version: String,
+    /// The role that wrote it.
+    pub updated_by: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// Short id of the approving proposal.
+    pub approved_by: Option<String>,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Body length in bytes.
+    pub body_length_bytes: i64,
+    /// Body length in characters.
+    pub body_length_chars: i64,
+}
+
+// The field order of the two shapes below is the wire order of the versions
+// before typed results, where fields were taken out of a preserve_order JSON
+// map (a swap-remove moves the last field into the hole); it is kept so that
+// answers stay byte for byte what they were.
+
+/// The current version of a pin without its body (pin_list, channel_status,
+/// `countersign status --view pins`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinSummary {
+    /// Short id of the record.
+    pub id: String,
+    /// Pin key.
+    pub key: String,
+    /// Title.
+    pub title: String,
+    /// Body length in characters.
+    pub body_length_chars: i64,
+    /// Version label.
+    pub version: String,
+    /// The role that wrote it.
+    pub updated_by: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// Short id of the approving proposal.
+    pub approved_by: Option<String>,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Body length in bytes.
+    pub body_length_bytes: i64,
+}
+
+impl From<PinVersion> for PinSummary {
+    fn from(v: PinVersion) -> Self {
+        Self {
+            id: v.id,
+            key: v.key,
+            title: v.title,
+            body_length_chars: v.body_length_chars,
+            version: v.version,
+            updated_by: v.updated_by,
+            updated_at: v.updated_at,
+            approved_by: v.approved_by,
+            body_sha256: v.body_sha256,
+            body_length_bytes: v.body_length_bytes,
+        }
+    }
+}
+
+/// The version pin_set wrote, with the messages it retired.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PinWritten {
+    /// Body length in characters.
+    pub body_length_chars: i64,
+    /// Pin key.
+    pub key: String,
+    /// Body length in bytes.
+    pub body_length_bytes: i64,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Version label.
+    pub version: String,
+    /// The role that wrote it.
+    pub updated_by: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// Short id of the approving proposal.
+    pub approved_by: Option<String>,
+    /// Short ids of the messages this write retired.
+    pub superseded: Vec<String>,
+}
+
+/// What pin_get answers: the current version, or nothing.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct PinLookup(pub Option<PinVersion>);
 
 fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
     let v = v.trim();
@@ -182,65 +346,58 @@ fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
 }
 
 /// The current version of `key` with its body, or null.
-pub fn pin_get(s: &mut Session, key: &str) -> AppResult<Value> {
+pub fn pin_get(s: &mut Session, key: &str) -> AppResult<PinLookup> {
     s.catch_up()?;
     let rows = pin_row(s.index(), PinSelect::Latest(key.trim()))?;
-    Ok(rows.into_iter().next().map_or(Value::Null, Value::Object))
+    Ok(PinLookup(rows.into_iter().next()))
 }
 
 /// The current version of every key, without bodies, ordered by key.
-pub fn pin_list(s: &mut Session) -> AppResult<Value> {
+pub fn pin_list(s: &mut Session) -> AppResult<Listing<PinSummary>> {
     s.catch_up()?;
-    Ok(json!({ "result": current_pins(s.index())? }))
+    Ok(Listing::whole(current_pins(s.index())?))
 }
 
 /// The current version of every key, without bodies (channel_status, status pins).
-pub fn current_pins(ix: &Index) -> AppResult<Vec<Value>> {
+pub fn current_pins(ix: &Index) -> AppResult<Vec<PinSummary>> {
     let rows = pin_row(ix, PinSelect::Current)?;
-    Ok(rows
-        .into_iter()
-        .map(|mut r| {
-            r.remove("body");
-            Value::Object(r)
-        })
-        .collect())
+    Ok(rows.into_iter().map(PinSummary::from).collect())
 }
 
 /// Every version of `key`, newest first.
-pub fn pin_history(s: &mut Session, key: &str, fields: Option<&FieldsArg>) -> AppResult<Value> {
+pub fn pin_history(
+    s: &mut Session,
+    key: &str,
+    fields: Option<&FieldsArg>,
+) -> AppResult<Listing<Projected<PinVersion>>> {
     let proj = Projection::parse(fields, PIN_FIELDS, PIN_HEADERS)?;
     s.catch_up()?;
     let mut rows = pin_row(s.index(), PinSelect::History(key.trim()))?;
     rows.reverse();
-    let out: Vec<Value> = rows
+    let out = rows
         .into_iter()
         .map(|r| project(proj.as_ref(), r))
         .collect();
-    Ok(json!({ "result": out }))
+    Ok(Listing::whole(out))
 }
 
 /// The pin versions `select` names, ordered by key and version.
-fn pin_row(ix: &Index, select: PinSelect<'_>) -> AppResult<Vec<Map<String, Value>>> {
+fn pin_row(ix: &Index, select: PinSelect<'_>) -> AppResult<Vec<PinVersion>> {
     Ok(ix
         .pin_versions(select)?
         .into_iter()
-        .map(|v| {
-            let mut m = Map::new();
-            m.insert("id".into(), json!(short(&v.record)));
-            m.insert("key".into(), json!(v.key));
-            m.insert("title".into(), json!(v.title));
-            m.insert("body".into(), json!(v.body));
-            m.insert("version".into(), json!(v.version));
-            m.insert("updated_by".into(), json!(v.role));
-            m.insert("updated_at".into(), json!(format_rfc3339(v.ms)));
-            m.insert(
-                "approved_by".into(),
-                json!(v.approved_by.as_deref().map(short)),
-            );
-            m.insert("body_sha256".into(), json!(v.sha256));
-            m.insert("body_length_bytes".into(), json!(v.bytes));
-            m.insert("body_length_chars".into(), json!(v.chars));
-            m
+        .map(|v| PinVersion {
+            id: short(&v.record),
+            key: v.key,
+            title: v.title,
+            body: v.body,
+            version: v.version,
+            updated_by: v.role,
+            updated_at: format_rfc3339(v.ms),
+            approved_by: v.approved_by.as_deref().map(short),
+            body_sha256: v.sha256,
+            body_length_bytes: v.bytes,
+            body_length_chars: v.chars,
         })
         .collect())
 }

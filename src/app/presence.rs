@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::refusal::AppResult;
 use super::session::Session;
@@ -87,29 +88,46 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
 }
 
 /// list_roles' `devices`: for every role of the roster, its devices.
-pub fn devices_by_role(s: &Session) -> AppResult<Value> {
-    let mut by_role: BTreeMap<String, Vec<Value>> = s
+pub fn devices_by_role(s: &Session) -> AppResult<BTreeMap<String, Vec<DeviceView>>> {
+    let mut by_role: BTreeMap<String, Vec<DeviceView>> = s
         .roster()
         .into_iter()
         .map(|r| (r.to_string(), Vec::new()))
         .collect();
     for d in devices(s)? {
-        let mut v = json!({
-            "device": d.feed.device(),
-            "feed": d.feed.to_string(),
-            "records": d.records,
-            "last_heard_at": d.last_heard_ms.map(format_rfc3339),
-            "this_device": d.this_device,
-        });
-        if d.missing > 0 {
-            v["missing"] = json!(d.missing);
-        }
-        if let Some(f) = d.frozen {
-            v["frozen"] = json!(f);
-        }
+        let v = DeviceView {
+            device: d.feed.device().to_owned(),
+            feed: d.feed.to_string(),
+            records: d.records,
+            last_heard_at: d.last_heard_ms.map(format_rfc3339),
+            this_device: d.this_device,
+            missing: (d.missing > 0).then_some(d.missing),
+            frozen: d.frozen,
+        };
         by_role.entry(d.feed.role().to_owned()).or_default().push(v);
     }
-    Ok(json!(by_role))
+    Ok(by_role)
+}
+
+/// One device of a role, as list_roles shows it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct DeviceView {
+    /// Device id.
+    pub device: String,
+    /// Its feed for the role.
+    pub feed: String,
+    /// Records that arrived here.
+    pub records: u64,
+    /// The later of its newest record here and its verified head.
+    pub last_heard_at: Option<String>,
+    /// True for this machine.
+    pub this_device: bool,
+    /// Records its head announces that have not arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<u64>,
+    /// Why the feed is frozen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frozen: Option<String>,
 }
 
 /// The time from which the channel's order is still tentative: the earliest

@@ -3,7 +3,8 @@
 //! Votes are bound to the body's digest, so a revision makes every earlier
 //! vote stale by itself; this module reports which ones went stale.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::body::op_body;
 use super::lifecycle::live_message;
@@ -33,7 +34,7 @@ pub struct ReviseRequest {
 }
 
 /// Re-issues the body (and maybe the topic) of the caller's own message.
-pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Value> {
+pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Revision> {
     let me = s.role()?;
     let topic = match &req.topic {
         None => None,
@@ -77,21 +78,41 @@ pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Value> {
     })?;
     let after = load_message(s.index(), &roster, &before.id)?
         .ok_or_else(|| AppError::value(format!("message {} not found", req.message_id)))?;
-    let mut out = json!({
-        "id": after.id.short(),
-        "unchanged": rec.is_none(),
-        "revised_at": after.revised.map(|k| format_rfc3339(k.hlc.ms())),
-    });
-    if rec.is_some() {
-        out["previous_body_sha256"] = json!(before.text.sha256);
-        out["quenched_votes"] = json!(fresh_voters(&before));
-    }
     // The lengths of an upload's text are the index's (the fold knows its digest only).
     let shown = message_body(s.index(), &after.text)?;
-    out["body_sha256"] = json!(shown.sha256);
-    out["body_length_bytes"] = json!(shown.bytes);
-    out["body_length_chars"] = json!(shown.chars);
-    Ok(out)
+    Ok(Revision {
+        id: after.id.short(),
+        unchanged: rec.is_none(),
+        revised_at: after.revised.map(|k| format_rfc3339(k.hlc.ms())),
+        previous_body_sha256: rec.is_some().then(|| before.text.sha256.clone()),
+        quenched_votes: rec.is_some().then(|| fresh_voters(&before)),
+        body_sha256: shown.sha256,
+        body_length_bytes: shown.bytes,
+        body_length_chars: shown.chars,
+    })
+}
+
+/// What revise_message answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Revision {
+    /// Short id.
+    pub id: String,
+    /// True if the text and topic were already these (nothing written).
+    pub unchanged: bool,
+    /// When it was last revised.
+    pub revised_at: Option<String>,
+    /// The digest of the text replaced (when written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_body_sha256: Option<String>,
+    /// Roles whose votes on the old text no longer count (when written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quenched_votes: Option<Vec<String>>,
+    /// sha256 of the text now.
+    pub body_sha256: String,
+    /// Its length in bytes.
+    pub body_length_bytes: i64,
+    /// Its length in characters.
+    pub body_length_chars: i64,
 }
 
 /// Roles whose vote was on the text as it stood.

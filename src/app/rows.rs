@@ -1,12 +1,18 @@
 //! Message rows as agents see them: the wire shape, `fields` projection and
 //! the listing envelope with its truncation marker.
 //!
-//! Owns the mapping from index rows to JSON (ids shortened, times in RFC 3339,
-//! `to` a string for one recipient and a sorted list for several). It does no
-//! filtering of its own; the queries are the index's (`store::index`).
+//! Owns the mapping from index rows to [`MessageView`] (ids shortened, times
+//! in RFC 3339, `to` a string for one recipient and a sorted list for
+//! several), the result shapes every listing shares ([`Listing`],
+//! [`Projected`]) and their schemas. It does no filtering of its own; the
+//! queries are the index's (`store::index`).
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{MESSAGE_ID_LEN, Role};
@@ -77,95 +83,184 @@ pub const MESSAGE_FIELDS: &[&str] = &[
     "round_conflict",
 ];
 
-/// The wire shape of a message row (the row itself is the index's).
-pub trait MessageJson {
-    /// Adds `age_days` (since creation) and `idle_days` (since the last move).
-    fn with_ages(&self, row: Map<String, Value>, now_ms: i64) -> Map<String, Value>;
+impl MessageView {
+    /// The full wire shape of `row`. `viewer` adds the viewer's own `addendum`.
+    pub fn of(row: &MessageRow, viewer: Option<&Role>) -> Self {
+        let to = if row.is_multi() {
+            Recipients::Many(row.to.clone())
+        } else {
+            Recipients::One(row.to.first().cloned())
+        };
+        Self {
+            id: row.short_id(),
+            from: row.from.clone(),
+            to,
+            topic: row.topic.clone(),
+            body: row.body.clone(),
+            action_required: row.action_required,
+            reply_to: row.reply_to.as_deref().map(short),
+            created_at: format_rfc3339(row.ms),
+            read_at: row.read_ms.map(format_rfc3339),
+            status: row.status.clone(),
+            resolved_by: row.resolved_by.clone(),
+            resolved_at: row.resolved_ms.map(format_rfc3339),
+            resolution_note: row.resolution_note.clone(),
+            kind: row.kind.clone(),
+            work_status: row.work_status.clone(),
+            blocked_by: row.blocked_by.as_deref().map(short),
+            deleted_at: row.deleted_ms.map(format_rfc3339),
+            pin_key: row.pin_key.clone(),
+            about_message_id: row.about.as_deref().map(short),
+            voters: row.voters.clone(),
+            superseded_at: row.retired_ms.map(format_rfc3339),
+            opened_at: row.opened_ms.map(format_rfc3339),
+            addenda: row.addenda.clone(),
+            addendum: viewer.map(|v| row.addenda.get(v.as_str()).cloned()),
+            decision_requested: row.decision_requested,
+            revised_at: row.revised_ms.map(format_rfc3339),
+            body_sha256: row.body_sha256.clone(),
+            body_length_bytes: row.body_bytes,
+            body_length_chars: row.body_chars,
+            acks: row.acks.clone(),
+            round_conflict: row
+                .round_conflict
+                .as_deref()
+                .map(|w| RoundConflict { winner: short(w) }),
+            age_days: None,
+            idle_days: None,
+            snippet: None,
+            match_: None,
+            obligation: None,
+        }
+    }
 
-    /// The full wire shape. `viewer` adds the viewer's own `addendum`.
-    fn to_json(&self, viewer: Option<&Role>) -> Map<String, Value>;
+    /// [`Self::of`] with `age_days` (since creation) and `idle_days`
+    /// (since the last move).
+    pub fn aged(row: &MessageRow, viewer: Option<&Role>, now_ms: i64) -> Self {
+        Self {
+            age_days: Some(days_between(row.ms, now_ms)),
+            idle_days: Some(days_between(row.last_move_ms, now_ms)),
+            ..Self::of(row, viewer)
+        }
+    }
 }
 
-impl MessageJson for MessageRow {
-    fn with_ages(&self, mut row: Map<String, Value>, now_ms: i64) -> Map<String, Value> {
-        row.insert("age_days".into(), json!(days_between(self.ms, now_ms)));
-        row.insert(
-            "idle_days".into(),
-            json!(days_between(self.last_move_ms, now_ms)),
-        );
-        row
-    }
+/// One message as agents see it (the rows of read_inbox, list_messages,
+/// search_messages, get_thread, open_obligations, ready_work, awaiting_ack,
+/// and a reply wait_for_reply hands over). Fields serialize in this order;
+/// the optional tail is present only where the tool adds it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct MessageView {
+    /// Short id.
+    pub id: String,
+    /// Author role.
+    pub from: String,
+    /// One recipient, or the sorted list of several.
+    pub to: Recipients,
+    /// Subject line.
+    pub topic: String,
+    /// Shared body.
+    pub body: String,
+    /// A debt?
+    pub action_required: bool,
+    /// Short id of the parent.
+    pub reply_to: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// The viewer's (or single recipient's) read time.
+    pub read_at: Option<String>,
+    /// Debt status (`open`, `resolved`).
+    pub status: Option<String>,
+    /// Who resolved the debt.
+    pub resolved_by: Option<String>,
+    /// When it was resolved.
+    pub resolved_at: Option<String>,
+    /// The resolution's note.
+    pub resolution_note: Option<String>,
+    /// Kind.
+    pub kind: Option<String>,
+    /// Current work status.
+    pub work_status: Option<String>,
+    /// Short id of the blocking debt.
+    pub blocked_by: Option<String>,
+    /// Tombstone time.
+    pub deleted_at: Option<String>,
+    /// The pin key of a proposal.
+    pub pin_key: Option<String>,
+    /// Short id of the message this one is about.
+    pub about_message_id: Option<String>,
+    /// The declared electorate.
+    pub voters: Option<Vec<String>>,
+    /// When it was retired.
+    pub superseded_at: Option<String>,
+    /// The viewer's (or single recipient's) first delivery time.
+    pub opened_at: Option<String>,
+    /// Per-recipient tails.
+    pub addenda: BTreeMap<String, String>,
+    /// The viewer's own tail (only for a viewer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addendum: Option<Option<String>>,
+    /// Whether a decision is asked for.
+    pub decision_requested: bool,
+    /// When it was last revised.
+    pub revised_at: Option<String>,
+    /// sha256 of the body.
+    pub body_sha256: String,
+    /// Body length in bytes.
+    pub body_length_bytes: i64,
+    /// Body length in characters.
+    pub body_length_chars: i64,
+    /// The consent tally of a proposal, as the index keeps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acks: Option<Value>,
+    /// For a second round on a key: the round that holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_conflict: Option<RoundConflict>,
+    /// Days since creation (debt listings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_days: Option<f64>,
+    /// Days since the last move (debt listings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_days: Option<f64>,
+    /// The matching excerpt (search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+    /// How it matched: `fts` or `substring` (search).
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    pub match_: Option<String>,
+    /// The debt side of a proposal (awaiting_ack); null when it is no debt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub obligation: Option<Option<Obligation>>,
+}
 
-    fn to_json(&self, viewer: Option<&Role>) -> Map<String, Value> {
-        let to = if self.is_multi() {
-            json!(self.to)
-        } else {
-            json!(self.to.first())
-        };
-        let mut m = Map::new();
-        m.insert("id".into(), json!(self.short_id()));
-        m.insert("from".into(), json!(self.from));
-        m.insert("to".into(), to);
-        m.insert("topic".into(), json!(self.topic));
-        m.insert("body".into(), json!(self.body));
-        m.insert("action_required".into(), json!(self.action_required));
-        m.insert(
-            "reply_to".into(),
-            json!(self.reply_to.as_deref().map(short)),
-        );
-        m.insert("created_at".into(), json!(format_rfc3339(self.ms)));
-        m.insert("read_at".into(), json!(self.read_ms.map(format_rfc3339)));
-        m.insert("status".into(), json!(self.status));
-        m.insert("resolved_by".into(), json!(self.resolved_by));
-        m.insert(
-            "resolved_at".into(),
-            json!(self.resolved_ms.map(format_rfc3339)),
-        );
-        m.insert("resolution_note".into(), json!(self.resolution_note));
-        m.insert("kind".into(), json!(self.kind));
-        m.insert("work_status".into(), json!(self.work_status));
-        m.insert(
-            "blocked_by".into(),
-            json!(self.blocked_by.as_deref().map(short)),
-        );
-        m.insert(
-            "deleted_at".into(),
-            json!(self.deleted_ms.map(format_rfc3339)),
-        );
-        m.insert("pin_key".into(), json!(self.pin_key));
-        m.insert(
-            "about_message_id".into(),
-            json!(self.about.as_deref().map(short)),
-        );
-        m.insert("voters".into(), json!(self.voters));
-        m.insert(
-            "superseded_at".into(),
-            json!(self.retired_ms.map(format_rfc3339)),
-        );
-        m.insert(
-            "opened_at".into(),
-            json!(self.opened_ms.map(format_rfc3339)),
-        );
-        m.insert("addenda".into(), json!(self.addenda));
-        if let Some(v) = viewer {
-            m.insert("addendum".into(), json!(self.addenda.get(v.as_str())));
-        }
-        m.insert("decision_requested".into(), json!(self.decision_requested));
-        m.insert(
-            "revised_at".into(),
-            json!(self.revised_ms.map(format_rfc3339)),
-        );
-        m.insert("body_sha256".into(), json!(self.body_sha256));
-        m.insert("body_length_bytes".into(), json!(self.body_bytes));
-        m.insert("body_length_chars".into(), json!(self.body_chars));
-        if let Some(a) = &self.acks {
-            m.insert("acks".into(), a.clone());
-        }
-        if let Some(w) = &self.round_conflict {
-            m.insert("round_conflict".into(), json!({ "winner": short(w) }));
-        }
-        m
-    }
+/// `to`: a string for one recipient, a sorted list for several.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Recipients {
+    /// The one recipient.
+    One(Option<String>),
+    /// Several, sorted.
+    Many(Vec<String>),
+}
+
+/// The round that holds a pin key.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct RoundConflict {
+    /// Short id of the holding round.
+    pub winner: String,
+}
+
+/// The debt state of a proposal that is also a debt.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Obligation {
+    /// `open` or `resolved`.
+    pub status: Option<String>,
+    /// Who resolved it.
+    pub resolved_by: Option<String>,
+    /// When.
+    pub resolved_at: Option<String>,
+    /// Whether the resolution is confirmed.
+    pub confirmed: bool,
 }
 
 /// The short (agent-facing) form of a full id.
@@ -238,27 +333,116 @@ impl Projection {
     }
 }
 
-/// Applies an optional projection.
-pub fn project(p: Option<&Projection>, row: Map<String, Value>) -> Value {
-    Value::Object(match p {
-        Some(p) => p.apply(row),
-        None => row,
-    })
+/// A row of `T` cut down to the names a `fields` parameter asked for, or
+/// whole when it is absent. Its schema is `T`'s with every property
+/// optional, so it admits every projection.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Projected<T> {
+    /// No projection: the typed row.
+    Whole(T),
+    /// The fields asked for, in the order asked.
+    Cut(Map<String, Value>),
+}
+
+impl<T> Projected<T> {
+    /// The typed row, when no projection cut it.
+    pub fn whole(&self) -> Option<&T> {
+        match self {
+            Self::Whole(row) => Some(row),
+            Self::Cut(_) => None,
+        }
+    }
+
+    /// [`Self::whole`], by value.
+    pub fn into_whole(self) -> Option<T> {
+        match self {
+            Self::Whole(row) => Some(row),
+            Self::Cut(_) => None,
+        }
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Projected<T> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("{}Projected", T::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = T::json_schema(generator);
+        schema.remove("required");
+        schema
+    }
+}
+
+/// Applies an optional projection to a typed row.
+pub fn project<T: Serialize>(p: Option<&Projection>, row: T) -> Projected<T> {
+    let Some(p) = p else {
+        return Projected::Whole(row);
+    };
+    let Value::Object(map) = serde_json::to_value(&row).expect("rows serialize to JSON") else {
+        unreachable!("rows are structs");
+    };
+    Projected::Cut(p.apply(map))
 }
 
 /// The listing envelope `{result: [...]}`, with `truncated` when more rows
-/// matched than `limit` (callers fetch `limit + 1` and pass `overflow`).
-pub fn listing(rows: Vec<Value>, limit: usize, overflow: bool, note: &str) -> Value {
+/// matched than `limit`.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Listing<R> {
+    /// The rows.
+    pub result: Vec<R>,
+    /// Present when rows were left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncated>,
+}
+
+/// Why and where a listing stopped.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Truncated {
+    /// The limit applied.
+    pub limit: usize,
+    /// Rows returned.
+    pub returned: usize,
+    /// How to get the rest.
+    pub note: String,
+    /// `work` when a search ran out of budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A listing stamped with the time it was made.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct DatedListing<R> {
+    /// The rows and their truncation marker.
+    #[serde(flatten)]
+    pub listing: Listing<R>,
+    /// RFC 3339.
+    pub generated_at: String,
+}
+
+/// The listing of `rows` (callers fetch `limit + 1` and pass `overflow`).
+pub fn listing<R>(rows: Vec<R>, limit: usize, overflow: bool, note: &str) -> Listing<R> {
     let returned = rows.len();
-    let mut env = Map::new();
-    env.insert("result".into(), Value::Array(rows));
-    if overflow {
-        env.insert(
-            "truncated".into(),
-            json!({ "limit": limit, "returned": returned, "note": note }),
-        );
+    Listing {
+        result: rows,
+        truncated: overflow.then(|| Truncated {
+            limit,
+            returned,
+            note: note.to_owned(),
+            reason: None,
+        }),
     }
-    Value::Object(env)
+}
+
+impl<R> Listing<R> {
+    /// Every row, never truncated.
+    pub fn whole(rows: Vec<R>) -> Self {
+        Self {
+            result: rows,
+            truncated: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -304,8 +488,9 @@ mod tests {
 
     #[test]
     fn envelope_marks_truncation() {
-        let v = listing(vec![json!(1)], 1, true, "n");
+        let v = serde_json::to_value(listing(vec![1], 1, true, "n")).unwrap();
         assert_eq!(v["truncated"]["returned"], 1);
-        assert!(listing(vec![], 5, false, "n").get("truncated").is_none());
+        let v = serde_json::to_value(listing(Vec::<i32>::new(), 5, false, "n")).unwrap();
+        assert!(v.get("truncated").is_none());
     }
 }

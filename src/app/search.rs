@@ -18,13 +18,11 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
-
 use super::budget::{Budget, Stop};
 use super::refusal::{AppError, AppResult, check_limit};
 use super::rows::{
-    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
-    project,
+    FieldsArg, Listing, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, MessageView, Projected,
+    Projection, listing, project,
 };
 use super::session::Session;
 use crate::core::bm25::Bm25;
@@ -58,7 +56,7 @@ pub fn search_messages(
     limit: i64,
     fields: Option<&FieldsArg>,
     budget: &mut Budget<'_>,
-) -> AppResult<Value> {
+) -> AppResult<Listing<Projected<MessageView>>> {
     let q = SearchQuery::parse(query).map_err(|e| AppError::value(e.to_string()))?;
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
@@ -94,15 +92,19 @@ pub fn search_messages(
     let out = hits
         .into_iter()
         .map(|(row, snippet)| {
-            let mut m = row.to_json(None);
-            m.insert("snippet".into(), json!(snippet));
-            m.insert("match".into(), json!(how));
+            let m = MessageView {
+                snippet: Some(snippet),
+                match_: Some(how.to_owned()),
+                ..MessageView::of(&row, None)
+            };
             project(proj.as_ref(), m)
         })
         .collect();
     if budget.exhausted() {
         let mut answer = listing(out, limit, true, WORK_NOTE);
-        answer["truncated"]["reason"] = json!("work");
+        if let Some(t) = &mut answer.truncated {
+            t.reason = Some("work".to_owned());
+        }
         return Ok(answer);
     }
     Ok(listing(

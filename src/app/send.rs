@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length, check_one_line};
@@ -95,7 +95,7 @@ impl SendRequest {
 pub const PIN_KEY_MAX: usize = 80;
 
 /// Sends a message as the session's role.
-pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
+pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Sent> {
     let me = s.role()?;
     let topic = req.topic.trim().to_owned();
     if topic.is_empty() {
@@ -192,15 +192,29 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Value> {
         send.addenda = addenda(raw_addenda, &send.to)?;
         Ok::<_, AppError>((Op::Send(send.clone()), ()))
     })?;
-    let mut out =
-        json!({ "id": rec.id.short(), "created_at": format_rfc3339(rec.header.hlc.ms()) });
-    if send.to.len() > 1 {
-        out["recipients"] = json!(send.to);
-    }
-    if let Some(v) = &send.voters {
-        out["voters"] = json!(v);
-    }
-    Ok(out)
+    Ok(Sent {
+        id: rec.id.short(),
+        created_at: format_rfc3339(rec.header.hlc.ms()),
+        recipients: (send.to.len() > 1).then_some(send.to),
+        voters: send.voters,
+    })
+}
+
+/// What send_message answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Sent {
+    /// Short id of the new message.
+    pub id: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// The recipients, when there are several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub recipients: Option<Vec<Role>>,
+    /// The declared electorate, when one was declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub voters: Option<Vec<Role>>,
 }
 
 /// A message with a pin key opens a round on it: one open round per key, read

@@ -7,9 +7,12 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::info::VERSION;
+use super::info::{News, VERSION};
+use super::pin::PinSummary;
 use super::refusal::AppResult;
 use super::rows::short;
 use super::session::Session;
@@ -106,17 +109,69 @@ impl Summary {
             .collect()
     }
 
-    /// All counters as a JSON object.
-    pub fn counts_json(&self) -> Value {
-        let mut counts: Map<String, Value> = COUNTERS
-            .iter()
-            .map(|c| ((*c).to_owned(), json!(self.count(c))))
-            .collect();
-        if self.count("conflicted") > 0 {
-            counts.insert("conflicted".into(), json!(self.count("conflicted")));
+    /// All counters ([`COUNTERS`], then `conflicted` when non-zero).
+    pub fn counts(&self) -> Counts {
+        let conflicted = self.count("conflicted");
+        Counts {
+            unread: self.count("unread"),
+            unopened: self.count("unopened"),
+            opened_unmarked: self.count("opened_unmarked"),
+            open_obligations: self.count("open_obligations"),
+            open_obligations_untaken: self.count("open_obligations_untaken"),
+            awaiting_ack: self.count("awaiting_ack"),
+            blocked: self.count("blocked"),
+            unblocked: self.count("unblocked"),
+            in_progress: self.count("in_progress"),
+            needs_you: self.count("needs_you"),
+            awaiting_done: self.count("awaiting_done"),
+            resolved_for_you: self.count("resolved_for_you"),
+            conflicted: (conflicted > 0).then_some(conflicted),
         }
-        Value::Object(counts)
     }
+}
+
+/// Every counter of a role, in [`COUNTERS`] order.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Counts {
+    /// Mail not marked read.
+    pub unread: usize,
+    /// Unread and never handed over.
+    pub unopened: usize,
+    /// Handed over, not marked read.
+    pub opened_unmarked: usize,
+    /// Open debts addressed to the role.
+    pub open_obligations: usize,
+    /// Those the role has not taken.
+    pub open_obligations_untaken: usize,
+    /// Proposals waiting for the role's decision.
+    pub awaiting_ack: usize,
+    /// The role's work blocked on a live debt.
+    pub blocked: usize,
+    /// The role's work whose blocker is gone.
+    pub unblocked: usize,
+    /// The role's work in progress.
+    pub in_progress: usize,
+    /// The ball passed to the role.
+    pub needs_you: usize,
+    /// Work marked done elsewhere, waiting for the role.
+    pub awaiting_done: usize,
+    /// Resolutions waiting for the role's confirmation.
+    pub resolved_for_you: usize,
+    /// The role's records that lost to a concurrent decision (when any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicted: Option<usize>,
+}
+
+/// One message behind a counter, as channel_status lists it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct CounterItem {
+    /// Short id.
+    pub id: String,
+    /// Subject line.
+    pub topic: String,
+    /// Counter-specific details (blocked_by, resolved_by …).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// Computes the summary of `role` from the index. The rules behind each
@@ -220,47 +275,77 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     Ok(sum)
 }
 
-fn list(sum: &Summary, counter: &str) -> Value {
+fn list(sum: &Summary, counter: &str) -> Vec<CounterItem> {
     let items = sum
         .items
         .get(counter)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    Value::Array(
-        items
-            .iter()
-            .map(|i| {
-                let mut o = Map::new();
-                o.insert("id".into(), json!(short(&i.id)));
-                o.insert("topic".into(), json!(i.topic));
-                o.extend(i.extra.clone());
-                Value::Object(o)
-            })
-            .collect(),
-    )
+    items
+        .iter()
+        .map(|i| CounterItem {
+            id: short(&i.id),
+            topic: i.topic.clone(),
+            extra: i.extra.clone(),
+        })
+        .collect()
 }
 
 /// What this role has waiting, plus the pinned rules and what is new in this build.
-pub fn channel_status(s: &mut Session) -> AppResult<Value> {
+pub fn channel_status(s: &mut Session) -> AppResult<ChannelStatus> {
     let me = s.role()?;
-    let (_, mut out) = status_view(s)?;
-    out["pins"] = json!(super::pin::current_pins(s.index())?);
-    out["server"] = json!({
-        "build": format!("countersign {VERSION}"),
-        "contract": "get_protocol() — the full rules: tools, refusals, the debt lifecycle and the ball",
-        "changes": "server_build() — what this build implements and what it does not yet",
-    });
+    let (_, view) = status_view(s)?;
+    let mut out = ChannelStatus {
+        view,
+        pins: super::pin::current_pins(s.index())?,
+        server: ServerNote {
+            build: format!("countersign {VERSION}"),
+            contract: "get_protocol() — the full rules: tools, refusals, the debt lifecycle and the ball",
+            changes: "server_build() — what this build implements and what it does not yet",
+            whats_new: None,
+            note: None,
+        },
+    };
     // What is new in this build, shown once per role on this device.
     let state_dir = s.channel().state_dir().to_path_buf();
     let mut prefs = Prefs::load(&state_dir);
     let build = format!("countersign {VERSION}");
     if prefs.seen_build.get(me.as_str()) != Some(&build) {
-        out["server"]["whats_new"] = super::info::server_build()["whats_new"].clone();
-        out["server"]["note"] = json!("shown once per role and build; server_build() repeats it");
+        out.server.whats_new = Some(super::info::server_build().whats_new);
+        out.server.note = Some("shown once per role and build; server_build() repeats it");
         prefs.seen_build.insert(me.to_string(), build);
         prefs.save(&state_dir)?;
     }
     Ok(out)
+}
+
+/// What channel_status answers: the status view, the pins, and the build.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ChannelStatus {
+    /// Counters and lists.
+    #[serde(flatten)]
+    pub view: StatusView,
+    /// The current version of every pin, without bodies.
+    pub pins: Vec<PinSummary>,
+    /// This build, where its rules are, and once what is new.
+    pub server: ServerNote,
+}
+
+/// channel_status's word on the build.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ServerNote {
+    /// `countersign <version>`.
+    pub build: String,
+    /// Where the rules are.
+    pub contract: &'static str,
+    /// Where the changes are.
+    pub changes: &'static str,
+    /// What is new, once per role and build.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub whats_new: Option<Vec<News>>,
+    /// Why whats_new is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'static str>,
 }
 
 /// The role's conflicted records still standing: lost at their place in the
@@ -296,13 +381,31 @@ fn held(ix: &Index) -> AppResult<i64> {
 /// records and clocks far ahead, files of the wrong type or too large, and
 /// feeds cut short of their signed head. Unreadable lines and stray files
 /// (harmless, ignored) are left to `verify`.
-fn alarms(ix: &Index) -> AppResult<Vec<Value>> {
+fn alarms(ix: &Index) -> AppResult<Vec<Alarm>> {
     Ok(ix
         .problems()?
         .into_iter()
         .filter(|p| p.kind.is_alarm())
-        .map(|p| json!({ "kind": p.kind.as_str(), "feed": p.feed, "where": format!("{}:{}", p.path, p.offset), "reason": p.reason }))
+        .map(|p| Alarm {
+            kind: p.kind.to_string(),
+            feed: p.feed,
+            r#where: format!("{}:{}", p.path, p.offset),
+            reason: p.reason,
+        })
         .collect())
+}
+
+/// A problem in the folder worth an alarm.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Alarm {
+    /// Its kind (fork, quarantine, cut …).
+    pub kind: String,
+    /// The feed it concerns.
+    pub feed: Option<String>,
+    /// `path:offset`.
+    pub r#where: String,
+    /// What is wrong.
+    pub reason: String,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -313,43 +416,76 @@ fn alarms(ix: &Index) -> AppResult<Vec<Value>> {
 /// after a catch-up, without the pins, the build news and their
 /// once-per-build bookkeeping (a status check must not consume whats_new).
 /// The summary comes back too, for the exit code.
-pub fn status_view(s: &mut Session) -> AppResult<(Summary, Value)> {
+pub fn status_view(s: &mut Session) -> AppResult<(Summary, StatusView)> {
     let me = s.role()?;
     s.catch_up()?;
     let sum = summary(s.index(), &me)?;
-    let mut out = json!({
-        "role": me,
-        "counts": sum.counts_json(),
-        "unread": sum.count("unread"),
-        "open_obligations": sum.count("open_obligations"),
-        "awaiting_ack": sum.count("awaiting_ack"),
-        "blocked": list(&sum, "blocked"),
-        "unblocked": list(&sum, "unblocked"),
-        "in_progress": list(&sum, "in_progress"),
-        "needs_you": list(&sum, "needs_you"),
-        "awaiting_done": list(&sum, "awaiting_done"),
-        "resolved_for_you": list(&sum, "resolved_for_you"),
-    });
-    let conflicted: Vec<Value> = sum
+    let conflicted: Vec<Map<String, Value>> = sum
         .items
         .get("conflicted")
         .into_iter()
         .flatten()
-        .map(|i| Value::Object(i.extra.clone()))
+        .map(|i| i.extra.clone())
         .collect();
-    if !conflicted.is_empty() {
-        out["conflicted"] = Value::Array(conflicted);
-    }
     let alarms = alarms(s.index())?;
-    if !alarms.is_empty() {
-        out["alarms"] = Value::Array(alarms);
-    }
     let held = held(s.index())?;
-    if held > 0 {
-        out["held"] = json!(held);
-    }
-    if let Some(ms) = super::presence::tentative_since(s)? {
-        out["tentative_since"] = json!(format_rfc3339(ms));
-    }
+    let out = StatusView {
+        counts: sum.counts(),
+        unread: sum.count("unread"),
+        open_obligations: sum.count("open_obligations"),
+        awaiting_ack: sum.count("awaiting_ack"),
+        blocked: list(&sum, "blocked"),
+        unblocked: list(&sum, "unblocked"),
+        in_progress: list(&sum, "in_progress"),
+        needs_you: list(&sum, "needs_you"),
+        awaiting_done: list(&sum, "awaiting_done"),
+        resolved_for_you: list(&sum, "resolved_for_you"),
+        conflicted: (!conflicted.is_empty()).then_some(conflicted),
+        alarms: (!alarms.is_empty()).then_some(alarms),
+        held: (held > 0).then_some(held),
+        tentative_since: super::presence::tentative_since(s)?.map(format_rfc3339),
+        role: me,
+    };
     Ok((sum, out))
+}
+
+/// A role's counters and the messages behind them (channel_status without
+/// the pins and the build, and `countersign status`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct StatusView {
+    /// The role.
+    #[schemars(with = "String")]
+    pub role: Role,
+    /// Every counter.
+    pub counts: Counts,
+    /// Mail not marked read.
+    pub unread: usize,
+    /// Open debts addressed to the role.
+    pub open_obligations: usize,
+    /// Proposals waiting for the role's decision.
+    pub awaiting_ack: usize,
+    /// The role's work blocked on a live debt.
+    pub blocked: Vec<CounterItem>,
+    /// The role's work whose blocker is gone.
+    pub unblocked: Vec<CounterItem>,
+    /// The role's work in progress.
+    pub in_progress: Vec<CounterItem>,
+    /// The ball passed to the role.
+    pub needs_you: Vec<CounterItem>,
+    /// Work marked done elsewhere, waiting for the role.
+    pub awaiting_done: Vec<CounterItem>,
+    /// Resolutions waiting for the role's confirmation.
+    pub resolved_for_you: Vec<CounterItem>,
+    /// The role's records that lost to a concurrent decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicted: Option<Vec<Map<String, Value>>>,
+    /// Trouble found in the folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alarms: Option<Vec<Alarm>>,
+    /// Records held for being dated ahead of this clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<i64>,
+    /// Records sorting after this time may still be joined by earlier ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tentative_since: Option<String>,
 }

@@ -2,11 +2,10 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
-
 use super::refusal::AppResult;
 use super::rows::{
-    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, Projection, project,
+    FieldsArg, Listing, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageView, Projected, Projection,
+    project,
 };
 use super::session::{Session, find};
 use crate::store::Index;
@@ -16,7 +15,7 @@ pub fn get_thread(
     s: &mut Session,
     message_id: &str,
     fields: Option<&FieldsArg>,
-) -> AppResult<Value> {
+) -> AppResult<Listing<Projected<MessageView>>> {
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     s.catch_up()?;
     let ix = s.index();
@@ -45,11 +44,11 @@ pub fn get_thread(
         rows.extend(ix.message_row(id)?);
     }
     rows.sort_by(|a, b| (a.ms, a.c, &a.id).cmp(&(b.ms, b.c, &b.id)));
-    let out: Vec<Value> = rows
+    let out = rows
         .iter()
-        .map(|r| project(proj.as_ref(), r.to_json(None)))
+        .map(|r| project(proj.as_ref(), MessageView::of(r, None)))
         .collect();
-    Ok(serde_json::json!({ "result": out }))
+    Ok(Listing::whole(out))
 }
 
 fn parent_of(ix: &Index, id: &str) -> AppResult<Option<String>> {

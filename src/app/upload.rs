@@ -6,7 +6,8 @@
 //! A call with more text than one chunk record holds writes several chunk
 //! records as one run: all of them or, when refused, none.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::refusal::{AppError, AppResult, check_length, check_one_line};
 use super::session::{Named, Session, lookup};
@@ -39,7 +40,7 @@ pub fn upload_content(
     text: &str,
     upload_id: Option<&str>,
     label: Option<&str>,
-) -> AppResult<Value> {
+) -> AppResult<UploadState> {
     let me = s.role()?;
     if text.is_empty() {
         return Err(AppError::value("'text' is required — it must not be empty"));
@@ -128,7 +129,7 @@ fn check_append(
 
 /// Seals the caller's upload: its bytes stop moving and its digest is final.
 /// Sealing a sealed upload again writes nothing.
-pub fn seal_content(s: &mut Session, upload_id: &str) -> AppResult<Value> {
+pub fn seal_content(s: &mut Session, upload_id: &str) -> AppResult<UploadState> {
     let me = s.role()?;
     let raw = upload_id.trim().to_owned();
     // Checked before this role's feed is set up, so a refusal writes nothing
@@ -158,7 +159,7 @@ fn plan_seal(ix: &Index, me: &Role, raw: &str) -> AppResult<(RecordId, Option<Op
 }
 
 /// Any upload's state, with its text when `with_body`.
-pub fn get_content(s: &mut Session, upload_id: &str, with_body: bool) -> AppResult<Value> {
+pub fn get_content(s: &mut Session, upload_id: &str, with_body: bool) -> AppResult<UploadState> {
     s.role()?;
     s.catch_up()?;
     let id = find_upload(s.index(), "upload_id", upload_id.trim())?;
@@ -166,7 +167,7 @@ pub fn get_content(s: &mut Session, upload_id: &str, with_body: bool) -> AppResu
 }
 
 /// The answer shared by the three tools.
-fn state(ix: &Index, id: &RecordId, with_body: bool) -> AppResult<Value> {
+fn state(ix: &Index, id: &RecordId, with_body: bool) -> AppResult<UploadState> {
     let u = upload_row(ix, id)?
         .ok_or_else(|| AppError::value(format!("upload {} not found", id.short())))?;
     let short = id.short();
@@ -181,22 +182,51 @@ fn state(ix: &Index, id: &RecordId, with_body: bool) -> AppResult<Value> {
              before using it as body_ref"
         ),
     };
-    let mut out = json!({
-        "upload_id": short,
-        "uploaded_by": u.uploader,
-        "label": u.label,
-        "sealed": u.sealed_ms.is_some(),
-        "created_at": format_rfc3339(u.ms),
-        "sealed_at": u.sealed_ms.map(format_rfc3339),
-        "sha256": u.sha256,
-        "length_bytes": u.length_bytes,
-        "length_chars": u.length_chars,
-        "note": note,
-    });
-    if with_body {
-        out["body"] = json!(upload_text(ix, id)?);
-    }
-    Ok(out)
+    Ok(UploadState {
+        upload_id: short,
+        uploaded_by: u.uploader,
+        label: u.label,
+        sealed: u.sealed_ms.is_some(),
+        created_at: format_rfc3339(u.ms),
+        sealed_at: u.sealed_ms.map(format_rfc3339),
+        sha256: u.sha256,
+        length_bytes: u.length_bytes,
+        length_chars: u.length_chars,
+        note,
+        body: if with_body {
+            Some(upload_text(ix, id)?)
+        } else {
+            None
+        },
+    })
+}
+
+/// An upload as upload_content, seal_content and get_content show it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct UploadState {
+    /// Short id.
+    pub upload_id: String,
+    /// The uploader's role.
+    pub uploaded_by: String,
+    /// Its label.
+    pub label: Option<String>,
+    /// True once sealed.
+    pub sealed: bool,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339, once sealed.
+    pub sealed_at: Option<String>,
+    /// sha256 of the text so far.
+    pub sha256: String,
+    /// Its length in bytes.
+    pub length_bytes: i64,
+    /// Its length in characters.
+    pub length_chars: i64,
+    /// What can be done with it next.
+    pub note: String,
+    /// The text (get_content with with_body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
 }
 
 fn refusal(r: Refusal) -> AppError {

@@ -5,15 +5,18 @@
 //! `core` (`Message::tally`, `Consent::check_pin_set`). This module checks a
 //! vote before writing it and shapes the answers.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::lifecycle::live_message;
 use super::pin;
 use super::refusal::{AppError, AppResult, check_length, check_limit};
 use super::retirement::retired_by;
 use super::rows::{
-    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageJson as _, MessageRow, Projection, listing,
-    project,
+    DatedListing, FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageRow, MessageView, Obligation,
+    Projected, Projection, listing, project,
 };
 use super::send::NOTE_MAX;
 use super::session::Session;
@@ -32,7 +35,7 @@ pub fn acknowledge(
     decision: &str,
     note: Option<String>,
     expect_body_sha256: Option<&str>,
-) -> AppResult<Value> {
+) -> AppResult<Vote> {
     let me = s.role()?;
     let decision = Decision::parse_field(decision.trim(), "decision")
         .map_err(|e| AppError::value(e.to_string()))?;
@@ -71,14 +74,39 @@ pub fn acknowledge(
         Ok::<_, AppError>((op, m.id))
     })?;
     let superseded = retired_by(s.index(), &rec.id)?;
-    Ok(json!({
-        "message_id": id.short(),
-        "role": me,
-        "decision": decision,
-        "note": note,
-        "created_at": format_rfc3339(rec.header.hlc.ms()),
-        "superseded": superseded,
-    }))
+    Ok(Vote {
+        message_id: id.short(),
+        role: me,
+        decision,
+        note,
+        created_at: format_rfc3339(rec.header.hlc.ms()),
+        superseded: Some(superseded),
+        stale: None,
+    })
+}
+
+/// One vote: what acknowledge answers (with `superseded`) and each entry of
+/// a tally's `acknowledgements` (with `stale`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Vote {
+    /// Short id of the proposal.
+    pub message_id: String,
+    /// The voter.
+    #[schemars(with = "String")]
+    pub role: Role,
+    /// agree, disagree, abstain or void.
+    #[schemars(with = "String")]
+    pub decision: Decision,
+    /// The voter's note.
+    pub note: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// Messages this vote retired (acknowledge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<Vec<String>>,
+    /// True if the text changed since the vote (tally).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
 }
 
 /// Tally fields `fields="headers"` keeps.
@@ -118,60 +146,96 @@ pub fn get_acknowledgements(
     s: &mut Session,
     message_id: &str,
     fields: Option<&FieldsArg>,
-) -> AppResult<Value> {
+) -> AppResult<Projected<Tally>> {
     let proj = Projection::parse(fields, TALLY_FIELDS, TALLY_HEADERS)?;
     s.catch_up()?;
     let roster = s.roster();
     let ix = s.index();
     let m = live_message(ix, &roster, message_id)?;
-    let out = tally_json(&m, &roster);
-    Ok(project(proj.as_ref(), out))
+    Ok(project(proj.as_ref(), tally(&m, &roster)))
 }
 
-fn tally_json(m: &Message, roster: &[Role]) -> Map<String, Value> {
+fn tally(m: &Message, roster: &[Role]) -> Tally {
     let t = m.tally();
-    let acks: Vec<Value> = m
+    let acknowledgements = m
         .votes
         .iter()
-        .map(|(role, v)| {
-            json!({
-                "message_id": m.id.short(),
-                "role": role,
-                "decision": v.decision,
-                "note": v.note,
-                "created_at": format_rfc3339(v.key.hlc.ms()),
-                "stale": v.body_sha256 != m.text.sha256,
-            })
+        .map(|(role, v)| Vote {
+            message_id: m.id.short(),
+            role: role.clone(),
+            decision: v.decision,
+            note: v.note.clone(),
+            created_at: format_rfc3339(v.key.hlc.ms()),
+            superseded: None,
+            stale: Some(v.body_sha256 != m.text.sha256),
         })
         .collect();
-    let mut o = Map::new();
-    o.insert("message_id".into(), json!(m.id.short()));
-    o.insert("acknowledgements".into(), Value::Array(acks));
-    o.insert("agreed".into(), json!(t.agreed.len()));
-    o.insert("needed".into(), json!(t.electorate.len()));
-    o.insert("missing".into(), json!(t.missing));
-    o.insert("decisions".into(), json!(t.decisions));
-    o.insert("voters".into(), json!(t.electorate));
-    if !t.void_by.is_empty() {
-        o.insert("declared_dead_by".into(), json!(t.void_by));
+    let declared = m.declared_voters().is_some();
+    let outsiders = (!t.outsiders.is_empty()).then(|| t.outsiders.clone());
+    Tally {
+        message_id: m.id.short(),
+        acknowledgements,
+        agreed: t.agreed.len(),
+        needed: t.electorate.len(),
+        missing: t.missing.clone(),
+        decisions: t.decisions.clone(),
+        voters: t.electorate.clone(),
+        declared_dead_by: (!t.void_by.is_empty()).then(|| t.void_by.clone()),
+        from_non_voters: outsiders.clone().filter(|_| declared),
+        from_non_recipients: outsiders.filter(|_| !declared),
+        quenched_by_revision: (!t.stale.is_empty()).then(|| t.stale.clone()),
+        roles: roster.to_vec(),
+        roles_source: "channel-registry",
+        body_sha256: m.text.sha256.clone(),
+        generated_at: format_rfc3339(now_ms()),
     }
-    if !t.outsiders.is_empty() {
-        let declared = m.declared_voters().is_some();
-        let key = if declared {
-            "from_non_voters"
-        } else {
-            "from_non_recipients"
-        };
-        o.insert(key.into(), json!(t.outsiders));
-    }
-    if !t.stale.is_empty() {
-        o.insert("quenched_by_revision".into(), json!(t.stale));
-    }
-    o.insert("roles".into(), json!(roster));
-    o.insert("roles_source".into(), json!("channel-registry"));
-    o.insert("body_sha256".into(), json!(m.text.sha256));
-    o.insert("generated_at".into(), json!(format_rfc3339(now_ms())));
-    o
+}
+
+/// The consent tally of a proposal (get_acknowledgements).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Tally {
+    /// Short id.
+    pub message_id: String,
+    /// Every vote standing, one per role.
+    pub acknowledgements: Vec<Vote>,
+    /// Fresh agrees from the electorate.
+    pub agreed: usize,
+    /// Size of the electorate.
+    pub needed: usize,
+    /// Voters still to agree.
+    #[schemars(with = "Vec<String>")]
+    pub missing: Vec<Role>,
+    /// Each voter's decision, outsiders included.
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub decisions: BTreeMap<Role, Decision>,
+    /// The electorate.
+    #[schemars(with = "Vec<String>")]
+    pub voters: Vec<Role>,
+    /// Voters who declared the subject dead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub declared_dead_by: Option<Vec<Role>>,
+    /// Decisions from outside a declared electorate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub from_non_voters: Option<BTreeMap<Role, Decision>>,
+    /// Decisions from outside the recipients.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub from_non_recipients: Option<BTreeMap<Role, Decision>>,
+    /// Votes cast on a text a revision replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub quenched_by_revision: Option<Vec<Role>>,
+    /// The channel's roles.
+    #[schemars(with = "Vec<String>")]
+    pub roles: Vec<Role>,
+    /// Where the roles come from.
+    pub roles_source: &'static str,
+    /// sha256 of the current text.
+    pub body_sha256: String,
+    /// RFC 3339.
+    pub generated_at: String,
 }
 
 /// Proposals waiting for `to_role`'s decision (default: the caller), oldest first.
@@ -182,7 +246,7 @@ pub fn awaiting_ack(
     fields: Option<&FieldsArg>,
     from_role: Option<&str>,
     pin_key: Option<&str>,
-) -> AppResult<Value> {
+) -> AppResult<DatedListing<Projected<MessageView>>> {
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
     let role = match to_role {
@@ -203,29 +267,29 @@ pub fn awaiting_ack(
     let viewer = Role::new(&role).ok();
     let mut out = Vec::new();
     for r in &rows {
-        let mut row = r.with_ages(r.to_json(viewer.as_ref()), now);
-        row.insert("obligation".into(), obligation(r));
+        let row = MessageView {
+            obligation: Some(obligation(r)),
+            ..MessageView::aged(r, viewer.as_ref(), now)
+        };
         out.push(project(proj.as_ref(), row));
     }
-    let mut env = listing(
-        out,
-        limit,
-        overflow,
-        "more proposals wait; raise 'limit' (at most 1000)",
-    );
-    env["generated_at"] = json!(format_rfc3339(now));
-    Ok(env)
+    Ok(DatedListing {
+        listing: listing(
+            out,
+            limit,
+            overflow,
+            "more proposals wait; raise 'limit' (at most 1000)",
+        ),
+        generated_at: format_rfc3339(now),
+    })
 }
 
 /// The debt side of a proposal that is also a debt, else null.
-fn obligation(r: &MessageRow) -> Value {
-    if !r.action_required {
-        return Value::Null;
-    }
-    json!({
-        "status": r.status,
-        "resolved_by": r.resolved_by,
-        "resolved_at": r.resolved_ms.map(format_rfc3339),
-        "confirmed": r.confirmed,
+fn obligation(r: &MessageRow) -> Option<Obligation> {
+    r.action_required.then(|| Obligation {
+        status: r.status.clone(),
+        resolved_by: r.resolved_by.clone(),
+        resolved_at: r.resolved_ms.map(format_rfc3339),
+        confirmed: r.confirmed,
     })
 }

@@ -7,10 +7,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::refusal::{AppError, AppResult};
-use super::rows::MessageJson as _;
+use super::rows::MessageView;
 use super::session::{Session, find_live};
 use super::status::{ACTIONABLE, summary};
 use crate::core::ids::RecordId;
@@ -116,20 +117,70 @@ pub fn reply_check(
     parent: &RecordId,
     after_n: Option<i64>,
     include_read: bool,
-) -> AppResult<Option<Value>> {
+) -> AppResult<Option<MessageView>> {
     let me = s.role()?;
     s.catch_up()?;
     let ix = s.index();
     let row = ix.first_reply(&parent.hex(), me.as_str(), after_n, include_read)?;
-    Ok(row.map(|r| Value::Object(r.to_json(Some(&me)))))
+    Ok(row.map(|r| MessageView::of(&r, Some(&me))))
 }
 
 /// The answer of a wait that ran out of time.
-pub fn timed_out(waited_s: f64, what: &str) -> Value {
-    json!({
-        "timed_out": true,
-        "waited_s": (waited_s * 10.0).round() / 10.0,
-        "retry": true,
-        "note": format!("nothing new {what} yet; call again to keep waiting — nothing is lost between calls"),
-    })
+pub fn timed_out(waited_s: f64, what: &str) -> TimedOut {
+    TimedOut {
+        timed_out: true,
+        waited_s: (waited_s * 10.0).round() / 10.0,
+        retry: true,
+        note: format!(
+            "nothing new {what} yet; call again to keep waiting — nothing is lost between calls"
+        ),
+        pending_at_entry: None,
+    }
+}
+
+/// A wait that ended at its deadline.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct TimedOut {
+    /// Always true.
+    pub timed_out: bool,
+    /// Seconds waited, to a tenth.
+    pub waited_s: f64,
+    /// Always true: call again to keep waiting.
+    pub retry: bool,
+    /// What to do next.
+    pub note: String,
+    /// wait_for_mail: the actionable counters that were non-zero at entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_at_entry: Option<BTreeMap<&'static str, usize>>,
+}
+
+/// What wait_for_reply answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReplyWait {
+    /// The reply, as read_inbox shows it.
+    Reply(Box<MessageView>),
+    /// Nothing yet.
+    TimedOut(TimedOut),
+}
+
+/// What wait_for_mail answers.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MailWait {
+    /// Something new arrived.
+    News(MailNews),
+    /// Nothing new yet.
+    TimedOut(TimedOut),
+}
+
+/// New items behind the actionable counters.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct MailNews {
+    /// The counters with something new: counter → its count now.
+    pub pending: BTreeMap<&'static str, usize>,
+    /// The actionable counters that were non-zero at entry.
+    pub pending_at_entry: BTreeMap<&'static str, usize>,
+    /// Always false.
+    pub timed_out: bool,
 }

@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::sampler::{MIN_CALLS, Sampler};
 use super::seed::Seeded;
 use super::{RARE_TERM, SERVER_ROLE};
@@ -18,9 +16,9 @@ use crate::store::Channel;
 /// Times calls of a function in this process, as the server section times
 /// tool calls (see [`Sampler`]); returns the samples and the size of the last
 /// answer as JSON text.
-fn timed_local(
+fn timed_local<T: serde::Serialize>(
     calls: usize,
-    mut f: impl FnMut() -> anyhow::Result<Value>,
+    mut f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<(Vec<Duration>, usize)> {
     let mut sampler = Sampler::new(calls, MIN_CALLS / 2);
     let mut bytes = 0;

@@ -74,7 +74,8 @@ impl Wake {
             wake.push(start.elapsed());
             anyhow::ensure!(
                 answer["timed_out"] == false,
-                "the wait timed out instead of waking: {answer} ({sent})"
+                "the wait timed out instead of waking: {answer} ({})",
+                serde_json::to_string(&sent)?
             );
         }
         client.cancel().await.ok();

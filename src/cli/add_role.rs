@@ -20,6 +20,10 @@ pub struct Args {
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     let out = add_role(&mut channel, &a.role)?;
-    println!("added role '{}'; roles now: {}", a.role, out["roles"]);
+    println!(
+        "added role '{}'; roles now: {}",
+        a.role,
+        serde_json::to_string(&out.roles)?
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -37,16 +37,15 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     };
     let mut channel = cli.open_channel()?;
     let out = admit(&mut channel, &role, &a.pubkey, &device)?;
-    if out["written"].as_bool() == Some(true) {
+    if out.written {
         println!(
             "admitted {} with key {}; run `countersign sync` so the device receives it",
-            out["feed"].as_str().unwrap_or_default(),
-            a.pubkey
+            out.feed, a.pubkey
         );
     } else {
         println!(
             "{} is already admitted with this key; nothing written",
-            out["feed"].as_str().unwrap_or_default()
+            out.feed
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use super::Cli;
 use crate::app::inbox::read_inbox;
+use crate::app::rows::{MessageView, Projected};
 use crate::core::peer_text;
 
 /// Arguments of `inbox`.
@@ -28,30 +29,31 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut session = cli.session_with_role()?;
     let out = read_inbox(&mut session, !a.all, a.limit, None)?;
     if a.json {
-        println!("{out}");
+        println!("{}", serde_json::to_string(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let rows = out["result"].as_array().cloned().unwrap_or_default();
+    // No projection was asked for, so every row is whole.
+    let rows: Vec<&MessageView> = out.result.iter().filter_map(Projected::whole).collect();
     if rows.is_empty() {
         println!("(no {}messages)", if a.all { "" } else { "unread " });
     }
     for r in rows {
-        let flag = if r["action_required"] == true {
+        let flag = if r.action_required {
             " [action required]"
         } else {
             ""
         };
         println!(
             "#{} {} from {}{flag}\n  {}\n{}\n",
-            r["id"].as_str().unwrap_or_default(),
-            r["created_at"].as_str().unwrap_or_default(),
-            r["from"].as_str().unwrap_or_default(),
-            peer_text::one_line(r["topic"].as_str().unwrap_or_default()),
-            peer_text::block(r["body"].as_str().unwrap_or_default(), "  | "),
+            r.id,
+            r.created_at,
+            r.from,
+            peer_text::one_line(&r.topic),
+            peer_text::block(&r.body, "  | "),
         );
     }
-    if let Some(t) = out.get("truncated") {
-        println!("(more: {})", t["note"].as_str().unwrap_or_default());
+    if let Some(t) = &out.truncated {
+        println!("(more: {})", t.note);
     }
     Ok(ExitCode::SUCCESS)
 }

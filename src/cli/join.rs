@@ -7,7 +7,7 @@ use anyhow::Context as _;
 
 use super::Cli;
 use crate::app::Session;
-use crate::app::membership::join;
+use crate::app::membership::{JoinState, join};
 
 /// Arguments of `join` (the role is the global --role).
 #[derive(Debug, clap::Args)]
@@ -26,20 +26,18 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         .to_string();
     let mut channel = cli.open_channel()?;
     let out = join(&mut channel, &role)?;
-    let s = |k: &str| out[k].as_str().unwrap_or_default().to_owned();
-    println!("feed:   {}", s("feed"));
-    println!("pubkey: {}", s("pubkey"));
-    match s("state").as_str() {
-        "admitted" => println!("This device is admitted: it can write as '{role}'."),
-        "key_differs" => println!(
-            "The feed is admitted with another key. On the owner's machine run:\n  {}\nthen sync \
-             both machines.",
-            s("owner_command")
+    let command = out.owner_command.as_deref().unwrap_or_default();
+    println!("feed:   {}", out.feed);
+    println!("pubkey: {}", out.pubkey);
+    match out.state {
+        JoinState::Admitted => println!("This device is admitted: it can write as '{role}'."),
+        JoinState::KeyDiffers => println!(
+            "The feed is admitted with another key. On the owner's machine run:\n  {command}\nthen \
+             sync both machines."
         ),
-        _ => println!(
-            "Not admitted yet. On the owner's machine run:\n  {}\nthen `countersign sync` there \
-             and here.",
-            s("owner_command")
+        JoinState::WaitingForAdmit => println!(
+            "Not admitted yet. On the owner's machine run:\n  {command}\nthen `countersign sync` \
+             there and here."
         ),
     }
     Ok(ExitCode::SUCCESS)

@@ -51,9 +51,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     )?;
     println!(
         "{} now writes with key {} (signed by the {}); run `countersign sync`",
-        out["feed"].as_str().unwrap_or_default(),
-        out["pubkey"].as_str().unwrap_or_default(),
-        out["signed_by"].as_str().unwrap_or_default()
+        out.feed, out.pubkey, out.signed_by
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -84,6 +84,6 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             voters: a.voters.as_deref().map(|v| Some(to_arg(v))),
         },
     )?;
-    println!("{out}");
+    println!("{}", serde_json::to_string(&out)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -13,15 +13,16 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use super::Cli;
 use crate::app::Session;
 use crate::app::obligations::open_obligations;
-use crate::app::rows::FieldsArg;
+use crate::app::rows::{
+    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageView, Projected, Projection, project,
+};
 use crate::app::session::ROLE_VARS;
-use crate::app::status::{ACTIONABLE, Summary, status_view, summary};
+use crate::app::status::{ACTIONABLE, CounterItem, StatusView, Summary, status_view, summary};
 use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 use crate::store::watcher::Watcher;
@@ -86,20 +87,31 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
     let mut s = cli.session_with_role()?;
     let (sum, view) = status_view(&mut s)?;
-    let headers = FieldsArg::One("headers".into());
-    let mut debts = open_obligations(&mut s, None, 100, Some(&headers))?;
-    let debts = debts["result"].take();
-    let mut out = Map::new();
-    out.insert("channel".into(), json!(s.channel().dir().genesis().name));
-    if let Value::Object(v) = view {
-        out.extend(v);
-    }
-    out.insert("debts".into(), debts);
+    let debts: Vec<MessageView> = open_obligations(&mut s, None, 100, None)?
+        .listing
+        .result
+        .into_iter()
+        .filter_map(Projected::into_whole)
+        .collect();
+    let channel = s.channel().dir().genesis().name.clone();
     let pending = actionable(&sum);
     if text {
-        print!("{}", status_text(&out, &pending));
+        print!("{}", status_text(&channel, &view, &debts, &pending));
     } else {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let headers = Projection::parse(
+            Some(&FieldsArg::One("headers".into())),
+            MESSAGE_FIELDS,
+            MESSAGE_HEADERS,
+        )?;
+        let report = Report {
+            channel,
+            view,
+            debts: debts
+                .into_iter()
+                .map(|d| project(headers.as_ref(), d))
+                .collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
     }
     Ok(if pending.is_empty() {
         ExitCode::SUCCESS
@@ -108,63 +120,77 @@ fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What `status` prints as JSON: the channel's name, the role's status view
+/// (channel_status without pins and build), and its open debts as headers.
+#[derive(Serialize)]
+struct Report {
+    channel: String,
+    #[serde(flatten)]
+    view: StatusView,
+    debts: Vec<Projected<MessageView>>,
+}
+
 /// `channel=… role=…`, `pending: …`, then one section per non-empty list
 /// with a `  #id topic` line per message. Topics (and the channel's name and
 /// alarm reasons, which name files of the folder) are peers' text: shown on
 /// one line, escaped (`core::peer_text`).
-fn status_text(out: &Map<String, Value>, pending: &Counts) -> String {
-    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    let mut t = format!(
-        "channel={} role={}\n",
-        one_line(&s(&out["channel"])),
-        s(&out["role"])
-    );
+fn status_text(
+    channel: &str,
+    view: &StatusView,
+    debts: &[MessageView],
+    pending: &Counts,
+) -> String {
+    let mut t = format!("channel={} role={}\n", one_line(channel), view.role);
     if pending.is_empty() {
         t.push_str("pending: nothing\n");
     } else {
         t.push_str(&format!("pending: {}\n", pending_text(pending, ",")));
     }
-    for section in ["debts", "needs_you", "resolved_for_you", "unblocked"] {
-        let rows = out
-            .get(section)
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+    let items = |list: &[CounterItem]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|i| (i.id.clone(), i.topic.clone()))
+            .collect()
+    };
+    let sections = [
+        (
+            "debts",
+            debts
+                .iter()
+                .map(|d| (d.id.clone(), d.topic.clone()))
+                .collect(),
+        ),
+        ("needs_you", items(&view.needs_you)),
+        ("resolved_for_you", items(&view.resolved_for_you)),
+        ("unblocked", items(&view.unblocked)),
+    ];
+    for (section, rows) in sections {
         if rows.is_empty() {
             continue;
         }
         t.push_str(&format!("{section}:\n"));
-        for r in rows {
-            t.push_str(&format!(
-                "  #{} {}\n",
-                s(&r["id"]),
-                one_line(&s(&r["topic"]))
-            ));
+        for (id, topic) in rows {
+            t.push_str(&format!("  #{id} {}\n", one_line(&topic)));
         }
     }
-    if let Some(since) = out.get("tentative_since").and_then(Value::as_str) {
+    if let Some(since) = &view.tentative_since {
         t.push_str(&format!(
             "tentative since: {since} (a device not heard from since may still bring earlier records)\n"
         ));
     }
-    if let Some(n) = out.get("held").and_then(Value::as_i64) {
+    if let Some(n) = view.held {
         t.push_str(&format!(
             "held: {n} record(s) dated ahead of this machine's clock\n"
         ));
     }
-    let alarms = out
-        .get("alarms")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let alarms = view.alarms.as_deref().unwrap_or_default();
     if !alarms.is_empty() {
         t.push_str("alarms:\n");
         for a in alarms {
             t.push_str(&format!(
                 "  {} {}: {}\n",
-                s(&a["kind"]),
-                s(&a["feed"]),
-                one_line(&s(&a["reason"]))
+                a.kind,
+                a.feed.as_deref().unwrap_or_default(),
+                one_line(&a.reason)
             ));
         }
     }
@@ -174,32 +200,24 @@ fn status_text(out: &Map<String, Value>, pending: &Counts) -> String {
 // ---------------------------------------------------------------------------------------
 // pins
 
-/// The columns of a pin row, in the order of the TSV.
-const PIN_FIELDS: [&str; 7] = [
-    "key",
-    "version",
-    "updated_at",
-    "updated_by",
-    "approved_by",
-    "body_sha256",
-    "body_length_bytes",
-];
-
 fn pins(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     channel.catch_up()?;
     // pin_list()'s rows: the current version of every key, without bodies.
-    let rows: Vec<Value> = crate::app::pin::current_pins(channel.index())?;
+    let rows = crate::app::pin::current_pins(channel.index())?;
     if text {
         for r in &rows {
-            let cells: Vec<String> = PIN_FIELDS
-                .iter()
-                .map(|f| match &r[*f] {
-                    Value::Null => String::new(),
-                    Value::String(s) => one_line(s),
-                    other => other.to_string(),
-                })
-                .collect();
+            // The TSV's columns: key, version, updated_at, updated_by,
+            // approved_by, body_sha256, body_length_bytes.
+            let cells = [
+                one_line(&r.key),
+                one_line(&r.version),
+                one_line(&r.updated_at),
+                one_line(&r.updated_by),
+                r.approved_by.as_deref().map(one_line).unwrap_or_default(),
+                one_line(&r.body_sha256),
+                r.body_length_bytes.to_string(),
+            ];
             println!("{}", cells.join("\t"));
         }
     } else {

@@ -14,7 +14,7 @@ impl Server {
     /// definition (source "channel-registry"), so the list is complete even for roles that
     /// have never spoken. You need it to address anyone. `devices` gives, per role, the
     /// devices writing it and when each was last heard from on this machine.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::info::Roles>(), annotations(
         title = "List roles",
         read_only_hint = true,
         destructive_hint = false,
@@ -27,7 +27,7 @@ impl Server {
 
     /// What this running server is: its version, what it implements and what it does not
     /// (yet), so "missing" and "refused" are not confused. Ask it rather than a source tree.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::info::ServerBuild>(), annotations(
         title = "Server build",
         read_only_hint = true,
         destructive_hint = false,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::Server;
 use crate::app::budget::Budget;
 use crate::app::listing::{ListFilter, list_messages};
-use crate::app::rows::FieldsArg;
+use crate::app::rows::{FieldsArg, Listing, MessageView, Projected};
 use crate::app::search::{SearchFilter, search_messages};
 use crate::app::thread::get_thread;
 
@@ -108,7 +108,7 @@ impl Server {
     /// (in the subject), text= (subject or body), from_role, to_role, since, status, kind,
     /// work_status, pin_key (structural link only). Unranked; for "where did we discuss X" use
     /// search_messages. `fields` projects rows; `truncated` says when more matched.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
         title = "List messages",
         read_only_hint = true,
         destructive_hint = false,
@@ -143,7 +143,7 @@ impl Server {
     /// never found. A search that had to examine too much text answers with the hits found so
     /// far and truncated.reason="work": narrow it. For unranked filtering use
     /// list_messages(text=...).
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
         title = "Search messages",
         read_only_hint = true,
         destructive_hint = false,
@@ -172,7 +172,7 @@ impl Server {
         .await
     }
 
-    #[tool(description = concat!("The whole conversation around a message: walks reply_to up to the \
+    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), description = concat!("The whole conversation around a message: walks reply_to up to the \
         root, then returns the full reply tree, oldest first. Deleted messages stay in as \
         tombstones (deleted_at set) so the chain never breaks. ", super::provenance!()),
         annotations(title = "Get a thread", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]

@@ -12,7 +12,7 @@ use super::Server;
 use crate::app::backfill::{self, BackfillRequest, OneOrMany};
 use crate::app::pin::{self, PinRequest};
 use crate::app::revise::{self, ReviseRequest};
-use crate::app::rows::FieldsArg;
+use crate::app::rows::{DatedListing, FieldsArg, Listing, MessageView, Projected};
 use crate::app::vote;
 
 fn hundred() -> i64 {
@@ -185,7 +185,7 @@ pub struct UndoBackfillParams {
 
 #[tool_router(router = consent_router, vis = "pub(super)")]
 impl Server {
-    #[tool(description = concat!("Proposals (kind='proc') waiting for a decision from `to_role` \
+    #[tool(output_schema = super::output_schema::<DatedListing<Projected<MessageView>>>(), description = concat!("Proposals (kind='proc') waiting for a decision from `to_role` \
         (default: you), oldest first: addressed to it, live, asking for a decision, not a nudge, it \
         is among the declared voters (if any), and it has not voted on the current text. Any \
         decision (void included) takes one off the list; a revision puts it back. Rows carry acks \
@@ -215,7 +215,7 @@ impl Server {
     /// message (PermissionError) and for a proposal that already approved a pin version.
     /// Returns {id, unchanged, revised_at, previous_body_sha256, quenched_votes, body_sha256, …};
     /// the same text again is {unchanged: true} and records nothing.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::revise::Revision>(), annotations(
         title = "Revise your message",
         read_only_hint = false,
         destructive_hint = false,
@@ -248,7 +248,7 @@ impl Server {
     /// successful write retires the live proposals for the key and their nudges. Returns {key,
     /// version, updated_by, updated_at, approved_by, body_sha256, body_length_bytes,
     /// body_length_chars, superseded}.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::pin::PinWrite>(), annotations(
         title = "Set a pin",
         read_only_hint = false,
         destructive_hint = false,
@@ -276,7 +276,7 @@ impl Server {
         .await
     }
 
-    #[tool(description = concat!("The current version of a pin with its body and digests \
+    #[tool(output_schema = super::output_schema::<crate::app::pin::PinLookup>(), description = concat!("The current version of a pin with its body and digests \
         (body_sha256, body_length_bytes, body_length_chars), or null for a key never written. ",
         super::provenance!()),
         annotations(title = "Read a pin", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
@@ -289,7 +289,7 @@ impl Server {
 
     /// The current version of every pin, without bodies, ordered by key: compare the digests
     /// with your local copies in one call.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<Listing<crate::app::pin::PinSummary>>(), annotations(
         title = "List pins",
         read_only_hint = true,
         destructive_hint = false,
@@ -303,7 +303,7 @@ impl Server {
         self.run(pin::pin_list).await
     }
 
-    #[tool(description = concat!("Every version of a pin, newest first ([] for a key never \
+    #[tool(output_schema = super::output_schema::<Listing<Projected<crate::app::pin::PinVersion>>>(), description = concat!("Every version of a pin, newest first ([] for a key never \
         written). ", super::provenance!()),
         annotations(title = "Pin history", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn pin_history(
@@ -320,7 +320,7 @@ impl Server {
     /// replaces your previous vote. You cannot vote on your own message. Side effect: your nudges
     /// about this message retire. Returns {message_id, role, decision, note, created_at,
     /// superseded}.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::vote::Vote>(), annotations(
         title = "Acknowledge (vote)",
         read_only_hint = false,
         destructive_hint = false,
@@ -348,7 +348,7 @@ impl Server {
     /// voters, else recipients, never the author. Votes from outside it are listed
     /// (from_non_voters / from_non_recipients), never counted; votes on an earlier text are under
     /// quenched_by_revision. fields="headers" gives the tally without notes.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<Projected<crate::app::vote::Tally>>(), annotations(
         title = "Votes on a message",
         read_only_hint = true,
         destructive_hint = false,
@@ -371,7 +371,7 @@ impl Server {
     /// excluded, generated_at}. Applying needs ids (those reviewed), expect_count (counted
     /// independently), and key + word_message_id (each key's owner's go-ahead); any mismatch
     /// retires nothing. The only retirement that undo_backfill can reverse.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::backfill::BackfillOutcome>(), annotations(
         title = "Cleanup pass (preview or apply)",
         read_only_hint = false,
         destructive_hint = true,
@@ -404,7 +404,7 @@ impl Server {
     /// retirements by the live rules (a pin write, a vote, a deletion) stay. Allowed to the role
     /// that ran the pass or the owner of a key it named. Returns {restored, refused}; refused
     /// when nothing could be restored.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::backfill::Restoration>(), annotations(
         title = "Undo a cleanup pass",
         read_only_hint = false,
         destructive_hint = false,

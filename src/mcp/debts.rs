@@ -9,7 +9,7 @@ use rmcp::{ErrorData as McpError, tool, tool_router};
 use serde::Deserialize;
 
 use super::Server;
-use crate::app::rows::FieldsArg;
+use crate::app::rows::{DatedListing, FieldsArg, Listing, MessageView, Projected};
 use crate::app::{lifecycle, obligations, status};
 
 fn hundred() -> i64 {
@@ -104,7 +104,7 @@ impl Server {
     /// (confirm_resolution) or reopens it; until then it stays in their resolved_for_you.
     /// Returns the resolution and `unblocked`: tasks that were blocked on this debt. Resolving
     /// twice keeps the first note (already_resolved=true).
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Resolution>(), annotations(
         title = "Resolve a debt",
         read_only_hint = false,
         destructive_hint = false,
@@ -121,7 +121,7 @@ impl Server {
 
     /// Confirm the other side's resolution of a debt, closing it for good. The resolver can
     /// never confirm its own resolution. Refused when the debt is not resolved.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Confirmation>(), annotations(
         title = "Confirm a resolution",
         read_only_hint = false,
         destructive_hint = false,
@@ -138,7 +138,7 @@ impl Server {
 
     /// Reopen a resolved debt (also after it was confirmed) when the work is not actually
     /// done. It goes back to open for its addressee; its work status is left as it is.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Reopening>(), annotations(
         title = "Reopen a debt",
         read_only_hint = false,
         destructive_hint = false,
@@ -156,7 +156,7 @@ impl Server {
     /// How much a role owes: its open debts, newest first, each with age_days (since it was
     /// raised) and idle_days (since it last moved: a resolve, reopen or status change). Idle is
     /// the number that finds forgotten work. Nothing ever closes on either number.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<DatedListing<Projected<MessageView>>>(), annotations(
         title = "Open obligations",
         read_only_hint = true,
         destructive_hint = false,
@@ -179,7 +179,7 @@ impl Server {
     /// with the other participant. Re-setting the current value is a no-op for whoever set it
     /// and a real, audited move for the other side. 'blocked' may name blocked_by: an open debt;
     /// when it is resolved the task shows up as unblocked and in ready_work.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::WorkStatusSet>(), annotations(
         title = "Set work status",
         read_only_hint = false,
         destructive_hint = false,
@@ -205,7 +205,7 @@ impl Server {
     /// What you can start now: your open debts that are not waiting behind a live blocker,
     /// oldest first, with age_days and idle_days. A blocked task whose blocker was resolved or
     /// deleted is included: resuming it is your move (set_work_status).
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
         title = "Ready work",
         read_only_hint = true,
         destructive_hint = false,
@@ -222,7 +222,7 @@ impl Server {
 
     /// The audit trail of a message, oldest first: every resolve, reopen, confirmation and
     /// work-status move (a status given at send time included), with who, when and the note.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<Listing<crate::app::lifecycle::Event>>(), annotations(
         title = "Message history",
         read_only_hint = true,
         destructive_hint = false,
@@ -245,7 +245,7 @@ impl Server {
     /// moves that lost to a concurrent one on another machine; `alarms` reports trouble in the
     /// channel folder (tell your user); `held` counts records dated ahead of this machine's
     /// clock; `tentative_since` says from when the order may still change as devices sync.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::status::ChannelStatus>(), annotations(
         title = "Channel status",
         read_only_hint = false,
         destructive_hint = false,

@@ -9,7 +9,7 @@ use rmcp::{ErrorData as McpError, tool, tool_router};
 use serde::Deserialize;
 
 use super::Server;
-use crate::app::rows::FieldsArg;
+use crate::app::rows::{FieldsArg, Listing, MessageView, Projected};
 use crate::app::send::{SendRequest, ToArg};
 use crate::app::{delete, inbox, send};
 
@@ -123,7 +123,7 @@ impl Server {
     /// 80 characters or holding a line break or control character, an empty body, body and
     /// body_ref together, an unknown or unsealed upload as body_ref, unknown roles, sending to
     /// yourself, a broadcast debt, an unknown or ambiguous reply_to.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::send::Sent>(), annotations(
         title = "Send a message",
         read_only_hint = false,
         destructive_hint = false,
@@ -157,7 +157,7 @@ impl Server {
         .await
     }
 
-    #[tool(description = concat!("Read messages addressed to your role: the newest `limit` of them, \
+    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), description = concat!("Read messages addressed to your role: the newest `limit` of them, \
         oldest first, unread only by default. Reading records delivery (opened_at), which splits the \
         unopened and opened-but-unmarked counts; it never marks anything read — only mark_read does. \
         If more match than fit, a `truncated` note says how to page the rest with list_messages. ",
@@ -175,7 +175,7 @@ impl Server {
     /// only thing that lowers your unread count. A batch is checked whole first: an unknown id
     /// or someone else's mail refuses it and nothing is marked. Returns {id, read_at,
     /// already_read}, or a list of them for a batch.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::inbox::MarkRead>(), annotations(
         title = "Mark read",
         read_only_hint = false,
         destructive_hint = false,
@@ -194,7 +194,7 @@ impl Server {
     /// listings and search, but kept in get_thread so reply chains stay whole. Refuses: a
     /// message you are not a party to, someone else's proposal (vote on it instead), and an
     /// open debt (resolve it first; deleting must not silently close it).
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::delete::Deletion>(), annotations(
         title = "Delete a message",
         read_only_hint = false,
         destructive_hint = true,

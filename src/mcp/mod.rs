@@ -3,8 +3,11 @@
 //! Owns the protocol surface: tool names, parameter schemas (doc comments
 //! become descriptions), annotations, and how results and refusals travel. Each
 //! tool is a thin adapter over one `app` function, run on a blocking thread
-//! because SQLite and file I/O block. Nothing here prints to stdout: stdout is
-//! the protocol; logs go to stderr.
+//! because SQLite and file I/O block. A tool whose answer is JSON declares its
+//! `outputSchema` from the `app` result type ([`output_schema`]) and returns
+//! that value twice: as the text (unchanged since before schemas) and as
+//! `structuredContent`. Nothing here prints to stdout: stdout is the protocol;
+//! logs go to stderr.
 
 mod about;
 mod browse;
@@ -21,12 +24,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _, tool_handler};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::app::info::VERSION;
@@ -149,9 +155,10 @@ impl Server {
 
     /// Runs one use case on a blocking thread and turns its outcome into a
     /// tool result: a refusal is an `isError` result, a fault a protocol error.
-    async fn run<F>(&self, f: F) -> Result<CallToolResult, McpError>
+    async fn run<T, F>(&self, f: F) -> Result<CallToolResult, McpError>
     where
-        F: FnOnce(&mut Session) -> AppResult<Value> + Send + 'static,
+        T: Serialize + Send + 'static,
+        F: FnOnce(&mut Session) -> AppResult<T> + Send + 'static,
     {
         to_result(self.blocking(f).await?)
     }
@@ -215,9 +222,12 @@ impl Server {
 }
 
 /// Maps a use case's outcome to MCP.
-pub fn to_result(outcome: AppResult<Value>) -> Result<CallToolResult, McpError> {
+pub fn to_result<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, McpError> {
     match outcome {
         Ok(v) => {
+            let v = serde_json::to_value(v).map_err(|e| {
+                McpError::internal_error(format!("serializing a tool result: {e}"), None)
+            })?;
             // A document (get_protocol) travels as itself, not as a quoted JSON string.
             let text = match &v {
                 Value::String(s) => s.clone(),
@@ -246,6 +256,72 @@ pub fn to_result(outcome: AppResult<Value>) -> Result<CallToolResult, McpError> 
             }
         },
     }
+}
+
+/// The `outputSchema` of a tool answering `T`: the schema of what `T`
+/// serializes to, as [`to_result`] sends it in `structuredContent`. MCP wants
+/// an object at the root, and [`to_result`] wraps a value that is no object as
+/// `{result: …}`; so a schema whose root admits something else says the same:
+/// each alternative that is no object becomes `{result: <alternative>}`.
+pub fn output_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    Arc::new(structured(schema_for_output::<T>().as_ref().clone()))
+}
+
+/// The schema of the structured form of a value `schema` describes.
+fn structured(mut schema: JsonObject) -> JsonObject {
+    if schema.get("type").and_then(Value::as_str) == Some("object") {
+        return schema;
+    }
+    // Keywords that belong to the document, not to the value, stay at the root.
+    let mut root = JsonObject::new();
+    for k in ["$schema", "$defs"] {
+        if let Some(v) = schema.remove(k) {
+            root.insert(k.into(), v);
+        }
+    }
+    let defs = root.get("$defs").cloned().unwrap_or_default();
+    let is_object = |branch: &Value| {
+        let target = match branch.get("$ref").and_then(Value::as_str) {
+            Some(r) => r
+                .strip_prefix("#/$defs/")
+                .and_then(|name| defs.get(name))
+                .unwrap_or(branch),
+            None => branch,
+        };
+        target.get("type").and_then(Value::as_str) == Some("object")
+    };
+    let wrap = |branch: Value| {
+        if is_object(&branch) {
+            branch
+        } else {
+            json!({ "type": "object", "properties": { "result": branch }, "required": ["result"] })
+        }
+    };
+    root.insert("type".into(), json!("object"));
+    match schema.remove("anyOf").or_else(|| schema.remove("oneOf")) {
+        Some(Value::Array(branches)) if schema.is_empty() => {
+            let branches: Vec<Value> = branches.into_iter().map(wrap).collect();
+            root.insert("anyOf".into(), Value::Array(branches));
+        }
+        Some(alternatives) => {
+            schema.insert("anyOf".into(), alternatives);
+            root.extend(
+                wrap(Value::Object(schema))
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        }
+        None => {
+            root.extend(
+                wrap(Value::Object(schema))
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    root
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -285,4 +361,41 @@ where
     T: serde::Deserialize<'de>,
 {
     <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(v: Value) -> JsonObject {
+        v.as_object().cloned().expect("an object")
+    }
+
+    #[test]
+    fn a_schema_admitting_no_object_describes_the_wrapped_value() {
+        // An object stays as it is.
+        let plain = object(json!({"type": "object", "properties": {"id": {"type": "string"}}}));
+        assert_eq!(structured(plain.clone()), plain);
+        // A list travels as {result: [...]}.
+        let list = object(json!({"$schema": "s", "type": "array", "items": {"type": "string"}}));
+        assert_eq!(
+            Value::Object(structured(list)),
+            json!({"$schema": "s", "type": "object",
+                   "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+                   "required": ["result"]})
+        );
+        // An object or nothing: the object as it is, nothing as {result: null};
+        // a reference is followed to see whether it names an object.
+        let maybe = object(json!({
+            "anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}],
+            "$defs": {"Row": {"type": "object"}},
+        }));
+        assert_eq!(
+            Value::Object(structured(maybe)),
+            json!({"$defs": {"Row": {"type": "object"}}, "type": "object",
+                   "anyOf": [{"$ref": "#/$defs/Row"},
+                             {"type": "object", "properties": {"result": {"type": "null"}},
+                              "required": ["result"]}]})
+        );
+    }
 }

@@ -51,7 +51,7 @@ impl Server {
     /// sealed_at, sha256, length_bytes, length_chars, note}. Refuses: an unknown upload,
     /// someone else's upload (PermissionError), a sealed upload, and an append that would take
     /// the upload over 8 MiB (the refusal gives the size it would reach; nothing is appended).
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), annotations(
         title = "Upload content",
         read_only_hint = false,
         destructive_hint = false,
@@ -72,7 +72,7 @@ impl Server {
     /// so it can be used as body_ref by send_message, revise_message and pin_set. Uploader
     /// only (PermissionError otherwise). Sealing a sealed upload again writes nothing. Returns
     /// the upload's state.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), annotations(
         title = "Seal an upload",
         read_only_hint = false,
         destructive_hint = false,
@@ -87,7 +87,7 @@ impl Server {
             .await
     }
 
-    #[tool(description = concat!("Read any upload back: its state and digests {upload_id, \
+    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), description = concat!("Read any upload back: its state and digests {upload_id, \
         uploaded_by, label, sealed, created_at, sealed_at, sha256, length_bytes, length_chars, \
         note}, plus the text as `body` with with_body=true. The upload's sha256 covers the \
         document alone. An unknown upload is refused. ", super::provenance!()),

@@ -12,11 +12,11 @@ use rmcp::model::CallToolResult;
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{Server, to_result};
 use crate::app::wait::{
-    MailSnapshot, WAIT_CAP_S, check_wait, mail_snapshot, reply_check, reply_target, timed_out,
+    MailNews, MailSnapshot, MailWait, ReplyWait, WAIT_CAP_S, check_wait, mail_snapshot,
+    reply_check, reply_target, timed_out,
 };
 
 fn fifty() -> f64 {
@@ -97,7 +97,7 @@ impl Server {
     /// after_id if given. Returns that message as soon as it is there; otherwise, after at most
     /// 50 s per call, {timed_out: true, retry: true} — call again to keep waiting; nothing is
     /// lost between calls.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::wait::ReplyWait>(), annotations(
         title = "Wait for a reply",
         read_only_hint = true,
         destructive_hint = false,
@@ -119,7 +119,7 @@ impl Server {
             .await?;
         let (parent, after_n) = match target {
             Ok(t) => t,
-            Err(e) => return to_result(Err(e)),
+            Err(e) => return to_result::<ReplyWait>(Err(e)),
         };
         let deadline = started + Duration::from_secs_f64(timeout.min(WAIT_CAP_S));
         let mut changes = self.folder_changes();
@@ -129,12 +129,13 @@ impl Server {
                 .blocking(move |s| reply_check(s, &parent, after_n, include_read))
                 .await?;
             match found {
-                Ok(Some(row)) => return to_result(Ok(row)),
+                Ok(Some(row)) => return to_result(Ok(ReplyWait::Reply(Box::new(row)))),
                 Ok(None) => {}
-                Err(e) => return to_result(Err(e)),
+                Err(e) => return to_result::<ReplyWait>(Err(e)),
             }
             if Instant::now() >= deadline {
-                return to_result(Ok(timed_out(started.elapsed().as_secs_f64(), "in reply")));
+                let out = timed_out(started.elapsed().as_secs_f64(), "in reply");
+                return to_result(Ok(ReplyWait::TimedOut(out)));
             }
             nap(&mut changes, Duration::from_secs_f64(interval), deadline).await;
         }
@@ -147,7 +148,7 @@ impl Server {
     /// Returns {pending: {counter: count}, pending_at_entry, timed_out: false}, or after at most
     /// 50 s per call {timed_out: true, retry: true, pending_at_entry} — call again to keep
     /// waiting; nothing is lost between calls.
-    #[tool(annotations(
+    #[tool(output_schema = super::output_schema::<crate::app::wait::MailWait>(), annotations(
         title = "Wait for mail",
         read_only_hint = true,
         destructive_hint = false,
@@ -168,7 +169,7 @@ impl Server {
             .await?;
         let entry = match entry {
             Ok(e) => e,
-            Err(e) => return to_result(Err(e)),
+            Err(e) => return to_result::<MailWait>(Err(e)),
         };
         let pending_at_entry = entry.counts();
         let mut known = if p.ignore_backlog {
@@ -182,22 +183,22 @@ impl Server {
         loop {
             let news = now.news_since(&known);
             if !news.is_empty() {
-                return to_result(Ok(json!({
-                    "pending": news,
-                    "pending_at_entry": pending_at_entry,
-                    "timed_out": false,
+                return to_result(Ok(MailWait::News(MailNews {
+                    pending: news,
+                    pending_at_entry,
+                    timed_out: false,
                 })));
             }
             known.retain_present(&now);
             if Instant::now() >= deadline {
                 let mut out = timed_out(started.elapsed().as_secs_f64(), "for you");
-                out["pending_at_entry"] = json!(pending_at_entry);
-                return to_result(Ok(out));
+                out.pending_at_entry = Some(pending_at_entry);
+                return to_result(Ok(MailWait::TimedOut(out)));
             }
             nap(&mut changes, Duration::from_secs_f64(interval), deadline).await;
             now = match self.blocking(mail_snapshot).await? {
                 Ok(s) => s,
-                Err(e) => return to_result(Err(e)),
+                Err(e) => return to_result::<MailWait>(Err(e)),
             };
         }
     }

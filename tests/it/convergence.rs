@@ -117,7 +117,7 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usiz
             let sent = allowed(send_message(&mut s, req));
             if let Some(v) = &sent {
                 ids.push(Sent {
-                    id: v["id"].as_str().unwrap().to_owned(),
+                    id: v.id.clone(),
                     from: role.to_owned(),
                     to: to.to_owned(),
                 });
@@ -165,7 +165,7 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usiz
             let sent = allowed(send_message(&mut s, req));
             if let Some(v) = &sent {
                 ids.push(Sent {
-                    id: v["id"].as_str().unwrap().to_owned(),
+                    id: v.id.clone(),
                     from: role.to_owned(),
                     to: "*".to_owned(),
                 });
@@ -206,7 +206,7 @@ fn operate(rng: &mut Rng, m: &Machine, role: &str, ids: &mut Vec<Sent>) -> (usiz
             let Some(up) = allowed(upload_content(&mut s, "part one, ", None, Some("doc"))) else {
                 return (op, false);
             };
-            let id = up["upload_id"].as_str().unwrap().to_owned();
+            let id = up.upload_id;
             allowed(upload_content(&mut s, "part two", Some(&id), None));
             allowed(seal_content(&mut s, &id));
             let others: Vec<&str> = ROLES.iter().copied().filter(|r| *r != role).collect();

@@ -110,6 +110,39 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
     c.close().await;
 }
 
+/// The two documents answer Markdown; every other tool answers JSON.
+const DOCUMENTS: [&str; 2] = ["get_protocol", "get_charter_template"];
+
+#[tokio::test]
+async fn every_tool_that_answers_json_declares_an_object_output_schema() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let c = ch.client("frontend").await;
+    let tools = c.inner.list_all_tools().await.unwrap();
+    for t in &tools {
+        let schema = t.output_schema.as_deref();
+        if DOCUMENTS.contains(&t.name.as_ref()) {
+            assert!(schema.is_none(), "{} answers a document, not JSON", t.name);
+            continue;
+        }
+        let schema = schema.unwrap_or_else(|| panic!("{} has no outputSchema", t.name));
+        assert_eq!(
+            schema.get("type"),
+            Some(&json!("object")),
+            "{}: MCP wants an object at the root of an outputSchema",
+            t.name
+        );
+    }
+    // And the documents really are no JSON (else they would owe a schema).
+    for name in DOCUMENTS {
+        let text = c.call_text(name, json!({})).await;
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&text).is_err(),
+            "{name} answers JSON"
+        );
+    }
+    c.close().await;
+}
+
 #[tokio::test]
 async fn a_message_goes_from_one_session_to_another() {
     let ch = TestChannel::new(&["frontend", "backend"]);

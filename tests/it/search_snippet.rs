@@ -410,6 +410,7 @@ fn ranked_answers_are_fts5s_for_ordinary_text() {
             &mut budget,
         )
         .unwrap();
+        let answer = serde_json::to_value(answer).unwrap();
         let ours: Vec<(String, String)> = answer["result"]
             .as_array()
             .unwrap()

@@ -757,6 +757,7 @@ fn records_dated_ahead_are_held_and_two_days_ahead_raise_a_clock_alarm() {
     // The status surfaces: `held` and the alarms.
     let mut s = session_on(reader(&l, "r"), "c");
     let (_, view) = status::status_view(&mut s).unwrap();
+    let view = serde_json::to_value(view).unwrap();
     assert_eq!(view["held"], 2, "{view}");
     let alarms = alarm_kinds(&view);
     assert!(alarms.contains(&"held".to_owned()) && alarms.contains(&"clock".to_owned()));
@@ -926,7 +927,7 @@ fn a_head_that_lies_about_its_seq_changes_nothing() {
     assert_eq!(digest(&mut r), d);
     assert!(problems(&r).is_empty());
     let mut sr = session_on(reader(&l, "r"), "b");
-    let roles = info::list_roles(&mut sr).unwrap();
+    let roles = serde_json::to_value(info::list_roles(&mut sr).unwrap()).unwrap();
     let dev = &roles["devices"]["a"][0];
     assert_eq!(dev["records"], 2, "{roles}");
     assert!(dev.get("missing").is_none(), "{roles}");
@@ -941,7 +942,7 @@ fn a_head_that_lies_about_its_seq_changes_nothing() {
         &role_key(&l, "a"),
     );
     fs::write(dir.join("head.json"), signed).unwrap();
-    let roles = info::list_roles(&mut sr).unwrap();
+    let roles = serde_json::to_value(info::list_roles(&mut sr).unwrap()).unwrap();
     let dev = &roles["devices"]["a"][0];
     assert_eq!(dev["missing"], 3, "{roles}");
     assert_eq!(dev["records"], 2);
@@ -1047,6 +1048,7 @@ fn a_fork_is_kept_as_proof_frozen_after_the_last_common_record_and_reported() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("fork at seq 3"));
     let v = status::channel_status(&mut session_on(reader(&l, "ra"), "b")).unwrap();
+    let v = serde_json::to_value(v).unwrap();
     assert_eq!(alarm_kinds(&v), vec!["fork"], "{v}");
     let out = cli(
         &l.tmp.path().join("ra"),
@@ -1263,6 +1265,7 @@ fn trust_alarms_second_claim_unadmitted_key_and_record_for_another_feed() {
     assert_eq!(messages(&r), 3);
     let want = ["second_claim", "unadmitted", "quarantine"];
     let v = status::channel_status(&mut session_on(reader(&l, "r"), "a")).unwrap();
+    let v = serde_json::to_value(v).unwrap();
     let alarms = alarm_kinds(&v);
     for k in want {
         assert!(alarms.contains(&k.to_owned()), "{k} in {v}");
@@ -1300,7 +1303,7 @@ fn list_roles_shows_devices_and_channel_status_marks_what_is_tentative() {
     let mut sb = session_on(local::open(&l.dir, &home2), "b");
     send(&mut sa, "b", "one", "x");
     send(&mut sb, "a", "two", "x");
-    let roles = info::list_roles(&mut sa).unwrap();
+    let roles = serde_json::to_value(info::list_roles(&mut sa).unwrap()).unwrap();
     assert_eq!(roles["roles"], serde_json::json!(["a", "b"]));
     assert_eq!(roles["source"], "channel-registry");
     let a = roles["devices"]["a"].as_array().unwrap();
@@ -1314,15 +1317,15 @@ fn list_roles_shows_devices_and_channel_status_marks_what_is_tentative() {
         b[0]["last_heard_at"].as_str().unwrap()
     ));
     // b has been heard from since everything here: nothing is tentative.
-    let v = status::channel_status(&mut sa).unwrap();
+    let v = serde_json::to_value(status::channel_status(&mut sa).unwrap()).unwrap();
     assert!(v.get("tentative_since").is_none(), "{v}");
     // a writes again: b could still have written something that sorts before it.
     send(&mut sa, "b", "three", "x");
-    let v = status::channel_status(&mut sa).unwrap();
+    let v = serde_json::to_value(status::channel_status(&mut sa).unwrap()).unwrap();
     assert_eq!(v["tentative_since"], b[0]["last_heard_at"], "{v}");
     // Once b is heard from again, it is settled.
     send(&mut sb, "a", "four", "x");
-    let v = status::channel_status(&mut sa).unwrap();
+    let v = serde_json::to_value(status::channel_status(&mut sa).unwrap()).unwrap();
     assert!(v.get("tentative_since").is_none(), "{v}");
     // b's heartbeat announces two records that have not arrived: what
     // follows its last record here is tentative again, whatever the head says.
@@ -1347,9 +1350,9 @@ fn list_roles_shows_devices_and_channel_status_marks_what_is_tentative() {
     );
     fs::write(b_dir.join("head.json"), head).unwrap();
     send(&mut sa, "b", "five", "x");
-    let roles = info::list_roles(&mut sa).unwrap();
+    let roles = serde_json::to_value(info::list_roles(&mut sa).unwrap()).unwrap();
     assert_eq!(roles["devices"]["b"][0]["missing"], 2, "{roles}");
-    let v = status::channel_status(&mut sa).unwrap();
+    let v = serde_json::to_value(status::channel_status(&mut sa).unwrap()).unwrap();
     assert_eq!(
         v["tentative_since"],
         countersign::core::timestamp::format_rfc3339(last.header.hlc.0),

@@ -86,7 +86,7 @@ fn history() -> &'static History {
                         },
                     )
                     .unwrap();
-                    sent.push((out["id"].as_str().unwrap().to_owned(), me, "*"));
+                    sent.push((out.id, me, "*"));
                 }
                 3 => {
                     read_inbox(s, true, 5, None).unwrap();
@@ -122,7 +122,7 @@ fn history() -> &'static History {
                         voters: about.is_none().then_some(Some(ToArg::One("*".into()))),
                     };
                     if let Ok(out) = send_message(s, req) {
-                        proposals.push((out["id"].as_str().unwrap().to_owned(), me));
+                        proposals.push((out.id, me));
                     }
                 }
                 7 | 8 => {

@@ -54,7 +54,7 @@ impl Machine {
     }
 
     fn status(&self, role: &str) -> Value {
-        status::channel_status(&mut self.session(role)).unwrap()
+        serde_json::to_value(status::channel_status(&mut self.session(role)).unwrap()).unwrap()
     }
 
     /// The folded state of a message (tombstones included).
@@ -106,10 +106,7 @@ fn debt(s: &mut Session, to: &str, topic: &str) -> String {
         action_required: true,
         ..SendRequest::new(to, topic, "owed")
     };
-    send_message(s, req).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    send_message(s, req).unwrap().id
 }
 
 /// A: the owner's machine, acting as frontend. B: another device acting as backend.
@@ -244,9 +241,9 @@ fn a_confirm_and_a_concurrent_reopen() {
             lifecycle::reopen_message(&mut b.session("backend"), &d, Some("flaky".into())).unwrap()
         };
         if reopen_first {
-            assert_eq!(reopen()["already_open"], false);
+            assert!(!reopen().already_open);
             tick();
-            assert_eq!(confirm()["already_confirmed"], false);
+            assert!(!confirm().already_confirmed);
         } else {
             confirm();
             tick();
@@ -398,7 +395,7 @@ fn two_different_work_status_moves() {
             None,
         )
         .unwrap();
-        assert_eq!(v["already_set"], false);
+        assert!(!v.already_set);
         assert!(
             conflicted(loser_machine, loser_role).is_empty(),
             "the author wrote again on it"
@@ -580,10 +577,7 @@ fn proposal(s: &mut Session, key: &str, body: &str) -> String {
         voters: Some(Some(ToArg::One("*".into()))),
         ..SendRequest::new("*", format!("proposal for {key}"), body)
     };
-    send_message(s, req).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    send_message(s, req).unwrap().id
 }
 
 fn pin_req(key: &str, version: &str, approved_by: &str) -> PinRequest {
@@ -601,7 +595,8 @@ fn pin_req(key: &str, version: &str, approved_by: &str) -> PinRequest {
 /// The versions of `key` on machine `m`.
 fn versions(m: &Machine, key: &str) -> Vec<Value> {
     let mut s = m.session("frontend");
-    pin::pin_history(&mut s, key, None).unwrap()["result"]
+    let history = pin::pin_history(&mut s, key, None).unwrap();
+    serde_json::to_value(history).unwrap()["result"]
         .as_array()
         .unwrap()
         .clone()
@@ -712,6 +707,7 @@ fn two_rounds_opened_on_one_key() {
             let thread =
                 countersign::app::thread::get_thread(&mut m.session("frontend"), loser, None)
                     .unwrap();
+            let thread = serde_json::to_value(thread).unwrap();
             let row = &thread["result"][0];
             assert_eq!(row["round_conflict"]["winner"], winner.as_str(), "{row}");
             assert!(row["superseded_at"].is_string());

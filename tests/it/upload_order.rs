@@ -66,9 +66,9 @@ fn written() -> Written {
     let text = format!("{}{}", "ö".repeat(150 * 1024), "the end");
     let mut fe = local.session("frontend");
     let up = upload_content(&mut fe, &text, None, Some("doc")).unwrap();
-    let id = up["upload_id"].as_str().unwrap().to_owned();
+    let id = up.upload_id;
     let sealed = seal_content(&mut fe, &id).unwrap();
-    assert_eq!(sealed["sha256"], sha256_hex(&text));
+    assert_eq!(sealed.sha256, sha256_hex(&text));
     let mut be = local.session("backend");
     let sent = send_message(
         &mut be,
@@ -78,7 +78,7 @@ fn written() -> Written {
         },
     )
     .unwrap();
-    let message = sent["id"].as_str().unwrap().to_owned();
+    let message = sent.id;
     pin_set(
         &mut be,
         PinRequest {
@@ -203,7 +203,7 @@ fn a_piece_written_after_the_seal_changes_nothing() {
     let local = Local::new(&["frontend", "backend"]);
     let mut fe = local.session("frontend");
     let up = upload_content(&mut fe, "sealed text", None, None).unwrap();
-    let id = up["upload_id"].as_str().unwrap().to_owned();
+    let id = up.upload_id;
     let sealed = seal_content(&mut fe, &id).unwrap();
     drop(fe);
     // A piece that sorts after the seal, as one from another device of the uploader that had
@@ -235,8 +235,8 @@ fn a_piece_written_after_the_seal_changes_nothing() {
     ch.catch_up().unwrap();
     let mut fe = local.session("frontend");
     let now = get_content(&mut fe, &id, true).unwrap();
-    assert_eq!(now["body"], "sealed text");
-    assert_eq!(now["sha256"], sealed["sha256"]);
+    assert_eq!(now.body.as_deref(), Some("sealed text"));
+    assert_eq!(now.sha256, sealed.sha256);
     let conflicts: String = db(ch.index())
         .query_row("SELECT conflicts FROM uploads", [], |r| r.get(0))
         .unwrap();

@@ -5,7 +5,10 @@ An independent client (not rmcp) drives the real binary over stdio:
     python3 tests/python/cross_check.py path/to/countersign
 
 It makes a throwaway home and channel (`countersign init`), connects one session as
-`frontend` and one as `backend`, and prints one line per check. Exit 0 when every check
+`frontend` and one as `backend`, and prints one line per check. Every tool that declares an
+`outputSchema` is called with real arguments until each has answered at least once without
+`isError`: the SDK's `call_tool` validates such an answer's `structuredContent` against the
+schema and raises when it does not conform (tests/python_client.rs relies on that). Exit 0 when every check
 passes; exit 1 at the first failure (with what was expected and what came back); exit 2 on
 a usage or setup problem. Run by tests/it/python_client.rs; needs tests/python/requirements.txt.
 """
@@ -79,12 +82,29 @@ def text_of(res: Any, name: str) -> str:
     return first.text
 
 
+# Tools whose answer `call_tool` validated against the tool's outputSchema.
+validated: set[str] = set()
+
+
 async def call_ok(session: ClientSession, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Calls a tool that must succeed; returns its structured content."""
+    """Calls a tool that must succeed; returns its structured content.
+
+    `call_tool` itself checks the structured content against the tool's outputSchema (and
+    raises when it does not conform); the text must be the same JSON value (a value that is no
+    object travels as `{result: value}`).
+    """
+    at(tool)
     res = await session.call_tool(tool, args)
     expect(res.is_error is not True, tool, f"refused: {res.structured_content!r} {res.content!r}")
     sc = res.structured_content
     expect(isinstance(sc, dict), tool, f"structured_content is not an object: {sc!r}")
+    try:
+        as_text = json.loads(text_of(res, tool))
+    except json.JSONDecodeError as e:
+        raise CheckFailed(f"{tool}: content[0].text is not JSON: {e}") from e
+    wrapped = as_text if isinstance(as_text, dict) else {"result": as_text}
+    expect(wrapped == sc, tool, f"text content {as_text!r} differs from structured {sc!r}")
+    validated.add(tool)
     return sc
 
 
@@ -206,6 +226,9 @@ async def run(binary: str, home: str, channel: str) -> None:
         expect(mid in hits, "search_messages", f"{mid} not among the hits {hits}")
         ok("search_messages", f"'invoice' finds {mid}")
 
+        # every tool with an outputSchema, at least once, its answer checked by the SDK
+        await every_output_schema(tools, fe, be, mid)
+
         # get_protocol
         at("get_protocol")
         res = await be.call_tool("get_protocol", {})
@@ -215,6 +238,99 @@ async def run(binary: str, home: str, channel: str) -> None:
         expect(all(t in doc for t in TOOLS), "get_protocol",
                f"does not mention every tool: missing {[t for t in TOOLS if t not in doc]}")
         ok("get_protocol", f"markdown, {len(doc)} characters, first line {doc.splitlines()[0]!r}")
+
+
+async def every_output_schema(tools: list[Any], fe: ClientSession, be: ClientSession, mid: str) -> None:
+    """Drives every tool that declares an outputSchema to an answer, each alternative of a
+    union result (one message or a list, found or not, preview or applied, reply or time-out)
+    and each `fields` projection at least once."""
+    declared = {t.name for t in tools if t.output_schema is not None}
+    for t in tools:
+        if t.output_schema is not None:
+            expect(t.output_schema.get("type") == "object", "tools/list outputSchema",
+                   f"{t.name}: root type {t.output_schema.get('type')!r}, expected 'object'")
+    documents = {"get_protocol", "get_charter_template"}
+    expect(declared == set(TOOLS) - documents, "tools/list outputSchema",
+           f"without one: {sorted(set(TOOLS) - documents - declared)}")
+
+    async def send(s: ClientSession, to: str, topic: str, body: str, **extra: Any) -> str:
+        return (await call_ok(s, "send_message", {"to": to, "topic": topic, "body": body, **extra}))["id"]
+
+    # mail
+    await call_ok(be, "mark_read", {"message_ids": [mid]})
+    await call_ok(be, "read_inbox", {"unread_only": False, "fields": "headers"})
+    await call_ok(fe, "list_messages", {})
+    await call_ok(fe, "list_messages", {"fields": ["id", "topic", "to"], "limit": 1})
+    reply = await send(be, "frontend", "re: schema", "looks fine", reply_to=mid)
+    await call_ok(fe, "get_thread", {"message_id": mid})
+    await call_ok(fe, "get_thread", {"message_id": mid, "fields": "headers"})
+    await call_ok(fe, "search_messages", {"query": "fi", "fields": ["id", "snippet", "match"]})
+    await call_ok(fe, "wait_for_reply", {"message_id": mid, "timeout_s": 5})
+    await call_ok(fe, "wait_for_reply", {"message_id": reply, "timeout_s": 0})
+    await call_ok(fe, "wait_for_mail", {"ignore_backlog": False, "timeout_s": 1})
+    await call_ok(be, "wait_for_mail", {"timeout_s": 0})
+
+    # a debt through its lifecycle
+    debt = await send(fe, "backend", "fix it", "the invoice total is off", action_required=True)
+    await call_ok(be, "open_obligations", {})
+    await call_ok(be, "open_obligations", {"fields": "headers"})
+    await call_ok(be, "ready_work", {})
+    await call_ok(be, "set_work_status", {"message_id": debt, "work_status": "in_progress"})
+    await call_ok(be, "set_work_status", {"message_id": debt, "work_status": "in_progress"})
+    await call_ok(be, "resolve_message", {"message_id": debt, "resolution_note": "fixed"})
+    await call_ok(fe, "reopen_message", {"message_id": debt, "reason": "not quite"})
+    await call_ok(be, "resolve_message", {"message_id": debt})
+    await call_ok(fe, "confirm_resolution", {"message_id": debt})
+    await call_ok(fe, "message_history", {"message_id": debt})
+    await call_ok(fe, "channel_status", {})
+    await call_ok(be, "channel_status", {})
+
+    # uploads
+    up = (await call_ok(fe, "upload_content", {"text": "a document", "label": "doc"}))["upload_id"]
+    await call_ok(fe, "seal_content", {"upload_id": up})
+    await call_ok(fe, "get_content", {"upload_id": up, "with_body": True})
+
+    # votes and revisions
+    proc = {"kind": "proc", "pin_key": None, "about_message_id": None}
+    vote_on = await send(fe, "backend", "adopt the schema", "shall we?", **proc)
+    await call_ok(be, "awaiting_ack", {})
+    await call_ok(be, "awaiting_ack", {"fields": ["id", "obligation", "age_days"]})
+    await call_ok(be, "acknowledge", {"message_id": vote_on, "decision": "agree", "note": "yes"})
+    await call_ok(fe, "get_acknowledgements", {"message_id": vote_on})
+    await call_ok(fe, "get_acknowledgements", {"message_id": vote_on, "fields": "headers"})
+    await call_ok(fe, "revise_message", {"message_id": vote_on, "body": "shall we, then?"})
+    await call_ok(fe, "get_acknowledgements", {"message_id": vote_on})
+
+    # pins
+    notes = {"key": "notes", "title": "notes rules", "version": "1", "body": "owned by frontend"}
+    await call_ok(fe, "pin_set", {**notes, "dry_run": True})
+    await call_ok(fe, "pin_set", notes)
+    await call_ok(be, "pin_set", {**notes, "version": "2", "dry_run": True})
+    await call_ok(fe, "pin_get", {"key": "notes"})
+    await call_ok(fe, "pin_get", {"key": "no-such-key"})
+    await call_ok(fe, "pin_list", {})
+    await call_ok(fe, "pin_history", {"key": "notes"})
+    await call_ok(fe, "pin_history", {"key": "notes", "fields": "headers"})
+    await call_ok(be, "channel_status", {})
+
+    # a cleanup pass: a proposal citing a deleted draft, previewed, applied and undone
+    draft = await send(fe, "backend", "draft", "an early draft")
+    follow = await send(fe, "backend", "follow-up", f"about #{draft}", **proc)
+    word = await send(fe, "backend", "go ahead", f"clean up #{follow}")
+    await call_ok(fe, "delete_message", {"message_id": draft})
+    await call_ok(be, "backfill_superseded", {})
+    await call_ok(be, "backfill_superseded", {"fields": "headers", "include_by_reference": True})
+    await call_ok(be, "backfill_superseded", {"dry_run": False, "ids": [follow], "expect_count": 1,
+                                              "key": "notes", "word_message_id": word})
+    await call_ok(fe, "undo_backfill", {"ids": [follow], "reason": "too early"})
+
+    # about
+    await call_ok(fe, "list_roles", {})
+    await call_ok(fe, "server_build", {})
+
+    missing = sorted(declared - validated)
+    expect(not missing, "outputSchema coverage", f"never answered without isError: {missing}")
+    ok("structured output", f"{len(declared)} tools with an outputSchema, every answer validated by the SDK")
 
 
 def leaf_failures(e: BaseException) -> list[BaseException]:

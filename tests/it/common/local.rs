@@ -56,5 +56,5 @@ pub fn open(dir: &Path, home: &Home) -> Channel {
 /// Sends a point-to-point message and returns its short id.
 pub fn send(s: &mut Session, to: &str, topic: &str, body: &str) -> String {
     let out = send_message(s, SendRequest::new(to, topic, body)).unwrap();
-    out["id"].as_str().unwrap().to_owned()
+    out.id
 }

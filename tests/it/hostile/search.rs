@@ -220,10 +220,12 @@ fn every_path_stops_at_the_budget_with_what_it_found() {
     for (query, bodies) in [("needle", 24), ("needle OR zzzz", 30), ("ne", 7)] {
         let mut whole = Budget::search(&never);
         let all = search_messages(&mut s, query, &filter, 50, None, &mut whole).unwrap();
+        let all = serde_json::to_value(all).unwrap();
         assert_eq!(hits(&all).len(), 6, "{query}: {all}");
         assert!(all.get("truncated").is_none(), "{query}");
         let mut small = Budget::new(body.len() as u64 * bodies, &never);
         let some = search_messages(&mut s, query, &filter, 50, None, &mut small).unwrap();
+        let some = serde_json::to_value(some).unwrap();
         let n = hits(&some).len();
         assert!((1..6).contains(&n), "{query}: {n} hits");
         assert_eq!(some["truncated"]["reason"], "work", "{query}");
