@@ -26,6 +26,7 @@ use countersign::app::membership::{admit, join};
 use countersign::app::pin::{PinRequest, pin_set};
 use countersign::app::revise::{ReviseRequest, revise_message};
 use countersign::app::send::{SendRequest, ToArg, send_message};
+use countersign::app::status::summary;
 use countersign::app::vote::acknowledge;
 use countersign::app::{AppError, Session};
 use countersign::core::ids::Role;
@@ -90,7 +91,8 @@ fn history() -> &'static History {
         let device1 = l.home.device().unwrap().id;
         exchange(&l.dir, &dir2, &device1);
         let mut done = BTreeMap::<&'static str, usize>::new();
-        // Messages on which both devices stepped since they last exchanged.
+        // Per message, whether each device stepped on it since they last
+        // exchanged: both is a concurrent pair.
         let mut touched: BTreeMap<String, (bool, bool)> = BTreeMap::new();
         let mut concurrent = 0;
         let roles = ["a", "b", "c"];
@@ -129,10 +131,8 @@ fn history() -> &'static History {
                 l.session(me)
             };
             let s = &mut session;
-            let mut touch = |id: &str| {
-                let t = touched.entry(id.to_owned()).or_default();
-                if second { t.1 = true } else { t.0 = true }
-            };
+            // The message a lifecycle step acts on, counted once it goes through.
+            let mut target: Option<String> = None;
             let pick = |list: &[Sent], n: u64| -> Option<Sent> {
                 let mine: Vec<&Sent> = list.iter().filter(|m| party(m, me)).collect();
                 (!mine.is_empty()).then(|| mine[n as usize % mine.len()].clone())
@@ -269,7 +269,7 @@ fn history() -> &'static History {
                 }
                 13 | 14 => match pick(&debts, rnd(64)) {
                     Some(d) => {
-                        touch(&d.0);
+                        target = Some(d.0.clone());
                         let note = (rnd(2) == 0).then(|| format!("done at {step}"));
                         let ok = allowed(resolve_message(s, &d.0, note));
                         if ok {
@@ -290,7 +290,7 @@ fn history() -> &'static History {
                     match theirs.get(rnd(theirs.len().max(1) as u64) as usize) {
                         Some((id, _)) => {
                             let id = id.clone();
-                            touch(&id);
+                            target = Some(id.clone());
                             ("confirm", allowed(confirm_resolution(s, &id, None)))
                         }
                         None => ("confirm", false),
@@ -298,7 +298,7 @@ fn history() -> &'static History {
                 }
                 16 => match pick(&debts, rnd(64)) {
                     Some(d) => {
-                        touch(&d.0);
+                        target = Some(d.0.clone());
                         let why = Some(format!("not yet, at {step}"));
                         ("reopen", allowed(reopen_message(s, &d.0, why)))
                     }
@@ -306,7 +306,7 @@ fn history() -> &'static History {
                 },
                 17 | 18 => match pick(&sent, rnd(64)) {
                     Some(m) => {
-                        touch(&m.0);
+                        target = Some(m.0.clone());
                         let values = [
                             "proposed",
                             "in_progress",
@@ -339,7 +339,7 @@ fn history() -> &'static History {
                     match theirs.get(rnd(theirs.len().max(1) as u64) as usize) {
                         Some((id, _)) => {
                             let id = id.clone();
-                            touch(&id);
+                            target = Some(id.clone());
                             let note = Some(format!("checked at {step}"));
                             ("done", allowed(set_work_status(s, &id, "done", note, None)))
                         }
@@ -363,6 +363,14 @@ fn history() -> &'static History {
                 }
             };
             *done.entry(kind).or_default() += usize::from(ok);
+            if let Some(id) = target.filter(|_| ok) {
+                let t = touched.entry(id).or_default();
+                if second {
+                    t.1 = true;
+                } else {
+                    t.0 = true;
+                }
+            }
         }
         exchange(&l.dir, &dir2, &device1);
         exchange(&dir2, &l.dir, &device2);
@@ -371,6 +379,16 @@ fn history() -> &'static History {
         let mut ch = l.channel();
         ch.reindex(None).unwrap();
         let digest = ch.index().digest().unwrap();
+        // Steps that lost at their place in the order, as each role is told.
+        let conflicted = roles
+            .iter()
+            .map(|r| {
+                summary(ch.index(), &Role::new(r).unwrap())
+                    .unwrap()
+                    .count("conflicted")
+            })
+            .sum();
+        done.insert("conflicted", conflicted);
         let mut other = open(&dir2, &home2);
         other.catch_up().unwrap();
         assert_eq!(
@@ -608,6 +626,7 @@ fn the_history_is_not_trivial() {
         );
     }
     assert!(h.done["concurrent"] >= 3, "{:?}", h.done);
+    assert!(h.done["conflicted"] >= 1, "{:?}", h.done);
     let missing: Vec<&str> = [
         "\"op\":\"send\"",
         "\"op\":\"read\"",
