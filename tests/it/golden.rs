@@ -4,6 +4,10 @@
 //! the same signatures) and ids. If one of these fails, the change breaks every
 //! channel already written: do not "update the fixture" unless the format
 //! version changes. `UPDATE_GOLDEN=1 cargo test --test it golden::` rewrites them.
+//!
+//! Every op has at least one frozen line: `every_op_has_a_frozen_line` asks serde
+//! for the op names it knows, so a new op fails it until a line of it is frozen
+//! here (in a new fixture file, or appended to one: existing lines never change).
 
 use std::collections::BTreeMap;
 
@@ -11,8 +15,8 @@ use countersign::core::genesis::{FORMAT, Genesis, channel_id};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId, Role};
 use countersign::core::op::{
-    Ack, Admit, Backfill, BodyRef, FeedInit, Ids, Op, PinSet, Revise, Seal, Send, Target,
-    UndoBackfill, UploadChunk,
+    Ack, Admit, Backfill, BodyRef, FeedInit, Ids, Note, Op, PinSet, Revise, Seal, Send, Target,
+    UndoBackfill, UploadChunk, WorkStatusMove,
 };
 use countersign::core::record::{self, Header, encode, pubkey_hex};
 use countersign::core::vocab::{Decision, Kind, WorkStatus};
@@ -185,6 +189,78 @@ fn consent_records() -> Vec<String> {
     chain(&ch, &feed, ops, 1_796_000_001_000)
 }
 
+/// One record of each lifecycle op (resolve, confirm, reopen, with and
+/// without a note) and a work-status move to every value, on a feed of its
+/// own. The values are listed by hand, not taken from `WorkStatus::ALL`: a new
+/// value gets new lines, it must not change these.
+fn lifecycle_records() -> Vec<String> {
+    let ch = channel_id(&genesis().to_bytes());
+    let feed = FeedId::new("backend", "golden-000003").unwrap();
+    let debt = RecordId::of_body(b"debt");
+    let task = RecordId::of_body(b"task");
+    let seen = RecordId::of_body(b"seen");
+    let mv = |value, base| {
+        Op::WorkStatus(WorkStatusMove {
+            id: task,
+            value,
+            blocked_by: None,
+            note: None,
+            base,
+        })
+    };
+    let ops = vec![
+        Op::FeedInit(FeedInit {
+            role: role("backend"),
+            pubkey: pubkey_hex(&backend().verifying_key()),
+            device_name: "golden".into(),
+        }),
+        Op::Resolve(Note {
+            id: debt,
+            note: Some("fixed in 4f2a — \"quotes\", é".into()),
+        }),
+        Op::Confirm(Note {
+            id: debt,
+            note: None,
+        }),
+        Op::Reopen(Note {
+            id: debt,
+            note: Some("fails again on ARM".into()),
+        }),
+        Op::Resolve(Note {
+            id: debt,
+            note: None,
+        }),
+        Op::Confirm(Note {
+            id: debt,
+            note: Some("checked".into()),
+        }),
+        Op::Reopen(Note {
+            id: debt,
+            note: None,
+        }),
+        mv(WorkStatus::Proposed, None),
+        mv(WorkStatus::InProgress, Some(seen)),
+        mv(WorkStatus::NeedsYou, Some(seen)),
+        Op::WorkStatus(WorkStatusMove {
+            id: task,
+            value: WorkStatus::Blocked,
+            blocked_by: Some(debt),
+            note: Some("waits for the schema".into()),
+            base: Some(seen),
+        }),
+        mv(WorkStatus::Blocked, Some(seen)),
+        mv(WorkStatus::DoneLocal, Some(seen)),
+        Op::WorkStatus(WorkStatusMove {
+            id: task,
+            value: WorkStatus::Done,
+            blocked_by: None,
+            note: Some("confirmed on staging".into()),
+            base: Some(seen),
+        }),
+    ];
+    chain(&ch, &feed, ops, 1_796_000_002_000)
+}
+
 /// Signs `ops` as consecutive records of `feed`, one millisecond apart.
 fn chain(ch: &str, feed: &FeedId, ops: Vec<Op>, start_ms: i64) -> Vec<String> {
     let mut prev = None;
@@ -244,6 +320,96 @@ fn consent_and_upload_lines_are_frozen_and_verify() {
         assert_eq!(rec.to_line(), format!("{line}\n"), "line {i} re-encodes");
         assert!(rec.verify(&backend().verifying_key()), "line {i} verifies");
         assert!(rec.op.is_some(), "line {i} decodes to a known op");
+    }
+}
+
+#[test]
+fn lifecycle_and_work_status_lines_are_frozen_and_verify() {
+    let lines = lifecycle_records();
+    check("lifecycle.jsonl", &lines.concat());
+    let ids: String = lines
+        .iter()
+        .map(|l| format!("{}\n", record::decode(l.trim_end().as_bytes()).unwrap().id))
+        .collect();
+    check("lifecycle.ids", &ids);
+    let text = std::fs::read_to_string(format!("{DIR}/lifecycle.jsonl")).unwrap();
+    let ids = std::fs::read_to_string(format!("{DIR}/lifecycle.ids")).unwrap();
+    assert_eq!(text.lines().count(), ids.lines().count());
+    for (i, (line, id)) in text.lines().zip(ids.lines()).enumerate() {
+        let rec = record::decode(line.as_bytes()).unwrap();
+        assert_eq!(rec.id.hex(), id, "line {i}");
+        assert_eq!(rec.to_line(), format!("{line}\n"), "line {i} re-encodes");
+        assert!(rec.verify(&backend().verifying_key()), "line {i} verifies");
+        assert!(rec.op.is_some(), "line {i} decodes to a known op");
+    }
+}
+
+/// The op names serde knows, read from its refusal of an unknown one ("unknown
+/// variant `x`, expected one of `a`, `b`, ..."): the list follows the enum
+/// with no hand-kept copy.
+fn every_op_name() -> Vec<String> {
+    let err = serde_json::from_str::<Op>(r#"{"op":"no-such-op","data":{}}"#)
+        .expect_err("an unknown op is refused")
+        .to_string();
+    let expected = err
+        .split_once("expected one of ")
+        .unwrap_or_else(|| panic!("serde no longer lists the variants: {err}"))
+        .1;
+    let names: Vec<String> = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect();
+    // The list is whole: each name is one `Op::decode` knows, and names itself.
+    assert!(names.len() >= 19, "{err}");
+    for name in &names {
+        match Op::decode(name, "{}") {
+            Ok(None) => panic!("serde knows op {name}, Op::decode does not"),
+            Ok(Some(op)) => assert_eq!(op.name(), name),
+            Err(_) => {} // Its data has required fields: the name is known.
+        }
+    }
+    names
+}
+
+#[test]
+fn every_op_has_a_frozen_line() {
+    let mut frozen = BTreeMap::<String, usize>::new();
+    for entry in std::fs::read_dir(DIR).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines() {
+            let rec = record::decode(line.as_bytes())
+                .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+            let op = rec.op.expect("a frozen line decodes to a known op");
+            *frozen.entry(op.name().to_owned()).or_default() += 1;
+        }
+    }
+    let missing: Vec<String> = every_op_name()
+        .into_iter()
+        .filter(|name| !frozen.contains_key(name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ops with no frozen line in fixtures/golden: {missing:?} (frozen: {frozen:?})"
+    );
+}
+
+#[test]
+fn every_work_status_value_has_a_frozen_line() {
+    let text = std::fs::read_to_string(format!("{DIR}/lifecycle.jsonl")).unwrap();
+    for value in WorkStatus::ALL {
+        let needle = r#""op":"work_status","data":{"id":"#;
+        let spelled = format!(r#""value":"{}""#, value.as_str());
+        assert!(
+            text.lines()
+                .any(|l| l.contains(needle) && l.contains(&spelled)),
+            "no frozen work_status line moves to {value}"
+        );
     }
 }
 
