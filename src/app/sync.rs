@@ -47,11 +47,9 @@ pub fn set_remote(channel: &Channel, remote: Remote) -> AppResult<Option<String>
 /// Syncs once and catches the index up with what arrived. `Ok(None)` when
 /// `busy` is [`WhenBusy::Skip`] and another process holds the sync lock.
 pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncReport>> {
-    let Some(remote) = remote(channel) else {
-        return Err(AppError::value(
-            "this channel has no sync remote on this device: choose one with `countersign \
-             remote set git URL` or `countersign remote set rclone REMOTE:PATH`",
-        ));
+    let (remote, adopted_origin) = match remote(channel) {
+        Some(r) => (r, false),
+        None => (adopt_origin(channel)?, true),
     };
     let lock = match busy {
         WhenBusy::Wait => sync::lock(channel.state_dir())?,
@@ -79,5 +77,24 @@ pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncR
     // Whatever happened, fold what is in the folder now: a merge that did
     // land before a failed push still brought records.
     channel.catch_up()?;
-    Ok(Some(result?))
+    Ok(Some(SyncReport {
+        adopted_origin,
+        ..result?
+    }))
+}
+
+/// The remote of a channel that has none chosen on this device: a git clone
+/// of the channel already knows its remote, so its `origin` is taken and
+/// saved (the next sync finds it chosen, and nothing is said again).
+fn adopt_origin(channel: &Channel) -> AppResult<Remote> {
+    let Some(remote) = sync::clone_origin(channel.dir())? else {
+        return Err(AppError::value(
+            "this channel has no sync remote on this device: choose one with `countersign \
+             remote set git URL` or `countersign remote set rclone REMOTE:PATH`",
+        ));
+    };
+    let mut prefs = Prefs::load(channel.state_dir());
+    prefs.remote = Some(remote.clone());
+    prefs.save(channel.state_dir())?;
+    Ok(remote)
 }

@@ -20,6 +20,12 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     let report = sync_now(&mut channel, WhenBusy::Wait)?.expect("a waiting sync always runs");
     let target = remote(&channel).map_or_else(String::new, |r| r.to_string());
+    if report.adopted_origin {
+        println!(
+            "no remote was chosen for this channel on this device: using the git clone's origin, \
+             {target}, and keeping it (`countersign remote set` changes it)"
+        );
+    }
     let mut done = Vec::new();
     if report.committed {
         done.push("committed this device's records".to_owned());

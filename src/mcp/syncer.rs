@@ -64,7 +64,14 @@ pub async fn run(
         })
         .await;
         match outcome {
-            Ok(Ok(Some(_))) => synced_state = before,
+            Ok(Ok(Some(report))) => {
+                if report.adopted_origin {
+                    tracing::info!(
+                        "background sync: no remote was chosen on this device; using the git clone's origin and keeping it"
+                    );
+                }
+                synced_state = before;
+            }
             Ok(Ok(None)) => {} // another process is syncing this channel
             // No remote chosen yet: said once, and looked for again every round.
             Ok(Err(e @ AppError::Value(_))) => {

@@ -98,6 +98,20 @@ pub fn attach(root: &Path, own: &[OwnFeed], url: &str) -> Result<Option<String>,
     Ok(note)
 }
 
+/// The URL of `origin` when `root` is the top of a git work tree of its own
+/// (a `git clone` of a channel), `None` otherwise: a folder that is no
+/// repository, or that lies inside a project's, has no remote to offer.
+pub fn origin(root: &Path) -> Result<Option<String>, SyncError> {
+    let git = tool(root, "origin");
+    match toplevel(&git)? {
+        Some(top) if canonical(Path::new(&top)) == canonical(root) => {}
+        _ => return Ok(None),
+    }
+    let out = git.output(&["remote", "get-url", "origin"])?;
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    Ok((out.status.success() && !url.is_empty()).then_some(url))
+}
+
 /// Makes sure a pull can never put a symlink into the folder: with
 /// `core.symlinks=false` in the channel repository's own configuration, git
 /// checks a committed link out as a plain file holding the link's text

@@ -68,6 +68,9 @@ pub struct SyncReport {
     pub pushed: bool,
     /// Push attempts made (more than one: the remote moved meanwhile).
     pub attempts: u32,
+    /// The remote was not chosen on this device but taken from the git
+    /// clone's `origin`, and saved as this channel's remote (said once).
+    pub adopted_origin: bool,
 }
 
 /// The file that serializes syncs of one channel on this machine.
@@ -103,6 +106,12 @@ pub fn attach(
         Remote::Git(url) => git::attach(dir.root(), &own_feeds(dir, device)?, url),
         Remote::Rclone(_) => Ok(None),
     }
+}
+
+/// The remote a git clone of the channel already knows (its `origin`), if
+/// the folder is one.
+pub fn clone_origin(dir: &ChannelDir) -> Result<Option<Remote>, SyncError> {
+    Ok(git::origin(dir.root())?.map(Remote::Git))
 }
 
 /// The fixed files every channel folder holds, relative to its root.

@@ -95,6 +95,7 @@ pub fn sync(
         pulled: log.lines().any(|l| l.contains(": Copied (")),
         pushed: !(sealed.is_empty() && newest.is_empty() && heads.is_empty()),
         attempts: 1,
+        adopted_origin: false,
     })
 }
 

@@ -405,3 +405,99 @@ fn the_users_git_hooks_never_run_or_block_a_sync() {
             .contains(&"past the hooks".to_owned())
     );
 }
+
+#[test]
+fn a_git_clone_of_a_channel_syncs_through_its_origin_and_says_so_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = tmp.path().join("remote.git");
+    git_ok(
+        tmp.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let run = |home: &str, dir: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new(common::bin())
+            .env("COUNTERSIGN_HOME", tmp.path().join(home))
+            .env_remove("COUNTERSIGN_CHANNEL")
+            .current_dir(tmp.path())
+            .arg("--channel")
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let url = remote.to_str().unwrap();
+    let a = dir_a.to_str().unwrap();
+    run(
+        "home_a",
+        &dir_a,
+        &["init", a, "--roles", "a,b", "--git-remote", url],
+    );
+    run("home_a", &dir_a, &["sync"]);
+    git_ok(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "-c",
+            "core.symlinks=false",
+            url,
+            dir_b.to_str().unwrap(),
+        ],
+    );
+    let send = [
+        "--role",
+        "a",
+        "send",
+        "--to",
+        "b",
+        "--topic",
+        "t",
+        "--body",
+        "after the clone",
+    ];
+    run("home_a", &dir_a, &send);
+    run("home_a", &dir_a, &["sync"]);
+
+    // No `remote set` on the clone: its origin is the remote, and it is said.
+    let first = run("home_b", &dir_b, &["sync"]);
+    assert!(first.contains("origin") && first.contains(url), "{first}");
+    assert!(first.contains("received new records"), "{first}");
+    let lines = fs::read_dir(dir_b.join("feeds/a"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| fs::read_dir(d.path()).unwrap().flatten())
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".jsonl"))
+        .map(|f| fs::read_to_string(f.path()).unwrap())
+        .collect::<String>();
+    assert!(lines.contains("after the clone"), "the new record arrived");
+    // Kept: the next sync uses it without a word about it.
+    let second = run("home_b", &dir_b, &["sync"]);
+    assert!(!second.contains("origin"), "{second}");
+    assert!(second.contains(url), "{second}");
+
+    // A folder that is no git clone still asks for a remote.
+    let plain = tmp.path().join("plain");
+    crate::common::copy_dir(&dir_a, &plain);
+    fs::remove_dir_all(plain.join(".git")).unwrap();
+    let out = std::process::Command::new(common::bin())
+        .env("COUNTERSIGN_HOME", tmp.path().join("home_c"))
+        .env_remove("COUNTERSIGN_CHANNEL")
+        .arg("--channel")
+        .arg(&plain)
+        .arg("sync")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("remote set"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
