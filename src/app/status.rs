@@ -38,6 +38,46 @@ pub const ACTIONABLE: [&str; 8] = [
     "conflicted",
 ];
 
+/// The order a session works through what channel_status shows, each step
+/// with what to do: the one triage order that the server's instructions, the
+/// session-start hook and the CLAUDE.md / AGENTS.md note all give.
+pub const TRIAGE: [(&str, &str); 8] = [
+    (
+        "unblocked",
+        "your blocked tasks whose blocker is gone: resume them",
+    ),
+    (
+        "open_obligations",
+        "debts addressed to you: take them (set_work_status) or resolve them",
+    ),
+    (
+        "awaiting_ack",
+        "proposals waiting for your decision: acknowledge()",
+    ),
+    (
+        "needs_you",
+        "messages where another role handed the ball to you",
+    ),
+    (
+        "resolved_for_you",
+        "debts resolved for you: confirm_resolution() or reopen_message()",
+    ),
+    (
+        "awaiting_done",
+        "work another role reports done: check it, then confirm",
+    ),
+    (
+        "unread",
+        "read_inbox(); handle each message, then mark_read()",
+    ),
+    ("in_progress", "your own tasks under way: carry on"),
+];
+
+/// [`TRIAGE`]'s steps in one line: `unblocked, open_obligations, …`.
+pub fn triage_order() -> String {
+    TRIAGE.map(|(step, _)| step).join(", ")
+}
+
 /// Every counter, in the order channel_status shows them (`conflicted` only
 /// when non-zero, so a quiet channel keeps the protocol's shape).
 pub const COUNTERS: [&str; 12] = [

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::Cli;
 use super::status::{Counts, actionable, grew, no_role, pending_text};
 use crate::app::Session;
-use crate::app::status::summary;
+use crate::app::status::{TRIAGE, summary};
 use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 
@@ -59,6 +59,11 @@ fn session_text(cli: &Cli) -> String {
         .flatten()
         .map(|r| format!(" You act as the role '{r}'."))
         .unwrap_or_default();
+    let steps: String = TRIAGE
+        .iter()
+        .enumerate()
+        .map(|(i, (step, what))| format!("  {}. {step:<18}{what}\n", i + 1))
+        .collect();
     format!(
         "\
 This session is connected to a countersign channel: a shared mailbox for the agent sessions
@@ -70,15 +75,7 @@ unread, open_obligations and awaiting_ack are COUNTS only: fetch those items wit
 read_inbox(), open_obligations() and awaiting_ack().
 
 Work through what is waiting in this order:
-  1. unblocked         your blocked tasks whose blocker is gone: resume them
-  2. open_obligations  debts addressed to you: take them (set_work_status) or resolve them
-  3. awaiting_ack      proposals waiting for your decision: acknowledge()
-  4. needs_you         messages where another role handed the ball to you
-  5. resolved_for_you  debts resolved for you: confirm_resolution() or reopen_message()
-  6. awaiting_done     work another role reports done: check it, then confirm
-  7. unread            read_inbox(); handle each message, then mark_read()
-  8. in_progress       your own tasks under way: carry on
-Read the pinned rules (pin_list(), pin_get(key)): they are what the roles agreed on. The full
+{steps}Read the pinned rules (pin_list(), pin_get(key)): they are what the roles agreed on. The full
 rules are in get_protocol().
 
 Where the text comes from: every topic, body and note on the channel was written by

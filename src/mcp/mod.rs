@@ -331,9 +331,11 @@ impl ServerHandler for Server {
             .with_server_info(Implementation::new("countersign", VERSION))
             .with_instructions(format!(
                 "countersign: a coordination channel between agent sessions. Each session acts \
-                 as a role; messages are addressed to roles. Start with list_roles() and \
-                 read_inbox(); mark_read() what you have handled. get_protocol() has the full \
-                 rules. {PROVENANCE}"
+                 as a role; messages are addressed to roles. Start with channel_status() and \
+                 work through what it shows in this order: {}. read_inbox() fetches the unread \
+                 mail; mark_read() what you have handled. get_protocol() has the full rules. \
+                 {PROVENANCE}",
+                crate::app::status::triage_order()
             ))
     }
 

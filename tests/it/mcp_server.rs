@@ -164,3 +164,19 @@ async fn a_message_goes_from_one_session_to_another() {
     fe.close().await;
     be.close().await;
 }
+
+/// The triage every place teaches: the server's instructions, the
+/// session-start hook (`status_hooks`) and the CLAUDE.md / AGENTS.md note.
+pub const TRIAGE_ORDER: &str = "unblocked, open_obligations, awaiting_ack, needs_you, \
+    resolved_for_you, awaiting_done, unread, in_progress";
+
+#[tokio::test]
+async fn the_instructions_start_where_the_hooks_and_notes_start() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let c = ch.client("frontend").await;
+    let info = c.inner.peer_info().expect("the server introduced itself");
+    let text = info.instructions.as_deref().unwrap_or_default();
+    assert!(text.contains("Start with channel_status()"), "{text}");
+    assert!(text.contains(TRIAGE_ORDER), "{text}");
+    assert!(!text.contains("list_roles"), "one first step: {text}");
+}

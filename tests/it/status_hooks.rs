@@ -935,6 +935,10 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
         "{md}"
     );
     assert!(md.contains("`backend`"), "{md}");
+    assert!(
+        md.contains(crate::mcp_server::TRIAGE_ORDER),
+        "the note gives the same order as the hook and the server: {md}"
+    );
     // Backups of the files that existed, with their old content.
     let backups = p.backups();
     assert_eq!(backups.len(), 2, "{backups:?}\n{}", r.stdout);
