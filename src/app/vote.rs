@@ -223,10 +223,10 @@ pub struct Tally {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BTreeMap<String, String>>")]
     pub from_non_recipients: Option<BTreeMap<Role, Decision>>,
-    /// Votes cast on a text a revision replaced.
+    /// Votes cast on a text a revision replaced: each role's decision there.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Vec<String>>")]
-    pub quenched_by_revision: Option<Vec<Role>>,
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub quenched_by_revision: Option<BTreeMap<Role, Decision>>,
     /// The channel's roles.
     #[schemars(with = "Vec<String>")]
     pub roles: Vec<Role>,

@@ -178,8 +178,8 @@ pub struct Tally {
     pub decisions: BTreeMap<Role, Decision>,
     /// Current decisions from outside the electorate.
     pub outsiders: BTreeMap<Role, Decision>,
-    /// Roles whose vote was cast on an earlier text.
-    pub stale: Vec<Role>,
+    /// Votes cast on an earlier text: each role's decision there.
+    pub stale: BTreeMap<Role, Decision>,
     /// Electorate members who voted `void` on the current text.
     pub void_by: Vec<Role>,
 }
@@ -345,13 +345,13 @@ impl Message {
             missing: Vec::new(),
             decisions: BTreeMap::new(),
             outsiders: BTreeMap::new(),
-            stale: Vec::new(),
+            stale: BTreeMap::new(),
             void_by: Vec::new(),
             electorate,
         };
         for (role, v) in &self.votes {
             if v.body_sha256 != self.text.sha256 {
-                t.stale.push(role.clone());
+                t.stale.insert(role.clone(), v.decision);
                 continue;
             }
             t.decisions.insert(role.clone(), v.decision);

@@ -276,7 +276,7 @@ async fn a_revision_quenches_the_votes_cast_on_the_old_text() {
     assert_ne!(v["body_sha256"], old_sha.as_str());
     let t = tally(&a, &p).await;
     assert_eq!(t["agreed"], 0);
-    assert_eq!(t["quenched_by_revision"], json!(["beta"]));
+    assert_eq!(t["quenched_by_revision"], json!({"beta": "agree"}));
     assert_eq!(awaiting(&b).await, vec![p.clone()], "back in awaiting_ack");
     let hist = a
         .call("message_history", json!({"message_id": p}))

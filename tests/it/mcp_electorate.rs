@@ -164,7 +164,7 @@ async fn only_a_voters_void_ends_a_round() {
     .ok();
     let t = headers(&a, &q).await;
     assert!(t.get("declared_dead_by").is_none());
-    assert_eq!(t["quenched_by_revision"], json!(["beta"]));
+    assert_eq!(t["quenched_by_revision"], json!({"beta": "void"}));
     g.call(
         "send_message",
         json!({"to": "*", "topic": "t", "body": "b", "kind": "proc", "pin_key": "k2",
