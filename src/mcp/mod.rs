@@ -264,7 +264,43 @@ pub fn to_result<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, 
 /// `{result: …}`; so a schema whose root admits something else says the same:
 /// each alternative that is no object becomes `{result: <alternative>}`.
 pub fn output_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    Arc::new(structured(schema_for_output::<T>().as_ref().clone()))
+    let mut schema = structured(schema_for_output::<T>().as_ref().clone());
+    unannotated(&mut schema);
+    Arc::new(schema)
+}
+
+/// Drops the `description` and `title` annotations from a schema, at every
+/// depth. An output schema is for checking an answer, and every session pays
+/// for tools/list in context: the result fields' prose (the doc comments the
+/// schema was made from) doubled its size, and the tool descriptions already
+/// say what a result holds. Names under `properties` and `$defs` are names,
+/// not annotations, so a field called `title` stays.
+fn unannotated(schema: &mut JsonObject) {
+    schema.remove("description");
+    schema.remove("title");
+    for (key, value) in schema.iter_mut() {
+        match (key.as_str(), value) {
+            // Values, not schemas.
+            ("enum" | "const" | "default" | "examples" | "required", _) => {}
+            // Maps from names to schemas.
+            ("properties" | "$defs" | "patternProperties", Value::Object(named)) => {
+                for sub in named.values_mut() {
+                    if let Value::Object(sub) = sub {
+                        unannotated(sub);
+                    }
+                }
+            }
+            (_, Value::Object(sub)) => unannotated(sub),
+            (_, Value::Array(items)) => {
+                for item in items {
+                    if let Value::Object(sub) = item {
+                        unannotated(sub);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The schema of the structured form of a value `schema` describes.
@@ -398,6 +434,37 @@ mod tests {
                    "anyOf": [{"$ref": "#/$defs/Row"},
                              {"type": "object", "properties": {"result": {"type": "null"}},
                               "required": ["result"]}]})
+        );
+    }
+
+    #[test]
+    fn annotations_go_and_fields_named_like_them_stay() {
+        let mut schema = object(json!({
+            "title": "Pin", "description": "A pin.", "type": "object",
+            "properties": {
+                "title": {"description": "Its title.", "type": "string"},
+                "description": {"type": "string", "enum": [{"description": "kept"}]},
+                "rows": {"type": "array", "items": {"$ref": "#/$defs/Row"}},
+                "either": {"anyOf": [{"description": "a", "type": "string"}, {"type": "null"}]},
+            },
+            "required": ["title", "description"],
+            "$defs": {"Row": {"description": "One row.", "type": "object",
+                              "properties": {"note": {"title": "n", "type": "string"}}}},
+        }));
+        unannotated(&mut schema);
+        assert_eq!(
+            Value::Object(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "description": {"type": "string", "enum": [{"description": "kept"}]},
+                    "rows": {"type": "array", "items": {"$ref": "#/$defs/Row"}},
+                    "either": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                },
+                "required": ["title", "description"],
+                "$defs": {"Row": {"type": "object", "properties": {"note": {"type": "string"}}}},
+            })
         );
     }
 }
