@@ -38,10 +38,16 @@ pub fn set_remote(channel: &Channel, remote: Remote) -> AppResult<Option<String>
         let _lock = sync::lock(channel.state_dir())?;
         sync::attach(channel.dir(), &channel.device().id, &remote)?
     };
+    keep_remote(channel, remote)?;
+    Ok(note)
+}
+
+/// Records `remote` as this channel's remote on this device.
+fn keep_remote(channel: &Channel, remote: Remote) -> AppResult<()> {
     let mut prefs = Prefs::load(channel.state_dir());
     prefs.remote = Some(remote);
     prefs.save(channel.state_dir())?;
-    Ok(note)
+    Ok(())
 }
 
 /// Syncs once and catches the index up with what arrived. `Ok(None)` when
@@ -93,8 +99,6 @@ fn adopt_origin(channel: &Channel) -> AppResult<Remote> {
              remote set git URL` or `countersign remote set rclone REMOTE:PATH`",
         ));
     };
-    let mut prefs = Prefs::load(channel.state_dir());
-    prefs.remote = Some(remote.clone());
-    prefs.save(channel.state_dir())?;
+    keep_remote(channel, remote.clone())?;
     Ok(remote)
 }

@@ -926,6 +926,26 @@ impl<'a, 'p> Ingest<'a, 'p> {
             .into_owned()
     }
 
+    /// Records `rec` as quarantined (never applied) and consumes its line.
+    fn quarantine(
+        &mut self,
+        rel: &str,
+        offset: u64,
+        rec: &Record,
+        feed: &FeedId,
+        reason: &str,
+    ) -> StoreResult<Verdict> {
+        self.problem(
+            ProblemKind::Quarantine,
+            rel,
+            offset,
+            Some(rec),
+            feed,
+            reason,
+        )?;
+        Ok(Verdict::Consumed)
+    }
+
     fn problem(
         &mut self,
         kind: ProblemKind,
@@ -1010,30 +1030,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 "record of another channel ({}…)",
                 rec.header.ch.get(..12).unwrap_or(&rec.header.ch)
             );
-            self.problem(
-                ProblemKind::Quarantine,
-                rel,
-                offset,
-                Some(&rec),
-                feed,
-                &reason,
-            )?;
-            return Ok(Verdict::Consumed);
+            return self.quarantine(rel, offset, &rec, feed, &reason);
         }
         if &rec.header.feed != feed {
             let reason = format!(
                 "record signed for feed {} found in feed {feed}",
                 rec.header.feed
             );
-            self.problem(
-                ProblemKind::Quarantine,
-                rel,
-                offset,
-                Some(&rec),
-                feed,
-                &reason,
-            )?;
-            return Ok(Verdict::Consumed);
+            return self.quarantine(rel, offset, &rec, feed, &reason);
         }
         let state = self.feed_state(feed).clone();
         let Some(key) = state.pubkey else {
@@ -1070,28 +1074,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
             .filter(|_| self.ahead_key.as_ref() == Some(&key))
             .or_else(|| self.vouched.contains(&vouch(&rec, &key)).then_some(true));
         if !verified.unwrap_or_else(|| rec.verify(&key)) {
-            self.problem(
-                ProblemKind::Quarantine,
-                rel,
-                offset,
-                Some(&rec),
-                feed,
-                "bad signature",
-            )?;
-            return Ok(Verdict::Consumed);
+            return self.quarantine(rel, offset, &rec, feed, "bad signature");
         }
         match fit {
             Fit::Next | Fit::Known | Fit::Gap { .. } => {}
             Fit::Broken(why) => {
-                self.problem(
-                    ProblemKind::Quarantine,
-                    rel,
-                    offset,
-                    Some(&rec),
-                    feed,
-                    &format!("broken chain: {why}"),
-                )?;
-                return Ok(Verdict::Consumed);
+                return self.quarantine(rel, offset, &rec, feed, &format!("broken chain: {why}"));
             }
             Fit::Fork { existing } => {
                 let reason = format!(
@@ -1157,8 +1145,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             return Ok(Verdict::Wait(reason));
         };
         if let Some(why) = misplaced(feed, &rec, &op, &key) {
-            self.problem(ProblemKind::Quarantine, rel, offset, Some(&rec), feed, &why)?;
-            return Ok(Verdict::Consumed);
+            return self.quarantine(rel, offset, &rec, feed, &why);
         }
         if let Some(k) = switch {
             let st = self.feed_state(feed);
