@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use super::Cli;
 use crate::mcp::Server;
+use crate::mcp::toolset::{self, Toolsets};
 
 /// Arguments of `mcp` (the role and channel are global options).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  countersign mcp --role backend\n  \
-    countersign mcp --role backend --sync-every 30s\n\n\
+    countersign mcp --role backend --sync-every 30s\n  \
+    countersign mcp --role backend --tools mail,debts\n\n\
     With --sync-every, the channel is synced with its remote (`countersign remote set`) in the \
     background: every interval and about a second after each own write. One process per machine \
     and channel syncs at a time; a failed sync is logged to stderr and retried.")]
@@ -17,6 +19,10 @@ pub struct Args {
     /// Sync with the channel's remote in the background this often (e.g. 30s, 2m, 500ms).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub sync_every: Option<Duration>,
+    /// Serve only these toolsets: mail, debts, consent, uploads, all (the default).
+    #[arg(long, value_name = "SET[,SET...]", default_value = "all",
+          value_parser = Toolsets::parse, long_help = toolset::help())]
+    pub tools: Toolsets,
 }
 
 /// Parses `30s`, `2m`, `500ms`, `1h` or plain seconds.
@@ -55,7 +61,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let mut server = Server::new(session);
+    let mut server = Server::with_toolsets(session, a.tools.clone());
     if let Some(every) = a.sync_every {
         server = server.with_sync_every(every);
     }

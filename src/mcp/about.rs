@@ -2,18 +2,26 @@
 //! get_charter_template.
 
 use rmcp::model::CallToolResult;
+use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::Server;
-use crate::app::info::{self, CHARTER_TEMPLATE, PROTOCOL};
+use crate::app::info::{self, CHARTER_TEMPLATE, PROTOCOL, ServerBuild};
+
+/// What server_build answers: the build, and the toolsets this server serves.
+#[derive(Serialize, JsonSchema)]
+struct ServedBuild {
+    #[serde(flatten)]
+    build: ServerBuild,
+    /// The toolsets served (`countersign mcp --tools`).
+    toolsets: Vec<&'static str>,
+}
 
 #[tool_router(router = about_router, vis = "pub(super)")]
 impl Server {
-    /// Who is in this channel: {roles, you, source, devices}. The roles come from the channel's
-    /// definition (source "channel-registry"), so the list is complete even for roles that
-    /// have never spoken. You need it to address anyone. `devices` gives, per role, the
-    /// devices writing it and when each was last heard from on this machine.
+    /// Who is in this channel: {roles, you, devices}, every role even if it never spoke.
     #[tool(output_schema = super::output_schema::<crate::app::info::Roles>(), annotations(
         title = "List roles",
         read_only_hint = true,
@@ -25,9 +33,8 @@ impl Server {
         self.run(info::list_roles).await
     }
 
-    /// What this running server is: its version, what it implements and what it does not
-    /// (yet), so "missing" and "refused" are not confused. Ask it rather than a source tree.
-    #[tool(output_schema = super::output_schema::<crate::app::info::ServerBuild>(), annotations(
+    /// This server: version, what it implements and not (yet), the toolsets it serves.
+    #[tool(output_schema = super::output_schema::<ServedBuild>(), annotations(
         title = "Server build",
         read_only_hint = true,
         destructive_hint = false,
@@ -35,11 +42,13 @@ impl Server {
         open_world_hint = false
     ))]
     async fn server_build(&self) -> Result<CallToolResult, McpError> {
-        super::to_result(Ok(info::server_build()))
+        super::to_result(Ok(ServedBuild {
+            build: info::server_build(),
+            toolsets: self.served.names().to_vec(),
+        }))
     }
 
-    /// The channel protocol in full: every tool, its parameters, refusals and results, and the
-    /// rules behind debts, votes and pins. Read it when a rule surprises you.
+    /// The full protocol: every tool, refusal and rule. Read it when a rule surprises you.
     #[tool(annotations(
         title = "Get the protocol",
         read_only_hint = true,
@@ -51,11 +60,8 @@ impl Server {
         super::to_result(Ok(Value::String(PROTOCOL.to_owned())))
     }
 
-    /// A starting team charter for a new channel, with placeholders and ten ground rules for
-    /// agent teams. Fill it in, send it as a proposal to every role
-    /// (send_message(to="*", kind="proc", pin_key="team-charter", voters="*",
-    /// about_message_id=null, ...)), collect every agree, then pin it with
-    /// pin_set("team-charter", ..., approved_by=<its id>).
+    /// A team charter to fill in, propose to every role (kind proc, pin_key team-charter) and
+    /// pin once all agree.
     #[tool(annotations(
         title = "Get the charter template",
         read_only_hint = true,

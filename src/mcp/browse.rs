@@ -24,43 +24,40 @@ fn fifty() -> i64 {
 /// Parameters of list_messages.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListMessagesParams {
-    /// Literal, case-insensitive substring of the topic (at most 200 characters).
+    /// Substring of the topic.
     #[serde(default)]
     pub topic: Option<String>,
-    /// Only messages written by this role.
+    /// Only from this role.
     #[serde(default)]
     pub from_role: Option<String>,
-    /// Only messages addressed to this role (multi-recipient messages included).
+    /// Only to this role.
     #[serde(default)]
     pub to_role: Option<String>,
-    /// Only unread messages: per recipient together with to_role; without it, a message's own
-    /// read state (a multi-recipient message always looks unread then).
+    /// Only unread ones (per recipient with to_role).
     #[serde(default)]
     pub unread_only: bool,
-    /// ISO-8601 time; only messages created at or after it (e.g. 2026-08-09T10:00:00Z, a bare
-    /// date, or with an offset).
+    /// Only since this ISO-8601 time or date.
     #[serde(default)]
     pub since: Option<String>,
-    /// How many of the newest matches to return, 1 to 1000 (default 100).
+    /// How many of the newest, 1 to 1000.
     #[serde(default = "hundred")]
     pub limit: i64,
     /// Debt status: open or resolved.
     #[serde(default)]
     pub status: Option<String>,
-    /// One of bug, feat, proc, status, question, answer.
+    /// bug, feat, proc, status, question or answer.
     #[serde(default)]
     pub kind: Option<String>,
-    /// One of proposed, in_progress, done_local, needs_you, done, blocked.
+    /// proposed, in_progress, done_local, needs_you, done or blocked.
     #[serde(default)]
     pub work_status: Option<String>,
-    /// Literal, case-insensitive substring of topic OR body (at most 200 characters).
+    /// Substring of topic or body.
     #[serde(default)]
     pub text: Option<String>,
-    /// Only proposals structurally linked to this pin key (mentions in the text do not count;
-    /// use text= for those).
+    /// Only proposals for this pin key.
     #[serde(default)]
     pub pin_key: Option<String>,
-    /// Projection: a list of field names, or "headers" for everything but the bodies.
+    /// Field names, or "headers" (all but bodies).
     #[serde(default)]
     pub fields: Option<FieldsArg>,
 }
@@ -68,26 +65,24 @@ pub struct ListMessagesParams {
 /// Parameters of search_messages.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchMessagesParams {
-    /// The query: words (all must match), "exact phrases", OR, NOT, parentheses, a trailing *
-    /// for a prefix, and topic: or body: to look in one field. Matching is by substring and
-    /// case-insensitive. Text that does not parse is searched literally.
+    /// Words (all must match), "phrases", OR, NOT, (), prefix*, topic: or body:.
     pub query: String,
-    /// Only messages written by this role.
+    /// Only from this role.
     #[serde(default)]
     pub from_role: Option<String>,
-    /// Only messages addressed to this role.
+    /// Only to this role.
     #[serde(default)]
     pub to_role: Option<String>,
-    /// One of bug, feat, proc, status, question, answer.
+    /// bug, feat, proc, status, question or answer.
     #[serde(default)]
     pub kind: Option<String>,
     /// Debt status: open or resolved.
     #[serde(default)]
     pub status: Option<String>,
-    /// How many hits to return, 1 to 1000 (default 50).
+    /// How many hits, 1 to 1000.
     #[serde(default = "fifty")]
     pub limit: i64,
-    /// Projection: a list of field names, or "headers" for everything but the bodies.
+    /// Field names, or "headers" (all but bodies).
     #[serde(default)]
     pub fields: Option<FieldsArg>,
 }
@@ -95,19 +90,17 @@ pub struct SearchMessagesParams {
 /// Parameters of get_thread.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetThreadParams {
-    /// Any message of the thread (an unambiguous id prefix of 6+ hex characters).
+    /// Any message of the thread.
     pub message_id: String,
-    /// Projection: a list of field names, or "headers" for everything but the bodies.
+    /// Field names, or "headers" (all but bodies).
     #[serde(default)]
     pub fields: Option<FieldsArg>,
 }
 
 #[tool_router(router = browse_router, vis = "pub(super)")]
 impl Server {
-    /// Filter the whole history on exact fields and literal substrings, newest first: topic=
-    /// (in the subject), text= (subject or body), from_role, to_role, since, status, kind,
-    /// work_status, pin_key (structural link only). Unranked; for "where did we discuss X" use
-    /// search_messages. `fields` projects rows; `truncated` says when more matched.
+    /// Filter the whole history on fields and substrings, newest first, unranked (ranked:
+    /// search_messages). `truncated` says when more matched.
     #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
         title = "List messages",
         read_only_hint = true,
@@ -137,12 +130,8 @@ impl Server {
         .await
     }
 
-    /// Full-text search over topic and body, best match first, each hit with a [highlighted]
-    /// snippet and match="fts". A query holding a term shorter than 3 characters is answered
-    /// by a scan with the same rules (match="substring", newest first). Deleted messages are
-    /// never found. A search that had to examine too much text answers with the hits found so
-    /// far and truncated.reason="work": narrow it. For unranked filtering use
-    /// list_messages(text=...).
+    /// Full-text search of topic and body, best first, each hit with a [highlighted] snippet.
+    /// truncated.reason="work" means narrow the query.
     #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
         title = "Search messages",
         read_only_hint = true,
@@ -172,9 +161,7 @@ impl Server {
         .await
     }
 
-    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), description = concat!("The whole conversation around a message: walks reply_to up to the \
-        root, then returns the full reply tree, oldest first. Deleted messages stay in as \
-        tombstones (deleted_at set) so the chain never breaks. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), description = concat!("A message's whole reply tree, oldest first. ", super::provenance!()),
         annotations(title = "Get a thread", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn get_thread(
         &self,

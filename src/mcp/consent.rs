@@ -25,16 +25,16 @@ fn yes() -> bool {
 /// Parameters of awaiting_ack.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AwaitingAckParams {
-    /// Whose pending decisions to list (default: your own role).
+    /// Whose pending decisions (default: yours).
     #[serde(default)]
     pub to_role: Option<String>,
-    /// How many of the oldest to return, 1 to 1000 (default 100).
+    /// How many of the oldest, 1 to 1000.
     #[serde(default = "hundred")]
     pub limit: i64,
-    /// Projection: a list of field names, or "headers" for everything but the bodies.
+    /// Field names, or "headers" (all but bodies).
     #[serde(default)]
     pub fields: Option<FieldsArg>,
-    /// Only proposals written by this role.
+    /// Only proposals by this role.
     #[serde(default)]
     pub from_role: Option<String>,
     /// Only proposals for this pin key.
@@ -45,20 +45,18 @@ pub struct AwaitingAckParams {
 /// Parameters of revise_message.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReviseParams {
-    /// Your message to re-issue (an unambiguous id prefix of 6+ hex characters).
+    /// Your message.
     pub message_id: String,
-    /// The complete new body (required unless body_ref is given; it replaces the old one).
+    /// The whole new body (or body_ref).
     #[serde(default)]
     pub body: String,
-    /// Instead of body: the id of a sealed upload (anyone's) whose text becomes the new body
-    /// exactly. Pass body or body_ref, not both.
+    /// Instead of body: a sealed upload's id.
     #[serde(default)]
     pub body_ref: Option<String>,
-    /// A new topic (one line of plain text, at most 80 characters); omit it to keep the current
-    /// one.
+    /// A new topic (omit to keep it).
     #[serde(default)]
     pub topic: Option<String>,
-    /// What changed and why (at most 4000 characters); kept in message_history.
+    /// What changed and why.
     #[serde(default)]
     pub note: Option<String>,
 }
@@ -66,28 +64,23 @@ pub struct ReviseParams {
 /// Parameters of pin_set.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PinSetParams {
-    /// The pin key (at most 80 characters). 'team-charter', 'contract-version' and 'glossary'
-    /// are protected from their first version; a key ever written with approved_by stays
+    /// The pin key. team-charter, contract-version, glossary and any key once approved are
     /// protected.
     pub key: String,
-    /// Title of this version (one line of plain text, at most 200 characters).
+    /// Title of this version (one line).
     pub title: String,
-    /// A free version label (at most 80 characters), e.g. "v3" or "2026-11-30".
+    /// A version label, e.g. "v3".
     pub version: String,
-    /// The verbatim text of this version: for an approved change, the text that was agreed.
-    /// Required unless body_ref is given.
+    /// The text (for an approved change, the agreed text), or body_ref.
     #[serde(default)]
     pub body: String,
-    /// Instead of body: the id of a sealed upload (anyone's) whose text is this version's body
-    /// exactly. Pass body or body_ref, not both.
+    /// Instead of body: a sealed upload's id.
     #[serde(default)]
     pub body_ref: Option<String>,
-    /// Id of the proposal (kind='proc', pin_key=key) every needed role agreed to. Required on
-    /// a protected key; one proposal approves one version.
+    /// The agreed proposal for this key; required on a protected key.
     #[serde(default)]
     pub approved_by: Option<String>,
-    /// True: run every check and write nothing; answers {ok, problem, missing_agrees} or
-    /// {ok, would_write}.
+    /// True: check only, write nothing.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -108,7 +101,7 @@ pub struct PinListParams {}
 pub struct PinHistoryParams {
     /// The pin key.
     pub key: String,
-    /// Projection: a list of field names, or "headers" for everything but the bodies.
+    /// Field names, or "headers" (all but bodies).
     #[serde(default)]
     pub fields: Option<FieldsArg>,
 }
@@ -116,16 +109,14 @@ pub struct PinHistoryParams {
 /// Parameters of acknowledge.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AcknowledgeParams {
-    /// The message you decide on (not your own).
+    /// The message (not your own).
     pub message_id: String,
-    /// agree, reject, needs_changes, or void (the subject is gone: from a voter it ends the
-    /// round; it never counts as agreement).
+    /// agree, reject, needs_changes or void (the subject is gone).
     pub decision: String,
-    /// Why (at most 4000 characters).
+    /// Why.
     #[serde(default)]
     pub note: Option<String>,
-    /// The body_sha256 of the text you read. If the author revised it since, the vote is
-    /// refused instead of landing on a text you did not read.
+    /// The body_sha256 you read: refused if the text changed since.
     #[serde(default)]
     pub expect_body_sha256: Option<String>,
 }
@@ -135,8 +126,7 @@ pub struct AcknowledgeParams {
 pub struct GetAcknowledgementsParams {
     /// The message.
     pub message_id: String,
-    /// "headers" for the tally only (agreed, needed, missing, decisions, voters, …) without the
-    /// notes, or a list of field names.
+    /// "headers" (the tally without notes), or field names.
     #[serde(default)]
     pub fields: Option<FieldsArg>,
 }
@@ -144,31 +134,28 @@ pub struct GetAcknowledgementsParams {
 /// Parameters of backfill_superseded.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BackfillParams {
-    /// True (default): preview only, nothing changes. False: apply (needs ids, expect_count,
-    /// key and word_message_id).
+    /// True: preview only. False: apply (needs ids, expect_count, key, word_message_id).
     #[serde(default = "yes")]
     pub dry_run: bool,
-    /// The messages to retire: exactly those you reviewed in the preview (narrows a preview).
+    /// The messages to retire, as reviewed in the preview.
     #[serde(default)]
     pub ids: Option<Vec<String>>,
-    /// Projection of the preview rows: a list of field names, or "headers".
+    /// Field names of preview rows, or "headers".
     #[serde(default)]
     pub fields: Option<FieldsArg>,
-    /// The pin key(s) this pass settles: one key or a list (narrows the key rows of a preview).
+    /// The pin key(s) this pass settles.
     #[serde(default)]
     pub key: Option<OneOrMany>,
-    /// One message per key, in the same order: where the key's owner (the role that wrote its
-    /// current version) agreed to this cleanup.
+    /// Per key, in order: the message where its owner agreed to this cleanup.
     #[serde(default)]
     pub word_message_id: Option<OneOrMany>,
-    /// The number of ids, taken independently from the message carrying the owner's word; a
-    /// mismatch retires nothing.
+    /// The number of ids, counted independently; a mismatch retires nothing.
     #[serde(default)]
     pub expect_count: Option<i64>,
-    /// The preview's generated_at: ids retired by someone else since then are named.
+    /// The preview's generated_at.
     #[serde(default)]
     pub snapshot_at: Option<String>,
-    /// Also show (and allow retiring) proposals that only cite a candidate as #id.
+    /// Also proposals that only cite a candidate as #id.
     #[serde(default)]
     pub include_by_reference: bool,
 }
@@ -176,21 +163,17 @@ pub struct BackfillParams {
 /// Parameters of undo_backfill.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct UndoBackfillParams {
-    /// The messages a cleanup pass retired that should be live again.
+    /// Messages a cleanup pass retired.
     pub ids: Vec<String>,
-    /// Why (at most 4000 characters); kept in message_history.
+    /// Why.
     #[serde(default)]
     pub reason: Option<String>,
 }
 
 #[tool_router(router = consent_router, vis = "pub(super)")]
 impl Server {
-    #[tool(output_schema = super::output_schema::<DatedListing<Projected<MessageView>>>(), description = concat!("Proposals (kind='proc') waiting for a decision from `to_role` \
-        (default: you), oldest first: addressed to it, live, asking for a decision, not a nudge, it \
-        is among the declared voters (if any), and it has not voted on the current text. Any \
-        decision (void included) takes one off the list; a revision puts it back. Rows carry acks \
-        {agreed, needed, missing}, age_days and `obligation` (the debt side, if any), plus \
-        generated_at. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<DatedListing<Projected<MessageView>>>(), description = concat!("Proposals awaiting a decision from `to_role` (default: you) on \
+        their current text, oldest first, with acks {agreed, needed, missing}. ", super::provenance!()),
         annotations(title = "Proposals awaiting your decision", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn awaiting_ack(
         &self,
@@ -209,12 +192,8 @@ impl Server {
         .await
     }
 
-    /// Re-issue the body (and optionally the topic) of YOUR OWN message under the same id,
-    /// instead of sending a second version. Every earlier vote goes stale (it was cast on other
-    /// bytes) and the proposal returns to those voters' awaiting_ack. Refused for someone else's
-    /// message (PermissionError) and for a proposal that already approved a pin version.
-    /// Returns {id, unchanged, revised_at, previous_body_sha256, quenched_votes, body_sha256, …};
-    /// the same text again is {unchanged: true} and records nothing.
+    /// Re-issue YOUR OWN message's body (and topic) under the same id instead of a second
+    /// version. Earlier votes go stale and voters are asked again.
     #[tool(output_schema = super::output_schema::<crate::app::revise::Revision>(), annotations(
         title = "Revise your message",
         read_only_hint = false,
@@ -241,13 +220,9 @@ impl Server {
         .await
     }
 
-    /// Write a new version of a pin (a versioned rule everyone reads). Free keys accept any
-    /// write; a protected key needs approved_by: a proposal for this key that every needed role
-    /// agreed to on its current text, while the current version was in place; one proposal
-    /// approves one version. dry_run=true runs the very same checks and writes nothing. A
-    /// successful write retires the live proposals for the key and their nudges. Returns {key,
-    /// version, updated_by, updated_at, approved_by, body_sha256, body_length_bytes,
-    /// body_length_chars, superseded}.
+    /// Write a new version of a pin (a versioned rule everyone reads). A protected key needs
+    /// approved_by: a proposal for it every needed role agreed to; one proposal, one version.
+    /// Retires the key's live proposals.
     #[tool(output_schema = super::output_schema::<crate::app::pin::PinWrite>(), annotations(
         title = "Set a pin",
         read_only_hint = false,
@@ -276,8 +251,7 @@ impl Server {
         .await
     }
 
-    #[tool(output_schema = super::output_schema::<crate::app::pin::PinLookup>(), description = concat!("The current version of a pin with its body and digests \
-        (body_sha256, body_length_bytes, body_length_chars), or null for a key never written. ",
+    #[tool(output_schema = super::output_schema::<crate::app::pin::PinLookup>(), description = concat!("A pin's current version with body and digests, or null. ",
         super::provenance!()),
         annotations(title = "Read a pin", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn pin_get(
@@ -287,8 +261,7 @@ impl Server {
         self.run(move |s| pin::pin_get(s, &p.key)).await
     }
 
-    /// The current version of every pin, without bodies, ordered by key: compare the digests
-    /// with your local copies in one call.
+    /// Every pin's current version, without bodies, by key.
     #[tool(output_schema = super::output_schema::<Listing<crate::app::pin::PinSummary>>(), annotations(
         title = "List pins",
         read_only_hint = true,
@@ -303,8 +276,7 @@ impl Server {
         self.run(pin::pin_list).await
     }
 
-    #[tool(output_schema = super::output_schema::<Listing<Projected<crate::app::pin::PinVersion>>>(), description = concat!("Every version of a pin, newest first ([] for a key never \
-        written). ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<Listing<Projected<crate::app::pin::PinVersion>>>(), description = concat!("Every version of a pin, newest first. ", super::provenance!()),
         annotations(title = "Pin history", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn pin_history(
         &self,
@@ -314,12 +286,8 @@ impl Server {
             .await
     }
 
-    /// Record your decision on a message (any kind; proposals are what awaiting_ack lists): agree,
-    /// reject, needs_changes, or void (the subject is gone; from a voter it ends the round). The
-    /// vote is bound to the exact text (its digest): a later revision makes it stale. Repeating
-    /// replaces your previous vote. You cannot vote on your own message. Side effect: your nudges
-    /// about this message retire. Returns {message_id, role, decision, note, created_at,
-    /// superseded}.
+    /// Vote on a message's current text: agree, reject, needs_changes or void. A revision
+    /// makes it stale; voting again replaces it. Not on your own message.
     #[tool(output_schema = super::output_schema::<crate::app::vote::Vote>(), annotations(
         title = "Acknowledge (vote)",
         read_only_hint = false,
@@ -343,11 +311,8 @@ impl Server {
         .await
     }
 
-    /// The consent state of a message: the votes on record and, more usefully, `missing` (the
-    /// electorate members without a current agree). needed counts the electorate: declared
-    /// voters, else recipients, never the author. Votes from outside it are listed
-    /// (from_non_voters / from_non_recipients), never counted; votes on an earlier text are under
-    /// quenched_by_revision. fields="headers" gives the tally without notes.
+    /// The votes on a message and `missing`: who still owes an agree (declared voters, else
+    /// recipients). Votes on an earlier text are under quenched_by_revision.
     #[tool(output_schema = super::output_schema::<Projected<crate::app::vote::Tally>>(), annotations(
         title = "Votes on a message",
         read_only_hint = true,
@@ -363,14 +328,9 @@ impl Server {
             .await
     }
 
-    /// A one-off cleanup applying the retirement rules to history written before they
-    /// existed: live proposals settled by a pin version (key rows), messages about a dead
-    /// target (target rows), and, on request, proposals citing those (reference rows). Never
-    /// retires by age; approval records are never candidates. dry_run=true (default) previews
-    /// {would_retire, count, would_cascade, not_candidates, multi_claimed, total_candidates,
-    /// excluded, generated_at}. Applying needs ids (those reviewed), expect_count (counted
-    /// independently), and key + word_message_id (each key's owner's go-ahead); any mismatch
-    /// retires nothing. The only retirement that undo_backfill can reverse.
+    /// One-off cleanup: retire old proposals settled by a pin version and messages about a
+    /// dead target. Previews by default; applying needs the reviewed ids, their count and each
+    /// key owner's go-ahead. undo_backfill reverses it.
     #[tool(output_schema = super::output_schema::<crate::app::backfill::BackfillOutcome>(), annotations(
         title = "Cleanup pass (preview or apply)",
         read_only_hint = false,
@@ -400,10 +360,8 @@ impl Server {
         .await
     }
 
-    /// Restore messages a cleanup pass (backfill_superseded) retired, and only those:
-    /// retirements by the live rules (a pin write, a vote, a deletion) stay. Allowed to the role
-    /// that ran the pass or the owner of a key it named. Returns {restored, refused}; refused
-    /// when nothing could be restored.
+    /// Restore messages backfill_superseded retired (only those). For the role that ran it or a
+    /// key's owner.
     #[tool(output_schema = super::output_schema::<crate::app::backfill::Restoration>(), annotations(
         title = "Undo a cleanup pass",
         read_only_hint = false,

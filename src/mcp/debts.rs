@@ -22,9 +22,9 @@ fn fifty() -> i64 {
 /// Parameters of resolve_message.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ResolveParams {
-    /// The debt to resolve (an unambiguous id prefix of 6+ hex characters).
+    /// The debt.
     pub message_id: String,
-    /// What was done, or why it is withdrawn (at most 4000 characters).
+    /// What was done, or why it is withdrawn.
     #[serde(default)]
     pub resolution_note: Option<String>,
 }
@@ -32,9 +32,9 @@ pub struct ResolveParams {
 /// Parameters of confirm_resolution.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ConfirmParams {
-    /// The resolved debt to confirm.
+    /// The resolved debt.
     pub message_id: String,
-    /// Optional remark (at most 4000 characters).
+    /// A remark.
     #[serde(default)]
     pub note: Option<String>,
 }
@@ -42,9 +42,9 @@ pub struct ConfirmParams {
 /// Parameters of reopen_message.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReopenParams {
-    /// The resolved debt to reopen.
+    /// The resolved debt.
     pub message_id: String,
-    /// Why it is not done (at most 4000 characters).
+    /// Why it is not done.
     #[serde(default)]
     pub reason: Option<String>,
 }
@@ -52,13 +52,13 @@ pub struct ReopenParams {
 /// Parameters of open_obligations.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OpenObligationsParams {
-    /// Whose debts to list (default: your own role); any role may look at any other.
+    /// Whose debts (default: yours).
     #[serde(default)]
     pub to_role: Option<String>,
-    /// How many of the newest to return, 1 to 1000 (default 100).
+    /// How many of the newest, 1 to 1000.
     #[serde(default = "hundred")]
     pub limit: i64,
-    /// Projection: a list of field names, or "headers" for everything but the bodies.
+    /// Field names, or "headers" (all but bodies).
     #[serde(default)]
     pub fields: Option<FieldsArg>,
 }
@@ -68,13 +68,12 @@ pub struct OpenObligationsParams {
 pub struct SetWorkStatusParams {
     /// The message whose work moves.
     pub message_id: String,
-    /// One of proposed, in_progress, done_local, needs_you, done, blocked. 'done' needs the
-    /// current status to be 'done_local', set by the other side.
+    /// proposed, in_progress, done_local, needs_you, done or blocked.
     pub work_status: String,
-    /// Why (at most 4000 characters); kept in message_history.
+    /// Why (kept in message_history).
     #[serde(default)]
     pub note: Option<String>,
-    /// With 'blocked' only: the open debt this work waits for.
+    /// With blocked: the open debt it waits for.
     #[serde(default)]
     pub blocked_by: Option<String>,
 }
@@ -82,10 +81,10 @@ pub struct SetWorkStatusParams {
 /// Parameters of ready_work.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadyWorkParams {
-    /// How many to return, oldest first, 1 to 1000 (default 50).
+    /// How many, oldest first, 1 to 1000.
     #[serde(default = "fifty")]
     pub limit: i64,
-    /// Projection: a list of field names, or "headers" for everything but the bodies.
+    /// Field names, or "headers" (all but bodies).
     #[serde(default)]
     pub fields: Option<FieldsArg>,
 }
@@ -93,17 +92,14 @@ pub struct ReadyWorkParams {
 /// Parameters of message_history.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct HistoryParams {
-    /// The message (an unambiguous id prefix of 6+ hex characters).
+    /// The message.
     pub message_id: String,
 }
 
 #[tool_router(router = debts_router, vis = "pub(super)")]
 impl Server {
-    /// Resolve a debt (an action_required message) you are party to: the addressee when the
-    /// work is done, or the author withdrawing it. The other side then confirms it
-    /// (confirm_resolution) or reopens it; until then it stays in their resolved_for_you.
-    /// Returns the resolution and `unblocked`: tasks that were blocked on this debt. Resolving
-    /// twice keeps the first note (already_resolved=true).
+    /// Resolve a debt you are party to: done (addressee) or withdrawn (author). The other side
+    /// then confirms or reopens it. Returns the resolution and `unblocked` tasks.
     #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Resolution>(), annotations(
         title = "Resolve a debt",
         read_only_hint = false,
@@ -119,8 +115,7 @@ impl Server {
             .await
     }
 
-    /// Confirm the other side's resolution of a debt, closing it for good. The resolver can
-    /// never confirm its own resolution. Refused when the debt is not resolved.
+    /// Confirm the other side's resolution of a debt, closing it. Never your own.
     #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Confirmation>(), annotations(
         title = "Confirm a resolution",
         read_only_hint = false,
@@ -136,8 +131,7 @@ impl Server {
             .await
     }
 
-    /// Reopen a resolved debt (also after it was confirmed) when the work is not actually
-    /// done. It goes back to open for its addressee; its work status is left as it is.
+    /// Reopen a resolved (or confirmed) debt whose work is not done.
     #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Reopening>(), annotations(
         title = "Reopen a debt",
         read_only_hint = false,
@@ -153,9 +147,8 @@ impl Server {
             .await
     }
 
-    /// How much a role owes: its open debts, newest first, each with age_days (since it was
-    /// raised) and idle_days (since it last moved: a resolve, reopen or status change). Idle is
-    /// the number that finds forgotten work. Nothing ever closes on either number.
+    /// A role's open debts, newest first, with age_days and idle_days (since it last moved:
+    /// what finds forgotten work).
     #[tool(output_schema = super::output_schema::<DatedListing<Projected<MessageView>>>(), annotations(
         title = "Open obligations",
         read_only_hint = true,
@@ -173,12 +166,8 @@ impl Server {
         .await
     }
 
-    /// Move the work status of an existing message (do not send a new message for progress).
-    /// Either party may; a third role may not. Any value may follow any other, except 'done',
-    /// which needs 'done_local' first and the OTHER side to set it. 'needs_you' puts the ball
-    /// with the other participant. Re-setting the current value is a no-op for whoever set it
-    /// and a real, audited move for the other side. 'blocked' may name blocked_by: an open debt;
-    /// when it is resolved the task shows up as unblocked and in ready_work.
+    /// Move a message's work status (either party). 'done' needs 'done_local' first, set by
+    /// the OTHER side; 'needs_you' hands the ball over; 'blocked' may name blocked_by.
     #[tool(output_schema = super::output_schema::<crate::app::lifecycle::WorkStatusSet>(), annotations(
         title = "Set work status",
         read_only_hint = false,
@@ -202,9 +191,7 @@ impl Server {
         .await
     }
 
-    /// What you can start now: your open debts that are not waiting behind a live blocker,
-    /// oldest first, with age_days and idle_days. A blocked task whose blocker was resolved or
-    /// deleted is included: resuming it is your move (set_work_status).
+    /// What you can start now: your open debts not behind a live blocker, oldest first.
     #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
         title = "Ready work",
         read_only_hint = true,
@@ -220,8 +207,8 @@ impl Server {
             .await
     }
 
-    /// The audit trail of a message, oldest first: every resolve, reopen, confirmation and
-    /// work-status move (a status given at send time included), with who, when and the note.
+    /// A message's audit trail, oldest first: resolves, reopens, confirmations, status moves,
+    /// revisions.
     #[tool(output_schema = super::output_schema::<Listing<crate::app::lifecycle::Event>>(), annotations(
         title = "Message history",
         read_only_hint = true,
@@ -237,14 +224,8 @@ impl Server {
             .await
     }
 
-    /// Call this first in a session and before you finish. NUMBERS in `counts`: unread mail,
-    /// open debts (and the untaken ones), proposals awaiting your vote; LISTS of what has the
-    /// ball with you: unblocked, needs_you, awaiting_done, resolved_for_you, plus your
-    /// in_progress and blocked work. unread, open_obligations and awaiting_ack are counts —
-    /// fetch them with read_inbox, open_obligations and awaiting_ack. `conflicted` lists your
-    /// moves that lost to a concurrent one on another machine; `alarms` reports trouble in the
-    /// channel folder (tell your user); `held` counts records dated ahead of this machine's
-    /// clock; `tentative_since` says from when the order may still change as devices sync.
+    /// Call first and before you finish: `counts` (unread, open debts, votes owed), lists of
+    /// what has the ball with you, `alarms` to tell your user.
     #[tool(output_schema = super::output_schema::<crate::app::status::ChannelStatus>(), annotations(
         title = "Channel status",
         read_only_hint = false,

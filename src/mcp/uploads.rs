@@ -12,15 +12,12 @@ use crate::app::upload;
 /// Parameters of upload_content.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct UploadContentParams {
-    /// The text to store (required, non-empty). Counted in UTF-8 bytes against the 8 MiB
-    /// (8388608 bytes) limit of one upload; it is stored exactly, with no trimming or newline
-    /// conversion.
+    /// The text, stored exactly (an upload holds at most 8 MiB).
     pub text: String,
-    /// Omit to start a new upload holding `text`; pass the id of your own unsealed upload
-    /// (any unambiguous prefix of 6+ hex characters) to append `text` to it.
+    /// Your unsealed upload to append to; omit to start one.
     #[serde(default)]
     pub upload_id: Option<String>,
-    /// A short name for a new upload, at most 80 characters (ignored when appending).
+    /// A short name for a new upload.
     #[serde(default)]
     pub label: Option<String>,
 }
@@ -28,29 +25,24 @@ pub struct UploadContentParams {
 /// Parameters of seal_content.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SealContentParams {
-    /// Your upload to seal (any unambiguous prefix of 6+ hex characters).
+    /// Your upload.
     pub upload_id: String,
 }
 
 /// Parameters of get_content.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetContentParams {
-    /// The upload to read, anyone's (any unambiguous prefix of 6+ hex characters).
+    /// The upload (anyone's).
     pub upload_id: String,
-    /// True to include the text as `body`; by default only the state and digests.
+    /// True: include the text as `body`.
     #[serde(default)]
     pub with_body: bool,
 }
 
 #[tool_router(router = uploads_router, vis = "pub(super)")]
 impl Server {
-    /// Store a document too large for one message (inline bodies stop at 256 KiB), or one
-    /// whose digest should be published on its own. Without upload_id, starts a new upload
-    /// holding text; with it, appends text to your own unsealed upload. Then seal_content it
-    /// and pass its id as body_ref. Returns {upload_id, uploaded_by, label, sealed, created_at,
-    /// sealed_at, sha256, length_bytes, length_chars, note}. Refuses: an unknown upload,
-    /// someone else's upload (PermissionError), a sealed upload, and an append that would take
-    /// the upload over 8 MiB (the refusal gives the size it would reach; nothing is appended).
+    /// Store a document too large for a message (over 256 KiB): start an upload, append to
+    /// it, seal_content it, then pass its id as body_ref. Returns the upload's state.
     #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), annotations(
         title = "Upload content",
         read_only_hint = false,
@@ -68,10 +60,7 @@ impl Server {
         .await
     }
 
-    /// Seal your upload: its bytes never change again and its sha256 and lengths are final,
-    /// so it can be used as body_ref by send_message, revise_message and pin_set. Uploader
-    /// only (PermissionError otherwise). Sealing a sealed upload again writes nothing. Returns
-    /// the upload's state.
+    /// Seal your upload: final bytes and sha256, usable as body_ref. Returns its state.
     #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), annotations(
         title = "Seal an upload",
         read_only_hint = false,
@@ -87,10 +76,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), description = concat!("Read any upload back: its state and digests {upload_id, \
-        uploaded_by, label, sealed, created_at, sealed_at, sha256, length_bytes, length_chars, \
-        note}, plus the text as `body` with with_body=true. The upload's sha256 covers the \
-        document alone. An unknown upload is refused. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), description = concat!("Any upload's state and digests, and its text with with_body=true. ", super::provenance!()),
         annotations(title = "Get an upload", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn get_content(
         &self,

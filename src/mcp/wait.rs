@@ -35,18 +35,18 @@ fn yes() -> bool {
 /// Parameters of wait_for_reply.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WaitForReplyParams {
-    /// The message whose reply you wait for.
+    /// Your message.
     pub message_id: String,
-    /// Seconds to wait, 0 to 3600; one call waits at most 50 (default 50). Call again to wait longer.
+    /// Seconds to wait (one call waits at most 50).
     #[serde(default = "fifty")]
     pub timeout_s: f64,
-    /// Seconds between rescans of the folder when no change event comes, 0.1 to 60 (default 1).
+    /// Seconds between folder rescans, 0.1 to 60.
     #[serde(default = "one")]
     pub poll_interval_s: f64,
-    /// Only replies that arrived after this message count (an id you already have).
+    /// Only replies after this message.
     #[serde(default)]
     pub after_id: Option<String>,
-    /// Also return a reply you already marked read (default false).
+    /// Also replies already marked read.
     #[serde(default)]
     pub include_read: bool,
 }
@@ -54,14 +54,13 @@ pub struct WaitForReplyParams {
 /// Parameters of wait_for_mail.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WaitForMailParams {
-    /// Seconds to wait, 0 to 3600; one call waits at most 50 (default 50). Call again to wait longer.
+    /// Seconds to wait (one call waits at most 50).
     #[serde(default = "fifty")]
     pub timeout_s: f64,
-    /// Seconds between rescans of the folder when no change event comes, 0.1 to 60 (default 2).
+    /// Seconds between folder rescans, 0.1 to 60.
     #[serde(default = "two")]
     pub poll_interval_s: f64,
-    /// True (default): what was already waiting at entry does not wake you (it is reported in
-    /// pending_at_entry); false: anything actionable returns at once.
+    /// True: what already waited at entry does not wake you; false: it returns at once.
     #[serde(default = "yes")]
     pub ignore_backlog: bool,
 }
@@ -92,11 +91,8 @@ async fn nap(
 
 #[tool_router(router = wait_router, vis = "pub(super)")]
 impl Server {
-    /// Sleep inside the channel until a reply to one of your messages arrives: the earliest
-    /// reply addressed to you that you have not marked read (or any, with include_read), after
-    /// after_id if given. Returns that message as soon as it is there; otherwise, after at most
-    /// 50 s per call, {timed_out: true, retry: true} — call again to keep waiting; nothing is
-    /// lost between calls.
+    /// Wait for an unread reply to your message and return it, or after at most 50 s
+    /// {timed_out, retry}: call again.
     #[tool(output_schema = super::output_schema::<crate::app::wait::ReplyWait>(), annotations(
         title = "Wait for a reply",
         read_only_hint = true,
@@ -141,13 +137,8 @@ impl Server {
         }
     }
 
-    /// Sleep inside the channel until something NEW calls for you: mail, a debt, a resolution
-    /// to confirm, a task unblocked, the ball coming back (the actionable counters of
-    /// channel_status). It wakes on new items, not on counts; what was already waiting at entry
-    /// is reported in pending_at_entry and does not wake you (unless ignore_backlog=false).
-    /// Returns {pending: {counter: count}, pending_at_entry, timed_out: false}, or after at most
-    /// 50 s per call {timed_out: true, retry: true, pending_at_entry} — call again to keep
-    /// waiting; nothing is lost between calls.
+    /// Wait until something NEW calls for you: returns {pending}, or after at most 50 s
+    /// {timed_out, retry}: call again.
     #[tool(output_schema = super::output_schema::<crate::app::wait::MailWait>(), annotations(
         title = "Wait for mail",
         read_only_hint = true,
