@@ -25,7 +25,7 @@ fn fifty() -> i64 {
 pub struct SendMessageParams {
     /// A role, a list of roles, or "*" (every other role).
     pub to: ToArg,
-    /// One plain line, at most 80 characters; details go in the body.
+    /// One plain line, at most 80 characters.
     pub topic: String,
     /// The text (non-empty unless body_ref; at most 256 KiB).
     #[serde(default)]
@@ -101,7 +101,7 @@ pub struct DeleteMessageParams {
 impl Server {
     /// Post a message. Progress on an existing one is set_work_status, not a new message.
     /// action_required=true makes a debt, open until the addressee resolves it and you
-    /// confirm.
+    /// confirm. Refuses a topic over 80 characters.
     #[tool(output_schema = super::output_schema::<crate::app::send::Sent>(), annotations(
         title = "Send a message",
         read_only_hint = false,

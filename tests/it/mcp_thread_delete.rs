@@ -285,9 +285,11 @@ async fn server_build_and_get_protocol() {
             "whats_new",
             "shipped",
             "not_shipped",
-            "source"
+            "source",
+            "toolsets"
         ]
     );
+    assert_eq!(v["toolsets"], json!(["all"]));
     assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
     assert!(
         v["build"]
