@@ -13,9 +13,12 @@
 //!   [`NULL_IS_AN_ANSWER`] and published as `anyOf` with a `null` branch;
 //! - inlines `$ref`s (no `$defs`), and keeps descriptions on parameters only;
 //! - describes a result to one level: the root's fields with their types, a
-//!   list's items as objects or scalars, nested objects as `object`. An answer
-//!   validates against it as it did against the full schema, and the tool's
-//!   description and get_protocol say what the nested fields hold.
+//!   list's scalar items, nested objects as `object`, nullable fields left
+//!   out. An answer validates against it as it did against the full schema,
+//!   and get_protocol says what the nested fields hold. Nothing is marked
+//!   `required`: a refusal's `structuredContent` is `{error, message}`, and
+//!   some clients (MCP Inspector 2.12) check it against the same schema and
+//!   show a validation error instead of the refusal.
 
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
@@ -158,11 +161,6 @@ pub fn lean_output(schema: &JsonObject) -> JsonObject {
 /// A result's schema to one level below the root: `depth` is how far `node`
 /// is from it.
 fn lean_result(node: &Value, defs: &Value, depth: usize) -> JsonObject {
-    lean_form(node, defs, depth, false)
-}
-
-/// [`lean_result`] of `node`, which is one of several `alternative` forms.
-fn lean_form(node: &Value, defs: &Value, depth: usize, alternative: bool) -> JsonObject {
     let node = resolve(node, defs);
     let mut out = JsonObject::new();
     let Some(node) = node.as_object() else {
@@ -176,7 +174,7 @@ fn lean_form(node: &Value, defs: &Value, depth: usize, alternative: bool) -> Jso
     let mut branches: Vec<Value> = Vec::new();
     if let Some(Value::Array(bs)) = node.get("anyOf").or_else(|| node.get("oneOf")) {
         for b in bs {
-            let b = lean_form(b, defs, depth, true);
+            let b = lean_result(b, defs, depth);
             if b.is_empty() {
                 // A branch that constrains nothing makes the whole node so.
                 return JsonObject::new();
@@ -203,19 +201,13 @@ fn lean_form(node: &Value, defs: &Value, depth: usize, alternative: bool) -> Jso
                     for (name, sub) in named {
                         let sub = lean_result(sub, defs, depth + 1);
                         // A field that may be anything, or null, is left
-                        // out of `properties` (`required` still names it):
-                        // spelling out "T or null" for each of the many
-                        // nullable fields would double a result's schema.
+                        // out: spelling out "T or null" for each of the
+                        // many nullable fields would double the schema.
                         if !sub.is_empty() && !admits_null(&sub) {
                             props.insert(name.clone(), Value::Object(sub));
                         }
                     }
                     one.insert("properties".into(), Value::Object(props));
-                }
-                // The fields an answer always has; said for the answer
-                // itself, not for each of its alternative forms.
-                if let Some(required) = node.get("required").filter(|_| !alternative) {
-                    one.insert("required".into(), required.clone());
                 }
             }
             Some("array") if depth <= 1 => {
@@ -388,7 +380,7 @@ mod tests {
             Value::Object(lean_output(&derived)),
             json!({"type": "object", "properties": {
                 "result": {"type": "array"},
-            }, "required": ["result"]})
+            }})
         );
     }
 }

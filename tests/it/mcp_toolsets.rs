@@ -110,6 +110,22 @@ fn tools_list_fits_its_budget_and_writes_no_type_list() {
         }
     }
     assert!(found.is_empty(), "type lists: {found:#?}");
+    // A refusal's structuredContent ({error, message}) must pass the tool's
+    // outputSchema too, for clients that check it (MCP Inspector 2.12 shows
+    // a validation error instead of the refusal otherwise).
+    for t in tools {
+        let out = &t["outputSchema"];
+        let text = out.to_string();
+        assert!(!text.contains("\"required\""), "{}: {text}", t["name"]);
+        for field in ["error", "message"] {
+            let declared = &out["properties"][field];
+            assert!(
+                declared.is_null() || declared == &json!({"type": "string"}),
+                "{}: {field} is {declared}",
+                t["name"]
+            );
+        }
+    }
     // A parameter whose null is an answer says so portably.
     let send = tools.iter().find(|t| t["name"] == "send_message").unwrap();
     assert_eq!(
