@@ -147,10 +147,10 @@ fn fits(value: &Value, schema: &Value, defs: &Value) -> bool {
     let Some(s) = schema.as_object() else {
         return true;
     };
-    if let Some(Value::Array(branches)) = s.get("anyOf").or_else(|| s.get("oneOf")) {
-        if !branches.iter().any(|b| fits(value, b, defs)) {
-            return false;
-        }
+    if let Some(Value::Array(branches)) = s.get("anyOf").or_else(|| s.get("oneOf"))
+        && !branches.iter().any(|b| fits(value, b, defs))
+    {
+        return false;
     }
     let type_ok = match s.get("type") {
         Some(Value::String(t)) => has_type(value, t),

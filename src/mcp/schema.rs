@@ -78,10 +78,8 @@ fn lean_parameter(node: &Value, defs: &Value, described: bool) -> JsonObject {
     let Some(node) = node.as_object() else {
         return out;
     };
-    if described {
-        if let Some(Value::String(d)) = node.get("description") {
-            out.insert("description".into(), json!(one_line(d)));
-        }
+    if described && let Some(Value::String(d)) = node.get("description") {
+        out.insert("description".into(), json!(one_line(d)));
     }
     let keeps_null = node.get(NULL_IS_AN_ANSWER) == Some(&Value::Bool(true));
     match node.get("type") {
@@ -241,10 +239,10 @@ fn lean_result(node: &Value, defs: &Value, depth: usize) -> JsonObject {
             let _ = typed;
         }
     }
-    if branches.len() == 1 {
-        if let Some(Value::Object(only)) = branches.pop() {
-            return only;
-        }
+    if branches.len() == 1
+        && let Some(Value::Object(only)) = branches.pop()
+    {
+        return only;
     }
     out.insert("anyOf".into(), Value::Array(branches));
     out
