@@ -225,9 +225,18 @@ fn run_bounded(mut c: Command, what: &str, limit: Duration) -> Ran {
 
 /// Kills a child started in its own process group, with everything it started.
 fn kill_group(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", &format!("-{}", child.id())])
-        .status();
+    let pid = child.id();
+    // Never a group number that means something else: 0 is our own group, 1 is every
+    // process. The signal is spelled `-s KILL --` because procps' `kill` reads
+    // `-KILL -<pid>` as options and can end up signalling -1, that is, everything.
+    if pid > 1 {
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{pid}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -253,7 +262,6 @@ impl ModelApi {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .process_group(0)
             .spawn()
             .expect("python3 runs the model API stand-in");
         let mut line = String::new();
@@ -265,7 +273,8 @@ impl ModelApi {
             .strip_prefix("PORT ")
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| {
-                kill_group(&mut child);
+                let _ = child.kill();
+                let _ = child.wait();
                 panic!("the model API stand-in did not start: {line:?}")
             });
         Self {
@@ -297,7 +306,8 @@ impl ModelApi {
 
 impl Drop for ModelApi {
     fn drop(&mut self) {
-        kill_group(&mut self.child);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
