@@ -380,6 +380,27 @@ fn assert_tools_listed(first: &Value, client: &str) {
     }
 }
 
+/// The Stop hook held the first stop (a debt is open) and let the next one through: the
+/// model was asked once more, with the hook's reason, and that was the last request.
+fn assert_stop_held_once(turns: &[Value], context: &str) {
+    let reason = format!("channel has pending items for '{ME}'");
+    let with_reason: Vec<usize> = (0..turns.len())
+        .filter(|&i| contains_text(&turns[i], &reason))
+        .collect();
+    let Some(&first_reason) = with_reason.first() else {
+        panic!(
+            "no request carried the Stop hook's reason ({reason:?}): the stop was not held\n{context}"
+        )
+    };
+    assert_eq!(
+        first_reason,
+        turns.len() - 1,
+        "after the Stop hook's reason the model was asked {} more times: the next stop was \
+         held too\n{context}",
+        turns.len() - 1 - first_reason
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // MCP Inspector
 
@@ -495,24 +516,8 @@ fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
         "{PEER}'s inbox lacks the message Claude Code sent: {inbox:?}\n{context}"
     );
 
-    // The Stop hook held the first stop (a debt is open) and let the next one through:
-    // the model was asked once more, with the hook's reason, and the run then ended.
-    let reason = format!("channel has pending items for '{ME}'");
-    let with_reason: Vec<usize> = (0..turns.len())
-        .filter(|&i| contains_text(&turns[i], &reason))
-        .collect();
-    assert!(
-        !with_reason.is_empty(),
-        "no request carried the Stop hook's reason ({reason:?}): the stop was not held\n{context}"
-    );
-    let first_reason = with_reason[0];
-    assert_eq!(
-        first_reason,
-        turns.len() - 1,
-        "after the Stop hook's reason the model was asked {} more times: the next stop was \
-         held too\n{context}",
-        turns.len() - 1 - first_reason
-    );
+    // The Stop hook held the first stop (a debt is open) and let the next one through.
+    assert_stop_held_once(&turns, &context);
     let result: Value = serde_json::from_str(ran.stdout.trim())
         .unwrap_or_else(|e| panic!("claude's --output-format json is not JSON ({e})\n{context}"));
     assert_eq!(
@@ -525,14 +530,13 @@ fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
 // ---------------------------------------------------------------------------------------
 // Codex CLI
 
-#[test]
-fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
+/// A world wired for Codex: the user's own configuration (a model provider at the
+/// stand-in, whose scripted call sends `topic` to PEER), then `install codex --apply`.
+fn codex_world(topic: &str) -> (World, ModelApi) {
     let w = World::new("codex");
-    // The user's own Codex configuration: a model provider at the stand-in. `install`
-    // adds the channel's server to it.
     let api = ModelApi::start(
         w.tmp.path(),
-        &json!({"to": PEER, "topic": "hello from codex", "body": "sent through the real client"}),
+        &json!({"to": PEER, "topic": topic, "body": "sent through the real client"}),
     );
     let codex_home = w.home.join(".codex");
     fs::create_dir_all(&codex_home).unwrap();
@@ -551,13 +555,19 @@ fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
     )
     .unwrap();
     w.cs_ok(&["--role", ME, "install", "codex", "--apply"]);
-    let note = fs::read_to_string(w.project.join("AGENTS.md")).expect("install wrote AGENTS.md");
+    (w, api)
+}
 
+/// Runs `codex exec PROMPT` (with `extra` arguments first); returns the run, the
+/// conversation's requests and a description of both for failure messages.
+fn codex_exec(w: &World, api: &ModelApi, extra: &[&str]) -> (Ran, Vec<Value>, String) {
     let mut c = w.command("codex");
-    c.args(["exec", "--json", "Tell the backend hello."])
+    c.arg("exec")
+        .args(extra)
+        .args(["--json", "Tell the backend hello."])
         .env("STAND_IN_API_KEY", "sk-stand-in");
     let ran = run_bounded(c, "codex exec", CLIENT_TIMEOUT);
-    let turns = conversation(&api);
+    let turns = conversation(api);
     let context = format!(
         "{}\n--- requests seen: {} in all, {} of the conversation",
         ran.shown(),
@@ -565,6 +575,15 @@ fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
         turns.len()
     );
     assert_eq!(ran.code, Some(0), "codex exec failed\n{context}");
+    (ran, turns, context)
+}
+
+#[test]
+fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
+    let (w, api) = codex_world("hello from codex");
+    let note = fs::read_to_string(w.project.join("AGENTS.md")).expect("install wrote AGENTS.md");
+
+    let (_, turns, context) = codex_exec(&w, &api, &[]);
     let first = turns
         .first()
         .unwrap_or_else(|| panic!("Codex never offered the channel's tools\n{context}"));
@@ -602,4 +621,38 @@ fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
         answered,
         "Codex never sent send_message's result back to the model\n{context}"
     );
+}
+
+/// Codex has SessionStart and Stop hooks too (`$CODEX_HOME/hooks.json`, in Claude Code's
+/// format), but `install codex` does not wire them, and Codex runs a hook only once the
+/// user has reviewed and trusted it. Wired by hand, with that review skipped for the run,
+/// countersign's hooks work under Codex as they do under Claude Code.
+#[test]
+fn codex_runs_the_session_hooks_when_wired_by_hand() {
+    let (w, api) = codex_world("hello from codex, hooked");
+    w.open_debt();
+    let channel = w.project.join(".countersign");
+    let hook = |name: &str| {
+        let words = [bin(), "hook", name, "--role", ME, "--channel"];
+        let mut line: Vec<String> = words.iter().map(|s| format!("'{s}'")).collect();
+        line.push(format!("'{}'", channel.display()));
+        json!([{"hooks": [{"type": "command", "command": line.join(" ")}]}])
+    };
+    fs::write(
+        w.home.join(".codex/hooks.json"),
+        json!({"hooks": {"SessionStart": hook("session-start"), "Stop": hook("stop")}}).to_string(),
+    )
+    .unwrap();
+    let session_start = w.cs_ok(&["--role", ME, "hook", "session-start"]);
+
+    let (_, turns, context) = codex_exec(&w, &api, &["--dangerously-bypass-hook-trust"]);
+    let first = turns
+        .first()
+        .unwrap_or_else(|| panic!("Codex never offered the channel's tools\n{context}"));
+    assert!(
+        contains_text(first, session_start.trim()),
+        "the SessionStart hook's text is not in Codex's first request\n\
+         --- hook text ---\n{session_start}\n{context}"
+    );
+    assert_stop_held_once(&turns, &context);
 }
