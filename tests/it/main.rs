@@ -28,6 +28,7 @@ mod mcp_wait;
 mod mcp_work_status;
 mod membership;
 mod python_client;
+mod real_clients;
 mod search_grammar;
 mod search_snippet;
 mod status_hooks;

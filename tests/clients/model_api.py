@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""A stand-in for the model APIs the real agent clients call, for the end-to-end tests
+(tests/it/real_clients.rs). Python's standard library only.
+
+It serves, on 127.0.0.1 and a free port:
+  - Anthropic's Messages API (POST /v1/messages, streamed as server-sent events or not,
+    and POST /v1/messages/count_tokens), for Claude Code with ANTHROPIC_BASE_URL;
+  - OpenAI's Responses API (POST /v1/responses, streamed) and Chat Completions
+    (POST /v1/chat/completions, streamed), for Codex with a custom `model_providers` entry.
+
+It plays a fixed script, decided from each request alone (so retries and side requests
+cannot put it out of step):
+  - a request that offers no tool named `...send_message` (a title, a summary, a check)
+    is answered with a short text;
+  - a conversation with no tool result yet is answered with one call of that tool,
+    with the arguments given by --send (a JSON object);
+  - any later turn is answered with the final text (--final).
+
+Every request is appended to --record as one JSON line ({"method", "path", "body"}),
+before it is answered, so a test can assert on what the client sent.
+
+The first line on stdout is `PORT <n>` once the server listens; it serves until killed.
+"""
+
+import argparse
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+COUNTER = [0]
+
+
+def next_id(prefix):
+    with LOCK:
+        COUNTER[0] += 1
+        return f"{prefix}_{COUNTER[0]}"
+
+
+def tool_names(body):
+    """The tools a request offers, in every API's shape, as (namespace or None, name)."""
+    names = []
+
+    def walk(tools, namespace):
+        for t in tools or []:
+            if not isinstance(t, dict):
+                continue
+            # A namespace of tools (Codex groups an MCP server's tools under its name).
+            if t.get("type") == "namespace" and isinstance(t.get("tools"), list):
+                walk(t["tools"], t.get("name"))
+                continue
+            if isinstance(t.get("name"), str):
+                names.append((namespace, t["name"]))
+            fn = t.get("function")
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                names.append((namespace, fn["name"]))
+
+    walk(body.get("tools"), None)
+    return names
+
+
+def send_tool(body):
+    """The offered send_message tool as (namespace or None, name), or None."""
+    for namespace, n in tool_names(body):
+        if n == "send_message" or n.endswith("__send_message"):
+            return (namespace, n)
+    return None
+
+
+def has_tool_result(body):
+    """Whether the conversation already holds the result of a tool call."""
+    for m in body.get("messages") or []:  # Anthropic, Chat Completions
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "tool":
+            return True
+        content = m.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    return True
+    items = body.get("input")
+    if isinstance(items, list):  # Responses
+        for item in items:
+            if isinstance(item, dict) and item.get("type") in (
+                "function_call_output",
+                "custom_tool_call_output",
+                "mcp_tool_call_output",
+            ):
+                return True
+    return False
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "model-api-stand-in/1"
+
+    def log_message(self, *args):  # quiet: the record file is the log
+        pass
+
+    # -- plumbing --------------------------------------------------------------------
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            return json.loads(raw) if raw else {}
+        except ValueError:
+            return {"unparsed": raw.decode("utf-8", "replace")}
+
+    def record(self, body):
+        line = json.dumps({"method": self.command, "path": self.path, "body": body})
+        with LOCK:
+            with open(self.server.record, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+    def send_json(self, obj, status=200):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_sse(self, events):
+        """events: (event name or None, data object or string) pairs."""
+        chunks = []
+        for name, data in events:
+            text = data if isinstance(data, str) else json.dumps(data)
+            head = f"event: {name}\n" if name else ""
+            chunks.append(f"{head}data: {text}\n\n")
+        payload = "".join(chunks).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    # -- routes ----------------------------------------------------------------------
+
+    def do_GET(self):
+        self.record(None)
+        path = self.path.split("?")[0]
+        if path.endswith("/models"):
+            self.send_json({"data": [], "object": "list", "has_more": False})
+        else:
+            self.send_json({"error": {"type": "not_found", "message": path}}, 404)
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self):
+        body = self.read_body()
+        self.record(body)
+        path = self.path.split("?")[0]
+        if path.endswith("/messages/count_tokens"):
+            self.send_json({"input_tokens": 100})
+        elif path.endswith("/messages"):
+            self.anthropic(body)
+        elif path.endswith("/responses"):
+            self.openai_responses(body)
+        elif path.endswith("/chat/completions"):
+            self.openai_chat(body)
+        else:
+            self.send_json({"error": {"type": "not_found", "message": path}}, 404)
+
+    def turn(self, body):
+        """("text", text) or ("tool", name, arguments) for this request."""
+        tool = send_tool(body)
+        if tool is None:
+            return ("text", "ok")
+        if has_tool_result(body):
+            return ("text", self.server.final)
+        return ("tool", tool[1], self.server.send_args, tool[0])
+
+    # -- Anthropic Messages ------------------------------------------------------------
+
+    def anthropic(self, body):
+        turn = self.turn(body)
+        model = body.get("model") or "stand-in"
+        usage = {"input_tokens": 100, "output_tokens": 10}
+        if turn[0] == "tool":
+            block = {"type": "tool_use", "id": next_id("toolu"), "name": turn[1], "input": turn[2]}
+            stop = "tool_use"
+        else:
+            block = {"type": "text", "text": turn[1]}
+            stop = "end_turn"
+        message = {
+            "id": next_id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [block],
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        if not body.get("stream"):
+            self.send_json(message)
+            return
+        start = dict(message, content=[], stop_reason=None)
+        if block["type"] == "tool_use":
+            opening = dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opening = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        self.send_sse(
+            [
+                ("message_start", {"type": "message_start", "message": start}),
+                ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": opening}),
+                ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                (
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": 10},
+                    },
+                ),
+                ("message_stop", {"type": "message_stop"}),
+            ]
+        )
+
+    # -- OpenAI Responses --------------------------------------------------------------
+
+    def openai_responses(self, body):
+        turn = self.turn(body)
+        rid = next_id("resp")
+        if turn[0] == "tool":
+            item = {
+                "type": "function_call",
+                "id": next_id("fc"),
+                "call_id": next_id("call"),
+                "name": turn[1],
+                "arguments": json.dumps(turn[2]),
+                "status": "completed",
+            }
+            if turn[3]:
+                item["namespace"] = turn[3]
+        else:
+            item = {
+                "type": "message",
+                "id": next_id("msg"),
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": turn[1], "annotations": []}],
+            }
+        usage = {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 110,
+        }
+        response = {"id": rid, "object": "response", "status": "completed", "model": body.get("model")}
+        events = [
+            ("response.created", {"type": "response.created", "response": dict(response, status="in_progress")}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+        ]
+        if item["type"] == "message":
+            events.append(
+                (
+                    "response.output_text.delta",
+                    {"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0,
+                     "content_index": 0, "delta": turn[1]},
+                )
+            )
+        events += [
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ("response.completed", {"type": "response.completed", "response": dict(response, output=[item], usage=usage)}),
+        ]
+        self.send_sse(events)
+
+    # -- OpenAI Chat Completions -------------------------------------------------------
+
+    def openai_chat(self, body):
+        turn = self.turn(body)
+        cid = next_id("chatcmpl")
+        if turn[0] == "tool":
+            delta = {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": next_id("call"),
+                        "type": "function",
+                        "function": {"name": turn[1], "arguments": json.dumps(turn[2])},
+                    }
+                ],
+            }
+            finish = "tool_calls"
+        else:
+            delta = {"role": "assistant", "content": turn[1]}
+            finish = "stop"
+        base = {"id": cid, "object": "chat.completion.chunk", "model": body.get("model")}
+        self.send_sse(
+            [
+                (None, dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}])),
+                (None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}])),
+                (None, "[DONE]"),
+            ]
+        )
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--record", required=True, help="file to append every request to")
+    p.add_argument("--send", required=True, help="the send_message arguments, a JSON object")
+    p.add_argument("--final", default="Done: the message is sent.", help="the final text")
+    a = p.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.record = a.record
+    server.send_args = json.loads(a.send)
+    server.final = a.final
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

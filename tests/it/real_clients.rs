@@ -1,0 +1,658 @@
+//! The real agent clients, end to end: MCP Inspector's CLI, Claude Code and the Codex CLI,
+//! at the versions pinned in tests/clients/package.json, wired the way a user wires them
+//! (`countersign install … --apply`) and run non-interactively against
+//! tests/clients/model_api.py, a local stand-in for their model APIs that answers with a
+//! fixed script (one `send_message` call, then a final text) and records every request.
+//!
+//! Each test runs in a throwaway HOME (every client's configuration lives under it), with
+//! the environment cleared, so nothing of the machine's own setup leaks in. The clients are
+//! installed by `.ci/clients.sh` into `target/clients` (or `$COUNTERSIGN_CLIENTS`); without
+//! them a test fails and says how to install them: it never passes without running.
+
+use std::fs;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::bin;
+
+/// How long one client run may take before it is killed.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The role the client session acts as, and the role it writes to.
+const ME: &str = "frontend";
+const PEER: &str = "backend";
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where `.ci/clients.sh` installs the clients.
+fn clients_dir() -> PathBuf {
+    match std::env::var_os("COUNTERSIGN_CLIENTS").filter(|v| !v.is_empty()) {
+        Some(p) => manifest_dir().join(p),
+        None => manifest_dir().join("target/clients"),
+    }
+}
+
+/// The folder of the clients' executables (node 22 among them); fails with the install
+/// command when `name` is not there.
+fn client_bin(name: &str) -> PathBuf {
+    let dir = clients_dir().join("node_modules/.bin");
+    for needed in [name, "node"] {
+        assert!(
+            dir.join(needed).is_file(),
+            "`{needed}` is not installed in {}: run `bash .ci/clients.sh` (it installs the \
+             pinned clients of tests/clients/package.json there) or set COUNTERSIGN_CLIENTS",
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// A throwaway machine: a HOME, a git project in it with a channel, and a clean environment.
+struct World {
+    tmp: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+    /// The clients' executables, first on PATH.
+    bin_dir: PathBuf,
+}
+
+impl World {
+    /// A project with a channel of `frontend` and `backend`, owned by this HOME.
+    fn new(client: &str) -> Self {
+        let bin_dir = client_bin(client);
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let project = tmp.path().join("project");
+        fs::create_dir_all(&home).unwrap();
+        fs::create_dir_all(&project).unwrap();
+        let w = Self {
+            tmp,
+            home,
+            project,
+            bin_dir,
+        };
+        let git = w.command("git").args(["init", "-q"]).output().unwrap();
+        assert!(git.status.success(), "git init: {}", text(&git.stderr));
+        w.cs_ok(&["init", "--roles", &format!("{ME},{PEER}"), "--name", "e2e"]);
+        w
+    }
+
+    /// A command with only the environment a user's shell would give it: this HOME,
+    /// the clients first on PATH, nothing else of the machine's (no COUNTERSIGN_*,
+    /// no client configuration, no API keys).
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut path = std::env::join_paths([self.bin_dir.clone()]).unwrap();
+        if let Some(p) = std::env::var_os("PATH") {
+            path.push(":");
+            path.push(p);
+        }
+        let mut c = Command::new(program);
+        c.env_clear()
+            .env("PATH", path)
+            .env("HOME", &self.home)
+            .env("LANG", "C.UTF-8")
+            .env("TMPDIR", std::env::temp_dir())
+            .current_dir(&self.project)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// `countersign ARGS` in the project, as this HOME.
+    fn cs(&self, args: &[&str]) -> Output {
+        self.command(bin())
+            .args(args)
+            .output()
+            .expect("countersign runs")
+    }
+
+    fn cs_ok(&self, args: &[&str]) -> String {
+        let out = self.cs(args);
+        assert!(
+            out.status.success(),
+            "countersign {args:?} failed: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    /// The topics in `role`'s inbox, read through countersign, with their senders.
+    fn inbox(&self, role: &str) -> Vec<(String, String)> {
+        let out = self.cs_ok(&["--role", role, "inbox", "--all", "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let rows = v
+            .get("result")
+            .and_then(Value::as_array)
+            .unwrap_or_else(|| panic!("no messages in the inbox JSON: {v}"));
+        rows.iter()
+            .map(|m| {
+                (
+                    m["from"].as_str().unwrap_or_default().to_owned(),
+                    m["topic"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Opens a debt to ME, so the Stop hook has something to hold the stop for.
+    fn open_debt(&self) {
+        self.cs_ok(&[
+            "--role",
+            PEER,
+            "send",
+            "--to",
+            ME,
+            "--topic",
+            "review the API change",
+            "--body",
+            "please review",
+            "--action-required",
+        ]);
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// What a bounded run gave.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn shown(&self) -> String {
+        format!(
+            "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            tail(&self.stdout),
+            tail(&self.stderr)
+        )
+    }
+}
+
+/// The last 6000 characters: enough to see why, not a flood.
+fn tail(s: &str) -> &str {
+    let mut start = s.len().saturating_sub(6000);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// Runs `c` to completion or kills it (and everything it started) after `limit`, with a
+/// message naming `what`. Output goes to files, so nothing blocks on a full pipe.
+fn run_bounded(mut c: Command, what: &str, limit: Duration) -> Ran {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let err = tempfile::NamedTempFile::new().unwrap();
+    c.stdout(out.reopen().unwrap())
+        .stderr(err.reopen().unwrap())
+        .process_group(0);
+    let mut child = c
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > limit {
+            kill_group(&mut child);
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let ran = Ran {
+        code: status.and_then(|s| s.code()),
+        stdout: fs::read_to_string(out.path()).unwrap_or_default(),
+        stderr: fs::read_to_string(err.path()).unwrap_or_default(),
+    };
+    assert!(
+        status.is_some(),
+        "{what} did not finish within {limit:?} and was killed\n{}",
+        ran.shown()
+    );
+    ran
+}
+
+/// Kills a child started in its own process group, with everything it started.
+fn kill_group(child: &mut Child) {
+    let pid = child.id();
+    // Never a group number that means something else: 0 is our own group, 1 is every
+    // process. The signal is spelled `-s KILL --` because procps' `kill` reads
+    // `-KILL -<pid>` as options and can end up signalling -1, that is, everything.
+    if pid > 1 {
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{pid}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The local stand-in for the model APIs (tests/clients/model_api.py), killed on drop.
+struct ModelApi {
+    child: Child,
+    port: u16,
+    record: PathBuf,
+}
+
+impl ModelApi {
+    /// Starts it with the `send_message` arguments its scripted tool call carries.
+    fn start(dir: &Path, send: &Value) -> Self {
+        use std::io::BufRead as _;
+        let record = dir.join("requests.jsonl");
+        let mut child = Command::new("python3")
+            .arg(manifest_dir().join("tests/clients/model_api.py"))
+            .arg("--record")
+            .arg(&record)
+            .arg("--send")
+            .arg(send.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs the model API stand-in");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the model API stand-in did not start: {line:?}")
+            });
+        Self {
+            child,
+            port,
+            record,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every request received so far: (path, body).
+    fn requests(&self) -> Vec<(String, Value)> {
+        fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).expect("a recorded request");
+                (
+                    v["path"].as_str().unwrap_or_default().to_owned(),
+                    v["body"].clone(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for ModelApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The tool names a request offers, namespaces flattened as `namespace` + name (Codex
+/// groups an MCP server's tools under `mcp__<server>`).
+fn offered_tools(body: &Value) -> Vec<String> {
+    fn walk(tools: &Value, ns: &str, out: &mut Vec<String>) {
+        for t in tools.as_array().into_iter().flatten() {
+            let name = t["name"]
+                .as_str()
+                .or_else(|| t["function"]["name"].as_str())
+                .unwrap_or_default();
+            if t["type"] == "namespace" {
+                walk(&t["tools"], name, out);
+            } else if ns.is_empty() {
+                out.push(name.to_owned());
+            } else {
+                out.push(format!("{ns}__{name}"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&body["tools"], "", &mut out);
+    out
+}
+
+/// Every string inside a JSON value, so a text can be found whatever the API's shape.
+fn strings(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a.iter().flat_map(strings).collect(),
+        Value::Object(o) => o.values().flat_map(strings).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn contains_text(v: &Value, needle: &str) -> bool {
+    strings(v).iter().any(|s| s.contains(needle))
+}
+
+/// The requests of the conversation proper: those offering the channel's send_message.
+fn conversation(api: &ModelApi) -> Vec<Value> {
+    api.requests()
+        .into_iter()
+        .map(|(_, b)| b)
+        .filter(|b| {
+            offered_tools(b)
+                .iter()
+                .any(|t| t == "mcp__channel__send_message")
+        })
+        .collect()
+}
+
+/// The countersign tools every client must list.
+const CORE_TOOLS: [&str; 4] = [
+    "channel_status",
+    "send_message",
+    "read_inbox",
+    "open_obligations",
+];
+
+fn assert_tools_listed(first: &Value, client: &str) {
+    let tools = offered_tools(first);
+    for t in CORE_TOOLS {
+        let name = format!("mcp__channel__{t}");
+        assert!(
+            tools.contains(&name),
+            "{client} did not offer the model `{name}`; it offered {tools:?}"
+        );
+    }
+}
+
+/// The Stop hook held the first stop (a debt is open) and let the next one through: the
+/// model was asked once more, with the hook's reason, and that was the last request.
+fn assert_stop_held_once(turns: &[Value], context: &str) {
+    let reason = format!("channel has pending items for '{ME}'");
+    let with_reason: Vec<usize> = (0..turns.len())
+        .filter(|&i| contains_text(&turns[i], &reason))
+        .collect();
+    let Some(&first_reason) = with_reason.first() else {
+        panic!(
+            "no request carried the Stop hook's reason ({reason:?}): the stop was not held\n{context}"
+        )
+    };
+    assert_eq!(
+        first_reason,
+        turns.len() - 1,
+        "after the Stop hook's reason the model was asked {} more times: the next stop was \
+         held too\n{context}",
+        turns.len() - 1 - first_reason
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// MCP Inspector
+
+#[test]
+fn inspector_strict_finds_no_portability_warnings() {
+    let w = World::new("mcp-inspector");
+    let mut c = w.command("mcp-inspector");
+    c.args(["--cli", "--strict", "--method", "tools/list", "--"])
+        .arg(bin())
+        .args(["mcp", "--role", ME]);
+    let ran = run_bounded(c, "mcp-inspector --cli --strict", CLIENT_TIMEOUT);
+    let listed: Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("tools/list is not JSON ({e})\n{}", ran.shown()));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"send_message") && names.contains(&"channel_status"),
+        "the Inspector did not list the channel's tools: {names:?}\n{}",
+        ran.shown()
+    );
+    // Its closing line: "N errors, M warnings across K tools." (absent when clean); each
+    // finding also starts a "Warning: tool …" or "Error: tool …" line. Take the larger
+    // count, so a changed summary wording cannot pass for clean.
+    let summary = ran
+        .stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("warning") && l.contains("error") && l.contains(" across "));
+    let count = |word: &str, prefix: &str| -> usize {
+        let said = summary
+            .and_then(|s| {
+                s.split(',')
+                    .find(|part| part.contains(word))
+                    .and_then(|part| part.split_whitespace().next())
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(0);
+        let listed = ran.stderr.lines().filter(|l| l.starts_with(prefix)).count();
+        said.max(listed)
+    };
+    let (errors, warnings) = (count("error", "Error:"), count("warning", "Warning:"));
+    let first: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("Warning:") || l.starts_with("Error:") || l.contains("Path:"))
+        .take(8)
+        .collect();
+    assert!(
+        errors == 0 && warnings == 0 && ran.code == Some(0),
+        "MCP Inspector --strict: {errors} errors, {warnings} warnings (exit {:?}); the first:\n{}",
+        ran.code,
+        first.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Claude Code
+
+#[test]
+fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
+    let w = World::new("claude");
+    w.open_debt();
+    w.cs_ok(&["--role", ME, "install", "claude", "--apply"]);
+    let session_start = w.cs_ok(&["--role", ME, "hook", "session-start"]);
+    let topic = "hello from claude code";
+    let api = ModelApi::start(
+        w.tmp.path(),
+        &json!({"to": PEER, "topic": topic, "body": "sent through the real client"}),
+    );
+
+    let mut c = w.command("claude");
+    c.args(["-p", "Tell the backend hello.", "--output-format", "json"])
+        // Non-interactive: the user allows the channel's tools up front.
+        .args(["--allowedTools", "mcp__channel"])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        // Send every tool's full schema in the tool list (not deferred behind ToolSearch),
+        // which is what this test inspects.
+        .env("ENABLE_TOOL_SEARCH", "false");
+    let ran = run_bounded(c, "claude -p", CLIENT_TIMEOUT);
+    let turns = conversation(&api);
+    let context = format!(
+        "{}\n--- requests seen: {} in all, {} of the conversation",
+        ran.shown(),
+        api.requests().len(),
+        turns.len()
+    );
+    assert_eq!(ran.code, Some(0), "claude -p failed\n{context}");
+    let first = turns
+        .first()
+        .unwrap_or_else(|| panic!("Claude Code never offered the channel's tools\n{context}"));
+
+    // The tools are listed.
+    assert_tools_listed(first, "Claude Code");
+
+    // The session-start text reaches the model in the first request.
+    assert!(
+        contains_text(first, session_start.trim()),
+        "the SessionStart hook's text is not in Claude Code's first request\n\
+         --- hook text ---\n{session_start}\n{context}"
+    );
+
+    // send_message was delivered: the peer's inbox has it, from ME.
+    let inbox = w.inbox(PEER);
+    assert!(
+        inbox.contains(&(ME.to_owned(), topic.to_owned())),
+        "{PEER}'s inbox lacks the message Claude Code sent: {inbox:?}\n{context}"
+    );
+
+    // The Stop hook held the first stop (a debt is open) and let the next one through.
+    assert_stop_held_once(&turns, &context);
+    let result: Value = serde_json::from_str(ran.stdout.trim())
+        .unwrap_or_else(|e| panic!("claude's --output-format json is not JSON ({e})\n{context}"));
+    assert_eq!(
+        result["is_error"],
+        json!(false),
+        "claude ended with an error\n{context}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Codex CLI
+
+/// A world wired for Codex: the user's own configuration (a model provider at the
+/// stand-in, whose scripted call sends `topic` to PEER), then `install codex --apply`.
+fn codex_world(topic: &str) -> (World, ModelApi) {
+    let w = World::new("codex");
+    let api = ModelApi::start(
+        w.tmp.path(),
+        &json!({"to": PEER, "topic": topic, "body": "sent through the real client"}),
+    );
+    let codex_home = w.home.join(".codex");
+    fs::create_dir_all(&codex_home).unwrap();
+    fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"stand-in\"\n\
+             model_provider = \"stand_in\"\n\n\
+             [model_providers.stand_in]\n\
+             name = \"stand-in\"\n\
+             base_url = \"{}/v1\"\n\
+             env_key = \"STAND_IN_API_KEY\"\n\
+             wire_api = \"responses\"\n",
+            api.url()
+        ),
+    )
+    .unwrap();
+    w.cs_ok(&["--role", ME, "install", "codex", "--apply"]);
+    (w, api)
+}
+
+/// Runs `codex exec PROMPT` (with `extra` arguments first); returns the run, the
+/// conversation's requests and a description of both for failure messages.
+fn codex_exec(w: &World, api: &ModelApi, extra: &[&str]) -> (Ran, Vec<Value>, String) {
+    let mut c = w.command("codex");
+    c.arg("exec")
+        .args(extra)
+        .args(["--json", "Tell the backend hello."])
+        .env("STAND_IN_API_KEY", "sk-stand-in");
+    let ran = run_bounded(c, "codex exec", CLIENT_TIMEOUT);
+    let turns = conversation(api);
+    let context = format!(
+        "{}\n--- requests seen: {} in all, {} of the conversation",
+        ran.shown(),
+        api.requests().len(),
+        turns.len()
+    );
+    assert_eq!(ran.code, Some(0), "codex exec failed\n{context}");
+    (ran, turns, context)
+}
+
+#[test]
+fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
+    let (w, api) = codex_world("hello from codex");
+    let note = fs::read_to_string(w.project.join("AGENTS.md")).expect("install wrote AGENTS.md");
+
+    let (_, turns, context) = codex_exec(&w, &api, &[]);
+    let first = turns
+        .first()
+        .unwrap_or_else(|| panic!("Codex never offered the channel's tools\n{context}"));
+
+    // The tools are listed.
+    assert_tools_listed(first, "Codex");
+
+    // The note `install codex` wrote into AGENTS.md (Codex's session-start text) reaches
+    // the model: every line of it.
+    for line in note
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("<!--"))
+    {
+        assert!(
+            contains_text(first, line),
+            "AGENTS.md's line {line:?} is not in Codex's first request\n{context}"
+        );
+    }
+
+    // send_message was delivered, and the tool's answer went back to the model.
+    let inbox = w.inbox(PEER);
+    assert!(
+        inbox.contains(&(ME.to_owned(), "hello from codex".to_owned())),
+        "{PEER}'s inbox lacks the message Codex sent: {inbox:?}\n{context}"
+    );
+    let answered = turns.iter().any(|t| {
+        t["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|item| item["type"] == "function_call_output")
+    });
+    assert!(
+        answered,
+        "Codex never sent send_message's result back to the model\n{context}"
+    );
+}
+
+/// Codex has SessionStart and Stop hooks too (`$CODEX_HOME/hooks.json`, in Claude Code's
+/// format), but `install codex` does not wire them, and Codex runs a hook only once the
+/// user has reviewed and trusted it. Wired by hand, with that review skipped for the run,
+/// countersign's hooks work under Codex as they do under Claude Code.
+#[test]
+fn codex_runs_the_session_hooks_when_wired_by_hand() {
+    let (w, api) = codex_world("hello from codex, hooked");
+    w.open_debt();
+    let channel = w.project.join(".countersign");
+    let hook = |name: &str| {
+        let words = [bin(), "hook", name, "--role", ME, "--channel"];
+        let mut line: Vec<String> = words.iter().map(|s| format!("'{s}'")).collect();
+        line.push(format!("'{}'", channel.display()));
+        json!([{"hooks": [{"type": "command", "command": line.join(" ")}]}])
+    };
+    fs::write(
+        w.home.join(".codex/hooks.json"),
+        json!({"hooks": {"SessionStart": hook("session-start"), "Stop": hook("stop")}}).to_string(),
+    )
+    .unwrap();
+    let session_start = w.cs_ok(&["--role", ME, "hook", "session-start"]);
+
+    let (_, turns, context) = codex_exec(&w, &api, &["--dangerously-bypass-hook-trust"]);
+    let first = turns
+        .first()
+        .unwrap_or_else(|| panic!("Codex never offered the channel's tools\n{context}"));
+    assert!(
+        contains_text(first, session_start.trim()),
+        "the SessionStart hook's text is not in Codex's first request\n\
+         --- hook text ---\n{session_start}\n{context}"
+    );
+    assert_stop_held_once(&turns, &context);
+}
