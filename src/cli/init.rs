@@ -9,7 +9,7 @@ use crate::app::sync::set_remote;
 use crate::core::ids::Role;
 use crate::store::channel_dir::DEFAULT_DIR;
 use crate::store::prefs::Remote;
-use crate::store::{Channel, ChannelDir, Home};
+use crate::store::{Channel, ChannelDir};
 
 /// Arguments of `init`.
 #[derive(Debug, clap::Args)]
@@ -33,11 +33,11 @@ pub struct Args {
 }
 
 /// Creates the channel and prints the next steps.
-pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = a.roles.iter().map(String::as_str).collect();
     let root = absolute(&a.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR)))?;
     let name = a.name.clone().unwrap_or_else(|| default_name(&root));
-    let home = Home::from_env()?;
+    let home = cli.home()?;
     let dir = create_channel(&root, &names, &name, &home)?;
     let remote = match (&a.git_remote, &a.rclone_remote) {
         (Some(url), _) => Some(Remote::Git(url.clone())),
