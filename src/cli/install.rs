@@ -566,8 +566,15 @@ fn report(
         };
         match &e.after {
             Some(text) => write_file(&e.path, text)?,
-            None => fs::remove_file(&e.path)
-                .with_context(|| format!("cannot remove {}", e.path.display()))?,
+            None => {
+                fs::remove_file(&e.path)
+                    .with_context(|| format!("cannot remove {}", e.path.display()))?;
+                // The .claude folder install made goes too once empty (a
+                // folder with anything left in it stays: remove_dir refuses).
+                if let Some(dir) = e.path.parent().filter(|d| d.ends_with(".claude")) {
+                    let _ = fs::remove_dir(dir);
+                }
+            }
         }
         if bound.is_none() {
             backups.forget(&e.path)?;

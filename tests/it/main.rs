@@ -28,6 +28,7 @@ mod membership;
 mod python_client;
 mod search_grammar;
 mod search_snippet;
+mod setups;
 mod status_hooks;
 mod store_faults;
 mod store_order;
