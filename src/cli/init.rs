@@ -105,7 +105,11 @@ fn next_steps(dir: &ChannelDir, roles: &[Role]) -> String {
             json_str(&path)
         );
         out.push_str(&format!(
-            "Role '{role}':\n  Claude Code (.mcp.json in that session's project):\n    \
+            "Role '{role}': in the folder its agent session starts in, run\n    \
+             countersign --channel {path} --role {role} install claude --apply   \
+             (or: install codex --apply)\n  \
+             or give the client this server entry by hand —\n  \
+             Claude Code (its local scope; .mcp.json would be committed):\n    \
              {{\"mcpServers\": {{\"channel\": {{\"command\": \"countersign\", \"args\": {args}}}}}}}\n  \
              Codex (~/.codex/config.toml):\n    [mcp_servers.channel]\n    command = \"countersign\"\n    \
              args = {args}\n\n"
