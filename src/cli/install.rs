@@ -67,13 +67,15 @@ pub enum Scope {
 
 /// Arguments of `install`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  countersign --role backend install claude --apply\n  \
+#[command(
+    after_help = "Examples:\n  countersign --role backend install claude --apply\n  \
     countersign --role backend install codex --tools mail,debts --apply\n\n\
     Both write the project binding ./.countersign.local.json (role and channel, kept out of \
     git): the server entry runs `countersign mcp` without --role, and the server takes role and \
     channel from the binding of the folder the session starts in, so several projects and git \
     worktrees can each work as their own role. When COUNTERSIGN_HOME (or --home) is set, the \
-    server entry passes it on: clients start servers with a short environment.")]
+    server entry passes it on: clients start servers with a short environment."
+)]
 pub struct Args {
     /// claude: the MCP server "channel" in Claude Code's local scope (~/.claude.json, under
     /// this project), the SessionStart and Stop hooks in ./.claude/settings.local.json and a
@@ -171,7 +173,12 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let personal = a.tool == Tool::Codex || a.scope == Scope::Local;
     let mut args: Vec<String> = vec!["mcp".into()];
     if !personal {
-        args.extend(["--role".into(), role.clone(), "--channel".into(), dir.clone()]);
+        args.extend([
+            "--role".into(),
+            role.clone(),
+            "--channel".into(),
+            dir.clone(),
+        ]);
     }
     if let Some(t) = &a.tools {
         args.extend(["--tools".into(), t.clone()]);
@@ -191,7 +198,12 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .to_text();
         edits.push(plain_file(&binding_path, Some(&text))?);
         if let Some(ex) = git_exclude(&cwd) {
-            edits.push(marked(&ex, Some(EXCLUDE_BLOCK), EXCLUDE_BEGIN, EXCLUDE_END)?);
+            edits.push(marked(
+                &ex,
+                Some(EXCLUDE_BLOCK),
+                EXCLUDE_BEGIN,
+                EXCLUDE_END,
+            )?);
         }
     }
     match a.tool {
@@ -213,13 +225,20 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                     &["projects", &key],
                     Some(entry.json(true)),
                 )?);
-                edits.push(settings(&claude_dir.join("settings.local.json"), Some(&hooks))?);
+                edits.push(settings(
+                    &claude_dir.join("settings.local.json"),
+                    Some(&hooks),
+                )?);
                 edits.push(section(
                     &cwd.join("CLAUDE.local.md"),
                     Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
                 )?);
             } else {
-                edits.push(mcp_json(&cwd.join(".mcp.json"), &[], Some(entry.json(false)))?);
+                edits.push(mcp_json(
+                    &cwd.join(".mcp.json"),
+                    &[],
+                    Some(entry.json(false)),
+                )?);
                 edits.push(settings(&claude_dir.join("settings.json"), Some(&hooks))?);
                 edits.push(section(
                     &cwd.join("CLAUDE.md"),
@@ -229,7 +248,10 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
         Tool::Codex => {
             edits.push(codex_toml(&codex_config()?, Some(&entry))?);
-            edits.push(section(&cwd.join("AGENTS.md"), Some(&section_text(None, "")))?);
+            edits.push(section(
+                &cwd.join("AGENTS.md"),
+                Some(&section_text(None, "")),
+            )?);
         }
     }
     let tool = a.tool.name();
@@ -241,7 +263,12 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             home.describe()
         ),
     }
-    let done = report(&edits, a.apply, &backups, Some((binding_path.as_path(), tool)))?;
+    let done = report(
+        &edits,
+        a.apply,
+        &backups,
+        Some((binding_path.as_path(), tool)),
+    )?;
     let how = match (a.tool, personal) {
         (Tool::Claude, true) => format!(
             "Claude Code runs `{exe} mcp` (the server \"{SERVER}\" of its local scope for {}, \
@@ -357,9 +384,8 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
                 }
                 e.after = saved.before;
             } else if e.changed() {
-                e.notes.push(
-                    "changed since install: only countersign's part is taken out".into(),
-                );
+                e.notes
+                    .push("changed since install: only countersign's part is taken out".into());
             }
         }
     }
@@ -416,7 +442,10 @@ fn claude_user_config() -> anyhow::Result<PathBuf> {
 /// under: the main worktree of its git repository (all worktrees of a
 /// repository share it, as Claude Code 2.1 does), else `dir` itself.
 fn claude_project(dir: &Path) -> String {
-    let common = git(dir, &["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    let common = git(
+        dir,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
     let root = match common {
         Some(c) if Path::new(&c).file_name().is_some_and(|n| n == ".git") => {
             Path::new(&c).parent().map(Path::to_path_buf)
@@ -431,8 +460,16 @@ fn claude_project(dir: &Path) -> String {
 /// The `.git/info/exclude` of the repository `dir` is in (shared by its
 /// worktrees), `None` outside git.
 fn git_exclude(dir: &Path) -> Option<PathBuf> {
-    git(dir, &["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])
-        .map(PathBuf::from)
+    git(
+        dir,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "info/exclude",
+        ],
+    )
+    .map(PathBuf::from)
 }
 
 /// Runs git in `dir`; its trimmed output, `None` if it fails or is absent.
@@ -455,9 +492,9 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 fn section_text(bound: Option<(&str, &str)>, tool_prefix: &str) -> String {
     let t = |name: &str| format!("`{tool_prefix}{name}()`");
     let who = match bound {
-        Some((role, dir)) => format!(
-            "This session works as the role `{role}` on the countersign channel in `{dir}`"
-        ),
+        Some((role, dir)) => {
+            format!("This session works as the role `{role}` on the countersign channel in `{dir}`")
+        }
         None => format!(
             "This session works as the role and on the countersign channel that `{}` in this \
              folder names (written by `countersign install`; {} says which)",
@@ -1373,7 +1410,10 @@ mod tests {
         let (updated, notes) = plan(Some(spaced), Some(&ours("web")));
         assert!(notes.contains("update"), "{notes}");
         let updated = updated.unwrap();
-        assert!(updated.starts_with("[ mcp_servers . \"channel\" ]\n"), "{updated}");
+        assert!(
+            updated.starts_with("[ mcp_servers . \"channel\" ]\n"),
+            "{updated}"
+        );
         assert!(ours("web").is(&channel_entry(&updated)), "{updated}");
     }
 

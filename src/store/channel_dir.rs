@@ -78,10 +78,7 @@ impl ChannelDir {
             return chosen(Self::open(p), "from --channel".into());
         }
         if let Some(p) = std::env::var_os("COUNTERSIGN_CHANNEL").filter(|v| !v.is_empty()) {
-            return chosen(
-                Self::open(Path::new(&p)),
-                "from COUNTERSIGN_CHANNEL".into(),
-            );
+            return chosen(Self::open(Path::new(&p)), "from COUNTERSIGN_CHANNEL".into());
         }
         let cwd = std::env::current_dir().at(".")?;
         if let Some(found) = super::binding::find(&cwd)? {

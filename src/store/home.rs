@@ -63,7 +63,10 @@ impl Home {
             std::env::var_os(var)
                 .filter(|v| !v.is_empty())
                 .map(|v| (PathBuf::from(v), var.to_owned()))
-                .or_else(|| home.as_ref().map(|h| (h.join(fallback), format!("~/{fallback}"))))
+                .or_else(|| {
+                    home.as_ref()
+                        .map(|h| (h.join(fallback), format!("~/{fallback}")))
+                })
         };
         match (
             xdg("XDG_CONFIG_HOME", ".config"),

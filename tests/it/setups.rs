@@ -111,10 +111,11 @@ impl Machine {
         let env = self.env();
         let transport =
             TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
-                c.arg("mcp")
-                    .current_dir(cwd)
-                    .env_clear()
-                    .envs(env.iter().filter(|(k, _)| *k == "HOME" || *k == "PATH").cloned());
+                c.arg("mcp").current_dir(cwd).env_clear().envs(
+                    env.iter()
+                        .filter(|(k, _)| *k == "HOME" || *k == "PATH")
+                        .cloned(),
+                );
             }))
             .unwrap();
         Client {
@@ -316,7 +317,11 @@ fn install_then_uninstall_gives_back_every_file_byte_for_byte() {
         "{ \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n    \"hooks\": {\"Stop\": [ {\"hooks\": [{\"type\": \"command\", \"command\": \"echo mine\"}]} ]} }",
     )
     .unwrap();
-    fs::write(project.join("AGENTS.md"), "# Agents\r\nno newline at the end").unwrap();
+    fs::write(
+        project.join("AGENTS.md"),
+        "# Agents\r\nno newline at the end",
+    )
+    .unwrap();
     fs::create_dir_all(m.home().join(".codex")).unwrap();
     fs::write(
         m.home().join(".codex/config.toml"),
@@ -405,7 +410,15 @@ fn install_passes_the_home_and_the_tool_sets_to_the_server() {
         let (code, out) = m.cs(
             &project,
             &[
-                "--home", h, "--role", "web", "install", tool, "--tools", "mail,debts", "--apply",
+                "--home",
+                h,
+                "--role",
+                "web",
+                "install",
+                tool,
+                "--tools",
+                "mail,debts",
+                "--apply",
             ],
         );
         assert_eq!(code, 0, "{out}");
@@ -430,7 +443,10 @@ fn install_passes_the_home_and_the_tool_sets_to_the_server() {
     let config = m.home().join(".codex/config.toml");
     let old = codex.replace("\"--tools\", \"mail,debts\"", "\"--role\", \"api\"");
     fs::write(&config, &old).unwrap();
-    let (code, out) = m.cs(&project, &["--home", h, "--role", "web", "install", "codex", "--apply"]);
+    let (code, out) = m.cs(
+        &project,
+        &["--home", h, "--role", "web", "install", "codex", "--apply"],
+    );
     assert_eq!(code, 0, "{out}");
     let now = fs::read_to_string(&config).unwrap();
     assert!(now.contains("args = [\"mcp\"]"), "{now}");
@@ -447,7 +463,9 @@ fn a_refusal_names_the_home_and_channel_it_used_and_how() {
     // Without the home that holds the keys: the default home, a new device.
     let (code, out) = m.cs(
         &project,
-        &["--role", "api", "send", "--to", "web", "--topic", "t", "--body", "b"],
+        &[
+            "--role", "api", "send", "--to", "web", "--topic", "t", "--body", "b",
+        ],
     );
     assert_eq!(code, 2, "{out}");
     let default = m.home().join(".config/countersign");
@@ -463,7 +481,15 @@ fn a_refusal_names_the_home_and_channel_it_used_and_how() {
     // A role the channel does not have: the channel folder is named, as chosen.
     let (code, out) = m.cs(
         &project,
-        &["--home", h, "--channel", ".countersign", "--role", "nobody", "inbox"],
+        &[
+            "--home",
+            h,
+            "--channel",
+            ".countersign",
+            "--role",
+            "nobody",
+            "inbox",
+        ],
     );
     assert_eq!(code, 2, "{out}");
     assert!(out.contains(".countersign (from --channel)"), "{out}");
@@ -495,9 +521,6 @@ async fn a_server_started_without_its_home_says_so() {
         message.contains("the default") && message.contains("COUNTERSIGN_HOME did not reach"),
         "{message}"
     );
-    assert!(
-        message.contains("from the project binding"),
-        "{message}"
-    );
+    assert!(message.contains("from the project binding"), "{message}");
     server.close().await;
 }

@@ -879,7 +879,12 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
     let before = p.files();
 
     // Dry run: every change named, nothing written.
-    let r = p.run(&ch, &["--role", "backend", "install", "claude", "--scope", "project"]);
+    let r = p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project",
+        ],
+    );
     assert_eq!(p.files(), before, "a dry run writes nothing");
     for needle in [
         "MCP server \"channel\"",
@@ -896,7 +901,12 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
         );
     }
 
-    let r = p.run(&ch, &["--role", "backend", "install", "claude", "--scope", "project", "--apply"]);
+    let r = p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project", "--apply",
+        ],
+    );
     let dir = ch
         .dir
         .canonicalize()
@@ -987,7 +997,12 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
 
     // Installing again changes nothing and backs up nothing.
     let snapshot = p.files();
-    let r = p.run(&ch, &["--role", "backend", "install", "claude", "--scope", "project", "--apply"]);
+    let r = p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project", "--apply",
+        ],
+    );
     assert!(r.stdout.contains("Nothing to change"), "{}", r.stdout);
     assert_eq!(p.files(), snapshot);
 
@@ -1134,7 +1149,9 @@ fn install_refuses_what_it_cannot_do_safely() {
     let before = p.files();
     let r = run(
         &ch,
-        &["--role", "backend", "install", "claude", "--scope", "project", "--apply"],
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project", "--apply",
+        ],
         &env,
         Some(&p.dir),
         "",
