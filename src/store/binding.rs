@@ -4,9 +4,10 @@
 //! `--channel` is given.
 //!
 //! `countersign install` writes it and keeps it out of git (it is personal:
-//! two worktrees of one project hold two bindings, for two roles). This
-//! module only finds and reads it; it never writes it and knows nothing of
-//! clients or channels.
+//! two worktrees of one project hold two bindings, for two roles). A binding
+//! that git tracks came with a checkout, written by someone else, and is
+//! refused. This module only finds and reads it; it never writes it and
+//! knows nothing of clients or channels.
 
 use std::path::{Path, PathBuf};
 
@@ -72,9 +73,32 @@ pub fn find(from: &Path) -> StoreResult<Option<Found>> {
                 path.display()
             ))
         })?;
+        if tracked_by_git(dir) {
+            return Err(StoreError::NoChannel(format!(
+                "the project binding {} is committed to git: a binding is personal (it picks the \
+                 role and channel of whoever works here), so one that comes with a checkout is \
+                 not used. Remove it from git (`git rm --cached {FILE}`) and run `countersign \
+                 install` again",
+                path.display()
+            )));
+        }
         return Ok(Some(Found { path, binding }));
     }
     Ok(None)
+}
+
+/// True when git tracks the binding in `dir`: it came with a checkout, and
+/// whoever committed it would choose this user's role and channel. No git,
+/// or not a repository: not tracked.
+fn tracked_by_git(dir: &Path) -> bool {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["ls-files", "--error-unmatch", "--", FILE])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 #[cfg(test)]
@@ -98,5 +122,31 @@ mod tests {
         std::fs::write(deep.join(FILE), "{\"role\": 3}").unwrap();
         let e = find(&deep).unwrap_err().to_string();
         assert!(e.contains("not valid") && e.contains(FILE), "{e}");
+    }
+
+    #[test]
+    fn a_binding_that_came_with_a_checkout_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        let b = Binding {
+            role: "web".into(),
+            channel: "/ch".into(),
+        };
+        std::fs::write(dir.path().join(FILE), b.to_text()).unwrap();
+        assert!(find(dir.path()).unwrap().is_some(), "untracked: used");
+        git(&["add", FILE]);
+        let e = find(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("committed to git"), "{e}");
     }
 }

@@ -525,7 +525,8 @@ impl Channel {
         if !self.is_admitted(&feed)? {
             return Err(StoreError::NotAdmitted(format!(
                 "feed {feed} was never admitted, so it has no key to replace: admit it with \
-                 `countersign admit {role} PUBKEY --device {device}`"
+                 `countersign admit {role} PUBKEY --device {device}`. {}",
+                self.whereabouts()
             )));
         }
         let ch = self.dir.id().to_owned();
