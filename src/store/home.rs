@@ -127,6 +127,11 @@ impl Home {
         self.state.join("install")
     }
 
+    /// True when this home has a device already (`device` would not make one).
+    pub fn has_device(&self) -> bool {
+        self.config.join("device.json").is_file()
+    }
+
     /// This device, created on first use.
     pub fn device(&self) -> StoreResult<Device> {
         let path = self.config.join("device.json");

@@ -509,6 +509,25 @@ async fn a_server_started_without_its_home_says_so() {
         json!({"role": "api", "channel": project.join(".countersign")}).to_string(),
     )
     .unwrap();
+    // Started, it says on stderr that it made a new device in the default home.
+    let out = Command::new(bin())
+        .arg("mcp")
+        .current_dir(&project)
+        .env_clear()
+        .envs(
+            m.env()
+                .into_iter()
+                .filter(|(k, _)| *k == "HOME" || *k == "PATH"),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("made a new device in the default home")
+            && stderr.contains("COUNTERSIGN_HOME did not reach this server"),
+        "{stderr}"
+    );
     let server = m.server_in(&project).await;
     let message = server
         .call(
