@@ -103,11 +103,12 @@ enum Command {
     /// Agent-session hooks (always exit 0): `hook session-start` prints how a session begins,
     /// `hook stop` is Claude Code's Stop hook and holds a stop while something actionable waits.
     Hook(hook::Args),
-    /// Wire Claude Code or Codex to the channel as --role: the MCP server, the hooks and a note
-    /// in CLAUDE.md or AGENTS.md. Prints every change; --apply makes them, with backups.
+    /// Wire Claude Code or Codex to the channel as --role: the project binding (role and
+    /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;
+    /// --apply makes them, keeping the files as they were in the countersign home.
     Install(install::Args),
-    /// Take out what `install` added (the channel folder stays). Prints every change; --apply
-    /// makes them, with backups.
+    /// Take out what `install` added (the channel folder stays), putting back byte for byte
+    /// every file nobody changed since. Prints every change; --apply makes them.
     Uninstall(install::UninstallArgs),
 }
 
