@@ -22,8 +22,9 @@ fn role_in_roster(channel: &mut Channel, role: &str) -> AppResult<Role> {
     if !channel.roster().contains(&role) {
         return Err(AppError::value(format!(
             "role '{role}' is not a role of this channel — its roles are {}; the owner adds one \
-             with `countersign add-role {role}`",
-            super::session::roles_list(&channel.roster())
+             with `countersign add-role {role}`. The channel folder used: {}",
+            super::session::roles_list(&channel.roster()),
+            channel.dir().describe()
         )));
     }
     Ok(role)

@@ -37,8 +37,10 @@ impl Session {
             && (channel.catch_up().is_err() || !channel.roster().contains(r))
         {
             return Err(AppError::value(format!(
-                "role '{r}' is not a role of this channel — its roles are {}",
-                roles_list(&channel.roster())
+                "role '{r}' is not a role of this channel — its roles are {}. The channel \
+                 folder used: {}",
+                roles_list(&channel.roster()),
+                channel.dir().describe()
             )));
         }
         Ok(Self {

@@ -54,8 +54,10 @@ fn say(text: &str) {
 
 /// The text a new session reads first.
 fn session_text(cli: &Cli) -> String {
-    let role = Session::role_from(cli.role.as_deref())
+    let role = cli
+        .role_arg()
         .ok()
+        .and_then(|r| Session::role_from(r.as_deref()).ok())
         .flatten()
         .map(|r| format!(" You act as the role '{r}'."))
         .unwrap_or_default();
@@ -193,7 +195,7 @@ fn decide(cli: &Cli, input: &Value) -> Option<String> {
 
 /// The role, its non-zero actionable counters, and where its snapshot lives.
 fn check(cli: &Cli) -> anyhow::Result<(Role, Counts, PathBuf)> {
-    let role = Session::role_from(cli.role.as_deref())?.with_context(no_role)?;
+    let role = Session::role_from(cli.role_arg()?.as_deref())?.with_context(no_role)?;
     let mut s = Session::new(cli.open_channel()?, Some(role.clone()))?;
     s.catch_up()?;
     let pending = actionable(&summary(s.index(), &role)?);

@@ -9,7 +9,7 @@ use crate::app::sync::set_remote;
 use crate::core::ids::Role;
 use crate::store::channel_dir::DEFAULT_DIR;
 use crate::store::prefs::Remote;
-use crate::store::{Channel, ChannelDir, Home};
+use crate::store::{Channel, ChannelDir};
 
 /// Arguments of `init`.
 #[derive(Debug, clap::Args)]
@@ -33,11 +33,11 @@ pub struct Args {
 }
 
 /// Creates the channel and prints the next steps.
-pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = a.roles.iter().map(String::as_str).collect();
     let root = absolute(&a.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR)))?;
     let name = a.name.clone().unwrap_or_else(|| default_name(&root));
-    let home = Home::from_env()?;
+    let home = cli.home()?;
     let dir = create_channel(&root, &names, &name, &home)?;
     let remote = match (&a.git_remote, &a.rclone_remote) {
         (Some(url), _) => Some(Remote::Git(url.clone())),
@@ -105,7 +105,11 @@ fn next_steps(dir: &ChannelDir, roles: &[Role]) -> String {
             json_str(&path)
         );
         out.push_str(&format!(
-            "Role '{role}':\n  Claude Code (.mcp.json in that session's project):\n    \
+            "Role '{role}': in the folder its agent session starts in, run\n    \
+             countersign --channel {path} --role {role} install claude --apply   \
+             (or: install codex --apply)\n  \
+             or give the client this server entry by hand —\n  \
+             Claude Code (its local scope; .mcp.json would be committed):\n    \
              {{\"mcpServers\": {{\"channel\": {{\"command\": \"countersign\", \"args\": {args}}}}}}}\n  \
              Codex (~/.codex/config.toml):\n    [mcp_servers.channel]\n    command = \"countersign\"\n    \
              args = {args}\n\n"

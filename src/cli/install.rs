@@ -1,47 +1,99 @@
 //! `countersign install claude|codex` and `countersign uninstall`: wire an
 //! agent tool to the channel, and take the wiring out again.
 //!
-//! Both print every change first; only `--apply` writes, keeping a
-//! timestamped backup (`<file>.countersign-backup-<unix secs>`) of each file
-//! it touches. Every change is planned before anything is written, so a file
-//! that cannot be parsed stops the command with nothing changed. JSON files
-//! are merged (other keys kept, in their order); TOML is edited with
-//! `toml_edit`, which keeps comments, order and layout, and finds the server
-//! however it is written (a table, an inline table, dotted keys).
+//! What is personal — the role, absolute paths, hooks — goes where it is not
+//! committed: the project binding `.countersign.local.json` (role and channel,
+//! read by `countersign mcp` and the other commands started in the project),
+//! Claude Code's local scope (`~/.claude.json`, under the project) for the
+//! server, `.claude/settings.local.json` for the hooks and `CLAUDE.local.md`
+//! for the note; those files are kept out of git by a block in
+//! `.git/info/exclude`. The server entry itself names no role, so one entry
+//! serves every project and worktree (Codex has one per user; Claude Code one
+//! per repository, shared by its worktrees). `--scope project` writes the
+//! shared files instead (`.mcp.json`, `.claude/settings.json`, `CLAUDE.md`).
+//!
+//! Both commands print every change first; only `--apply` writes. Every
+//! change is planned before anything is written, so a file that cannot be
+//! parsed (or a server entry that is not countersign's) stops the command
+//! with nothing changed. Each file changed is saved, as it was and as it was
+//! left, in one folder of the countersign home ([`Backups`]); `uninstall`
+//! puts back byte for byte every file nobody changed since, and otherwise
+//! takes out only what install added: JSON is merged (other keys kept, in
+//! their order), TOML edited with `toml_edit`, which keeps comments, order
+//! and layout, and finds the server however it is written.
 
 use std::fs;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
 use toml_edit::{DocumentMut, Item, TableLike};
 
 use super::Cli;
+use crate::store::backup::{Backups, Saved};
+use crate::store::binding::{self, Binding};
 
 /// The agent tool to wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Tool {
-    /// Claude Code: ./.mcp.json, ./.claude/settings.json (hooks) and ./CLAUDE.md.
+    /// Claude Code: its local scope (~/.claude.json) for the server,
+    /// ./.claude/settings.local.json (hooks) and ./CLAUDE.local.md.
     Claude,
     /// Codex: $CODEX_HOME/config.toml (default ~/.codex/config.toml) and ./AGENTS.md.
     Codex,
 }
 
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+        }
+    }
+}
+
+/// Where Claude Code's server entry and hooks go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    /// Personal, never committed, no approval asked: Claude Code's local scope
+    /// (~/.claude.json, under this project), .claude/settings.local.json, CLAUDE.local.md.
+    Local,
+    /// Shared with the team through git: ./.mcp.json (Claude Code asks each user to approve
+    /// it), ./.claude/settings.json and ./CLAUDE.md, with the role written in them.
+    Project,
+}
+
 /// Arguments of `install`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  countersign --role backend install claude --apply\n  \
+    countersign --role backend install codex --tools mail,debts --apply\n\n\
+    Both write the project binding ./.countersign.local.json (role and channel, kept out of \
+    git): the server entry runs `countersign mcp` without --role, and the server takes role and \
+    channel from the binding of the folder the session starts in, so several projects and git \
+    worktrees can each work as their own role. When COUNTERSIGN_HOME (or --home) is set, the \
+    server entry passes it on: clients start servers with a short environment."
+)]
 pub struct Args {
-    /// claude: the MCP server "channel" in ./.mcp.json, the SessionStart and Stop hooks in
-    /// ./.claude/settings.json and a short section in ./CLAUDE.md. codex: the
-    /// [mcp_servers.channel] table in $CODEX_HOME/config.toml (default ~/.codex) and a
-    /// section in ./AGENTS.md. Run it in the project folder the agent session starts in.
+    /// claude: the MCP server "channel" in Claude Code's local scope (~/.claude.json, under
+    /// this project), the SessionStart and Stop hooks in ./.claude/settings.local.json and a
+    /// short section in ./CLAUDE.local.md. codex: the [mcp_servers.channel] table in
+    /// $CODEX_HOME/config.toml (default ~/.codex) and a section in ./AGENTS.md. Run it in the
+    /// project folder the agent session starts in.
     #[arg(value_enum)]
     pub tool: Tool,
     /// Make the changes (without it, only print them).
     #[arg(long)]
     pub apply: bool,
+    /// claude only: `local` (the default) keeps everything personal and uncommitted;
+    /// `project` writes ./.mcp.json, ./.claude/settings.json and ./CLAUDE.md for a team.
+    #[arg(long, value_enum, default_value = "local")]
+    pub scope: Scope,
+    /// The tool sets the server serves (passed to `countersign mcp --tools`), e.g. mail,debts.
+    #[arg(long, value_name = "SETS")]
+    pub tools: Option<String>,
 }
 
 /// Arguments of `uninstall`.
@@ -58,9 +110,49 @@ const SERVER: &str = "channel";
 const HOOKS: [(&str, &str); 2] = [("SessionStart", "session-start"), ("Stop", "stop")];
 const BEGIN: &str = "<!-- countersign:begin";
 const END: &str = "<!-- countersign:end -->";
+/// The block of `.git/info/exclude` that keeps the personal files out of git.
+const EXCLUDE_BEGIN: &str = "# countersign:begin";
+const EXCLUDE_END: &str = "# countersign:end";
+const EXCLUDE_BLOCK: &str = "# countersign:begin (personal files of `countersign install`; `countersign uninstall` removes this)\n\
+    .countersign.local.json\n\
+    CLAUDE.local.md\n\
+    **/.claude/settings.local.json\n\
+    # countersign:end\n";
+
+/// The server entry as a client runs it: the command, its arguments and
+/// the environment it passes.
+struct ServerEntry {
+    command: String,
+    args: Vec<String>,
+    /// `COUNTERSIGN_HOME`, when a home was chosen.
+    home: Option<String>,
+}
+
+impl ServerEntry {
+    /// The entry as Claude Code's JSON.
+    fn json(&self, typed: bool) -> Value {
+        let mut v = Map::new();
+        if typed {
+            v.insert("type".into(), json!("stdio"));
+        }
+        v.insert("command".into(), json!(self.command));
+        v.insert("args".into(), json!(self.args));
+        if let Some(h) = &self.home {
+            v.insert("env".into(), json!({"COUNTERSIGN_HOME": h}));
+        }
+        Value::Object(v)
+    }
+}
 
 /// Prints (and with --apply makes) the wiring of `tool` to the channel as --role.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    if a.tool == Tool::Codex && a.scope == Scope::Project {
+        bail!(
+            "--scope project is for claude: Codex reads its servers from $CODEX_HOME/config.toml \
+             (per user) or from a trusted project's .codex/config.toml; install codex writes one \
+             user entry without a role, and the role goes in this project's binding"
+        );
+    }
     let session = cli.session_with_role()?;
     let role = session.role()?.to_string();
     let root = session.channel().dir().root();
@@ -69,74 +161,245 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|_| root.to_path_buf())
         .display()
         .to_string();
+    let home = cli.home()?;
+    let home_root = home
+        .root()
+        .map(|r| r.canonicalize().unwrap_or_else(|_| r.to_path_buf()))
+        .map(|r| r.display().to_string());
+    let backups = Backups::of(&home);
     let exe = executable();
-    let args = ["mcp", "--role", role.as_str(), "--channel", dir.as_str()];
     let cwd = std::env::current_dir()?;
-    let edits = match a.tool {
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let personal = a.tool == Tool::Codex || a.scope == Scope::Local;
+    let mut args: Vec<String> = vec!["mcp".into()];
+    if !personal {
+        args.extend([
+            "--role".into(),
+            role.clone(),
+            "--channel".into(),
+            dir.clone(),
+        ]);
+    }
+    if let Some(t) = &a.tools {
+        args.extend(["--tools".into(), t.clone()]);
+    }
+    let entry = ServerEntry {
+        command: exe.clone(),
+        args,
+        home: home_root.clone(),
+    };
+    let mut edits = Vec::new();
+    let binding_path = cwd.join(binding::FILE);
+    if personal {
+        let text = Binding {
+            role: role.clone(),
+            channel: PathBuf::from(&dir),
+        }
+        .to_text();
+        edits.push(plain_file(&binding_path, Some(&text))?);
+        if let Some(ex) = git_exclude(&cwd) {
+            edits.push(marked(
+                &ex,
+                Some(EXCLUDE_BLOCK),
+                EXCLUDE_BEGIN,
+                EXCLUDE_END,
+            )?);
+        }
+    }
+    match a.tool {
         Tool::Claude => {
-            let entry = json!({"command": exe, "args": args});
+            let mut words = vec![exe.as_str(), "hook", "", "--role", &role, "--channel", &dir];
+            if let Some(h) = &home_root {
+                words.extend(["--home", h.as_str()]);
+            }
             let hooks = HOOKS.map(|(event, name)| {
-                let words = [
-                    exe.as_str(),
-                    "hook",
-                    name,
-                    "--role",
-                    role.as_str(),
-                    "--channel",
-                    dir.as_str(),
-                ];
-                (event, name, words.map(sh_quote).join(" "))
+                words[2] = name;
+                let cmd: Vec<String> = words.iter().map(|w| sh_quote(w)).collect();
+                (event, name, cmd.join(" "))
             });
-            vec![
-                mcp_json(&cwd.join(".mcp.json"), Some(entry))?,
-                settings(&cwd.join(".claude").join("settings.json"), Some(&hooks))?,
-                section(
+            let claude_dir = cwd.join(".claude");
+            if personal {
+                let key = claude_project(&cwd);
+                edits.push(mcp_json(
+                    &claude_user_config()?,
+                    &["projects", &key],
+                    Some(entry.json(true)),
+                )?);
+                edits.push(settings(
+                    &claude_dir.join("settings.local.json"),
+                    Some(&hooks),
+                )?);
+                edits.push(section(
+                    &cwd.join("CLAUDE.local.md"),
+                    Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
+                )?);
+            } else {
+                edits.push(mcp_json(
+                    &cwd.join(".mcp.json"),
+                    &[],
+                    Some(entry.json(false)),
+                )?);
+                edits.push(settings(&claude_dir.join("settings.json"), Some(&hooks))?);
+                edits.push(section(
                     &cwd.join("CLAUDE.md"),
-                    Some(&section_text(&role, &dir, "mcp__channel__")),
-                )?,
-            ]
+                    Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
+                )?);
+            }
         }
         Tool::Codex => {
-            let server = CodexServer {
-                command: exe,
-                args: args.map(str::to_owned).to_vec(),
-            };
-            vec![
-                codex_toml(&codex_config()?, Some(&server))?,
-                section(&cwd.join("AGENTS.md"), Some(&section_text(&role, &dir, "")))?,
-            ]
+            edits.push(codex_toml(&codex_config()?, Some(&entry))?);
+            edits.push(section(
+                &cwd.join("AGENTS.md"),
+                Some(&section_text(None, "")),
+            )?);
         }
-    };
-    let tool = format!("{:?}", a.tool).to_lowercase();
+    }
+    let tool = a.tool.name();
     println!("countersign install {tool}: role '{role}', channel {dir}");
-    let done = report(&edits, a.apply)?;
-    if done && a.tool == Tool::Claude {
-        println!(
-            "Restart the Claude Code session in {} and approve the project MCP server \"{SERVER}\" \
-             when asked.",
-            cwd.display()
-        );
+    match &home_root {
+        Some(h) => println!("home {h}: the server entry passes it on as COUNTERSIGN_HOME"),
+        None => println!(
+            "home: the default ({}); set COUNTERSIGN_HOME or --home to use another",
+            home.describe()
+        ),
+    }
+    let done = report(
+        &edits,
+        a.apply,
+        &backups,
+        Some((binding_path.as_path(), tool)),
+    )?;
+    let how = match (a.tool, personal) {
+        (Tool::Claude, true) => format!(
+            "Claude Code runs `{exe} mcp` (the server \"{SERVER}\" of its local scope for {}, \
+             needing no approval) in the folder the session starts in; the server takes role \
+             '{role}' and the channel from {} (the nearest binding above that folder).",
+            claude_project(&cwd),
+            binding_path.display()
+        ),
+        (Tool::Claude, false) => format!(
+            "Claude Code asks each user once to approve the project server \"{SERVER}\" of \
+             .mcp.json; it runs as role '{role}' for everyone who uses this checkout."
+        ),
+        (Tool::Codex, _) => format!(
+            "Codex runs `{exe} mcp` (one [mcp_servers.{SERVER}] entry for every project) in the \
+             folder the session starts in; the server takes role '{role}' and the channel from \
+             {} (the nearest binding above that folder), so each project and worktree holds its \
+             own role. Start codex in this folder or below it.",
+            binding_path.display()
+        ),
+    };
+    println!("How it resolves: {how}");
+    if done {
+        println!("Restart the agent session in {} to use it.", cwd.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Prints (and with --apply makes) the removal of what `install` added. The
-/// channel folder and the keys stay.
-pub fn run_uninstall(_cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
+/// channel folder and the keys stay. An entry other projects still use
+/// (Codex's user entry, Claude Code's entry of a repository whose other
+/// worktrees are bound, the git exclude block) stays while they do.
+pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let home = cli.home()?;
+    let backups = Backups::of(&home);
+    let binding_path = cwd.join(binding::FILE);
+    // The other projects still bound through this home, and the clients they use.
+    let others: Vec<Saved> = backups
+        .all()?
+        .into_iter()
+        .filter(|s| s.path != binding_path && s.path.ends_with(binding::FILE))
+        .filter(|s| s.after.is_some() && s.path.is_file())
+        .collect();
+    let other_dirs = |tool: &str| -> Vec<PathBuf> {
+        others
+            .iter()
+            .filter(|s| s.tools.iter().any(|t| t == tool))
+            .filter_map(|s| s.path.parent().map(Path::to_path_buf))
+            .collect()
+    };
+    let mut kept = Vec::new();
     let mut edits = vec![
-        mcp_json(&cwd.join(".mcp.json"), None)?,
+        plain_file(&binding_path, None)?,
+        mcp_json(&cwd.join(".mcp.json"), &[], None)?,
         settings(&cwd.join(".claude").join("settings.json"), None)?,
+        settings(&cwd.join(".claude").join("settings.local.json"), None)?,
         section(&cwd.join("CLAUDE.md"), None)?,
+        section(&cwd.join("CLAUDE.local.md"), None)?,
         section(&cwd.join("AGENTS.md"), None)?,
     ];
+    let key = claude_project(&cwd);
+    let sharing: Vec<PathBuf> = other_dirs("claude")
+        .into_iter()
+        .filter(|d| claude_project(d) == key)
+        .collect();
+    if let Ok(path) = claude_user_config() {
+        if sharing.is_empty() {
+            edits.push(mcp_json(&path, &["projects", &key], None)?);
+        } else {
+            kept.push(format!(
+                "{}: the server \"{SERVER}\" of {key} stays: {} still use it",
+                path.display(),
+                list(&sharing)
+            ));
+        }
+    }
+    if let Some(ex) = git_exclude(&cwd) {
+        let sharing: Vec<PathBuf> = others
+            .iter()
+            .filter_map(|s| s.path.parent().map(Path::to_path_buf))
+            .filter(|d| git_exclude(d).as_deref() == Some(ex.as_path()))
+            .collect();
+        if sharing.is_empty() {
+            edits.push(marked(&ex, None, EXCLUDE_BEGIN, EXCLUDE_END)?);
+        } else {
+            kept.push(format!(
+                "{}: the countersign block stays: {} still use it",
+                ex.display(),
+                list(&sharing)
+            ));
+        }
+    }
     // Without a home there is no Codex config to clean, and nothing to say about it.
     if let Ok(path) = codex_config() {
-        edits.push(codex_toml(&path, None)?);
+        let sharing = other_dirs("codex");
+        if sharing.is_empty() {
+            edits.push(codex_toml(&path, None)?);
+        } else {
+            kept.push(format!(
+                "{}: [mcp_servers.{SERVER}] stays: {} still use it",
+                path.display(),
+                list(&sharing)
+            ));
+        }
+    }
+    // A file nobody changed since install goes back byte for byte.
+    for e in &mut edits {
+        if let Some(saved) = backups.get(&e.path)? {
+            if saved.after == e.before {
+                if e.after != saved.before {
+                    e.notes.push("put back as it was before install".into());
+                }
+                e.after = saved.before;
+            } else if e.changed() {
+                e.notes
+                    .push("changed since install: only countersign's part is taken out".into());
+            }
+        }
     }
     println!("countersign uninstall: the channel folder and the keys stay");
-    report(&edits, a.apply)?;
+    for k in &kept {
+        println!("{k}");
+    }
+    report(&edits, a.apply, &backups, None)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn list(dirs: &[PathBuf]) -> String {
+    let words: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    words.join(", ")
 }
 
 /// The binary hooks and servers should run: this one, by absolute path.
@@ -148,29 +411,101 @@ fn executable() -> String {
         .unwrap_or_else(|| "countersign".into())
 }
 
+fn env_path(k: &str) -> Option<PathBuf> {
+    std::env::var_os(k)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
 /// The Codex config file: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
 fn codex_config() -> anyhow::Result<PathBuf> {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(h) = var("CODEX_HOME") {
+    if let Some(h) = env_path("CODEX_HOME") {
         return Ok(h.join("config.toml"));
     }
     let home =
-        var("HOME").context("cannot find the Codex configuration: set CODEX_HOME or HOME")?;
+        env_path("HOME").context("cannot find the Codex configuration: set CODEX_HOME or HOME")?;
     Ok(home.join(".codex").join("config.toml"))
 }
 
+/// Claude Code's user file holding its local scope: `$CLAUDE_CONFIG_DIR/.claude.json`,
+/// else `~/.claude.json`.
+fn claude_user_config() -> anyhow::Result<PathBuf> {
+    if let Some(d) = env_path("CLAUDE_CONFIG_DIR") {
+        return Ok(d.join(".claude.json"));
+    }
+    let home = env_path("HOME")
+        .context("cannot find Claude Code's configuration: set CLAUDE_CONFIG_DIR or HOME")?;
+    Ok(home.join(".claude.json"))
+}
+
+/// The project Claude Code files the local scope of a session in `dir`
+/// under: the main worktree of its git repository (all worktrees of a
+/// repository share it, as Claude Code 2.1 does), else `dir` itself.
+fn claude_project(dir: &Path) -> String {
+    let common = git(
+        dir,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
+    let root = match common {
+        Some(c) if Path::new(&c).file_name().is_some_and(|n| n == ".git") => {
+            Path::new(&c).parent().map(Path::to_path_buf)
+        }
+        Some(_) => git(dir, &["rev-parse", "--show-toplevel"]).map(PathBuf::from),
+        None => None,
+    };
+    let root = root.unwrap_or_else(|| dir.to_path_buf());
+    root.canonicalize().unwrap_or(root).display().to_string()
+}
+
+/// The `.git/info/exclude` of the repository `dir` is in (shared by its
+/// worktrees), `None` outside git.
+fn git_exclude(dir: &Path) -> Option<PathBuf> {
+    git(
+        dir,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "info/exclude",
+        ],
+    )
+    .map(PathBuf::from)
+}
+
+/// Runs git in `dir`; its trimmed output, `None` if it fails or is absent.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_owned())
+}
+
 /// The section for CLAUDE.md / AGENTS.md, between markers `uninstall` finds.
-fn section_text(role: &str, dir: &str, tool_prefix: &str) -> String {
+/// `bound` (role, channel) is written into personal notes only; a shared
+/// note names neither and points to the binding, so it never disagrees with
+/// the server of whoever reads it.
+fn section_text(bound: Option<(&str, &str)>, tool_prefix: &str) -> String {
     let t = |name: &str| format!("`{tool_prefix}{name}()`");
+    let who = match bound {
+        Some((role, dir)) => {
+            format!("This session works as the role `{role}` on the countersign channel in `{dir}`")
+        }
+        None => format!(
+            "This session works as the role and on the countersign channel that `{}` in this \
+             folder names (written by `countersign install`; {} says which)",
+            binding::FILE,
+            t("channel_status")
+        ),
+    };
     format!(
         "{BEGIN} (added by `countersign install`; `countersign uninstall` removes it) -->\n\
          ## Coordination channel (countersign)\n\n\
-         This session works as the role `{role}` on the countersign channel in `{dir}`, shared \
-         with other agent sessions through the MCP server \"{SERVER}\".\n\n\
+         {who}, shared with other agent sessions through the MCP server \"{SERVER}\".\n\n\
          - Start by calling {status} and triage what it shows before other work, in this \
          order: {order}.\n\
          - Before you finish, call {status} again and handle (or deliberately leave) what is new.\n\
@@ -204,8 +539,16 @@ impl Edit {
     }
 }
 
-/// Prints the plan; with `apply`, makes it. Returns whether anything was written.
-fn report(edits: &[Edit], apply: bool) -> anyhow::Result<bool> {
+/// Prints the plan; with `apply`, makes it, saving each file's states in
+/// `backups` first (install: kept and updated; uninstall, `bound` `None`:
+/// dropped once the file is back). `bound` is the binding install writes and
+/// the client it is for. Returns whether anything was written.
+fn report(
+    edits: &[Edit],
+    apply: bool,
+    backups: &Backups,
+    bound: Option<(&Path, &str)>,
+) -> anyhow::Result<bool> {
     for e in edits.iter().filter(|e| !e.notes.is_empty()) {
         let state = match (&e.before, &e.after) {
             (None, Some(_)) => " (new file)",
@@ -220,34 +563,65 @@ fn report(edits: &[Edit], apply: bool) -> anyhow::Result<bool> {
             }
         }
     }
+    // The binding records which clients use it, even when its text stays.
+    let mut tool_added = false;
+    if let (true, Some((path, tool))) = (apply, bound)
+        && let Some(mut saved) = backups.get(path)?
+        && !saved.tools.iter().any(|t| t == tool)
+        && edits.iter().any(|e| e.path == path && !e.changed())
+    {
+        saved.tools.push(tool.to_owned());
+        backups.put(&saved)?;
+        tool_added = true;
+    }
     let todo: Vec<&Edit> = edits.iter().filter(|e| e.changed()).collect();
     if todo.is_empty() {
         println!("Nothing to change.");
-        return Ok(false);
+        return Ok(tool_added);
     }
     if !apply {
         println!("Dry run: nothing was written. Run again with --apply to make these changes.");
         return Ok(false);
     }
-    let stamp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     for e in todo {
-        let backup = match &e.before {
-            Some(_) => Some(backup(&e.path, stamp)?),
+        let record = match bound {
+            Some((binding, tool)) => {
+                let old = backups.get(&e.path)?;
+                let mut tools = old.as_ref().map(|s| s.tools.clone()).unwrap_or_default();
+                if e.path == binding && !tools.iter().any(|t| t == tool) {
+                    tools.push(tool.to_owned());
+                }
+                let saved = Saved {
+                    path: e.path.clone(),
+                    before: old.map_or_else(|| e.before.clone(), |s| s.before),
+                    after: e.after.clone(),
+                    tools,
+                };
+                Some(backups.put(&saved)?)
+            }
             None => None,
         };
         match &e.after {
             Some(text) => write_file(&e.path, text)?,
-            None => fs::remove_file(&e.path)
-                .with_context(|| format!("cannot remove {}", e.path.display()))?,
+            None => {
+                fs::remove_file(&e.path)
+                    .with_context(|| format!("cannot remove {}", e.path.display()))?;
+                // The .claude folder install made goes too once empty (a
+                // folder with anything left in it stays: remove_dir refuses).
+                if let Some(dir) = e.path.parent().filter(|d| d.ends_with(".claude")) {
+                    let _ = fs::remove_dir(dir);
+                }
+            }
+        }
+        if bound.is_none() {
+            backups.forget(&e.path)?;
         }
         let verb = if e.after.is_some() {
             "wrote"
         } else {
             "removed"
         };
-        match backup {
+        match record {
             Some(b) => println!("{verb} {} (backup: {})", e.path.display(), b.display()),
             None => println!("{verb} {}", e.path.display()),
         }
@@ -255,18 +629,21 @@ fn report(edits: &[Edit], apply: bool) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// Copies `path` to `<path>.countersign-backup-<stamp>` (never over an existing file).
-fn backup(path: &Path, stamp: u64) -> anyhow::Result<PathBuf> {
-    let base = format!("{}.countersign-backup-{stamp}", path.display());
-    let mut target = PathBuf::from(&base);
-    let mut n = 1;
-    while target.exists() {
-        n += 1;
-        target = PathBuf::from(format!("{base}-{n}"));
-    }
-    fs::copy(path, &target)
-        .with_context(|| format!("cannot back up {} to {}", path.display(), target.display()))?;
-    Ok(target)
+/// Writes (`Some`) or removes (`None`) a file install owns whole.
+fn plain_file(path: &Path, text: Option<&str>) -> anyhow::Result<Edit> {
+    let before = read(path)?;
+    let notes = match (&before, text) {
+        (Some(b), Some(t)) if b == t => vec!["already there".into()],
+        (_, Some(t)) => vec![format!("write:\n{}", t.trim_end())],
+        (Some(_), None) => vec!["remove it".into()],
+        (None, None) => vec![],
+    };
+    Ok(Edit {
+        path: path.to_path_buf(),
+        before,
+        after: text.map(str::to_owned),
+        notes,
+    })
 }
 
 /// Writes `text` to `path` atomically, keeping an existing file's permissions.
@@ -377,8 +754,10 @@ fn is_ours(v: &Value) -> bool {
     v.to_string().contains("countersign")
 }
 
-/// Sets (`Some`) or removes (`None`) the MCP server entry.
-fn mcp_json(path: &Path, entry: Option<Value>) -> anyhow::Result<Edit> {
+/// Sets (`Some`) or removes (`None`) the MCP server entry in the object
+/// at the keys `at` (`.mcp.json`: the top; `~/.claude.json`: a project).
+/// Objects left empty by a removal go with it.
+fn mcp_json(path: &Path, at: &[&str], entry: Option<Value>) -> anyhow::Result<Edit> {
     let before = read(path)?;
     let orig = parse_object(path, before.as_deref())?;
     let mut root = orig.clone();
@@ -392,40 +771,83 @@ fn mcp_json(path: &Path, entry: Option<Value>) -> anyhow::Result<Edit> {
                 .flatten()
                 .map(|a| a.as_str().unwrap_or_default().to_owned()),
         );
+        if let Some(h) = v["env"]["COUNTERSIGN_HOME"].as_str() {
+            words.insert(0, format!("COUNTERSIGN_HOME={h}"));
+        }
         words.join(" ")
+    };
+    let place = if at.is_empty() {
+        String::new()
+    } else {
+        format!(" (under {})", at.join(" → "))
     };
     match entry {
         Some(entry) => {
-            let servers = object_at(&mut root, "mcpServers", path)?;
+            let mut obj = &mut root;
+            for key in at {
+                obj = object_at(obj, key, path)?;
+            }
+            let servers = object_at(obj, "mcpServers", path)?;
             notes.push(match servers.get(SERVER) {
-                Some(old) if *old == entry => format!("MCP server \"{SERVER}\" is already set up"),
+                Some(old) if *old == entry => {
+                    format!("MCP server \"{SERVER}\"{place} is already set up")
+                }
+                Some(old) if !is_ours(old) => bail!(
+                    "{} already has an MCP server \"{SERVER}\"{place} that does not run \
+                     countersign ({old}); rename or remove it — nothing was changed",
+                    path.display()
+                ),
                 Some(old) => format!(
-                    "replace MCP server \"{SERVER}\" (was: {old})\n  with: {}",
+                    "replace MCP server \"{SERVER}\"{place} (was: {})\n  with: {}",
+                    describe(old),
                     describe(&entry)
                 ),
-                None => format!("add MCP server \"{SERVER}\": {}", describe(&entry)),
+                None => format!("add MCP server \"{SERVER}\"{place}: {}", describe(&entry)),
             });
             servers.insert(SERVER.into(), entry);
         }
-        None => {
-            if let Some(Value::Object(servers)) = root.get_mut("mcpServers") {
-                match servers.get(SERVER) {
-                    Some(v) if is_ours(v) => {
-                        notes.push(format!("remove MCP server \"{SERVER}\": {}", describe(v)));
-                        servers.remove(SERVER);
-                        if servers.is_empty() {
-                            root.remove("mcpServers");
-                        }
-                    }
-                    Some(_) => notes.push(format!(
-                        "leave MCP server \"{SERVER}\": it does not run countersign"
-                    )),
-                    None => {}
-                }
-            }
-        }
+        None => remove_server(&mut root, at, &place, &describe, &mut notes),
     }
     Ok(json_edit(path, before, &orig, root, notes))
+}
+
+/// Takes countersign's server out of the object at `at` in `obj`, and the
+/// objects its removal leaves empty.
+fn remove_server(
+    obj: &mut Map<String, Value>,
+    at: &[&str],
+    place: &str,
+    describe: &dyn Fn(&Value) -> String,
+    notes: &mut Vec<String>,
+) {
+    if let Some((key, rest)) = at.split_first() {
+        if let Some(Value::Object(inner)) = obj.get_mut(*key) {
+            let had = !inner.is_empty();
+            remove_server(inner, rest, place, describe, notes);
+            if had && inner.is_empty() {
+                obj.remove(*key);
+            }
+        }
+        return;
+    }
+    if let Some(Value::Object(servers)) = obj.get_mut("mcpServers") {
+        match servers.get(SERVER) {
+            Some(v) if is_ours(v) => {
+                notes.push(format!(
+                    "remove MCP server \"{SERVER}\"{place}: {}",
+                    describe(v)
+                ));
+                servers.remove(SERVER);
+                if servers.is_empty() {
+                    obj.remove("mcpServers");
+                }
+            }
+            Some(_) => notes.push(format!(
+                "leave MCP server \"{SERVER}\"{place}: it does not run countersign"
+            )),
+            None => {}
+        }
+    }
 }
 
 /// True for a hook command that runs `countersign hook <name>`.
@@ -541,18 +963,30 @@ fn cut_block(text: &str, r: Range<usize>) -> Option<String> {
 
 /// The byte range of the marked section, from its begin marker's line to the
 /// end of its end marker's line.
+#[cfg(test)]
 fn find_section(path: &Path, text: &str) -> anyhow::Result<Option<Range<usize>>> {
+    find_marked(path, text, BEGIN, END)
+}
+
+/// The byte range of the block from the line starting with `begin` to the
+/// end of the line `end`.
+fn find_marked(
+    path: &Path,
+    text: &str,
+    begin: &str,
+    end: &str,
+) -> anyhow::Result<Option<Range<usize>>> {
     let lines = line_starts(text);
     let Some(&(start, _)) = lines
         .iter()
-        .find(|(_, l)| l.trim_start().starts_with(BEGIN))
+        .find(|(_, l)| l.trim_start().starts_with(begin))
     else {
         return Ok(None);
     };
-    match lines.iter().find(|(at, l)| *at > start && l.trim() == END) {
+    match lines.iter().find(|(at, l)| *at > start && l.trim() == end) {
         Some(&(at, l)) => Ok(Some(start..at + l.len())),
         None => bail!(
-            "{} has a countersign begin marker but no end marker ({END}); fix it by hand — nothing was changed",
+            "{} has a countersign begin marker but no end marker ({end}); fix it by hand — nothing was changed",
             path.display()
         ),
     }
@@ -572,9 +1006,15 @@ fn line_starts(text: &str) -> Vec<(usize, &str)> {
 
 /// Adds or updates (`Some`) or removes (`None`) the marked section.
 fn section(path: &Path, new: Option<&str>) -> anyhow::Result<Edit> {
+    marked(path, new, BEGIN, END)
+}
+
+/// Adds or updates (`Some`) or removes (`None`) the block between `begin`
+/// and `end`.
+fn marked(path: &Path, new: Option<&str>, begin: &str, end: &str) -> anyhow::Result<Edit> {
     let before = read(path)?;
     let text = before.clone().unwrap_or_default();
-    let found = find_section(path, &text)?;
+    let found = find_marked(path, &text, begin, end)?;
     let mut notes = Vec::new();
     let after = match (new, found) {
         (Some(new), Some(r)) if &text[r.clone()] == new => {
@@ -612,16 +1052,17 @@ fn toml_str(s: &str) -> String {
 }
 
 /// The `channel` server as `install` writes it into Codex's config.
-struct CodexServer {
-    command: String,
-    args: Vec<String>,
-}
+type CodexServer = ServerEntry;
 
-impl CodexServer {
+impl ServerEntry {
     /// The `[mcp_servers.channel]` table as appended to the file.
     fn table(&self) -> String {
+        let env = match &self.home {
+            Some(h) => format!("env = {{ COUNTERSIGN_HOME = {} }}\n", toml_str(h)),
+            None => String::new(),
+        };
         format!(
-            "[mcp_servers.{SERVER}]\ncommand = {}\nargs = {}\n",
+            "[mcp_servers.{SERVER}]\ncommand = {}\nargs = {}\n{env}",
             toml_str(&self.command),
             self.args_text()
         )
@@ -632,8 +1073,17 @@ impl CodexServer {
         format!("[{}]", words.join(", "))
     }
 
-    /// True when `entry` runs this command with these arguments, however it
-    /// is written (other keys, such as `env`, are the user's and stay).
+    /// The `COUNTERSIGN_HOME` an entry passes, however it is written.
+    fn home_of(t: &dyn TableLike) -> Option<&str> {
+        t.get("env")
+            .and_then(Item::as_table_like)
+            .and_then(|e| e.get("COUNTERSIGN_HOME"))
+            .and_then(Item::as_str)
+    }
+
+    /// True when `entry` runs this command with these arguments and this
+    /// `COUNTERSIGN_HOME`, however it is written (other keys, and other
+    /// variables of `env`, are the user's and stay).
     fn is(&self, entry: &Item) -> bool {
         let Some(t) = entry.as_table_like() else {
             return false;
@@ -645,12 +1095,51 @@ impl CodexServer {
                     .map(toml_edit::Value::as_str)
                     .eq(self.args.iter().map(|w| Some(w.as_str())))
             })
+            && Self::home_of(t) == self.home.as_deref()
+    }
+
+    /// Makes countersign's existing entry `t` this one, in place: its
+    /// layout, comments and the user's other keys stay.
+    fn update(&self, t: &mut dyn TableLike) {
+        let command = toml_edit::value(self.command.as_str());
+        let args: toml_edit::Array = self.args.iter().map(String::as_str).collect();
+        match t.get_mut("command") {
+            Some(Item::Value(v)) => *v = command.into_value().expect("a value"),
+            _ => {
+                t.insert("command", command);
+            }
+        }
+        match t.get_mut("args") {
+            Some(Item::Value(v)) => *v = toml_edit::Value::Array(args),
+            _ => {
+                t.insert("args", toml_edit::value(args));
+            }
+        }
+        let env = t.get_mut("env").and_then(Item::as_table_like_mut);
+        match (&self.home, env) {
+            (Some(h), Some(env)) => {
+                env.insert("COUNTERSIGN_HOME", toml_edit::value(h.as_str()));
+            }
+            (Some(h), None) => {
+                let mut env = toml_edit::InlineTable::new();
+                env.insert("COUNTERSIGN_HOME", h.as_str().into());
+                t.insert("env", toml_edit::value(env));
+            }
+            (None, Some(env)) => {
+                env.remove("COUNTERSIGN_HOME");
+            }
+            (None, None) => {}
+        }
     }
 
     /// The entry as an inline table, to go into an inline `mcp_servers`.
     fn inline(&self) -> toml_edit::Value {
+        let env = match &self.home {
+            Some(h) => format!(", env = {{ COUNTERSIGN_HOME = {} }}", toml_str(h)),
+            None => String::new(),
+        };
         let text = format!(
-            "{{ command = {}, args = {} }}",
+            "{{ command = {}, args = {}{env} }}",
             toml_str(&self.command),
             self.args_text()
         );
@@ -675,6 +1164,11 @@ fn runs_countersign(item: &Item) -> bool {
         Item::ArrayOfTables(a) => a.iter().any(|t| t.iter().any(|(_, i)| runs_countersign(i))),
         Item::None => false,
     }
+}
+
+/// The `channel` entry of a parsed config.
+fn servers_of<'d>(path: &Path, doc: &'d DocumentMut) -> anyhow::Result<Option<&'d Item>> {
+    Ok(servers(path, doc)?.and_then(|s| s.get(SERVER)))
 }
 
 /// The parsed config; an empty document when there is no file.
@@ -718,14 +1212,43 @@ fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::Result<Edit>
             notes.push(format!("[mcp_servers.{SERVER}] is already set up"));
             before.clone()
         }
-        (Some(new), Some(_)) => {
+        (Some(new), Some(old)) if runs_countersign(&old) => {
+            // An entry of an earlier install (with --role, or another home):
+            // it would override the project binding, so it becomes this one.
             notes.push(format!(
-                "leave the existing [mcp_servers.{SERVER}] table as it is; to use this channel, \
-                 remove it (or run `countersign uninstall --apply`) and install again. It would be:\n{}",
+                "update [mcp_servers.{SERVER}] (it runs countersign) to:\n{}",
                 new.table()
             ));
-            before.clone()
+            let servers = doc["mcp_servers"]
+                .as_table_like_mut()
+                .expect("found above as a table");
+            let entry = servers
+                .get_mut(SERVER)
+                .and_then(Item::as_table_like_mut)
+                .with_context(|| {
+                    format!(
+                        "[mcp_servers.{SERVER}] in {} is not a table; fix it — nothing was changed",
+                        path.display()
+                    )
+                })?;
+            new.update(entry);
+            let updated = doc.to_string();
+            let check = parse_toml(path, &updated)?;
+            if !servers_of(path, &check)?.is_some_and(|e| new.is(e)) {
+                bail!(
+                    "cannot update [mcp_servers.{SERVER}] in {} without breaking it; edit it by \
+                     hand — nothing was changed",
+                    path.display()
+                );
+            }
+            Some(updated)
         }
+        (Some(_), Some(old)) => bail!(
+            "{} already has an [mcp_servers.{SERVER}] entry that does not run countersign ({}); \
+             rename or remove it and install again — nothing was changed",
+            path.display(),
+            old.to_string().trim()
+        ),
         (Some(new), None) => {
             let added = match doc
                 .get_mut("mcp_servers")
@@ -849,6 +1372,7 @@ mod tests {
             args: ["mcp", "--role", role, "--channel", "/ch"]
                 .map(str::to_owned)
                 .to_vec(),
+            home: None,
         }
     }
 
@@ -882,9 +1406,15 @@ mod tests {
             None,
             "the only table: the file goes"
         );
-        let (same, notes) = plan(Some(spaced), Some(&ours("web")));
-        assert!(notes.contains("leave the existing"), "{notes}");
-        assert_eq!(same.as_deref(), Some(spaced));
+        // An entry of an earlier install becomes this one, where it stands.
+        let (updated, notes) = plan(Some(spaced), Some(&ours("web")));
+        assert!(notes.contains("update"), "{notes}");
+        let updated = updated.unwrap();
+        assert!(
+            updated.starts_with("[ mcp_servers . \"channel\" ]\n"),
+            "{updated}"
+        );
+        assert!(ours("web").is(&channel_entry(&updated)), "{updated}");
     }
 
     #[test]
@@ -909,10 +1439,11 @@ mod tests {
             let (after, notes) = plan(Some(same), Some(&web));
             assert_eq!(after.as_deref(), Some(same.as_str()));
             assert!(notes.contains("already set up"), "{notes}");
-            // Another channel's entry: left as it is, never a second table.
+            // Another install's entry: made this one where it stands, never a second table.
             let (after, notes) = plan(Some(other), Some(&web));
-            assert_eq!(after.as_deref(), Some(other.as_str()));
-            assert!(notes.contains("leave the existing"), "{notes}");
+            let after = after.unwrap();
+            assert!(notes.contains("update"), "{notes}");
+            assert!(web.is(&channel_entry(&after)), "{after}");
             // Uninstalled: the entry goes, the rest stays.
             let (gone, _) = plan(Some(same), None);
             let gone = gone.unwrap_or_default();
@@ -934,9 +1465,14 @@ mod tests {
 
         // Someone else's inline server: left alone, never a second table.
         let foreign = "[mcp_servers]\nchannel = { command = \"other-tool\" }\n";
-        let (after, notes) = plan(Some(foreign), Some(&web));
-        assert_eq!(after.as_deref(), Some(foreign));
-        assert!(notes.contains("leave the existing"), "{notes}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        fs::write(&path, foreign).unwrap();
+        let e = codex_toml(&path, Some(&web)).err().unwrap().to_string();
+        assert!(
+            e.contains("does not run countersign") && e.contains("nothing was changed"),
+            "{e}"
+        );
         let (after, notes) = plan(Some(foreign), None);
         assert_eq!(after.as_deref(), Some(foreign));
         assert!(notes.contains("does not run countersign"), "{notes}");
@@ -1017,7 +1553,7 @@ mod tests {
     #[test]
     fn a_block_appended_then_cut_leaves_the_text_as_it_was() {
         let p = Path::new("X.md");
-        let new = section_text("web", "/ch", "");
+        let new = section_text(Some(("web", "/ch")), "");
         for orig in ["", "# Project\n", "# Project\n\n", "# Project\n\nMore.\n"] {
             assert!(find_section(p, orig).unwrap().is_none());
             let added = append_block(orig, &new);

@@ -21,7 +21,7 @@ pub struct Args {}
 
 /// Runs `join`.
 pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
-    let role = Session::role_from(cli.role.as_deref())?
+    let role = Session::role_from(cli.role_arg()?.as_deref())?
         .context("no role: pass --role ROLE or set COUNTERSIGN_ROLE")?
         .to_string();
     let mut channel = cli.open_channel()?;

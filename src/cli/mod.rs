@@ -30,7 +30,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::app::Session;
-use crate::store::{Channel, ChannelDir, Home};
+use crate::store::{Channel, ChannelDir, Home, binding};
 
 /// countersign: a coordination channel for coding-agent sessions, with no server.
 ///
@@ -41,12 +41,18 @@ use crate::store::{Channel, ChannelDir, Home};
 #[command(name = "countersign", version, about, long_about, max_term_width = 100)]
 pub struct Cli {
     /// The channel folder (the one holding channel.json). Default: $COUNTERSIGN_CHANNEL,
-    /// else the nearest .countersign/ above the working directory.
+    /// else the channel of the nearest .countersign.local.json (written by `install`) above
+    /// the working directory, else the nearest .countersign/ above it.
     #[arg(long, global = true, value_name = "DIR")]
     pub channel: Option<PathBuf>,
-    /// The role to act as. Default: $COUNTERSIGN_ROLE, else $AI_AGENT_CHANNEL_ROLE.
+    /// The role to act as. Default: $COUNTERSIGN_ROLE, else $AI_AGENT_CHANNEL_ROLE, else the
+    /// role of the nearest .countersign.local.json above the working directory.
     #[arg(long, global = true, value_name = "ROLE")]
     pub role: Option<String>,
+    /// This device's home (keys, device id, index). Default: $COUNTERSIGN_HOME, else
+    /// ~/.config/countersign and ~/.local/state/countersign.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -97,11 +103,12 @@ enum Command {
     /// Agent-session hooks (always exit 0): `hook session-start` prints how a session begins,
     /// `hook stop` is Claude Code's Stop hook and holds a stop while something actionable waits.
     Hook(hook::Args),
-    /// Wire Claude Code or Codex to the channel as --role: the MCP server, the hooks and a note
-    /// in CLAUDE.md or AGENTS.md. Prints every change; --apply makes them, with backups.
+    /// Wire Claude Code or Codex to the channel as --role: the project binding (role and
+    /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;
+    /// --apply makes them, keeping the files as they were in the countersign home.
     Install(install::Args),
-    /// Take out what `install` added (the channel folder stays). Prints every change; --apply
-    /// makes them, with backups.
+    /// Take out what `install` added (the channel folder stays), putting back byte for byte
+    /// every file nobody changed since. Prints every change; --apply makes them.
     Uninstall(install::UninstallArgs),
 }
 
@@ -144,16 +151,33 @@ impl Cli {
         Ok(ChannelDir::discover(self.channel.as_deref())?)
     }
 
-    /// Opens the channel with this device's home.
-    fn open_channel(&self) -> anyhow::Result<Channel> {
-        let home = Home::from_env()?;
-        Ok(Channel::open(self.channel_dir()?, home)?)
+    /// This device's home: --home, else the environment's.
+    fn home(&self) -> anyhow::Result<Home> {
+        Ok(Home::choose(self.home.as_deref())?)
     }
 
-    /// A session acting as the role from --role or the environment (required).
+    /// Opens the channel with this device's home.
+    fn open_channel(&self) -> anyhow::Result<Channel> {
+        Ok(Channel::open(self.channel_dir()?, self.home()?)?)
+    }
+
+    /// The role to pass to [`Session::role_from`]: --role, else (when no
+    /// role variable is set) the role of the project binding above the
+    /// working directory, which `install` writes for sessions started there.
+    fn role_arg(&self) -> anyhow::Result<Option<String>> {
+        if self.role.is_some() || Session::role_from(None)?.is_some() {
+            return Ok(self.role.clone());
+        }
+        let cwd = std::env::current_dir()?;
+        Ok(binding::find(&cwd)?.map(|f| f.binding.role))
+    }
+
+    /// A session acting as the role from --role, the environment or the
+    /// project binding (required).
     fn session_with_role(&self) -> anyhow::Result<Session> {
-        let role = Session::role_from(self.role.as_deref())?.context(
-            "no role: pass --role ROLE or set COUNTERSIGN_ROLE (or AI_AGENT_CHANNEL_ROLE)",
+        let role = Session::role_from(self.role_arg()?.as_deref())?.context(
+            "no role: pass --role ROLE, set COUNTERSIGN_ROLE (or AI_AGENT_CHANNEL_ROLE), or run \
+             `countersign install` in the project so it binds one",
         )?;
         Ok(Session::new(self.open_channel()?, Some(role))?)
     }

@@ -56,7 +56,19 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
+    // A server that did not get COUNTERSIGN_HOME lands in the default home
+    // and makes a new device there: say so where the client logs stderr.
+    let home = cli.home()?;
+    let fresh = home.is_default() && !home.has_device();
     let session = cli.session_with_role()?;
+    if fresh {
+        tracing::warn!(
+            "made a new device in the default home {}: if this device's keys live in another \
+             home, COUNTERSIGN_HOME did not reach this server — set it in the client's server \
+             entry (`countersign install` does)",
+            home.describe()
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -356,7 +356,7 @@ fn backoff(interval_s: u64, failures: u32) -> Duration {
 /// everything else (no folder yet, a broken index, a stranger role) is an
 /// outage, reported once and retried with backoff. Ctrl-C ends it with 0.
 fn watch(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    let role = Session::role_from(cli.role.as_deref())?.with_context(no_role)?;
+    let role = Session::role_from(cli.role_arg()?.as_deref())?.with_context(no_role)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

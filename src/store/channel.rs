@@ -325,14 +325,16 @@ impl Channel {
                 "feed {feed} is admitted with key {k}, but this device holds key {pubkey} for \
                  role '{role}'. If the key was replaced elsewhere, sync first; to make this \
                  device's key the feed's key, run on the owner's machine: `countersign \
-                 rotate-key --role {role} --lost --device {} --pubkey {pubkey} --from-seq {}`",
+                 rotate-key --role {role} --lost --device {} --pubkey {pubkey} --from-seq {}`. \
+                 {}",
                 feed.device(),
-                self.head_seq(&feed)? + 1
+                self.head_seq(&feed)? + 1,
+                self.whereabouts()
             )));
         }
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
-                return Err(not_admitted(&feed, role, &pubkey));
+                return Err(not_admitted(&feed, role, &pubkey, &self.whereabouts()));
             };
             let owner_feed =
                 FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
@@ -375,12 +377,37 @@ impl Channel {
                 return Err(StoreError::NotAdmitted(format!(
                     "this device holds no key for role '{role}' in channel '{}' and is not the \
                      channel owner's machine: run `countersign join --role {role}` here, then \
-                     the `countersign admit` command it prints on the owner's machine, and sync",
-                    self.dir.genesis().name
+                     the `countersign admit` command it prints on the owner's machine, and sync. \
+                     {}",
+                    self.dir.genesis().name,
+                    self.whereabouts()
                 )));
             }
         };
         Ok((feed, key, owner))
+    }
+
+    /// Which home and channel folder this process used and how each was
+    /// chosen, for every refusal about keys and membership: a process that
+    /// did not get `COUNTERSIGN_HOME` (clients start servers with a short
+    /// environment) uses the default home, makes a new device there and
+    /// would be sent to `join` — the wrong way.
+    pub fn whereabouts(&self) -> String {
+        let mut text = format!(
+            "This process used the home {} as device '{}', and the channel folder {}.",
+            self.home.describe(),
+            self.device.id,
+            self.dir.describe()
+        );
+        if self.home.is_default() {
+            text.push_str(
+                " If your keys live in another home (COUNTERSIGN_HOME where you ran `countersign \
+                 init` or `join`), COUNTERSIGN_HOME did not reach this process — MCP clients \
+                 start servers with a short environment: set it in the server entry's env \
+                 (`countersign install` does) instead of joining again.",
+            );
+        }
+        text
     }
 
     /// Serializes writers of the index on this machine. SQLite would too, but
@@ -430,8 +457,9 @@ impl Channel {
         let Some(key) = self.home.load_key(self.dir.id(), KeyName::Owner)? else {
             return Err(StoreError::NotAdmitted(format!(
                 "this device does not hold the owner key of channel '{}': run this on the \
-                 owner's machine (the one that ran `countersign init`)",
-                self.dir.genesis().name
+                 owner's machine (the one that ran `countersign init`). {}",
+                self.dir.genesis().name,
+                self.whereabouts()
             )));
         };
         let feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
@@ -497,7 +525,8 @@ impl Channel {
         if !self.is_admitted(&feed)? {
             return Err(StoreError::NotAdmitted(format!(
                 "feed {feed} was never admitted, so it has no key to replace: admit it with \
-                 `countersign admit {role} PUBKEY --device {device}`"
+                 `countersign admit {role} PUBKEY --device {device}`. {}",
+                self.whereabouts()
             )));
         }
         let ch = self.dir.id().to_owned();
@@ -669,12 +698,12 @@ impl Channel {
 }
 
 /// The refusal for a feed the owner has not admitted, with the command that fixes it.
-fn not_admitted(feed: &FeedId, role: &Role, pubkey: &str) -> StoreError {
+fn not_admitted(feed: &FeedId, role: &Role, pubkey: &str, whereabouts: &str) -> StoreError {
     StoreError::NotAdmitted(format!(
         "feed {feed} (role '{role}', key {pubkey}) is not admitted by the channel owner yet, and \
          this device does not hold the owner key that would admit it: on the owner's machine \
          run `countersign admit {role} {pubkey} --device {}`, then `countersign sync` there and \
-         here",
+         here. {whereabouts}",
         feed.device()
     ))
 }

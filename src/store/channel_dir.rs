@@ -26,6 +26,8 @@ pub struct ChannelDir {
     root: PathBuf,
     genesis: Genesis,
     id: String,
+    /// Where the folder is and how it was chosen, in words.
+    chosen: String,
 }
 
 /// The most `channel.json` may hold.
@@ -56,32 +58,60 @@ impl ChannelDir {
             root: root.to_path_buf(),
             genesis,
             id: channel_id(&bytes),
+            chosen: root.display().to_string(),
         })
     }
 
     /// Finds the channel: `explicit` (from `--channel`), else
-    /// `COUNTERSIGN_CHANNEL`, else the nearest `.countersign/` with a
-    /// `channel.json` above the working directory.
+    /// `COUNTERSIGN_CHANNEL`, else the channel of the nearest project binding
+    /// (`.countersign.local.json`, see [`super::binding`]) above the working
+    /// directory, else the nearest `.countersign/` with a `channel.json`
+    /// above it. Remembers which, for refusals.
     pub fn discover(explicit: Option<&Path>) -> StoreResult<Self> {
+        let chosen = |dir: StoreResult<Self>, how: String| {
+            dir.map(|mut d| {
+                d.chosen = format!("{} ({how})", d.root.display());
+                d
+            })
+        };
         if let Some(p) = explicit {
-            return Self::open(p);
+            return chosen(Self::open(p), "from --channel".into());
         }
         if let Some(p) = std::env::var_os("COUNTERSIGN_CHANNEL").filter(|v| !v.is_empty()) {
-            return Self::open(Path::new(&p));
+            return chosen(Self::open(Path::new(&p)), "from COUNTERSIGN_CHANNEL".into());
         }
         let cwd = std::env::current_dir().at(".")?;
+        if let Some(found) = super::binding::find(&cwd)? {
+            return chosen(
+                Self::open(&found.binding.channel),
+                format!("from the project binding {}", found.path.display()),
+            );
+        }
         for dir in cwd.ancestors() {
             let candidate = dir.join(DEFAULT_DIR);
             if candidate.join("channel.json").is_file() {
-                return Self::open(&candidate);
+                return chosen(
+                    Self::open(&candidate),
+                    format!(
+                        "found walking up from the working directory {}",
+                        cwd.display()
+                    ),
+                );
             }
         }
         Err(StoreError::NoChannel(format!(
             "no channel found: pass --channel DIR, set COUNTERSIGN_CHANNEL, or run from inside \
-             a project holding a {DEFAULT_DIR}/ folder (create one with `countersign init`); \
-             searched upwards from {}",
+             a project holding a {DEFAULT_DIR}/ folder (create one with `countersign init`) or \
+             a {} (`countersign install` writes one); searched upwards from {}",
+            super::binding::FILE,
             cwd.display()
         )))
+    }
+
+    /// Where the folder is and how it was chosen, e.g. `/p/.countersign (from
+    /// --channel)`.
+    pub fn describe(&self) -> &str {
+        &self.chosen
     }
 
     /// Refuses if `root` already holds a channel or anything else.

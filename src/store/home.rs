@@ -20,6 +20,11 @@ use crate::core::ids::{Role, is_slug};
 pub struct Home {
     config: PathBuf,
     state: PathBuf,
+    /// Where this home is and how it was chosen, in words, for refusals
+    /// about keys and membership.
+    chosen: String,
+    /// True when neither `--home` nor `COUNTERSIGN_HOME` chose it.
+    default: bool,
 }
 
 /// `device.json`: this installation's id, created once.
@@ -36,24 +41,51 @@ impl Home {
     /// else `$XDG_CONFIG_HOME/countersign` for keys and the device and
     /// `$XDG_STATE_HOME/countersign` for the rest.
     pub fn from_env() -> StoreResult<Self> {
+        Self::choose(None)
+    }
+
+    /// The home `explicit` names (`--home`), else the one from the
+    /// environment (see [`Self::from_env`]), remembering how it was chosen.
+    pub fn choose(explicit: Option<&Path>) -> StoreResult<Self> {
+        if let Some(root) = explicit.filter(|p| !p.as_os_str().is_empty()) {
+            let mut home = Self::at(root.to_path_buf());
+            home.chosen = format!("{} (from --home)", root.display());
+            return Ok(home);
+        }
         if let Some(root) = std::env::var_os("COUNTERSIGN_HOME").filter(|v| !v.is_empty()) {
-            return Ok(Self::at(PathBuf::from(root)));
+            let root = PathBuf::from(root);
+            let mut home = Self::at(root.clone());
+            home.chosen = format!("{} (from COUNTERSIGN_HOME)", root.display());
+            return Ok(home);
         }
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let xdg = |var: &str, fallback: &str| {
             std::env::var_os(var)
                 .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| home.as_ref().map(|h| h.join(fallback)))
+                .map(|v| (PathBuf::from(v), var.to_owned()))
+                .or_else(|| {
+                    home.as_ref()
+                        .map(|h| (h.join(fallback), format!("~/{fallback}")))
+                })
         };
         match (
             xdg("XDG_CONFIG_HOME", ".config"),
             xdg("XDG_STATE_HOME", ".local/state"),
         ) {
-            (Some(c), Some(s)) => Ok(Self {
-                config: c.join("countersign"),
-                state: s.join("countersign"),
-            }),
+            (Some((c, c_from)), Some((s, s_from))) => {
+                let (config, state) = (c.join("countersign"), s.join("countersign"));
+                Ok(Self {
+                    chosen: format!(
+                        "{} and {} (the default, under {c_from} and {s_from}: neither --home nor \
+                         COUNTERSIGN_HOME is set in this process's environment)",
+                        config.display(),
+                        state.display()
+                    ),
+                    config,
+                    state,
+                    default: true,
+                })
+            }
             _ => Err(StoreError::NoChannel(
                 "cannot find a home folder: set COUNTERSIGN_HOME or HOME".into(),
             )),
@@ -63,9 +95,41 @@ impl Home {
     /// A home with one root (what `COUNTERSIGN_HOME` selects; used by tests).
     pub fn at(root: PathBuf) -> Self {
         Self {
+            chosen: root.display().to_string(),
             config: root.clone(),
             state: root,
+            default: false,
         }
+    }
+
+    /// Where this home is and how it was chosen, e.g. `/h (from
+    /// COUNTERSIGN_HOME)`.
+    pub fn describe(&self) -> &str {
+        &self.chosen
+    }
+
+    /// True when the home is the default one: nothing chose it, which is
+    /// also what a process started without `COUNTERSIGN_HOME` gets.
+    pub fn is_default(&self) -> bool {
+        self.default
+    }
+
+    /// The one root of a home chosen by `--home` or `COUNTERSIGN_HOME`
+    /// (what a client's server entry passes on as `COUNTERSIGN_HOME`);
+    /// `None` for the default home.
+    pub fn root(&self) -> Option<&Path> {
+        (!self.default).then_some(self.config.as_path())
+    }
+
+    /// The folder where `install` keeps what it changed outside the home
+    /// (the files as they were, to put back byte for byte).
+    pub fn install_dir(&self) -> PathBuf {
+        self.state.join("install")
+    }
+
+    /// True when this home has a device already (`device` would not make one).
+    pub fn has_device(&self) -> bool {
+        self.config.join("device.json").is_file()
     }
 
     /// This device, created on first use.

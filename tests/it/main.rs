@@ -31,6 +31,7 @@ mod python_client;
 mod real_clients;
 mod search_grammar;
 mod search_snippet;
+mod setups;
 mod status_hooks;
 mod store_faults;
 mod store_order;

@@ -849,6 +849,14 @@ impl Project {
     }
 }
 
+/// The install backups kept in the countersign home `home`.
+fn saved_in(home: &Path) -> Vec<Value> {
+    let Ok(dir) = fs::read_dir(home.join("install")) else {
+        return Vec::new();
+    };
+    dir.map(|e| read_json(&e.unwrap().path())).collect()
+}
+
 fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
 }
@@ -871,7 +879,12 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
     let before = p.files();
 
     // Dry run: every change named, nothing written.
-    let r = p.run(&ch, &["--role", "backend", "install", "claude"]);
+    let r = p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project",
+        ],
+    );
     assert_eq!(p.files(), before, "a dry run writes nothing");
     for needle in [
         "MCP server \"channel\"",
@@ -888,7 +901,12 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
         );
     }
 
-    let r = p.run(&ch, &["--role", "backend", "install", "claude", "--apply"]);
+    let r = p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project", "--apply",
+        ],
+    );
     let dir = ch
         .dir
         .canonicalize()
@@ -918,16 +936,21 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
         .as_str()
         .unwrap()
         .to_owned();
+    let home = ch.home.canonicalize().unwrap();
+    let home = home.display();
     assert!(
         start.ends_with(&format!(
-            " hook session-start --role backend --channel {dir}"
+            " hook session-start --role backend --channel {dir} --home {home}"
         )),
         "{start}"
     );
     assert!(
-        stop_cmd.ends_with(&format!(" hook stop --role backend --channel {dir}")),
+        stop_cmd.ends_with(&format!(
+            " hook stop --role backend --channel {dir} --home {home}"
+        )),
         "{stop_cmd}"
     );
+    assert_eq!(server["env"], json!({"COUNTERSIGN_HOME": home.to_string()}));
     let md = fs::read_to_string(p.dir.join("CLAUDE.md")).unwrap();
     assert!(
         md.starts_with("<!-- countersign:begin")
@@ -939,14 +962,19 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
         md.contains(crate::mcp_server::TRIAGE_ORDER),
         "the note gives the same order as the hook and the server: {md}"
     );
-    // Backups of the files that existed, with their old content.
-    let backups = p.backups();
-    assert_eq!(backups.len(), 2, "{backups:?}\n{}", r.stdout);
-    let mcp_backup = backups
+    // Backups of the files changed go to the countersign home, none to the project tree.
+    assert!(p.backups().is_empty(), "{:?}", p.backups());
+    let saved = saved_in(&ch.home);
+    assert_eq!(saved.len(), 3, "{saved:?}\n{}", r.stdout);
+    let mcp_saved = saved
         .iter()
-        .find(|b| b.contains(".mcp.json.countersign-backup-"))
+        .find(|s| s["path"].as_str().unwrap().ends_with("/.mcp.json"))
         .unwrap();
-    assert_eq!(read_json(Path::new(mcp_backup)), original);
+    assert_eq!(
+        mcp_saved["before"].as_str(),
+        Some(serde_json::to_string(&original).unwrap().as_str())
+    );
+    assert!(r.stdout.contains("backup: "), "{}", r.stdout);
 
     // The installed hooks work as Claude Code runs them: through a shell.
     send(&ch, "frontend", "backend", "hello", false);
@@ -969,7 +997,12 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
 
     // Installing again changes nothing and backs up nothing.
     let snapshot = p.files();
-    let r = p.run(&ch, &["--role", "backend", "install", "claude", "--apply"]);
+    let r = p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project", "--apply",
+        ],
+    );
     assert!(r.stdout.contains("Nothing to change"), "{}", r.stdout);
     assert_eq!(p.files(), snapshot);
 
@@ -984,9 +1017,11 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
     );
     assert!(
         !p.dir.join("CLAUDE.md").exists(),
-        "a file left empty is removed"
+        "a file that did not exist is removed again"
     );
-    assert_eq!(p.backups().len(), 5, "{:?}", p.backups());
+    assert_eq!(p.files(), before, "every file back byte for byte");
+    assert!(p.backups().is_empty(), "{:?}", p.backups());
+    assert!(saved_in(&ch.home).is_empty(), "the backups are done with");
     assert!(ch.dir.join("channel.json").is_file());
     assert_eq!(
         cs(&ch, &["--role", "backend", "status"]).code,
@@ -1028,18 +1063,27 @@ fn install_codex_appends_its_table_and_leaves_a_foreign_one() {
         added.starts_with("\n[mcp_servers.channel]\ncommand = \""),
         "{added}"
     );
+    // No role in the user's one entry: the project binding holds it. The home goes along.
+    let home = ch.home.canonicalize().unwrap();
     assert!(
         added.ends_with(&format!(
-            "args = [\"mcp\", \"--role\", \"frontend\", \"--channel\", \"{dir}\"]\n"
+            "args = [\"mcp\"]\nenv = {{ COUNTERSIGN_HOME = \"{}\" }}\n",
+            home.display()
         )),
         "{added}"
     );
+    let bound = read_json(&p.dir.join(".countersign.local.json"));
+    assert_eq!(bound, json!({"role": "frontend", "channel": dir}));
     let agents = fs::read_to_string(p.dir.join("AGENTS.md")).unwrap();
     assert!(
         agents.starts_with("# Agents\n\nBe nice.\n\n<!-- countersign:begin"),
         "{agents}"
     );
-    assert_eq!(p.backups().len(), 2);
+    assert!(
+        !agents.contains("frontend"),
+        "the shared note names no role: {agents}"
+    );
+    assert!(p.backups().is_empty());
 
     p.run(&ch, &["uninstall", "--apply"]);
     assert_eq!(fs::read_to_string(&config).unwrap(), original);
@@ -1048,17 +1092,30 @@ fn install_codex_appends_its_table_and_leaves_a_foreign_one() {
         "# Agents\n\nBe nice.\n"
     );
 
-    // A [mcp_servers.channel] table of someone else's: left alone, and said so.
+    assert!(!p.dir.join(".countersign.local.json").exists());
+
+    // A [mcp_servers.channel] table of someone else's: refused, nothing written anywhere.
     let foreign = format!("{original}\n[mcp_servers.channel]\ncommand = \"other-tool\"\n");
     fs::write(&config, &foreign).unwrap();
-    let r = p.run(&ch, &["--role", "frontend", "install", "codex", "--apply"]);
-    assert!(
-        r.stdout
-            .contains("leave the existing [mcp_servers.channel] table"),
-        "{}",
-        r.stdout
+    let before = p.files();
+    let env = [
+        ("CODEX_HOME", p.codex.to_str().unwrap()),
+        ("HOME", "/nonexistent"),
+    ];
+    let r = run(
+        &ch,
+        &["--role", "frontend", "install", "codex", "--apply"],
+        &env,
+        Some(&p.dir),
+        "",
     );
-    assert_eq!(fs::read_to_string(&config).unwrap(), foreign);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("does not run countersign") && r.stderr.contains("nothing was changed"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.files(), before);
     let r = p.run(&ch, &["uninstall", "--apply"]);
     assert!(
         r.stdout.contains("does not run countersign"),
@@ -1092,7 +1149,9 @@ fn install_refuses_what_it_cannot_do_safely() {
     let before = p.files();
     let r = run(
         &ch,
-        &["--role", "backend", "install", "claude", "--apply"],
+        &[
+            "--role", "backend", "install", "claude", "--scope", "project", "--apply",
+        ],
         &env,
         Some(&p.dir),
         "",

@@ -65,7 +65,7 @@ impl Channel {
         }
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
-                return Err(not_admitted(&feed, role, &pubkey));
+                return Err(not_admitted(&feed, role, &pubkey, &self.whereabouts()));
             };
             let owner_feed =
                 FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");

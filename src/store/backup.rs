@@ -1,0 +1,143 @@
+//! Install backups: each file outside the channel that `countersign install`
+//! changed, as it was before the first change and as the last change left
+//! it, kept in one folder of the home (`<state>/install/`), never beside the
+//! file in the project tree.
+//!
+//! `uninstall` puts a file back byte for byte from here when nobody changed
+//! it since. This module only stores and finds the saved copies; what they
+//! mean to a client is the command line's business.
+
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use super::error::{IoContext as _, StoreError, StoreResult};
+use super::home::Home;
+
+/// One file's saved states.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Saved {
+    /// The file (absolute).
+    pub path: PathBuf,
+    /// Its content before countersign first changed it (`None`: no file).
+    pub before: Option<String>,
+    /// Its content as countersign last left it (`None`: removed).
+    pub after: Option<String>,
+    /// The clients installed through this file (for a project binding:
+    /// `claude`, `codex`), so a shared entry stays while another uses it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+}
+
+/// The backup folder of a home.
+#[derive(Clone, Debug)]
+pub struct Backups {
+    dir: PathBuf,
+}
+
+/// The most a saved record may hold (the files are configuration files).
+const MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+impl Backups {
+    /// The backups of `home`.
+    pub fn of(home: &Home) -> Self {
+        Self {
+            dir: home.install_dir(),
+        }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the record of `path` is kept.
+    pub fn record_path(&self, path: &Path) -> PathBuf {
+        let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+        self.dir
+            .join(format!("{}.json", hex::encode(&digest[..12])))
+    }
+
+    /// The saved states of `path`, `None` if install never changed it.
+    pub fn get(&self, path: &Path) -> StoreResult<Option<Saved>> {
+        let rec = self.record_path(path);
+        let saved = match read_record(&rec)? {
+            Some(s) if s.path == path => Some(s),
+            _ => None,
+        };
+        Ok(saved)
+    }
+
+    /// Stores `saved` (atomically, mode 0600: it may hold private settings).
+    pub fn put(&self, saved: &Saved) -> StoreResult<PathBuf> {
+        fs::create_dir_all(&self.dir).at(&self.dir)?;
+        let rec = self.record_path(&saved.path);
+        let mut rnd = [0u8; 8];
+        getrandom::fill(&mut rnd).expect("the OS random source works");
+        let tmp = rec.with_extension(format!("tmp-{}", hex::encode(rnd)));
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .at(&tmp)?;
+        let bytes = serde_json::to_vec_pretty(saved).expect("a record serializes");
+        f.write_all(&bytes).at(&tmp)?;
+        f.sync_all().at(&tmp)?;
+        drop(f);
+        fs::rename(&tmp, &rec).at(&rec)?;
+        Ok(rec)
+    }
+
+    /// Drops the record of `path` (the file is back as it was).
+    pub fn forget(&self, path: &Path) -> StoreResult<()> {
+        let rec = self.record_path(path);
+        match fs::remove_file(&rec) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e).at(&rec)?,
+        }
+    }
+
+    /// Every record, in no particular order.
+    pub fn all(&self) -> StoreResult<Vec<Saved>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).at(&self.dir)?,
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let path = entry.at(&self.dir)?.path();
+            if path.extension().is_some_and(|x| x == "json")
+                && let Some(s) = read_record(&path)?
+            {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn read_record(rec: &Path) -> StoreResult<Option<Saved>> {
+    let bytes = match super::folder_file::read(rec, MAX_BYTES) {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => {
+            return Err(StoreError::NoChannel(format!(
+                "cannot read the install backup {}: {e}",
+                rec.display()
+            )));
+        }
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        StoreError::NoChannel(format!(
+            "the install backup {} is not valid ({e}); move it away to go on",
+            rec.display()
+        ))
+    })
+}

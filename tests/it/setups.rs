@@ -1,0 +1,545 @@
+//! Setups as a user makes them: the README's setup blocks run as they stand,
+//! two git worktrees and two Codex projects each working as their own role
+//! through one server entry, install/uninstall giving back every file byte
+//! for byte, and refusals that say which home and channel they used.
+//!
+//! Everything runs the real binary with a temporary `HOME` and, where a
+//! client would, a short environment.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rmcp::ServiceExt as _;
+use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
+use serde_json::{Value, json};
+
+use crate::common::machines::git_ok;
+use crate::common::{Client, bin};
+
+/// A user's machine: a temporary `HOME` holding projects, with no
+/// countersign variable set.
+struct Machine {
+    tmp: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new() -> Self {
+        let m = Self {
+            tmp: tempfile::tempdir().unwrap(),
+        };
+        fs::create_dir_all(m.home()).unwrap();
+        m
+    }
+
+    fn root(&self) -> PathBuf {
+        self.tmp.path().canonicalize().unwrap()
+    }
+
+    fn home(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
+    /// A git repository with one commit, as a project is.
+    fn project(&self, name: &str) -> PathBuf {
+        let dir = self.root().join(name);
+        fs::create_dir_all(&dir).unwrap();
+        git_ok(&dir, &["init", "-q"]);
+        git_ok(&dir, &["commit", "-q", "--allow-empty", "-m", "start"]);
+        dir
+    }
+
+    /// The environment a shell of this user has: PATH with countersign on
+    /// it, HOME, a git identity; nothing of countersign's.
+    fn env(&self) -> Vec<(&'static str, OsString)> {
+        let bin_dir = Path::new(bin()).parent().unwrap();
+        let mut path = OsString::from(bin_dir);
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_default());
+        vec![
+            ("PATH", path),
+            ("HOME", self.home().into()),
+            ("GIT_AUTHOR_NAME", "test".into()),
+            ("GIT_AUTHOR_EMAIL", "test@localhost".into()),
+            ("GIT_COMMITTER_NAME", "test".into()),
+            ("GIT_COMMITTER_EMAIL", "test@localhost".into()),
+        ]
+    }
+
+    /// Runs `script` with `sh -e` in `cwd`; panics unless it succeeds.
+    fn sh(&self, cwd: &Path, script: &str) -> String {
+        let out = Command::new("sh")
+            .args(["-e", "-c", script])
+            .current_dir(cwd)
+            .env_clear()
+            .envs(self.env())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{script}\n{text}");
+        text
+    }
+
+    /// Runs countersign with `args` in `cwd`; returns (exit code, stdout + stderr).
+    fn cs(&self, cwd: &Path, args: &[&str]) -> (i32, String) {
+        let out = Command::new(bin())
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(self.env())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
+    /// `countersign mcp` with no role or channel, started in `cwd` with a
+    /// short environment (HOME and PATH only), as Codex and Claude Code
+    /// start the installed entry.
+    async fn server_in(&self, cwd: &Path) -> Client {
+        let env = self.env();
+        let transport =
+            TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
+                c.arg("mcp").current_dir(cwd).env_clear().envs(
+                    env.iter()
+                        .filter(|(k, _)| *k == "HOME" || *k == "PATH")
+                        .cloned(),
+                );
+            }))
+            .unwrap();
+        Client {
+            inner: ().serve(transport).await.expect("MCP handshake"),
+        }
+    }
+
+    /// Every file under `dirs`, with its bytes (`.git` objects left out).
+    fn snapshot(&self, dirs: &[&Path]) -> Vec<(PathBuf, Vec<u8>)> {
+        fn walk(d: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+            let Ok(entries) = fs::read_dir(d) else {
+                return;
+            };
+            for e in entries {
+                let p = e.unwrap().path();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                if ["objects", "logs", "index", "refs"].contains(&name.as_str()) {
+                    continue;
+                }
+                if p.is_dir() {
+                    walk(&p, out);
+                } else {
+                    out.push((p.clone(), fs::read(&p).unwrap()));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for d in dirs {
+            walk(d, &mut out);
+        }
+        out.sort();
+        out
+    }
+}
+
+/// The README's fenced block marked `test:<name>`.
+fn readme_block(name: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let open = format!("```sh test:{name}\n");
+    let start = readme
+        .find(&open)
+        .unwrap_or_else(|| panic!("README.md has no block {open}"))
+        + open.len();
+    let len = readme[start..].find("```").unwrap();
+    readme[start..start + len].to_owned()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&fs::read(p).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The sender of the one message in `role`'s inbox, read through `server`.
+async fn inbox_from(server: &Client) -> Vec<(String, String)> {
+    let v = server.call("read_inbox", json!({})).await.ok();
+    v["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["from"].as_str().unwrap_or_default().to_owned(),
+                r["topic"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_readme_setups_run_and_each_worktree_and_project_has_its_role() {
+    let m = Machine::new();
+    let project = m.project("my-project");
+    let other = m.project("another-project");
+    for block in ["one-machine", "two-worktrees", "codex"] {
+        m.sh(&m.root(), &readme_block(block));
+    }
+    let worktree = m.root().join("my-project-backend");
+    let channel = project.join(".countersign");
+    let bound = |dir: &Path| read_json(&dir.join(".countersign.local.json"));
+    assert_eq!(
+        bound(&project),
+        json!({"role": "frontend", "channel": channel})
+    );
+    assert_eq!(
+        bound(&worktree),
+        json!({"role": "backend", "channel": channel})
+    );
+    assert_eq!(
+        bound(&other),
+        json!({"role": "api", "channel": other.join(".countersign")})
+    );
+
+    // Claude Code: one local-scope entry for the repository, shared by its
+    // worktrees, with no role in it; hooks and note per worktree.
+    let claude = read_json(&m.home().join(".claude.json"));
+    let projects = claude["projects"].as_object().unwrap();
+    assert_eq!(projects.len(), 1, "{claude}");
+    let entry = &claude["projects"][project.to_str().unwrap()]["mcpServers"]["channel"];
+    assert_eq!(entry["args"], json!(["mcp"]), "{claude}");
+    assert_eq!(entry["type"], "stdio");
+    for (dir, role) in [(&project, "frontend"), (&worktree, "backend")] {
+        let hooks = fs::read_to_string(dir.join(".claude/settings.local.json")).unwrap();
+        assert!(hooks.contains(&format!("--role {role}")), "{hooks}");
+        let note = fs::read_to_string(dir.join("CLAUDE.local.md")).unwrap();
+        assert!(note.contains(&format!("role `{role}`")), "{note}");
+        // Nothing personal shows up for a commit.
+        let status = git_ok(dir, &["status", "--porcelain", "--untracked-files=all"]);
+        assert!(
+            !status.contains("local") && !status.contains("CLAUDE"),
+            "{status}"
+        );
+    }
+    assert!(!project.join(".mcp.json").exists());
+    assert!(!project.join(".claude/settings.json").exists());
+
+    // Codex: one user entry, no role in it nor in the notes.
+    let codex = fs::read_to_string(m.home().join(".codex/config.toml")).unwrap();
+    assert_eq!(codex.matches("[mcp_servers.channel]").count(), 1, "{codex}");
+    assert!(codex.contains("args = [\"mcp\"]"), "{codex}");
+    for dir in [&project, &other] {
+        let agents = fs::read_to_string(dir.join("AGENTS.md")).unwrap();
+        assert!(
+            !agents.contains("frontend") && !agents.contains("`api`"),
+            "{agents}"
+        );
+        assert!(agents.contains(".countersign.local.json"), "{agents}");
+    }
+
+    // The servers, started as the clients start them (in the session's
+    // folder, a short environment), each take their folder's role.
+    let fe = m.server_in(&project.join(".claude")).await;
+    let be = m.server_in(&worktree).await;
+    fe.send("backend", "from the main checkout", "hi").await;
+    be.send("frontend", "from the worktree", "hello").await;
+    assert_eq!(
+        inbox_from(&be).await,
+        vec![("frontend".into(), "from the main checkout".into())]
+    );
+    assert_eq!(
+        inbox_from(&fe).await,
+        vec![("backend".into(), "from the worktree".into())]
+    );
+    let api = m.server_in(&other).await;
+    api.send("web", "another project", "x").await;
+    let (code, out) = m.cs(&other, &["--role", "web", "inbox"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("another project"), "{out}");
+    for c in [fe, be, api] {
+        c.close().await;
+    }
+
+    // The commands people run in a bound folder take its role too.
+    let (code, out) = m.cs(&worktree, &["hook", "session-start"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("'backend'"), "{out}");
+
+    // Uninstalling the worktree leaves the entry the main checkout still uses.
+    let (code, out) = m.cs(&worktree, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("still use it"), "{out}");
+    assert!(!worktree.join(".countersign.local.json").exists());
+    let claude = read_json(&m.home().join(".claude.json"));
+    assert_eq!(
+        claude["projects"][project.to_str().unwrap()]["mcpServers"]["channel"]["args"],
+        json!(["mcp"])
+    );
+    // The Codex entry stays while another project uses it, then goes.
+    let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(m.home().join(".codex/config.toml").is_file(), "{out}");
+    assert!(!m.home().join(".claude.json").exists(), "{out}");
+    let (code, out) = m.cs(&other, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!m.home().join(".codex/config.toml").exists(), "{out}");
+    for dir in [&project, &worktree, &other] {
+        for f in [
+            ".countersign.local.json",
+            "AGENTS.md",
+            "CLAUDE.local.md",
+            ".claude",
+        ] {
+            assert!(!dir.join(f).exists(), "{}", dir.join(f).display());
+        }
+    }
+    let exclude = fs::read_to_string(project.join(".git/info/exclude")).unwrap();
+    assert!(!exclude.contains("countersign"), "{exclude}");
+}
+
+#[test]
+fn install_then_uninstall_gives_back_every_file_byte_for_byte() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    // Files with a layout of their own, comments where the format has them.
+    let claude_json = "{\n\t\"numStartups\" : 3,\n\t\"projects\": { \"/elsewhere\": {\"mcpServers\": {}} },\n  \"z\": [1,2,  3]\n}";
+    fs::write(m.home().join(".claude.json"), claude_json).unwrap();
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    fs::write(
+        project.join(".claude/settings.local.json"),
+        "{ \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n    \"hooks\": {\"Stop\": [ {\"hooks\": [{\"type\": \"command\", \"command\": \"echo mine\"}]} ]} }",
+    )
+    .unwrap();
+    fs::write(
+        project.join("AGENTS.md"),
+        "# Agents\r\nno newline at the end",
+    )
+    .unwrap();
+    fs::create_dir_all(m.home().join(".codex")).unwrap();
+    fs::write(
+        m.home().join(".codex/config.toml"),
+        "# mine\nmodel   =  \"o3\"   # comment\n\n[mcp_servers.other]\ncommand = 'x'\n",
+    )
+    .unwrap();
+    let exclude = project.join(".git/info/exclude");
+    let dirs = [m.home(), project.clone()];
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let home_dirs = |snap: Vec<(PathBuf, Vec<u8>)>| -> Vec<(PathBuf, Vec<u8>)> {
+        // The countersign home's own state (keys, index, backups) is not the user's file.
+        snap.into_iter()
+            .filter(|(p, _)| !p.starts_with(m.home().join(".config")))
+            .filter(|(p, _)| !p.starts_with(m.home().join(".local")))
+            .filter(|(p, _)| !p.starts_with(project.join(".countersign")))
+            .collect()
+    };
+    let before = home_dirs(m.snapshot(&dirs));
+    let exclude_before = fs::read(&exclude).unwrap();
+
+    for args in [
+        ["--role", "web", "install", "claude", "--apply"],
+        ["--role", "web", "install", "codex", "--apply"],
+    ] {
+        let (code, out) = m.cs(&project, &args);
+        assert_eq!(code, 0, "{out}");
+        assert!(!out.contains("countersign-backup"), "{out}");
+    }
+    let during = home_dirs(m.snapshot(&dirs));
+    assert_ne!(during, before);
+    assert!(
+        during
+            .iter()
+            .all(|(p, _)| !p.to_string_lossy().contains("countersign-backup")),
+        "no backup files in the tree"
+    );
+    let claude = read_json(&m.home().join(".claude.json"));
+    assert_eq!(claude["numStartups"], 3);
+    assert_eq!(
+        claude["projects"][project.to_str().unwrap()]["mcpServers"]["channel"]["args"],
+        json!(["mcp"])
+    );
+    let settings = read_json(&project.join(".claude/settings.local.json"));
+    assert_eq!(settings["permissions"]["allow"][0], "Bash(ls)");
+    assert_eq!(settings["hooks"]["Stop"].as_array().unwrap().len(), 2);
+    assert_ne!(fs::read(&exclude).unwrap(), exclude_before);
+
+    let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(home_dirs(m.snapshot(&dirs)), before, "{out}");
+    assert_eq!(fs::read(&exclude).unwrap(), exclude_before);
+    assert!(!project.join("CLAUDE.local.md").exists());
+    assert!(!project.join(".countersign.local.json").exists());
+    let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Nothing to change"), "{out}");
+}
+
+#[test]
+fn uninstall_after_an_edit_takes_out_only_its_part() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    let (code, out) = m.cs(&project, &["--role", "web", "install", "claude", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    // Claude Code rewrites its file as it runs; the user adds a hook.
+    let path = m.home().join(".claude.json");
+    let mut v = read_json(&path);
+    v["numStartups"] = json!(7);
+    fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("changed since install"), "{out}");
+    assert_eq!(read_json(&path), json!({"numStartups": 7}));
+}
+
+#[test]
+fn install_passes_the_home_and_the_tool_sets_to_the_server() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    let home = m.root().join("cs-home");
+    let h = home.to_str().unwrap();
+    let (code, out) = m.cs(&project, &["--home", h, "init", "--roles", "web,api"]);
+    assert_eq!(code, 0, "{out}");
+    for tool in ["claude", "codex"] {
+        let (code, out) = m.cs(
+            &project,
+            &[
+                "--home",
+                h,
+                "--role",
+                "web",
+                "install",
+                tool,
+                "--tools",
+                "mail,debts",
+                "--apply",
+            ],
+        );
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("COUNTERSIGN_HOME"), "{out}");
+    }
+    let claude = read_json(&m.home().join(".claude.json"));
+    let entry = &claude["projects"][project.to_str().unwrap()]["mcpServers"]["channel"];
+    assert_eq!(entry["args"], json!(["mcp", "--tools", "mail,debts"]));
+    assert_eq!(entry["env"], json!({"COUNTERSIGN_HOME": h}));
+    let codex = fs::read_to_string(m.home().join(".codex/config.toml")).unwrap();
+    assert!(
+        codex.contains("args = [\"mcp\", \"--tools\", \"mail,debts\"]\n")
+            && codex.contains(&format!("env = {{ COUNTERSIGN_HOME = \"{h}\" }}")),
+        "{codex}"
+    );
+    let hooks = fs::read_to_string(project.join(".claude/settings.local.json")).unwrap();
+    assert!(hooks.contains(&format!("--home {h}")), "{hooks}");
+    // The backups went to that home.
+    assert!(home.join("install").read_dir().unwrap().count() >= 5);
+
+    // An entry of an earlier install (a role in it): made the new one, in place.
+    let config = m.home().join(".codex/config.toml");
+    let old = codex.replace("\"--tools\", \"mail,debts\"", "\"--role\", \"api\"");
+    fs::write(&config, &old).unwrap();
+    let (code, out) = m.cs(
+        &project,
+        &["--home", h, "--role", "web", "install", "codex", "--apply"],
+    );
+    assert_eq!(code, 0, "{out}");
+    let now = fs::read_to_string(&config).unwrap();
+    assert!(now.contains("args = [\"mcp\"]"), "{now}");
+    assert_eq!(now.matches("[mcp_servers.channel]").count(), 1, "{now}");
+}
+
+#[test]
+fn a_refusal_names_the_home_and_channel_it_used_and_how() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    let home = m.root().join("cs-home");
+    let h = home.to_str().unwrap();
+    m.cs(&project, &["--home", h, "init", "--roles", "web,api"]);
+    // Without the home that holds the keys: the default home, a new device.
+    let (code, out) = m.cs(
+        &project,
+        &[
+            "--role", "api", "send", "--to", "web", "--topic", "t", "--body", "b",
+        ],
+    );
+    assert_eq!(code, 2, "{out}");
+    let default = m.home().join(".config/countersign");
+    for needle in [
+        default.to_str().unwrap(),
+        "the default",
+        "COUNTERSIGN_HOME did not reach this process",
+        project.join(".countersign").to_str().unwrap(),
+        "found walking up from the working directory",
+    ] {
+        assert!(out.contains(needle), "{needle} missing from {out}");
+    }
+    // A role the channel does not have: the channel folder is named, as chosen.
+    let (code, out) = m.cs(
+        &project,
+        &[
+            "--home",
+            h,
+            "--channel",
+            ".countersign",
+            "--role",
+            "nobody",
+            "inbox",
+        ],
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(".countersign (from --channel)"), "{out}");
+}
+
+#[tokio::test]
+async fn a_server_started_without_its_home_says_so() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    let home = m.root().join("cs-home");
+    let h = home.to_str().unwrap();
+    m.cs(&project, &["--home", h, "init", "--roles", "web,api"]);
+    // A binding, but a server entry without the home (the trap): the server
+    // uses the default home.
+    fs::write(
+        project.join(".countersign.local.json"),
+        json!({"role": "api", "channel": project.join(".countersign")}).to_string(),
+    )
+    .unwrap();
+    // Started, it says on stderr that it made a new device in the default home.
+    let out = Command::new(bin())
+        .arg("mcp")
+        .current_dir(&project)
+        .env_clear()
+        .envs(
+            m.env()
+                .into_iter()
+                .filter(|(k, _)| *k == "HOME" || *k == "PATH"),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("made a new device in the default home")
+            && stderr.contains("COUNTERSIGN_HOME did not reach this server"),
+        "{stderr}"
+    );
+    let server = m.server_in(&project).await;
+    let message = server
+        .call(
+            "send_message",
+            json!({"to": "web", "topic": "t", "body": "b"}),
+        )
+        .await
+        .permission_error("holds no key");
+    assert!(
+        message.contains("the default") && message.contains("COUNTERSIGN_HOME did not reach"),
+        "{message}"
+    );
+    assert!(message.contains("from the project binding"), "{message}");
+    server.close().await;
+}
