@@ -14,6 +14,7 @@ pub mod delete;
 pub mod inbox;
 pub mod info;
 pub mod init;
+pub mod invitation;
 pub mod lifecycle;
 pub mod listing;
 pub mod membership;

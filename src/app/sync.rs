@@ -79,10 +79,20 @@ pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncR
         tracing::warn!("before sync: {e}");
     }
     let result = sync::run(channel.dir(), &channel.device().id, &remote);
-    drop(lock);
     // Whatever happened, fold what is in the folder now: a merge that did
     // land before a failed push still brought records.
-    channel.catch_up()?;
+    let folded = channel.catch_up();
+    // On the owner's machine that fold may have admitted a claim of an
+    // invitation: it travels now, so the new machine need not wait for the
+    // next round.
+    if result.is_ok()
+        && folded.as_ref().is_ok_and(|r| r.admitted > 0)
+        && let Err(e) = sync::run(channel.dir(), &channel.device().id, &remote)
+    {
+        tracing::warn!("publishing an admit: {e}");
+    }
+    drop(lock);
+    folded?;
     Ok(Some(SyncReport {
         adopted_origin,
         ..result?

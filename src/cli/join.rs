@@ -1,5 +1,6 @@
 //! `countersign join`: make this device's key for a role and print what the
-//! owner runs to admit it.
+//! owner runs to admit it; with `--invite CODE`, claim an invitation
+//! instead, which the owner's machine admits by itself.
 
 use std::process::ExitCode;
 
@@ -7,6 +8,7 @@ use anyhow::Context as _;
 
 use super::Cli;
 use crate::app::Session;
+use crate::app::invitation::{ClaimState, join_invite};
 use crate::app::membership::{JoinState, join};
 
 /// Arguments of `join` (the role is the global --role).
@@ -15,12 +17,22 @@ use crate::app::membership::{JoinState, join};
     after_help = "Example, on a second machine that holds a copy of the channel:\n  \
     countersign --role backend join\n  # prints: countersign admit backend <pubkey> --device <this device>\n  \
     # run that on the owner's machine, `countersign sync` there, then `countersign sync` here.\n\n\
-    Until the owner's admit arrives, writing as the role from this device is refused."
+    Until the owner's admit arrives, writing as the role from this device is refused.\n\n\
+    With an invitation code from the owner (`countersign invite`), nothing is run on the owner's \
+    machine:\n  countersign join --invite csi1…\n  countersign mcp --role backend --sync-every 30s   \
+    # or `countersign sync`, here and on the owner's machine"
 )]
-pub struct Args {}
+pub struct Args {
+    /// An invitation code from `countersign invite` (the role comes with it).
+    #[arg(long, value_name = "CODE")]
+    pub invite: Option<String>,
+}
 
 /// Runs `join`.
-pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(code) = &a.invite {
+        return run_invite(cli, code);
+    }
     let role = Session::role_from(cli.role_arg()?.as_deref())?
         .context("no role: pass --role ROLE or set COUNTERSIGN_ROLE")?
         .to_string();
@@ -38,6 +50,33 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         JoinState::WaitingForAdmit => println!(
             "Not admitted yet. On the owner's machine run:\n  {command}\nthen `countersign sync` \
              there and here."
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_invite(cli: &Cli, code: &str) -> anyhow::Result<ExitCode> {
+    let mut channel = cli.open_channel()?;
+    let out = join_invite(&mut channel, code)?;
+    if let Some(given) = Session::role_from(cli.role_arg()?.as_deref())?
+        && given != out.role
+    {
+        println!(
+            "note: the invitation is for role '{}', not '{given}'; this device joins as '{}'",
+            out.role, out.role
+        );
+    }
+    println!("feed:   {}", out.feed);
+    println!("pubkey: {}", out.pubkey);
+    match out.state {
+        ClaimState::Admitted => {
+            println!("This device is admitted: it can write as '{}'.", out.role)
+        }
+        ClaimState::Claimed => println!(
+            "Claim written. The owner's machine admits it when it reads it: keep \
+             `countersign mcp --role {} --sync-every 30s` (or run `countersign sync`) here; \
+             nothing needs to be run there by hand.",
+            out.role
         ),
     }
     Ok(ExitCode::SUCCESS)

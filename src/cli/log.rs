@@ -94,6 +94,17 @@ fn describe(op: &Op) -> String {
         Op::WorkStatus(w) => format!(" {} → {}", w.id.short(), w.value),
         Op::Admit(a) => format!(" {} as {}", a.feed, a.role),
         Op::FeedInit(f) => format!(" {} on {}", f.role, one_line(&f.device_name)),
+        Op::Invite(i) => format!(
+            " {} until {}",
+            i.role,
+            crate::core::timestamp::format_rfc3339(i.expires_ms)
+        ),
+        Op::Claim(c) => format!(
+            " {} on {} takes invitation {}",
+            c.role,
+            one_line(&c.device_name),
+            c.invitation.short()
+        ),
         Op::AddRole(a) => format!(" {}", a.role),
         Op::ReplaceKey(r) => format!(" {} key {}", r.feed, one_line(&r.pubkey)),
         Op::Revise(r) => format!(" {}", r.id.short()),

@@ -10,6 +10,7 @@ mod hook;
 mod inbox;
 mod init;
 mod install;
+mod invite;
 mod join;
 mod log;
 pub(crate) mod mcp_client;
@@ -85,8 +86,12 @@ enum Command {
     /// Choose (`remote set git URL`, `remote set rclone REMOTE:PATH`) or show the remote
     /// `sync` uses on this device.
     Remote(remote::Args),
-    /// Make this device's key for --role and print the `admit` command for the owner's machine.
+    /// Make this device's key for --role and print the `admit` command for the owner's machine;
+    /// `join --invite CODE` claims an invitation instead, admitted by the owner's machine itself.
     Join(join::Args),
+    /// Owner: print a one-time code that lets one machine join as a role
+    /// (`invite --role R [--expires 24h]`).
+    Invite(invite::Args),
     /// Owner: let another device write as a role (`admit ROLE PUBKEY --device D`).
     Admit(admit::Args),
     /// Owner: add a role to the roster (`add-role ROLE`).
@@ -128,6 +133,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Remote(a) => remote::run(&cli, a),
         Command::Join(a) => join::run(&cli, a),
         Command::Admit(a) => admit::run(&cli, a),
+        Command::Invite(a) => invite::run(&cli, a),
         Command::AddRole(a) => add_role::run(&cli, a),
         Command::RotateKey(a) => rotate_key::run(&cli, a),
         Command::Demo(a) => demo::run(&cli, a),

@@ -613,6 +613,8 @@ impl Message {
             Op::Send(_)
             | Op::FeedInit(_)
             | Op::Admit(_)
+            | Op::Invite(_)
+            | Op::Claim(_)
             | Op::AddRole(_)
             | Op::ReplaceKey(_)
             | Op::PinSet(_)

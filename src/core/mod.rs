@@ -12,6 +12,7 @@ pub mod consent;
 pub mod genesis;
 pub mod hlc;
 pub mod ids;
+pub mod invitation;
 pub mod message;
 pub mod op;
 pub mod peer_text;

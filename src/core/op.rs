@@ -21,6 +21,12 @@ pub enum Op {
     FeedInit(FeedInit),
     /// Owner feed only: grants `pubkey` the right to write `feed` as `role`.
     Admit(Admit),
+    /// Owner feed only: an invitation to join as a role, holding a
+    /// commitment to the code's secret (never the secret).
+    Invite(Invite),
+    /// First record of a feed that joins by invitation (in place of
+    /// `feed_init`): the feed's key and the proof of the code.
+    Claim(Claim),
     /// A message.
     Send(Send),
     /// First delivery of messages to the author's role (read_inbox).
@@ -64,6 +70,8 @@ impl Op {
         match self {
             Self::FeedInit(_) => "feed_init",
             Self::Admit(_) => "admit",
+            Self::Invite(_) => "invite",
+            Self::Claim(_) => "claim",
             Self::Send(_) => "send",
             Self::Opened(_) => "opened",
             Self::Read(_) => "read",
@@ -91,6 +99,8 @@ impl Op {
         Ok(Some(match name {
             "feed_init" => Self::FeedInit(from_str(data)?),
             "admit" => Self::Admit(from_str(data)?),
+            "invite" => Self::Invite(from_str(data)?),
+            "claim" => Self::Claim(from_str(data)?),
             "send" => Self::Send(from_str(data)?),
             "opened" => Self::Opened(from_str(data)?),
             "read" => Self::Read(from_str(data)?),
@@ -125,6 +135,8 @@ impl Op {
             Self::Opened(ids) | Self::Read(ids) => &ids.ids,
             Self::FeedInit(_)
             | Self::Admit(_)
+            | Self::Invite(_)
+            | Self::Claim(_)
             | Self::Send(_)
             | Self::AddRole(_)
             | Self::ReplaceKey(_)
@@ -159,6 +171,39 @@ pub struct Admit {
     pub pubkey: String,
     /// The role it may write as (the feed's role part).
     pub role: Role,
+}
+
+/// Data of `invite`: what the owner's machine needs to admit the first
+/// valid claim, and nothing that lets a reader of the folder claim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Invite {
+    /// The role a machine joins as.
+    pub role: Role,
+    /// Hex ed25519 public key of the invitation key, whose seed is the code's
+    /// secret: the commitment a claim's proof is checked against.
+    pub key: String,
+    /// After this time (ms since the Unix epoch) the invitation admits nobody.
+    pub expires_ms: i64,
+}
+
+/// Data of `claim`: the first record of a feed joining by invitation,
+/// signed by the feed's own key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// The invitation taken (full id of the owner's `invite` record).
+    pub invitation: RecordId,
+    /// The role this feed writes as.
+    pub role: Role,
+    /// Hex ed25519 public key of the feed.
+    pub pubkey: String,
+    /// A free-form device label (host name), informative.
+    pub device_name: String,
+    /// Base64 signature by the invitation key binding channel, invitation,
+    /// feed and `pubkey` (`core::invitation`): proves the code without
+    /// revealing it.
+    pub proof: String,
 }
 
 /// Data of `add_role`.

@@ -240,6 +240,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
         Op::Send(_)
         | Op::FeedInit(_)
         | Op::Admit(_)
+        | Op::Invite(_)
+        | Op::Claim(_)
         | Op::AddRole(_)
         | Op::ReplaceKey(_)
         | Op::PinSet(_)

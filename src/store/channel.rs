@@ -20,9 +20,11 @@ use super::feed::{FeedWriter, Tails};
 use super::home::{Device, Home, KeyName};
 use super::index::Index;
 use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
+use super::invitation;
 use super::lock::FileLock;
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
+use crate::core::invitation::Standing;
 use crate::core::op::{Admit, FeedInit, Op, ReplaceKey};
 use crate::core::record::{self, Header, Record};
 
@@ -121,7 +123,32 @@ impl Channel {
     /// Folds whatever changed in the folder since the last pass into the index.
     /// Cheap when nothing changed: it takes the write lock only if there is
     /// something to write.
+    ///
+    /// On the owner's machine, a pass that finds a valid claim of an
+    /// invitation admits it at once (see [`Self::admit_claims`]), so no
+    /// other machine ever waits for a person here.
     pub fn catch_up(&mut self) -> StoreResult<IngestReport> {
+        let report = self.ingest_now()?;
+        let admitted = if report.admissible.is_empty() {
+            0
+        } else {
+            self.admit_claims(&report.admissible)?
+        };
+        if admitted == 0 {
+            return Ok(report);
+        }
+        // The admitted feeds' records fold now, not at the next call.
+        let again = self.ingest_now()?;
+        Ok(IngestReport {
+            admitted,
+            accepted: report.accepted + again.accepted,
+            new_problems: report.new_problems + again.new_problems,
+            refolded: report.refolded + again.refolded,
+            ..again
+        })
+    }
+
+    fn ingest_now(&mut self) -> StoreResult<IngestReport> {
         if self.cache.unchanged(&self.dir.feeds()) {
             return Ok(IngestReport::default());
         }
@@ -334,6 +361,20 @@ impl Channel {
         }
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
+                if let Some(c) = invitation::claims(&self.index)?
+                    .into_iter()
+                    .find(|c| c.claim.feed == feed)
+                {
+                    return Err(StoreError::NotAdmitted(format!(
+                        "feed {feed} claimed invitation {} and waits for the owner's machine to \
+                         admit it, which it does as soon as it reads the claim: sync here \
+                         (`countersign sync`, or keep `countersign mcp --sync-every 30s` \
+                         running) and on the owner's machine; `countersign status` there shows \
+                         an `invitation` alarm if the claim was refused. {}",
+                        c.claim.invitation.short(),
+                        self.whereabouts()
+                    )));
+                }
                 return Err(not_admitted(&feed, role, &pubkey, &self.whereabouts()));
             };
             let owner_feed =
@@ -450,6 +491,69 @@ impl Channel {
     /// The feed of `role` on this device.
     pub fn own_feed(&self, role: &Role) -> FeedId {
         FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs")
+    }
+
+    /// Owner's machine only (elsewhere it does nothing): writes the ordinary
+    /// `admit` for each claim that `claims` names as admissible and that is
+    /// still, once reviewed again under the write lock after a catch-up
+    /// (another process may have admitted a claim of the same invitation
+    /// meanwhile). Returns how many admits were written.
+    pub fn admit_claims(&mut self, claims: &[invitation::Reviewed]) -> StoreResult<usize> {
+        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Owner)? else {
+            return Ok(0);
+        };
+        let feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
+        let owner = Writer {
+            feed: self.feed_writer(feed),
+            key,
+        };
+        let ch = self.dir.id().to_owned();
+        let mut written = 0;
+        for r in claims {
+            let (claim, Some(role)) = (&r.noted.claim, r.role.clone()) else {
+                continue;
+            };
+            let (rec, ()) = self.append_if(&owner, |ix| {
+                let still = invitation::review(ix, &ch, now_ms())?
+                    .iter()
+                    .any(|x| x.noted.claim.id == claim.id && x.standing == Standing::Admissible);
+                let op = still.then(|| {
+                    Op::Admit(Admit {
+                        feed: claim.feed.clone(),
+                        pubkey: claim.pubkey.clone(),
+                        role,
+                    })
+                });
+                Ok::<_, StoreError>((op, ()))
+            })?;
+            if rec.is_some() {
+                tracing::info!(
+                    "admitted {} by its claim of invitation {}",
+                    claim.feed,
+                    claim.invitation.short()
+                );
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// The writer of this device's feed of `role` before anyone admitted it:
+    /// for the claim that starts a feed joining by invitation. The device
+    /// must hold the role's key already (`join_key`).
+    pub fn claim_writer(&mut self, role: &Role) -> StoreResult<Writer> {
+        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Role(role))? else {
+            return Err(StoreError::NotAdmitted(format!(
+                "this device holds no key for role '{role}' in channel '{}'. {}",
+                self.dir.genesis().name,
+                self.whereabouts()
+            )));
+        };
+        let feed = self.own_feed(role);
+        Ok(Writer {
+            feed: self.feed_writer(feed),
+            key,
+        })
     }
 
     /// The writer of this device's owner feed; refused on a machine without the owner key.

@@ -39,12 +39,14 @@ use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::folder_file::{FolderError, Refusal};
 use super::index::{Index, ProblemKind};
+use super::invitation;
 use super::message::refold_with;
 use super::records::SendRow;
 use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
+use crate::core::invitation::Standing;
 use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
 
@@ -62,7 +64,7 @@ pub const HOLD_AHEAD_MS: i64 = 5 * 60 * 1000;
 pub const CLOCK_ALARM_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// What one ingest pass did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct IngestReport {
     /// Records accepted into the index.
     pub accepted: usize,
@@ -72,6 +74,11 @@ pub struct IngestReport {
     pub waiting: Vec<String>,
     /// Messages re-folded.
     pub refolded: usize,
+    /// Claims of invitations that the owner's machine should admit now
+    /// (`store::invitation`): filled only by a pass that reviewed claims.
+    pub admissible: Vec<crate::store::invitation::Reviewed>,
+    /// Admits written for such claims (by `Channel::catch_up`, on the owner's machine).
+    pub admitted: usize,
 }
 
 /// A file's cursor row: size and mtime when last read, the offset read to,
@@ -200,6 +207,9 @@ pub struct Ingest<'a, 'p> {
     vouched: HashSet<Vouch>,
     /// True once a file of the feed being read ended in a torn line.
     torn: bool,
+    /// True once this pass noted a claim or accepted an invite or an admit:
+    /// the claims are reviewed again at its end.
+    claims_changed: bool,
 }
 
 /// A record known to be signed by a key without checking: its id (the hash
@@ -309,6 +319,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             ahead_key: None,
             cursors: None,
             torn: false,
+            claims_changed: false,
         }
     }
 
@@ -329,7 +340,24 @@ impl<'a, 'p> Ingest<'a, 'p> {
     fn finish(mut self) -> StoreResult<IngestReport> {
         self.save_feeds()?;
         self.refold_touched()?;
+        self.review_claims()?;
         Ok(self.report)
+    }
+
+    /// Reviews the invitations' claims when this pass may have changed
+    /// what they are worth (or one waits, and time may have): keeps their
+    /// alarms and reports the ones to admit.
+    fn review_claims(&mut self) -> StoreResult<()> {
+        if !self.claims_changed && !invitation::any_open(self.index)? {
+            return Ok(());
+        }
+        let reviewed = invitation::review(self.index, self.dir.id(), self.now_ms)?;
+        self.report.new_problems += invitation::settle_alarms(self.index, &reviewed)?;
+        self.report.admissible = reviewed
+            .into_iter()
+            .filter(|r| r.standing == Standing::Admissible)
+            .collect();
+        Ok(())
     }
 
     fn feed_dirs(&mut self, cache: &mut ScanCache) -> StoreResult<Vec<(FeedId, PathBuf)>> {
@@ -1041,6 +1069,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let state = self.feed_state(feed).clone();
         let Some(key) = state.pubkey else {
+            // A feed joining by invitation starts with its claim, signed by
+            // the key it names: noted, so the owner's machine can admit it.
+            if let Some(claim) = invitation::self_signed_claim(&rec, rec.op.as_ref()) {
+                self.claims_changed |=
+                    invitation::note_claim(self.index, &rec, claim, rel, offset)?;
+            }
             let reason =
                 format!("feed {feed} is not admitted by the channel owner; its records wait");
             self.problem(ProblemKind::Unadmitted, rel, 0, None, feed, &reason)?;
@@ -1298,6 +1332,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         st.dirty = true;
         match op {
             Op::Admit(a) => {
+                self.claims_changed = true;
                 let key = parse_pubkey(&a.pubkey);
                 let target = self.feed_state(&a.feed);
                 if let Some(first) = target.pubkey
@@ -1409,6 +1444,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
             Op::Backfill(Backfill { ids, .. }) | Op::UndoBackfill(UndoBackfill { ids, .. }) => {
                 self.touched.extend(ids.iter().copied());
             }
+            Op::Claim(c) => {
+                invitation::note_claim(self.index, rec, c, rel, offset)?;
+                self.claims_changed = true;
+            }
+            Op::Invite(_) => self.claims_changed = true,
             Op::FeedInit(_) | Op::AddRole(_) => {}
         }
         Ok(())
@@ -1497,6 +1537,16 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
             Some("replace_key carries no valid public key".into())
         }
         Op::ReplaceKey(_) => None,
+        Op::Invite(_) if !feed.is_owner() => {
+            Some("only the channel owner's feed may invite".into())
+        }
+        Op::Invite(i) if i.role.is_reserved() => {
+            Some(format!("invite names the reserved role '{}'", i.role))
+        }
+        Op::Invite(i) if parse_pubkey(&i.key).is_none() => {
+            Some("invite carries no valid invitation key".into())
+        }
+        Op::Invite(_) => None,
         _ if feed.is_owner() => Some(format!(
             "op '{}' does not belong in the owner's feed",
             rec.op_name
@@ -1511,7 +1561,20 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
             Some("feed_init carries a key other than the admitted one".into())
         }
         Op::FeedInit(_) => None,
-        _ if rec.header.seq == 1 => Some("a role feed must start with feed_init".into()),
+        // A claim takes feed_init's place, under the same rules.
+        Op::Claim(_) if rec.header.seq != 1 => {
+            Some(format!("claim at seq {} (must be 1)", rec.header.seq))
+        }
+        Op::Claim(c) if c.role.as_str() != feed.role() => {
+            Some(format!("claim names role '{}' in feed {feed}", c.role))
+        }
+        Op::Claim(c) if parse_pubkey(&c.pubkey).as_ref() != Some(key) => {
+            Some("claim carries a key other than the admitted one".into())
+        }
+        Op::Claim(_) => None,
+        _ if rec.header.seq == 1 => {
+            Some("a role feed must start with feed_init (or a claim)".into())
+        }
         _ => None,
     }
 }

@@ -19,6 +19,7 @@ pub mod fts_layout;
 pub mod home;
 pub mod index;
 pub mod ingest;
+pub mod invitation;
 pub mod lock;
 pub mod message;
 pub mod message_rows;

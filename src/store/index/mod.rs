@@ -233,6 +233,7 @@ const DERIVED_TABLES: &[&str] = &[
     "upload_seals",
     "uploads",
     "body_refs",
+    "claims",
 ];
 
 /// An open index connection.
@@ -293,14 +294,19 @@ impl Index {
         // Creating the schema races with other processes opening a new index;
         // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
         me.conn.execute_batch("BEGIN IMMEDIATE").db(path)?;
-        let made = me.conn.execute_batch(SCHEMA).db(path).and_then(|()| {
-            me.conn
-                .execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('channel_id', ?1)",
-                    [channel_id],
-                )
-                .db(path)
-        });
+        let made = me
+            .conn
+            .execute_batch(SCHEMA)
+            .and_then(|()| me.conn.execute_batch(crate::store::invitation::SCHEMA))
+            .db(path)
+            .and_then(|()| {
+                me.conn
+                    .execute(
+                        "INSERT OR IGNORE INTO meta(key, value) VALUES ('channel_id', ?1)",
+                        [channel_id],
+                    )
+                    .db(path)
+            });
         match made {
             Ok(_) => me.conn.execute_batch("COMMIT").db(path)?,
             Err(e) => {
@@ -318,6 +324,8 @@ impl Index {
         let conn = Connection::open_in_memory().db(&path)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.execute_batch(SCHEMA).db(&path)?;
+        conn.execute_batch(crate::store::invitation::SCHEMA)
+            .db(&path)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('channel_id', ?1)",
             [channel_id],

@@ -40,11 +40,14 @@ pub enum ProblemKind {
     Oversize,
     /// A feed whose signed head names records its files do not hold.
     Cut,
+    /// A claim of an invitation that is refused (a wrong proof, a used or
+    /// expired invitation): never admitted.
+    Invitation,
 }
 
 impl ProblemKind {
     /// Every kind.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Garbage,
         Self::Quarantine,
         Self::Fork,
@@ -57,6 +60,7 @@ impl ProblemKind {
         Self::Stray,
         Self::Oversize,
         Self::Cut,
+        Self::Invitation,
     ];
 
     /// The word stored in the index and shown to users.
@@ -74,6 +78,7 @@ impl ProblemKind {
             Self::Stray => "stray",
             Self::Oversize => "oversize",
             Self::Cut => "cut",
+            Self::Invitation => "invitation",
         }
     }
 
@@ -286,7 +291,8 @@ mod tests {
                 "wrong_type",
                 "stray",
                 "oversize",
-                "cut"
+                "cut",
+                "invitation"
             ]
         );
         for k in ProblemKind::ALL {
