@@ -64,7 +64,7 @@ pub const HOLD_AHEAD_MS: i64 = 5 * 60 * 1000;
 pub const CLOCK_ALARM_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// What one ingest pass did.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestReport {
     /// Records accepted into the index.
     pub accepted: usize,

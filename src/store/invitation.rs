@@ -117,7 +117,7 @@ pub fn invitations(ix: &Index) -> StoreResult<Vec<Invitation>> {
 }
 
 /// A claim as noted, with where it was found.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotedClaim {
     /// The claim.
     pub claim: Claim,
@@ -203,7 +203,7 @@ fn admits(ix: &Index) -> StoreResult<BTreeSet<(FeedId, String)>> {
 }
 
 /// One claim and what it is worth now.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reviewed {
     /// The claim, where it was found.
     pub noted: NotedClaim,

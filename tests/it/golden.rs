@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use countersign::core::genesis::{FORMAT, Genesis, channel_id};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId, Role};
+use countersign::core::invitation::{self, InviteCode};
 use countersign::core::op::{
-    Ack, Admit, Backfill, BodyRef, FeedInit, Ids, Note, Op, PinSet, Revise, Seal, Send, Target,
-    UndoBackfill, UploadChunk, WorkStatusMove,
+    Ack, Admit, Backfill, BodyRef, Claim, FeedInit, Ids, Invite, Note, Op, PinSet, Revise, Seal,
+    Send, Target, UndoBackfill, UploadChunk, WorkStatusMove,
 };
 use countersign::core::record::{self, Header, encode, pubkey_hex};
 use countersign::core::vocab::{Decision, Kind, WorkStatus};
@@ -445,4 +446,87 @@ fn head_json_is_frozen() {
         &backend(),
     );
     check("head.json", &head);
+}
+
+/// The invitation ops: the owner's `invite` and the `claim` that starts a
+/// joining feed, with the code that made its proof.
+fn invitation_records() -> (Vec<String>, String) {
+    let ch = channel_id(&genesis().to_bytes());
+    let owner_feed = FeedId::new("_owner", "golden-000001").unwrap();
+    let code = InviteCode::new(&ch, [4u8; 32]);
+    let invite = encode(
+        &Header {
+            ch: ch.clone(),
+            feed: owner_feed,
+            seq: 1,
+            prev: None,
+            hlc: Hlc(1_796_000_003_000, 0),
+        },
+        &Op::Invite(Invite {
+            role: role("backend"),
+            key: code.key_hex(),
+            expires_ms: 1_796_086_403_000,
+        }),
+        &owner(),
+    );
+    let joiner = SigningKey::from_bytes(&[3u8; 32]);
+    let feed = FeedId::new("backend", "golden-000003").unwrap();
+    let pubkey = pubkey_hex(&joiner.verifying_key());
+    let claim = encode(
+        &Header {
+            ch: ch.clone(),
+            feed: feed.clone(),
+            seq: 1,
+            prev: None,
+            hlc: Hlc(1_796_000_004_000, 0),
+        },
+        &Op::Claim(Claim {
+            invitation: invite.id,
+            role: role("backend"),
+            proof: code.prove(&ch, &invite.id, &feed, &pubkey),
+            pubkey,
+            device_name: "golden".into(),
+        }),
+        &joiner,
+    );
+    (
+        vec![invite.to_line(), claim.to_line()],
+        format!("{}\n", code.to_text()),
+    )
+}
+
+#[test]
+fn invitation_lines_and_code_are_frozen_and_verify() {
+    let (lines, code) = invitation_records();
+    check("invitation.jsonl", &lines.concat());
+    check("invitation.code", &code);
+    let ids: String = lines
+        .iter()
+        .map(|l| format!("{}\n", record::decode(l.trim_end().as_bytes()).unwrap().id))
+        .collect();
+    check("invitation.ids", &ids);
+    let ch = channel_id(&genesis().to_bytes());
+    let text = std::fs::read_to_string(format!("{DIR}/invitation.jsonl")).unwrap();
+    let recs: Vec<_> = text
+        .lines()
+        .map(|l| record::decode(l.as_bytes()).unwrap())
+        .collect();
+    assert!(recs[0].verify(&owner().verifying_key()));
+    let (Some(Op::Invite(inv)), Some(Op::Claim(claim))) = (&recs[0].op, &recs[1].op) else {
+        panic!("an invite, then a claim");
+    };
+    let joiner = record::parse_pubkey(&claim.pubkey).unwrap();
+    assert!(recs[1].verify(&joiner), "the claim is signed by the key it names");
+    assert_eq!(claim.invitation, recs[0].id);
+    // The frozen code still opens the frozen invitation, and its proof holds.
+    let code = InviteCode::parse(code.trim()).unwrap();
+    assert_eq!(code.key_hex(), inv.key);
+    assert!(invitation::proof_holds(
+        &ch,
+        &claim.invitation,
+        &inv.key,
+        &recs[1].header.feed,
+        &claim.pubkey,
+        &claim.proof
+    ));
 }
