@@ -516,7 +516,10 @@ fn invitation_lines_and_code_are_frozen_and_verify() {
         panic!("an invite, then a claim");
     };
     let joiner = record::parse_pubkey(&claim.pubkey).unwrap();
-    assert!(recs[1].verify(&joiner), "the claim is signed by the key it names");
+    assert!(
+        recs[1].verify(&joiner),
+        "the claim is signed by the key it names"
+    );
     assert_eq!(claim.invitation, recs[0].id);
     // The frozen code still opens the frozen invitation, and its proof holds.
     let code = InviteCode::parse(code.trim()).unwrap();

@@ -12,6 +12,7 @@ mod convergence;
 mod golden;
 mod golden_membership;
 mod hostile;
+mod invitation;
 mod mcp_arguments;
 mod mcp_consent;
 mod mcp_electorate;

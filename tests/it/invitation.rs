@@ -1,0 +1,383 @@
+//! Joining by invitation (`invite`, `join --invite`), through the real
+//! binary, real homes and a real bare git remote: the owner's machine admits
+//! the first valid claim by itself; an expired, used, damaged or forged code
+//! never admits anyone, and a refused claim is an `invitation` alarm.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use countersign::core::genesis::channel_id;
+use countersign::core::hlc::Hlc;
+use countersign::core::ids::{FeedId, RecordId, Role};
+use countersign::core::invitation::InviteCode;
+use countersign::core::op::{Claim, Op};
+use countersign::core::record::{Header, encode, pubkey_hex};
+use ed25519_dalek::SigningKey;
+
+use crate::common::bin;
+use crate::common::machines::{Machine, World};
+
+const ROLES: [&str; 2] = ["frontend", "backend"];
+
+/// `invite` on `m`; returns the code (the only line on stdout).
+fn invite(m: &Machine, args: &[&str]) -> String {
+    let mut all = vec!["invite"];
+    all.extend_from_slice(args);
+    let out = m.ok(&all);
+    let code = out.trim().to_owned();
+    assert!(code.starts_with("csi1") && !code.contains('\n'), "{out}");
+    code
+}
+
+/// The `kind feed: reason` lines of `status --text`'s alarms on `m`.
+fn alarms(m: &Machine) -> Vec<String> {
+    let out = m.cli(&["--role", "frontend", "status", "--text"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .skip_while(|l| !l.starts_with("alarms:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim().to_owned())
+        .collect()
+}
+
+/// The admit records of backend feeds in `m`'s log.
+fn admits(m: &Machine) -> Vec<String> {
+    m.ok(&["log"])
+        .lines()
+        .filter(|l| l.contains(" admit backend/"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn can_write(m: &Machine, role: &str, topic: &str) -> bool {
+    m.cli(&[
+        "--role", role, "send", "--to", "frontend", "--topic", topic, "--body", "b",
+    ])
+    .status
+    .success()
+}
+
+/// Polls `f` every 300 ms until it holds or `secs` pass.
+fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        sleep(Duration::from_millis(300));
+    }
+    f()
+}
+
+/// A `countersign mcp --sync-every 1s` server left running (stdin held open).
+struct Server(Child);
+
+impl Server {
+    fn start(home: &Path, dir: &Path, role: &str) -> Self {
+        let child = Command::new(bin())
+            .env("COUNTERSIGN_HOME", home)
+            .env_remove("COUNTERSIGN_ROLE")
+            .env_remove("COUNTERSIGN_CHANNEL")
+            .args(["--channel", dir.to_str().unwrap(), "mcp", "--role", role])
+            .args(["--sync-every", "1s"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        Self(child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn with_servers_syncing_on_both_machines_nobody_touches_the_owners() {
+    let w = World::git(1, &ROLES);
+    let a = &w.machines[0];
+    let code = invite(a, &["--role", "backend"]);
+    a.sync();
+    let _a_server = Server::start(&a.home, &a.dir, "frontend");
+    // From here on, nothing is run on machine A: only its server.
+    let b = w.clone_machine(1);
+    assert!(!can_write(&b, "backend", "too early"));
+    let out = b.ok(&["join", "--invite", &code]);
+    assert!(out.contains("Claim written"), "{out}");
+    // Claiming again is answered from the claim already written.
+    let again = b.ok(&["join", "--invite", &code]);
+    assert!(again.contains("feed:"), "{again}");
+    let _b_server = Server::start(&b.home, &b.dir, "backend");
+    assert!(
+        eventually(60, || can_write(&b, "backend", "joined by invitation")),
+        "machine B never became able to write as backend"
+    );
+    b.sync();
+    assert!(
+        eventually(30, || a
+            .ok(&["--role", "frontend", "inbox", "--all", "--json"])
+            .contains("joined by invitation")),
+        "the message never reached machine A"
+    );
+    let admitted = admits(a);
+    assert_eq!(admitted.len(), 1, "{admitted:?}");
+    assert!(admitted[0].contains(&format!("backend/{}", b.device())));
+    assert!(alarms(a).is_empty(), "{:?}", alarms(a));
+    // The code is used: another machine is refused before writing anything.
+    let c = w.clone_machine(2);
+    let refused = c.cli(&["join", "--invite", &code]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("used already"));
+    assert!(!c.dir.join("feeds/backend").join(c.device()).exists());
+}
+
+#[test]
+fn a_claim_after_the_expiry_is_an_alarm_and_never_admitted() {
+    let w = World::git(1, &ROLES);
+    let a = &w.machines[0];
+    let code = invite(a, &["--role", "backend", "--expires", "3s"]);
+    a.sync();
+    let b = w.clone_machine(1);
+    b.ok(&["join", "--invite", &code]);
+    sleep(Duration::from_secs(4));
+    b.sync();
+    a.sync();
+    let alarms = alarms(a);
+    assert!(
+        alarms
+            .iter()
+            .any(|l| l.starts_with("invitation ") && l.contains("expired")),
+        "{alarms:?}"
+    );
+    assert!(admits(a).is_empty());
+    b.sync();
+    assert!(!can_write(&b, "backend", "never"));
+    // Joining with an expired code is refused with nothing written.
+    let c = w.clone_machine(2);
+    let out = c.cli(&["join", "--invite", &code]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expired"));
+    assert!(!c.dir.join("feeds/backend").join(c.device()).exists());
+}
+
+#[test]
+fn a_second_claim_of_a_used_code_is_an_alarm_and_never_admitted() {
+    let w = World::git(1, &ROLES);
+    let a = &w.machines[0];
+    let code = invite(a, &["--role", "backend"]);
+    a.sync();
+    let b = w.clone_machine(1);
+    // C copies the folder before B's claim is admitted, so it sees the code unused.
+    let c = w.clone_machine(2);
+    b.ok(&["join", "--invite", &code]);
+    b.sync();
+    a.sync();
+    b.sync();
+    assert!(can_write(&b, "backend", "first"));
+    c.ok(&["join", "--invite", &code]);
+    c.sync();
+    a.sync();
+    let alarms = alarms(a);
+    assert!(
+        alarms.iter().any(|l| l.starts_with("invitation ")
+            && l.contains(&c.device())
+            && l.contains("used by feed")),
+        "{alarms:?}"
+    );
+    assert_eq!(admits(a).len(), 1);
+    c.sync();
+    assert!(!can_write(&c, "backend", "second"));
+}
+
+#[test]
+fn a_damaged_or_foreign_code_is_refused_with_nothing_written() {
+    let w = World::git(1, &ROLES);
+    let a = &w.machines[0];
+    let code = invite(a, &["--role", "backend"]);
+    a.sync();
+    let b = w.clone_machine(1);
+    // One character changed: the checksum catches it.
+    let mut bytes = code.clone().into_bytes();
+    let i = bytes.len() / 2;
+    bytes[i] = if bytes[i] == b'a' { b'b' } else { b'a' };
+    let damaged = String::from_utf8(bytes).unwrap();
+    let out = b.cli(&["join", "--invite", &damaged]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("damaged"));
+    // A well-formed code whose secret is not the invitation's.
+    let ch = std::fs::read(a.dir.join("channel.json")).unwrap();
+    let forged = InviteCode::new(&channel_id(&ch), [9u8; 32]).to_text();
+    let out = b.cli(&["join", "--invite", &forged]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no invitation"));
+    // A code of another channel.
+    let other = InviteCode::new(&"f".repeat(64), [9u8; 32]).to_text();
+    let out = b.cli(&["join", "--invite", &other]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another channel"));
+    assert!(!b.dir.join("feeds/backend").exists());
+    b.sync();
+    a.sync();
+    assert!(admits(a).is_empty());
+}
+
+/// Writes `claim` as the first record of `feed` in `dir`, signed by `key`.
+fn plant_claim(dir: &Path, feed: &FeedId, key: &SigningKey, claim: Claim) -> RecordId {
+    let ch = channel_id(&std::fs::read(dir.join("channel.json")).unwrap());
+    let rec = encode(
+        &Header {
+            ch,
+            feed: feed.clone(),
+            seq: 1,
+            prev: None,
+            hlc: Hlc(countersign::store::clock::now_ms(), 0),
+        },
+        &Op::Claim(claim),
+        key,
+    );
+    let folder = dir.join("feeds").join(feed.role()).join(feed.device());
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("00000001.jsonl"), rec.to_line()).unwrap();
+    rec.id
+}
+
+/// The `invite` record's id in `m`'s log (the only one).
+fn invitation_id(m: &Machine) -> RecordId {
+    let out = m.ok(&["log", "--json"]);
+    // `log --json` prints each body as signed; its id is the hash of those bytes.
+    out.lines()
+        .find(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v["op"] == "invite"))
+        .map(|l| RecordId::of_body(l.as_bytes()))
+        .unwrap_or_else(|| panic!("no invite in the log: {out}"))
+}
+
+#[test]
+fn a_claim_whose_proof_is_wrong_is_ignored_with_an_alarm() {
+    let w = World::git(1, &ROLES);
+    let a = &w.machines[0];
+    let code = invite(a, &["--role", "backend"]);
+    let inv = invitation_id(a);
+    let ch = channel_id(&std::fs::read(a.dir.join("channel.json")).unwrap());
+    // A forger who read the folder (and a real claim in it) but not the code.
+    let honest = SigningKey::from_bytes(&[5u8; 32]);
+    let honest_feed = FeedId::new("backend", "honest-000001").unwrap();
+    let honest_pub = pubkey_hex(&honest.verifying_key());
+    let real = InviteCode::parse(&code).unwrap();
+    let copied_proof = real.prove(&ch, &inv, &honest_feed, &honest_pub);
+    let forger = SigningKey::from_bytes(&[6u8; 32]);
+    let forger_pub = pubkey_hex(&forger.verifying_key());
+    let forged_feed = FeedId::new("backend", "forger-000001").unwrap();
+    plant_claim(
+        &a.dir,
+        &forged_feed,
+        &forger,
+        Claim {
+            invitation: inv,
+            role: Role::new("backend").unwrap(),
+            pubkey: forger_pub.clone(),
+            device_name: "forger".into(),
+            proof: copied_proof,
+        },
+    );
+    let wrong_code = InviteCode::new(&ch, [7u8; 32]);
+    let other_feed = FeedId::new("backend", "guess-000001").unwrap();
+    plant_claim(
+        &a.dir,
+        &other_feed,
+        &forger,
+        Claim {
+            invitation: inv,
+            role: Role::new("backend").unwrap(),
+            pubkey: forger_pub.clone(),
+            device_name: "guess".into(),
+            proof: wrong_code.prove(&ch, &inv, &other_feed, &forger_pub),
+        },
+    );
+    let alarms = alarms(a);
+    for feed in [&forged_feed, &other_feed] {
+        assert!(
+            alarms
+                .iter()
+                .any(|l| l.starts_with(&format!("invitation {feed}"))
+                    && l.contains("does not match")),
+            "{feed}: {alarms:?}"
+        );
+    }
+    assert!(admits(a).is_empty(), "{:?}", admits(a));
+    // The honest machine, with the code, still gets in.
+    let b = w.clone_machine(1);
+    a.sync();
+    b.sync();
+    b.ok(&["join", "--invite", &code]);
+    b.sync();
+    a.sync();
+    b.sync();
+    assert!(can_write(&b, "backend", "the real one"));
+    assert_eq!(admits(a).len(), 1);
+}
+
+#[test]
+fn what_a_claim_is_worth_does_not_depend_on_arrival_order() {
+    let w = World::git(1, &ROLES);
+    let a = &w.machines[0];
+    let code = invite(a, &["--role", "backend"]);
+    a.sync();
+    let b = w.clone_machine(1);
+    let c = w.clone_machine(2);
+    b.ok(&["join", "--invite", &code]);
+    c.ok(&["join", "--invite", &code]);
+    b.sync();
+    c.sync();
+    a.sync();
+    assert_eq!(admits(a).len(), 1);
+    // A reader given the finished folder at once, and one given the claims
+    // first and the owner's feed (invite, admit) later, end alike.
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = reader(tmp.path(), "whole");
+    let late = reader(tmp.path(), "late");
+    copy_tree(&a.dir, &whole.dir, |_| true);
+    copy_tree(&a.dir, &late.dir, |p| !p.contains("_owner"));
+    let early = late.ok(&["status", "--digest"]);
+    copy_tree(&a.dir, &late.dir, |_| true);
+    assert_ne!(early, late.ok(&["status", "--digest"]));
+    assert_eq!(
+        whole.ok(&["status", "--digest"]),
+        late.ok(&["status", "--digest"])
+    );
+    assert_eq!(alarms(&whole), alarms(&late));
+    assert_eq!(alarms(&whole), alarms(a));
+    assert!(alarms(a).iter().any(|l| l.starts_with("invitation ")));
+}
+
+fn reader(tmp: &Path, name: &str) -> Machine {
+    Machine {
+        name: name.into(),
+        home: tmp.join(format!("home-{name}")),
+        dir: tmp.join(format!("channel-{name}")),
+    }
+}
+
+/// Copies the channel files under `from` (not `.git`) whose relative path passes `keep`.
+fn copy_tree(from: &Path, to: &Path, keep: impl Fn(&str) -> bool + Copy) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == ".git" {
+            continue;
+        }
+        let src = entry.path();
+        let dst = to.join(&name);
+        if src.is_dir() {
+            copy_tree(&src, &dst, keep);
+        } else if keep(&src.to_string_lossy()) {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
