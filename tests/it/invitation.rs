@@ -381,3 +381,175 @@ fn copy_tree(from: &Path, to: &Path, keep: impl Fn(&str) -> bool + Copy) {
         }
     }
 }
+
+/// The line before the documented block, in docs/SYNC.md and the README.
+const DOC_MARK: &str = "<!-- tested: tests/it/invitation.rs runs this block as written -->";
+
+/// The lines of the `sh` block that follows [`DOC_MARK`] in `file`.
+fn doc_block(file: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let after = text
+        .split_once(DOC_MARK)
+        .unwrap_or_else(|| panic!("{file} lost its tested block"))
+        .1;
+    let block = after
+        .trim_start()
+        .strip_prefix("```sh\n")
+        .unwrap_or_else(|| panic!("{file}: the tested block is not an sh block"));
+    block[..block.find("```").unwrap()]
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One machine of the documented steps: a user's home, a working folder
+/// and a countersign home.
+struct DocMachine {
+    home: std::path::PathBuf,
+    cwd: std::path::PathBuf,
+    countersign_home: std::path::PathBuf,
+}
+
+impl DocMachine {
+    fn new(root: &Path) -> Self {
+        let m = Self {
+            home: root.to_path_buf(),
+            cwd: root.join("project"),
+            countersign_home: root.join("countersign-home"),
+        };
+        std::fs::create_dir_all(&m.cwd).unwrap();
+        m
+    }
+
+    fn command(&self, program: &str, args: &[String]) -> Command {
+        let mut c = Command::new(program);
+        c.args(args)
+            .current_dir(&self.cwd)
+            .env("HOME", &self.home)
+            .env("COUNTERSIGN_HOME", &self.countersign_home)
+            .env_remove("COUNTERSIGN_ROLE")
+            .env_remove("AI_AGENT_CHANNEL_ROLE")
+            .env_remove("COUNTERSIGN_CHANNEL")
+            .env("GIT_TERMINAL_PROMPT", "0");
+        c
+    }
+
+    fn run(&self, program: &str, args: &[String]) -> String {
+        let out = self.command(program, args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "`{program} {}` failed: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// Runs the documented steps word for word, with three substitutions: the
+/// example remote is a bare repository on disk, `$CODE` is what `invite`
+/// printed, `~` is the machine's home; and `--sync-every 30s` becomes 1s so
+/// the test does not wait half a minute.
+#[test]
+fn the_documented_invitation_steps_run_as_written() {
+    let steps = doc_block("docs/SYNC.md");
+    assert_eq!(
+        steps,
+        doc_block("README.md"),
+        "the README shows the steps docs/SYNC.md shows"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = tmp.path().join("remote.git");
+    let out = Command::new("git")
+        .args(["init", "-q", "--bare", remote.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let a = DocMachine::new(&tmp.path().join("a"));
+    let b = DocMachine::new(&tmp.path().join("b"));
+    let mut servers: Vec<Server> = Vec::new();
+    let mut code: Option<String> = None;
+    let mut on: Option<&DocMachine> = None;
+    for line in &steps {
+        if let Some(name) = line.strip_prefix("# machine ") {
+            on = match name.chars().next() {
+                Some('A') => Some(&a),
+                Some('B') => Some(&b),
+                _ => panic!("unknown machine in {line:?}"),
+            };
+            continue;
+        }
+        let m = on.expect("a step before any `# machine` line");
+        let cmd = line.split(" #").next().unwrap().trim();
+        let mut words: Vec<String> = Vec::new();
+        for w in cmd.split_whitespace() {
+            let w = match w {
+                "git@example.com:team/chan.git" => remote.to_str().unwrap().to_owned(),
+                "$CODE" => code.clone().expect("`invite` ran before `$CODE` is used"),
+                "30s" if words.last().is_some_and(|p| p == "--sync-every") => "1s".to_owned(),
+                w if w.starts_with("~/") => m.home.join(&w[2..]).to_str().unwrap().to_owned(),
+                w => w.to_owned(),
+            };
+            words.push(w);
+        }
+        let (program, args) = words.split_first().unwrap();
+        match program.as_str() {
+            "git" => {
+                m.run("git", args);
+            }
+            "countersign" if args.iter().any(|w| w == "mcp") => {
+                let child = m
+                    .command(bin(), args)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                servers.push(Server(child));
+            }
+            "countersign" => {
+                let out = m.run(bin(), args);
+                if args.iter().any(|w| w == "invite") {
+                    code = Some(out.trim().to_owned());
+                }
+            }
+            other => panic!("the documented steps run {other}, which this test does not know"),
+        }
+    }
+    assert_eq!(servers.len(), 2, "a server on each machine");
+    // B writes as backend without anything more on A than its server.
+    let chan = b.home.join("chan");
+    let send: Vec<String> = [
+        "--channel",
+        chan.to_str().unwrap(),
+        "--role",
+        "backend",
+        "send",
+        "--to",
+        "frontend",
+        "--topic",
+        "as documented",
+        "--body",
+        "b",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    assert!(
+        eventually(60, || b
+            .command(bin(), &send)
+            .output()
+            .unwrap()
+            .status
+            .success()),
+        "machine B never became able to write"
+    );
+    let inbox: Vec<String> = ["--role", "frontend", "inbox", "--all", "--json"]
+        .map(str::to_owned)
+        .to_vec();
+    assert!(
+        eventually(30, || a.run(bin(), &inbox).contains("as documented")),
+        "the message never reached machine A"
+    );
+}
