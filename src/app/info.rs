@@ -123,14 +123,19 @@ pub fn server_build() -> ServerBuild {
                 what: "list_roles devices with last_heard_at; channel_status tentative_since, held, and alarms for forks, second key claims, held records and clocks ahead; sealed segments may be gzip (countersign compress); countersign repair",
             },
             Shipped {
+                id: "invite",
+                shipped_at: "2026-12-01",
+                what: "countersign invite --role R prints a one-time code (the folder holds only a commitment to its secret); countersign join --invite CODE on a new machine writes a claim, and the owner's machine admits the first valid claim by itself at its next sync, status or tool call; a used, expired or unproven claim is an invitation alarm, never admitted",
+            },
+            Shipped {
                 id: "hostile-folder",
                 shipped_at: "2026-12-01",
                 what: "the channel folder is treated as untrusted input: no symlink followed, only regular files read or written, every read bounded; channel_status alarms for files of the wrong type (wrong_type), oversize segments and feeds cut short of their signed head (cut); a write that failed is never published later",
             },
         ],
         not_shipped: vec![NotShipped {
-            id: "invite",
-            why: "countersign invite and join --invite (a one-time owner-signed grant) are not in this build: a new machine runs join, and the owner's machine admit",
+            id: "invite-remote",
+            why: "an invitation code does not carry the channel's remote: the new machine needs a copy of the folder first (a git clone, or rclone copy and remote set), then join --invite",
         }],
         source: "countersign (Rust), stdio MCP server",
     }
