@@ -60,8 +60,9 @@ pub(super) fn note_claim(
     Ok(n > 0)
 }
 
-/// True if some claim is not admitted yet: its standing can change with
-/// time (an invitation expires), so a pass reviews it again.
+/// True if some claim is neither admitted nor refused: its standing can
+/// change with time alone (an invitation expires), so a pass reviews it
+/// again. Other changes come with records, which set `claims_changed`.
 pub(super) fn any_open(ix: &Index) -> StoreResult<bool> {
     let n: i64 = ix
         .conn()
@@ -69,7 +70,9 @@ pub(super) fn any_open(ix: &Index) -> StoreResult<bool> {
             "SELECT count(*) FROM claims c WHERE NOT EXISTS (SELECT 1 FROM records r \
              WHERE r.feed >= '_owner/' AND r.feed < '_owner0' AND r.op = 'admit' \
                AND json_extract(r.body, '$.data.feed') = c.feed \
-               AND json_extract(r.body, '$.data.pubkey') = c.pubkey)",
+               AND json_extract(r.body, '$.data.pubkey') = c.pubkey) \
+             AND NOT EXISTS (SELECT 1 FROM problems p WHERE p.kind = 'invitation' \
+               AND p.record = c.id)",
         )
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .db(ix.path())?;
