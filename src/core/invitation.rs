@@ -463,14 +463,14 @@ mod tests {
         }
         // Once the owner admitted the second (its own choice), the first is the alarm.
         let admits = BTreeSet::from([(b.feed.clone(), b.pubkey.clone())]);
-        let s = standings(&[inv.clone()], &[a.clone(), b.clone()], &admits, 500);
+        let s = standings(std::slice::from_ref(&inv), &[a.clone(), b.clone()], &admits, 500);
         assert_eq!(s[&b.id], Standing::Admitted);
         assert!(
             matches!(&s[&a.id], Standing::Refused(r) if r.contains("it was used by feed backend/b"))
         );
         // Without its invitation, a claim is unknown.
         assert_eq!(
-            standings(&[], &[a.clone()], &none, 500)[&a.id],
+            standings(&[], std::slice::from_ref(&a), &none, 500)[&a.id],
             Standing::Unknown
         );
     }
@@ -482,25 +482,25 @@ mod tests {
         let a = claim(&c, &inv, 1, &feed("backend", "a"), 10);
         let none = BTreeSet::new();
         assert!(matches!(
-            &standings(&[inv.clone()], &[a.clone()], &none, 1001)[&a.id],
+            &standings(std::slice::from_ref(&inv), std::slice::from_ref(&a), &none, 1001)[&a.id],
             Standing::Refused(r) if r.contains("expired")
         ));
         // A proof copied into a claim of another key does not hold.
         let mut copied = claim(&c, &inv, 2, &feed("backend", "z"), 5);
         copied.proof = a.proof.clone();
         assert!(matches!(
-            &standings(&[inv.clone()], &[a.clone(), copied.clone()], &none, 500)[&copied.id],
+            &standings(std::slice::from_ref(&inv), &[a, copied.clone()], &none, 500)[&copied.id],
             Standing::Refused(r) if r.contains("does not match")
         ));
         // A proof made with another code does not hold either.
         let forged = claim(&code(9), &inv, 3, &feed("backend", "y"), 5);
         assert!(matches!(
-            &standings(&[inv.clone()], &[forged.clone()], &none, 500)[&forged.id],
+            &standings(std::slice::from_ref(&inv), std::slice::from_ref(&forged), &none, 500)[&forged.id],
             Standing::Refused(r) if r.contains("does not match")
         ));
         let wrong_role = claim(&c, &inv, 4, &feed("frontend", "x"), 5);
         assert!(matches!(
-            &standings(&[inv.clone()], &[wrong_role.clone()], &none, 500)[&wrong_role.id],
+            &standings(std::slice::from_ref(&inv), std::slice::from_ref(&wrong_role), &none, 500)[&wrong_role.id],
             Standing::Refused(r) if r.contains("for role 'backend'")
         ));
     }

@@ -204,7 +204,7 @@ fn a_damaged_or_foreign_code_is_refused_with_nothing_written() {
     a.sync();
     let b = w.clone_machine(1);
     // One character changed: the checksum catches it.
-    let mut bytes = code.clone().into_bytes();
+    let mut bytes = code.into_bytes();
     let i = bytes.len() / 2;
     bytes[i] = if bytes[i] == b'a' { b'b' } else { b'a' };
     let damaged = String::from_utf8(bytes).unwrap();
