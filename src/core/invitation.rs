@@ -463,7 +463,12 @@ mod tests {
         }
         // Once the owner admitted the second (its own choice), the first is the alarm.
         let admits = BTreeSet::from([(b.feed.clone(), b.pubkey.clone())]);
-        let s = standings(std::slice::from_ref(&inv), &[a.clone(), b.clone()], &admits, 500);
+        let s = standings(
+            std::slice::from_ref(&inv),
+            &[a.clone(), b.clone()],
+            &admits,
+            500,
+        );
         assert_eq!(s[&b.id], Standing::Admitted);
         assert!(
             matches!(&s[&a.id], Standing::Refused(r) if r.contains("it was used by feed backend/b"))
