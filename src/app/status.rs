@@ -417,9 +417,9 @@ fn held(ix: &Index) -> AppResult<i64> {
 }
 
 /// Local evidence of trouble in the folder: quarantined records, forks,
-/// frozen feeds, feeds nobody admitted, second claims of a feed, held
-/// records and clocks far ahead, files of the wrong type or too large, and
-/// feeds cut short of their signed head. Unreadable lines and stray files
+/// frozen feeds, feeds nobody admitted, second claims of a feed, refused
+/// claims of an invitation, held records and clocks far ahead, files of the
+/// wrong type or too large, and feeds cut short of their signed head. Unreadable lines and stray files
 /// (harmless, ignored) are left to `verify`.
 fn alarms(ix: &Index) -> AppResult<Vec<Alarm>> {
     Ok(ix

@@ -553,3 +553,38 @@ fn the_documented_invitation_steps_run_as_written() {
         "the message never reached machine A"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_status_shows_a_refused_claim_as_an_invitation_alarm() {
+    let w = World::git(1, &ROLES);
+    let a = &w.machines[0];
+    invite(a, &["--role", "backend"]);
+    let inv = invitation_id(a);
+    let ch = channel_id(&std::fs::read(a.dir.join("channel.json")).unwrap());
+    let key = SigningKey::from_bytes(&[8u8; 32]);
+    let pubkey = pubkey_hex(&key.verifying_key());
+    let feed = FeedId::new("backend", "nocode-000001").unwrap();
+    plant_claim(
+        &a.dir,
+        &feed,
+        &key,
+        Claim {
+            invitation: inv,
+            role: Role::new("backend").unwrap(),
+            proof: InviteCode::new(&ch, [1u8; 32]).prove(&ch, &inv, &feed, &pubkey),
+            pubkey,
+            device_name: "nocode".into(),
+        },
+    );
+    let fe = crate::common::Client::spawn(&a.home, &a.dir, "frontend").await;
+    let v = fe.call("channel_status", serde_json::json!({})).await.ok();
+    let alarms = v["alarms"].as_array().cloned().unwrap_or_default();
+    assert!(
+        alarms.iter().any(|x| x["kind"] == "invitation"
+            && x["feed"] == feed.to_string()
+            && x["reason"].as_str().unwrap().contains("does not match")),
+        "{v}"
+    );
+    fe.close().await;
+    assert!(admits(a).is_empty());
+}
