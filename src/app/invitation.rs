@@ -107,13 +107,16 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
     let code = InviteCode::parse(code).map_err(|e| AppError::value(e.to_string()))?;
     let ch = channel.dir().id().to_owned();
     if !code.is_for(&ch) {
-        return Err(AppError::value(format!(
-            "this invitation code is for another channel (id {}…), not '{}' (id {}…) at {}",
-            code.channel_prefix(),
-            channel.dir().genesis().name,
-            &ch[..16],
-            channel.dir().root().display()
-        )));
+        return Err(refuse(
+            channel,
+            format!(
+                "this invitation code is for another channel (id {}…), not '{}' (id {}…) at {}",
+                code.channel_prefix(),
+                channel.dir().genesis().name,
+                &ch[..16],
+                channel.dir().root().display()
+            ),
+        ));
     }
     channel.catch_up()?;
     let key = code.key_hex();
@@ -121,12 +124,15 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
         .into_iter()
         .find(|i| i.key == key)
         .ok_or_else(|| {
-            AppError::value(format!(
-                "no invitation in this copy of channel '{}' matches the code: sync the folder \
+            refuse(
+                channel,
+                format!(
+                    "no invitation in this copy of channel '{}' matches the code: sync the folder \
                  (`countersign sync`, or `git pull` in a clone) and try again; if it still does \
                  not match, the code was changed or the invitation was never written",
-                channel.dir().genesis().name
-            ))
+                    channel.dir().genesis().name
+                ),
+            )
         })?;
     let role = inv.role.clone();
     let feed = channel.own_feed(&role);
@@ -137,34 +143,43 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
         .into_iter()
         .find(|r| r.noted.claim.invitation == inv.id && r.standing == Standing::Admitted)
     {
-        return Err(AppError::value(format!(
-            "this invitation was used already (feed {} joined with it); ask the owner for a new one",
-            r.noted.claim.feed
-        )));
+        return Err(refuse(
+            channel,
+            format!(
+                "this invitation was used already (feed {} joined with it); ask the owner for a new one",
+                r.noted.claim.feed
+            ),
+        ));
     }
     if now_ms() > inv.expires_ms {
-        return Err(AppError::value(
-            "this invitation has expired; ask the owner for a new one (`countersign invite`)",
+        return Err(refuse(
+            channel,
+            "this invitation has expired; ask the owner for a new one (`countersign invite`)"
+                .into(),
         ));
     }
     if let Some(other) = invitation::claims(channel.index())?
         .into_iter()
         .find(|c| c.claim.feed == feed)
     {
-        return Err(AppError::value(format!(
-            "feed {feed} of this device already starts with a claim of invitation {}, and a feed \
+        return Err(refuse(
+            channel,
+            format!(
+                "feed {feed} of this device already starts with a claim of invitation {}, and a feed \
              has one first record; `countersign status` on the owner's machine says why it was \
              not admitted. The owner can still admit this device's key by hand: `countersign \
              admit {role} {} --device {}`",
-            other.claim.invitation.short(),
-            other.claim.pubkey,
-            feed.device()
-        )));
+                other.claim.invitation.short(),
+                other.claim.pubkey,
+                feed.device()
+            ),
+        ));
     }
     if channel.admitted_key(&feed)?.is_some() || channel.head_seq(&feed)? > 0 {
-        return Err(AppError::value(format!(
-            "this device already writes feed {feed} as '{role}': it needs no invitation"
-        )));
+        return Err(refuse(
+            channel,
+            format!("this device already writes feed {feed} as '{role}': it needs no invitation"),
+        ));
     }
     let (_, pubkey, _) = channel.join_key(&role)?;
     let writer = channel.claim_writer(&role)?;
@@ -188,6 +203,12 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
         record: rec.map(|r| r.id.hex()),
         state: ClaimState::Claimed,
     })
+}
+
+/// A refusal about joining, naming the home and channel used (what joins
+/// is this home's device, in that folder).
+fn refuse(channel: &Channel, msg: String) -> AppError {
+    AppError::value(format!("{msg} {}", channel.whereabouts()))
 }
 
 /// This device's claim of `invitation`, when it wrote one already.
