@@ -382,22 +382,18 @@ fn copy_tree(from: &Path, to: &Path, keep: impl Fn(&str) -> bool + Copy) {
     }
 }
 
-/// The line before the documented block, in docs/SYNC.md and the README.
-const DOC_MARK: &str = "<!-- tested: tests/it/invitation.rs runs this block as written -->";
-
-/// The lines of the `sh` block that follows [`DOC_MARK`] in `file`.
+/// The lines of the block opened by ```` ```sh test:two-machines ```` in
+/// `file` (the README's convention for blocks a test runs).
 fn doc_block(file: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
     let text = std::fs::read_to_string(&path).unwrap();
-    let after = text
-        .split_once(DOC_MARK)
-        .unwrap_or_else(|| panic!("{file} lost its tested block"))
-        .1;
-    let block = after
-        .trim_start()
-        .strip_prefix("```sh\n")
-        .unwrap_or_else(|| panic!("{file}: the tested block is not an sh block"));
-    block[..block.find("```").unwrap()]
+    let open = "```sh test:two-machines\n";
+    let start = text
+        .find(open)
+        .unwrap_or_else(|| panic!("{file} lost its block {open}"))
+        + open.len();
+    let len = text[start..].find("```").unwrap();
+    text[start..start + len]
         .lines()
         .map(str::to_owned)
         .collect()
