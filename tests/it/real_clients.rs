@@ -527,6 +527,45 @@ fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
     );
 }
 
+/// `claude mcp list` in the project, as this HOME: the line naming the `channel` server.
+fn claude_mcp_list_line(w: &World) -> String {
+    let mut c = w.command("claude");
+    c.args(["mcp", "list"])
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1");
+    let ran = run_bounded(c, "claude mcp list", CLIENT_TIMEOUT);
+    assert_eq!(ran.code, Some(0), "claude mcp list failed\n{}", ran.shown());
+    ran.stdout
+        .lines()
+        .find(|l| l.starts_with("channel:"))
+        .unwrap_or_else(|| panic!("claude mcp list does not show `channel`\n{}", ran.shown()))
+        .to_owned()
+}
+
+#[test]
+fn claude_code_connects_the_installed_server_without_an_approval() {
+    // The default install (local scope): the server connects, nobody has to approve it.
+    let w = World::new("claude");
+    w.cs_ok(&["--role", ME, "install", "claude", "--apply"]);
+    let line = claude_mcp_list_line(&w);
+    assert!(
+        line.contains("Connected") && !line.contains("approval"),
+        "the locally installed server is not simply connected: {line}"
+    );
+
+    // The shared wiring (--scope project) is a server Claude Code asks each user to
+    // approve: the contrast the default exists for.
+    let shared = World::new("claude");
+    shared.cs_ok(&[
+        "--role", ME, "install", "claude", "--scope", "project", "--apply",
+    ]);
+    let line = claude_mcp_list_line(&shared);
+    assert!(
+        line.contains("approval"),
+        "a project-scope server no longer waits for approval: {line}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Codex CLI
 
