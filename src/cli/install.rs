@@ -80,8 +80,9 @@ pub enum Scope {
     channel from the binding of the folder the session starts in, so several projects and git \
     worktrees can each work as their own role. When COUNTERSIGN_HOME (or --home) is set, the \
     server entry passes it on: clients start servers with a short environment.\n\n\
-    Codex's hooks are one user file too, with no role in them: `countersign hook` takes the role \
-    from the binding of the folder the session runs in. Codex runs a new or changed hook only \
+    install codex puts the SessionStart and Stop hooks in one user file, $CODEX_HOME/hooks.json, \
+    so their commands name no role: `countersign hook` takes it from the binding of the folder \
+    the session runs in. Codex runs a new or changed hook only \
     after you trust it, and `codex exec` never asks: once, start `codex` in a terminal and \
     choose \"Trust all and continue\" when it shows \"Hooks need review\" (or trust them in \
     /hooks). Until then the server and the AGENTS.md note work, the hooks do not."
