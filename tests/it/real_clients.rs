@@ -800,7 +800,7 @@ fn codex_runs_the_hooks_install_wrote_once_they_are_trusted() {
 
     // Trusted the way Codex's review does it: they run.
     let listed = app.hooks(&cwd);
-    let to_trust: Vec<Value> = listed.into_iter().filter(|h| is_ours(h)).collect();
+    let to_trust: Vec<Value> = listed.into_iter().filter(is_ours).collect();
     app.trust(&to_trust);
     let ours = our_hooks(&app.hooks(&cwd));
     assert!(
