@@ -82,10 +82,10 @@ pub enum Scope {
     server entry passes it on: clients start servers with a short environment.\n\n\
     install codex puts the SessionStart and Stop hooks in one user file, $CODEX_HOME/hooks.json, \
     so their commands name no role: `countersign hook` takes it from the binding of the folder \
-    the session runs in. Codex runs a new or changed hook only \
-    after you trust it, and `codex exec` never asks: once, start `codex` in a terminal and \
-    choose \"Trust all and continue\" when it shows \"Hooks need review\" (or trust them in \
-    /hooks). Until then the server and the AGENTS.md note work, the hooks do not."
+    the session runs in. Codex runs a new or changed hook only after you trust it, and `codex \
+    exec` never asks: once, start `codex` in a terminal and choose \"Trust all and continue\" \
+    when it shows \"Hooks need review\" (or trust them in /hooks). Until then the server and \
+    the AGENTS.md note work, the hooks do not."
 )]
 pub struct Args {
     /// claude: the MCP server "channel" in Claude Code's local scope (~/.claude.json, under
@@ -1431,6 +1431,22 @@ fn sh_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rewritten_json_keeps_the_files_indentation() {
+        let v = json!({"a": {"b": 1}});
+        assert_eq!(
+            pretty(&v, Some("{\n\t\"x\": 1\n}")),
+            "{\n\t\"a\": {\n\t\t\"b\": 1\n\t}\n}\n"
+        );
+        assert_eq!(
+            pretty(&v, Some("{\n\n    \"x\": {\n        \"y\": 2 }\n}")),
+            "{\n    \"a\": {\n        \"b\": 1\n    }\n}\n"
+        );
+        for like in [None, Some("{\"x\": 1}")] {
+            assert_eq!(pretty(&v, like), "{\n  \"a\": {\n    \"b\": 1\n  }\n}\n");
+        }
+    }
 
     #[test]
     fn shell_quoting() {
