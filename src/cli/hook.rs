@@ -1,5 +1,11 @@
 //! `countersign hook session-start|stop`: the agent-session hooks that
-//! `countersign install claude` wires into Claude Code.
+//! `countersign install` wires into Claude Code and Codex.
+//!
+//! Both clients pass the hook a JSON object on stdin naming the session's
+//! folder (`cwd`). Without --role and --channel, the hook takes them from the
+//! project binding above that folder, as `countersign mcp` does from the
+//! folder it is started in: one user-level hooks file (Codex's) serves every
+//! project, each as its own role.
 //!
 //! A hook never breaks the session it serves: whatever happens (an unreadable
 //! channel, garbage on stdin, a corrupt snapshot, a bug of ours) it answers
@@ -25,8 +31,9 @@ use crate::core::peer_text::one_line;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// `session-start`: print how a session begins on the channel (SessionStart hook).
-    /// `stop`: Claude Code's Stop hook — reads the hook's JSON on stdin and holds the
-    /// stop while something actionable waits for --role.
+    /// `stop`: the Stop hook (Claude Code, Codex) — holds the stop while something
+    /// actionable waits for --role. Both read the client's JSON on stdin, whose `cwd` (the
+    /// session's folder) is where the project binding is looked for without --role.
     #[arg(value_name = "HOOK")]
     pub which: Option<String>,
 }
@@ -36,11 +43,32 @@ const USAGE: &str = "usage: countersign hook session-start|stop [--role ROLE] [-
 /// Runs a hook; always exit 0.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     match a.which.as_deref() {
-        Some("session-start") => say(&session_text(cli)),
+        Some("session-start") => {
+            enter_session_folder(&read_input());
+            say(&session_text(cli));
+        }
         Some("stop") => stop(cli),
         _ => eprintln!("{USAGE}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Moves into the session's folder (the input's `cwd`), so the binding is
+/// found where the session runs whatever folder the client started the
+/// command in. An absent or unusable `cwd` leaves the working directory.
+fn enter_session_folder(input: &Value) {
+    let Some(dir) = input.get("cwd").and_then(Value::as_str).map(Path::new) else {
+        return;
+    };
+    if dir.is_absolute()
+        && let Err(e) = std::env::set_current_dir(dir)
+    {
+        eprintln!(
+            "countersign hook: cannot enter the session folder {} ({e}); using {}",
+            dir.display(),
+            std::env::current_dir().map_or_else(|_| "?".into(), |d| d.display().to_string())
+        );
+    }
 }
 
 /// Prints to stdout; a closed stdout is not our problem to report.
@@ -106,10 +134,11 @@ struct Snapshot {
     blocks: u32,
 }
 
-/// Claude Code's Stop hook: prints `{"decision":"block","reason":…}` to hold
+/// The Stop hook (Claude Code, Codex): prints `{"decision":"block","reason":…}` to hold
 /// the stop, nothing to let it through. Catches everything, panics included.
 fn stop(cli: &Cli) {
     let input = read_input();
+    enter_session_folder(&input);
     std::panic::set_hook(Box::new(|info| {
         eprintln!("countersign hook stop: internal error ({info}); this stop was not checked");
     }));
@@ -123,6 +152,9 @@ fn stop(cli: &Cli) {
     }
 }
 
+/// The most of stdin a hook reads: the clients' input is a few hundred bytes.
+const MAX_INPUT: u64 = 1024 * 1024;
+
 /// The hook's JSON from stdin; anything but an object counts as `{}`.
 fn read_input() -> Value {
     let stdin = std::io::stdin();
@@ -130,7 +162,7 @@ fn read_input() -> Value {
         return json!({});
     }
     let mut raw = String::new();
-    let _ = stdin.lock().read_to_string(&mut raw);
+    let _ = stdin.lock().take(MAX_INPUT).read_to_string(&mut raw);
     match serde_json::from_str::<Value>(&raw) {
         Ok(v @ Value::Object(_)) => v,
         _ => json!({}),

@@ -11,6 +11,10 @@
 //! serves every project and worktree (Codex has one per user; Claude Code one
 //! per repository, shared by its worktrees). `--scope project` writes the
 //! shared files instead (`.mcp.json`, `.claude/settings.json`, `CLAUDE.md`).
+//! Codex's hooks live in one user file too (`$CODEX_HOME/hooks.json`), so
+//! their commands name no role either: `countersign hook` finds the binding
+//! from the folder the session runs in, as the server does. Codex runs them
+//! only once the user has trusted them, which `install codex` says how to do.
 //!
 //! Both commands print every change first; only `--apply` writes. Every
 //! change is planned before anything is written, so a file that cannot be
@@ -41,7 +45,8 @@ pub enum Tool {
     /// Claude Code: its local scope (~/.claude.json) for the server,
     /// ./.claude/settings.local.json (hooks) and ./CLAUDE.local.md.
     Claude,
-    /// Codex: $CODEX_HOME/config.toml (default ~/.codex/config.toml) and ./AGENTS.md.
+    /// Codex: $CODEX_HOME/config.toml and $CODEX_HOME/hooks.json (default ~/.codex) and
+    /// ./AGENTS.md.
     Codex,
 }
 
@@ -74,14 +79,21 @@ pub enum Scope {
     git): the server entry runs `countersign mcp` without --role, and the server takes role and \
     channel from the binding of the folder the session starts in, so several projects and git \
     worktrees can each work as their own role. When COUNTERSIGN_HOME (or --home) is set, the \
-    server entry passes it on: clients start servers with a short environment."
+    server entry passes it on: clients start servers with a short environment.\n\n\
+    install codex puts the SessionStart and Stop hooks in one user file, $CODEX_HOME/hooks.json, \
+    so their commands name no role: `countersign hook` takes it from the binding of the folder \
+    the session runs in. Codex runs a new or changed hook only after you trust it, and `codex \
+    exec` never asks: once, start `codex` in a terminal and choose \"Trust all and continue\" \
+    when it shows \"Hooks need review\" (or trust them in /hooks). Until then the server and \
+    the AGENTS.md note work, the hooks do not."
 )]
 pub struct Args {
     /// claude: the MCP server "channel" in Claude Code's local scope (~/.claude.json, under
     /// this project), the SessionStart and Stop hooks in ./.claude/settings.local.json and a
     /// short section in ./CLAUDE.local.md. codex: the [mcp_servers.channel] table in
-    /// $CODEX_HOME/config.toml (default ~/.codex) and a section in ./AGENTS.md. Run it in the
-    /// project folder the agent session starts in.
+    /// $CODEX_HOME/config.toml (default ~/.codex), the SessionStart and Stop hooks in
+    /// $CODEX_HOME/hooks.json (they run once you trust them in Codex) and a section in
+    /// ./AGENTS.md. Run it in the project folder the agent session starts in.
     #[arg(value_enum)]
     pub tool: Tool,
     /// Make the changes (without it, only print them).
@@ -189,6 +201,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         home: home_root.clone(),
     };
     let mut edits = Vec::new();
+    // Whether Codex's hooks file changes: Codex then asks for its review again.
+    let mut codex_hooks_changed = false;
     let binding_path = cwd.join(binding::FILE);
     if personal {
         let text = Binding {
@@ -208,15 +222,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     match a.tool {
         Tool::Claude => {
-            let mut words = vec![exe.as_str(), "hook", "", "--role", &role, "--channel", &dir];
-            if let Some(h) = &home_root {
-                words.extend(["--home", h.as_str()]);
-            }
-            let hooks = HOOKS.map(|(event, name)| {
-                words[2] = name;
-                let cmd: Vec<String> = words.iter().map(|w| sh_quote(w)).collect();
-                (event, name, cmd.join(" "))
-            });
+            let hooks = hook_commands(&exe, Some((&role, &dir)), home_root.as_deref());
             let claude_dir = cwd.join(".claude");
             if personal {
                 let key = claude_project(&cwd);
@@ -248,6 +254,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
         Tool::Codex => {
             edits.push(codex_toml(&codex_config()?, Some(&entry))?);
+            // One user file for every project: no role in it, the binding says.
+            let hooks = hook_commands(&exe, None, home_root.as_deref());
+            let edit = settings(&codex_hooks()?, Some(&hooks))?;
+            codex_hooks_changed = edit.changed();
+            edits.push(edit);
             edits.push(section(
                 &cwd.join("AGENTS.md"),
                 Some(&section_text(None, "")),
@@ -285,11 +296,28 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             "Codex runs `{exe} mcp` (one [mcp_servers.{SERVER}] entry for every project) in the \
              folder the session starts in; the server takes role '{role}' and the channel from \
              {} (the nearest binding above that folder), so each project and worktree holds its \
-             own role. Start codex in this folder or below it.",
-            binding_path.display()
+             own role. Start codex in this folder or below it. Its SessionStart and Stop hooks \
+             (one user file, {}) run `{exe} hook …` in the session's folder, and take the role \
+             from the same binding.",
+            binding_path.display(),
+            codex_hooks()?.display()
         ),
     };
     println!("How it resolves: {how}");
+    if a.tool == Tool::Codex {
+        let when = if codex_hooks_changed {
+            "Trust the hooks once"
+        } else {
+            "The hooks are as they were: if you trusted them before, they run; if not, trust \
+             them once"
+        };
+        println!(
+            "{when}: Codex runs a new or changed hook only after you trust it, and `codex exec` \
+             never asks (it skips them without a word). Start `codex` in a terminal and choose \
+             \"Trust all and continue\" when it shows \"Hooks need review\" (or review them with \
+             /hooks). Until then the server and the AGENTS.md note work, the hooks do not run."
+        );
+    }
     if done {
         println!("Restart the agent session in {} to use it.", cwd.display());
     }
@@ -363,14 +391,20 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // Without a home there is no Codex config to clean, and nothing to say about it.
-    if let Ok(path) = codex_config() {
+    if let (Ok(path), Ok(hooks)) = (codex_config(), codex_hooks()) {
         let sharing = other_dirs("codex");
         if sharing.is_empty() {
             edits.push(codex_toml(&path, None)?);
+            edits.push(settings(&hooks, None)?);
         } else {
             kept.push(format!(
                 "{}: [mcp_servers.{SERVER}] stays: {} still use it",
                 path.display(),
+                list(&sharing)
+            ));
+            kept.push(format!(
+                "{}: the countersign hooks stay: {} still use them",
+                hooks.display(),
                 list(&sharing)
             ));
         }
@@ -417,14 +451,46 @@ fn env_path(k: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The Codex config file: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
-fn codex_config() -> anyhow::Result<PathBuf> {
+/// Codex's home: `$CODEX_HOME`, else `~/.codex`.
+fn codex_home() -> anyhow::Result<PathBuf> {
     if let Some(h) = env_path("CODEX_HOME") {
-        return Ok(h.join("config.toml"));
+        return Ok(h);
     }
     let home =
         env_path("HOME").context("cannot find the Codex configuration: set CODEX_HOME or HOME")?;
-    Ok(home.join(".codex").join("config.toml"))
+    Ok(home.join(".codex"))
+}
+
+/// The Codex config file: `$CODEX_HOME/config.toml`.
+fn codex_config() -> anyhow::Result<PathBuf> {
+    Ok(codex_home()?.join("config.toml"))
+}
+
+/// Codex's user hooks file, in Claude Code's settings format: `$CODEX_HOME/hooks.json`.
+fn codex_hooks() -> anyhow::Result<PathBuf> {
+    Ok(codex_home()?.join("hooks.json"))
+}
+
+/// The hook commands (event, hook name, shell command). `bound` (role,
+/// channel) is written into a project's own settings only; a user-level
+/// file (Codex's) names neither, and the hook takes them from the binding
+/// of the session's folder, as the server does.
+fn hook_commands(
+    exe: &str,
+    bound: Option<(&str, &str)>,
+    home: Option<&str>,
+) -> [(&'static str, &'static str, String); 2] {
+    HOOKS.map(|(event, name)| {
+        let mut words = vec![exe, "hook", name];
+        if let Some((role, dir)) = bound {
+            words.extend(["--role", role, "--channel", dir]);
+        }
+        if let Some(h) = home {
+            words.extend(["--home", h]);
+        }
+        let cmd: Vec<String> = words.iter().map(|w| sh_quote(w)).collect();
+        (event, name, cmd.join(" "))
+    })
 }
 
 /// Claude Code's user file holding its local scope: `$CLAUDE_CONFIG_DIR/.claude.json`,
@@ -736,10 +802,7 @@ fn json_edit(
     } else if root.is_empty() {
         None
     } else {
-        Some(format!(
-            "{}\n",
-            serde_json::to_string_pretty(&Value::Object(root)).expect("JSON serializes")
-        ))
+        Some(pretty(&Value::Object(root), before.as_deref()))
     };
     Edit {
         path: path.to_path_buf(),
@@ -747,6 +810,28 @@ fn json_edit(
         after,
         notes,
     }
+}
+
+/// `v` as indented JSON, indented as `like` is (its first indented line's
+/// tabs or spaces; two spaces for a new or one-line file), with a final
+/// newline: key order is kept, the rest of a layout JSON cannot carry.
+fn pretty(v: &Value, like: Option<&str>) -> String {
+    use serde::Serialize as _;
+    let indent: String = like
+        .and_then(|t| {
+            t.lines().skip(1).find_map(|l| {
+                let ws: String = l.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+                (!ws.is_empty() && ws.len() < l.len()).then_some(ws)
+            })
+        })
+        .unwrap_or_else(|| "  ".into());
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    v.serialize(&mut ser).expect("JSON serializes");
+    let mut text = String::from_utf8(out).expect("JSON is UTF-8");
+    text.push('\n');
+    text
 }
 
 /// Countersign's own: any entry or command that runs the countersign binary.
@@ -1346,6 +1431,22 @@ fn sh_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rewritten_json_keeps_the_files_indentation() {
+        let v = json!({"a": {"b": 1}});
+        assert_eq!(
+            pretty(&v, Some("{\n\t\"x\": 1\n}")),
+            "{\n\t\"a\": {\n\t\t\"b\": 1\n\t}\n}\n"
+        );
+        assert_eq!(
+            pretty(&v, Some("{\n\n    \"x\": {\n        \"y\": 2 }\n}")),
+            "{\n    \"a\": {\n        \"b\": 1\n    }\n}\n"
+        );
+        for like in [None, Some("{\"x\": 1}")] {
+            assert_eq!(pretty(&v, like), "{\n  \"a\": {\n    \"b\": 1\n  }\n}\n");
+        }
+    }
 
     #[test]
     fn shell_quoting() {

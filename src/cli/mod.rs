@@ -106,7 +106,8 @@ enum Command {
     /// prints a line when something actionable arrives; `--digest` prints the state digest.
     Status(status::Args),
     /// Agent-session hooks (always exit 0): `hook session-start` prints how a session begins,
-    /// `hook stop` is Claude Code's Stop hook and holds a stop while something actionable waits.
+    /// `hook stop` is the Stop hook (Claude Code, Codex) and holds a stop while something
+    /// actionable waits. Both take the session's folder from the JSON on stdin (`cwd`).
     Hook(hook::Args),
     /// Wire Claude Code or Codex to the channel as --role: the project binding (role and
     /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;

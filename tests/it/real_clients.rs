@@ -570,8 +570,9 @@ fn claude_code_connects_the_installed_server_without_an_approval() {
 // Codex CLI
 
 /// A world wired for Codex: the user's own configuration (a model provider at the
-/// stand-in, whose scripted call sends `topic` to PEER), then `install codex --apply`.
-fn codex_world(topic: &str) -> (World, ModelApi) {
+/// stand-in, whose scripted call sends `topic` to PEER), then `install codex --apply`,
+/// whose output comes third.
+fn codex_world(topic: &str) -> (World, ModelApi, String) {
     let w = World::new("codex");
     let api = ModelApi::start(
         w.tmp.path(),
@@ -593,8 +594,8 @@ fn codex_world(topic: &str) -> (World, ModelApi) {
         ),
     )
     .unwrap();
-    w.cs_ok(&["--role", ME, "install", "codex", "--apply"]);
-    (w, api)
+    let installed = w.cs_ok(&["--role", ME, "install", "codex", "--apply"]);
+    (w, api, installed)
 }
 
 /// Runs `codex exec PROMPT` (with `extra` arguments first); returns the run, the
@@ -619,7 +620,7 @@ fn codex_exec(w: &World, api: &ModelApi, extra: &[&str]) -> (Ran, Vec<Value>, St
 
 #[test]
 fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
-    let (w, api) = codex_world("hello from codex");
+    let (w, api, _) = codex_world("hello from codex");
     let note = fs::read_to_string(w.project.join("AGENTS.md")).expect("install wrote AGENTS.md");
 
     let (_, turns, context) = codex_exec(&w, &api, &[]);
@@ -662,29 +663,192 @@ fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
     );
 }
 
-/// Codex has SessionStart and Stop hooks too (`$CODEX_HOME/hooks.json`, in Claude Code's
-/// format), but `install codex` does not wire them, and Codex runs a hook only once the
-/// user has reviewed and trusted it. Wired by hand, with that review skipped for the run,
-/// countersign's hooks work under Codex as they do under Claude Code.
-#[test]
-fn codex_runs_the_session_hooks_when_wired_by_hand() {
-    let (w, api) = codex_world("hello from codex, hooked");
-    w.open_debt();
-    let channel = w.project.join(".countersign");
-    let hook = |name: &str| {
-        let words = [bin(), "hook", name, "--role", ME, "--channel"];
-        let mut line: Vec<String> = words.iter().map(|s| format!("'{s}'")).collect();
-        line.push(format!("'{}'", channel.display()));
-        json!([{"hooks": [{"type": "command", "command": line.join(" ")}]}])
-    };
-    fs::write(
-        w.home.join(".codex/hooks.json"),
-        json!({"hooks": {"SessionStart": hook("session-start"), "Stop": hook("stop")}}).to_string(),
-    )
-    .unwrap();
-    let session_start = w.cs_ok(&["--role", ME, "hook", "session-start"]);
+/// Codex's app server (`codex app-server`, JSON-RPC over stdio): what its `/hooks` review
+/// reads and writes, driven the way the interactive review does it. Killed on drop.
+struct AppServer {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    next_id: u64,
+}
 
-    let (_, turns, context) = codex_exec(&w, &api, &["--dangerously-bypass-hook-trust"]);
+impl AppServer {
+    fn start(w: &World) -> Self {
+        use std::io::BufRead as _;
+        let mut c = w.command("codex");
+        c.arg("app-server")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let mut child = c.spawn().expect("codex app-server starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut app = Self {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+        };
+        app.call(
+            "initialize",
+            json!({"clientInfo": {"name": "countersign-tests", "version": "1"}}),
+        );
+        app.send(&json!({"method": "initialized"}));
+        app
+    }
+
+    fn send(&mut self, msg: &Value) {
+        use std::io::Write as _;
+        writeln!(self.stdin, "{msg}").expect("the app server reads its stdin");
+        self.stdin.flush().unwrap();
+    }
+
+    /// The result of `method`; fails on an error answer or after CLIENT_TIMEOUT.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + CLIENT_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("codex app-server gave no answer to {method}: {e}"));
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if msg["id"] == json!(id) {
+                assert!(
+                    msg.get("error").is_none(),
+                    "codex app-server refused {method}: {msg}"
+                );
+                return msg["result"].clone();
+            }
+        }
+    }
+
+    /// The hooks Codex would run for a session in `cwd`.
+    fn hooks(&mut self, cwd: &Path) -> Vec<Value> {
+        let listed = self.call("hooks/list", json!({"cwds": [cwd]}));
+        listed["data"][0]["hooks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("hooks/list gave no hooks: {listed}"))
+            .clone()
+    }
+
+    /// Trusts `hooks` as the review's "Trust all and continue" does: their current hashes
+    /// under `hooks.state` in the user's config.toml.
+    fn trust(&mut self, hooks: &[Value]) {
+        let state: serde_json::Map<String, Value> = hooks
+            .iter()
+            .map(|h| {
+                let key = h["key"].as_str().expect("a hook key").to_owned();
+                (key, json!({"trusted_hash": h["currentHash"]}))
+            })
+            .collect();
+        let written = self.call(
+            "config/batchWrite",
+            json!({"edits": [{"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": state}]}),
+        );
+        assert_eq!(written["status"], "ok", "trusting the hooks: {written}");
+    }
+}
+
+impl Drop for AppServer {
+    fn drop(&mut self) {
+        kill_group(&mut self.child);
+    }
+}
+
+/// A hook Codex lists that runs `countersign hook …`.
+fn is_ours(h: &Value) -> bool {
+    h["command"]
+        .as_str()
+        .is_some_and(|c| c.contains("countersign") && c.contains(" hook "))
+}
+
+/// countersign's hooks among those Codex lists: (event, command, trust status).
+fn our_hooks(listed: &[Value]) -> Vec<(String, String, String)> {
+    listed
+        .iter()
+        .filter(|h| is_ours(h))
+        .map(|h| {
+            let s = |k: &str| h[k].as_str().unwrap_or_default().to_owned();
+            (s("eventName"), s("command"), s("trustStatus"))
+        })
+        .collect()
+}
+
+/// `install codex --apply` wires the SessionStart and Stop hooks into
+/// `$CODEX_HOME/hooks.json`, with no role in them (the binding of the session's folder
+/// names it), and says they run only once trusted. Codex lists them as untrusted, and a
+/// `codex exec` then runs without them; trusted through Codex's own review (its app
+/// server), the next `codex exec` (no bypass) gets the session-start text, and the Stop
+/// hook holds the first stop while a debt is open and lets the next one through.
+#[test]
+fn codex_runs_the_hooks_install_wrote_once_they_are_trusted() {
+    let (w, api, installed) = codex_world("hello from codex, hooked");
+    assert!(
+        installed.contains("Trust the hooks once") && installed.contains("Trust all and continue"),
+        "install codex did not say how to trust the hooks:\n{installed}"
+    );
+    w.open_debt();
+    let cwd = w.project.canonicalize().unwrap();
+    let mut app = AppServer::start(&w);
+    let ours = our_hooks(&app.hooks(&cwd));
+    let events: Vec<&str> = ours.iter().map(|(e, _, _)| e.as_str()).collect();
+    assert_eq!(
+        events,
+        ["sessionStart", "stop"],
+        "Codex does not list countersign's two hooks: {ours:?}"
+    );
+    for (event, command, trust) in &ours {
+        assert!(
+            !command.contains("--role") && !command.contains("--channel"),
+            "the {event} hook names a role or channel: {command}"
+        );
+        assert_eq!(trust, "untrusted", "the {event} hook: {ours:?}");
+    }
+
+    // Untrusted: `codex exec` runs without them, saying nothing.
+    let reason = format!("channel has pending items for '{ME}'");
+    let session_start = w.cs_ok(&["hook", "session-start"]);
+    assert!(
+        session_start.contains(&format!("You act as the role '{ME}'")),
+        "the hook did not take the role from the binding:\n{session_start}"
+    );
+    let (_, untrusted, context) = codex_exec(&w, &api, &[]);
+    assert!(
+        !untrusted.is_empty()
+            && !untrusted
+                .iter()
+                .any(|t| contains_text(t, session_start.trim()) || contains_text(t, &reason)),
+        "an untrusted hook ran\n{context}"
+    );
+
+    // Trusted the way Codex's review does it: they run.
+    let listed = app.hooks(&cwd);
+    let to_trust: Vec<Value> = listed.into_iter().filter(is_ours).collect();
+    app.trust(&to_trust);
+    let ours = our_hooks(&app.hooks(&cwd));
+    assert!(
+        ours.iter().all(|(_, _, t)| t == "trusted"),
+        "still untrusted: {ours:?}"
+    );
+    drop(app);
+    let (_, turns, context) = codex_exec(&w, &api, &[]);
+    let turns = &turns[untrusted.len()..];
     let first = turns
         .first()
         .unwrap_or_else(|| panic!("Codex never offered the channel's tools\n{context}"));
@@ -693,5 +857,5 @@ fn codex_runs_the_session_hooks_when_wired_by_hand() {
         "the SessionStart hook's text is not in Codex's first request\n\
          --- hook text ---\n{session_start}\n{context}"
     );
-    assert_stop_held_once(&turns, &context);
+    assert_stop_held_once(turns, &context);
 }

@@ -167,6 +167,20 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&fs::read(p).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// The commands of `event` in a hooks file (Claude Code's format, Codex's too) that run
+/// `countersign hook`.
+fn countersign_hooks(settings: &Value, event: &str) -> Vec<String> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+        .filter_map(|h| h["command"].as_str())
+        .filter(|c| c.contains("countersign") && c.contains(" hook "))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The sender of the one message in `role`'s inbox, read through `server`.
 async fn inbox_from(server: &Client) -> Vec<(String, String)> {
     let v = server.call("read_inbox", json!({})).await.ok();
@@ -230,10 +244,18 @@ async fn the_readme_setups_run_and_each_worktree_and_project_has_its_role() {
     assert!(!project.join(".mcp.json").exists());
     assert!(!project.join(".claude/settings.json").exists());
 
-    // Codex: one user entry, no role in it nor in the notes.
+    // Codex: one user entry, no role in it nor in the notes nor in the hooks.
     let codex = fs::read_to_string(m.home().join(".codex/config.toml")).unwrap();
     assert_eq!(codex.matches("[mcp_servers.channel]").count(), 1, "{codex}");
     assert!(codex.contains("args = [\"mcp\"]"), "{codex}");
+    let hooks = read_json(&m.home().join(".codex/hooks.json"));
+    assert_eq!(
+        countersign_hooks(&hooks, "SessionStart").len(),
+        1,
+        "{hooks}"
+    );
+    assert_eq!(countersign_hooks(&hooks, "Stop").len(), 1, "{hooks}");
+    assert!(!hooks.to_string().contains("--role"), "{hooks}");
     for dir in [&project, &other] {
         let agents = fs::read_to_string(dir.join("AGENTS.md")).unwrap();
         assert!(
@@ -289,6 +311,7 @@ async fn the_readme_setups_run_and_each_worktree_and_project_has_its_role() {
     let (code, out) = m.cs(&other, &["uninstall", "--apply"]);
     assert_eq!(code, 0, "{out}");
     assert!(!m.home().join(".codex/config.toml").exists(), "{out}");
+    assert!(!m.home().join(".codex/hooks.json").exists(), "{out}");
     for dir in [&project, &worktree, &other] {
         for f in [
             ".countersign.local.json",
@@ -378,6 +401,109 @@ fn install_then_uninstall_gives_back_every_file_byte_for_byte() {
     let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("Nothing to change"), "{out}");
+}
+
+/// Codex's hooks file is the user's: `install codex` merges its two hooks in (one of each,
+/// replacing an earlier install's, the user's hooks and the file's indentation kept), the
+/// hooks take each project's role from its binding through the `cwd` the client passes,
+/// and uninstall gives the file back byte for byte once the last Codex project goes.
+#[test]
+fn install_codex_merges_its_hooks_and_uninstall_gives_the_file_back() {
+    let m = Machine::new();
+    let (a, b) = (m.project("a"), m.project("b"));
+    m.cs(&a, &["init", "--roles", "web,api"]);
+    m.cs(&b, &["init", "--roles", "api,web"]);
+    let path = m.home().join(".codex/hooks.json");
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mine = "{\n    \"hooks\": {\n        \"SessionStart\": [\n            \
+        {\"hooks\": [{\"type\": \"command\", \"command\": \"echo mine\"}]},\n            \
+        {\"hooks\": [{\"type\": \"command\", \"command\": \"/old/countersign hook session-start --role api\"}]}\n        \
+        ],\n        \"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"lint\"}]}]\n    \
+        },\n    \"other\": true\n}";
+    fs::write(&path, mine).unwrap();
+    let before: Value = serde_json::from_str(mine).unwrap();
+
+    for (dir, role) in [(&a, "web"), (&b, "api")] {
+        let (code, out) = m.cs(dir, &["--role", role, "install", "codex", "--apply"]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("Trust all and continue"), "{out}");
+    }
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(
+        text.starts_with("{\n    \"hooks\": {\n        \"SessionStart\": [\n            {"),
+        "the file's indentation was not kept:\n{text}"
+    );
+    let after: Value = serde_json::from_str(&text).unwrap();
+    for event in ["SessionStart", "Stop"] {
+        let ours = countersign_hooks(&after, event);
+        assert_eq!(ours.len(), 1, "{event}: {ours:?}");
+        assert!(
+            !ours[0].contains("--role") && !ours[0].contains("--channel"),
+            "{ours:?}"
+        );
+    }
+    assert_eq!(
+        after["hooks"]["SessionStart"][0],
+        before["hooks"]["SessionStart"][0]
+    );
+    assert_eq!(after["hooks"]["PreToolUse"], before["hooks"]["PreToolUse"]);
+    assert_eq!(after["other"], true);
+
+    // The hooks, run where a client runs them (the session's folder only on stdin), act as
+    // that folder's role.
+    let hook = |which: &str, session: &Path| -> String {
+        use std::io::Write as _;
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&countersign_hooks(&after, which)[0])
+            .current_dir(m.root())
+            .env_clear()
+            .envs(m.env())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = json!({"cwd": session, "hook_event_name": which, "stop_hook_active": false});
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(hook("SessionStart", &a).contains("the role 'web'"));
+    assert!(hook("SessionStart", &b).contains("the role 'api'"));
+    let (code, out) = m.cs(
+        &b,
+        &[
+            "--role",
+            "web",
+            "send",
+            "--to",
+            "api",
+            "--topic",
+            "t",
+            "--body",
+            "b",
+            "--action-required",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(hook("Stop", &a).is_empty(), "nothing waits for web in a");
+    let held = hook("Stop", &b);
+    assert!(held.contains("pending items for 'api'"), "{held}");
+
+    // The hooks stay while another Codex project is bound; then the file is as it was.
+    let (code, out) = m.cs(&b, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("the countersign hooks stay"), "{out}");
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    let (code, out) = m.cs(&a, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(fs::read_to_string(&path).unwrap(), mine, "{out}");
 }
 
 #[test]
