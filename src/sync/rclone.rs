@@ -8,10 +8,16 @@
 //! so that a second machine can copy the channel down. Down: everything
 //! except this device's own feeds. Never `sync` or `bisync`: they delete
 //! files, and a file another writer has not yet copied elsewhere would be lost.
+//!
+//! A copy that meets a file another machine is replacing at that moment (a
+//! growing segment or a `head.json` going up) fails with rclone's words for
+//! it; that lost race is tried again, the whole exchange, after a random
+//! pause that grows, for as long as the time budget lasts ([`Backoff`]).
 
 use std::io::Write as _;
 use std::path::Path;
 
+use super::backoff::Backoff;
 use super::command::Tool;
 use super::{FIXED_FILES, OwnFeed, SyncError, SyncReport};
 use crate::store::error::IoContext as _;
@@ -20,8 +26,63 @@ use crate::store::error::IoContext as _;
 /// retry), bounded waits, and only errors on stderr.
 const COMMON: [&str; 6] = ["--retries", "1", "--contimeout", "15s", "--timeout", "60s"];
 
-/// One sync: copy this device's feeds up, then everything else down.
+/// One sync: copy this device's feeds up, then everything else down; after
+/// a copy that lost a race with another machine, again, within `backoff`'s
+/// budget.
 pub fn sync(
+    root: &Path,
+    own: &[OwnFeed],
+    device: &str,
+    target: &str,
+    backoff: &mut Backoff,
+) -> Result<SyncReport, SyncError> {
+    loop {
+        let tries = backoff.begin_try();
+        match exchange(root, own, device, target) {
+            Ok(report) => {
+                return Ok(SyncReport {
+                    attempts: tries,
+                    spent: backoff.spent(),
+                    ..report
+                });
+            }
+            Err(SyncError::Remote {
+                remote,
+                action,
+                detail,
+            }) if lost_race(&detail) => {
+                if !backoff.pause() {
+                    return Err(SyncError::GaveUp {
+                        remote,
+                        action: format!("the step \"{action}\""),
+                        tries: backoff.tries(),
+                        spent: backoff.spent(),
+                        detail,
+                    });
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether rclone failed because a file changed or vanished under it while
+/// it copied (another machine replacing its own files on the remote, or
+/// this device's copy down meeting them half-way), which another try
+/// resolves. Anything else (no such remote, no access, an immutable file
+/// that differs) is not retried.
+fn lost_race(detail: &str) -> bool {
+    [
+        "source file is being updated",
+        "corrupted on transfer",
+        "sizes differ",
+    ]
+    .iter()
+    .any(|m| detail.to_ascii_lowercase().contains(m))
+}
+
+/// One try of the exchange.
+fn exchange(
     root: &Path,
     own: &[OwnFeed],
     device: &str,
@@ -94,8 +155,7 @@ pub fn sync(
         committed: false,
         pulled: log.lines().any(|l| l.contains(": Copied (")),
         pushed: !(sealed.is_empty() && newest.is_empty() && heads.is_empty()),
-        attempts: 1,
-        adopted_origin: false,
+        ..SyncReport::default()
     })
 }
 
