@@ -189,3 +189,26 @@ fn sealed_segments_travel_gzip_compressed_through_rclone() {
     assert!(b.inbox_topics("backend").contains(&"bulk 599".to_owned()));
     assert_eq!(b.cli(&["verify"]).status.code(), Some(0));
 }
+
+#[test]
+fn twelve_machines_writing_and_syncing_at_once_all_land_and_converge() {
+    let roles = crate::sync_git::TWELVE;
+    let w = World::rclone(roles.len(), &roles);
+    // Every machine copies up and down at the same moments as the others:
+    // copies meet files that other machines are replacing, and each sync
+    // must still land.
+    let (sent, failed) = w.contend(&roles, 3);
+    assert!(
+        failed.is_empty(),
+        "{} syncs failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    let digest = w.settle();
+    for m in &w.machines {
+        assert_eq!(m.digest(), digest, "{}", m.name);
+        let topics = m.verified_topics();
+        let missing: Vec<&String> = sent.iter().filter(|t| !topics.contains(t)).collect();
+        assert!(missing.is_empty(), "{} lacks {missing:?}", m.name);
+    }
+}
