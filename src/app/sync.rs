@@ -92,7 +92,13 @@ pub fn sync_within(
     {
         tracing::warn!("before sync: {e}");
     }
-    let result = sync::run(channel.dir(), &channel.device().id, &remote, budget);
+    let result = sync::run(
+        channel.dir(),
+        channel.state_dir(),
+        &channel.device().id,
+        &remote,
+        budget,
+    );
     drop(lock);
     // Whatever happened, fold what is in the folder now: a merge that did
     // land before a failed push still brought records.

@@ -113,9 +113,12 @@ pub fn try_lock(state_dir: &Path) -> Result<Option<FileLock>, SyncError> {
 
 /// Exchanges the folder with `remote` once, trying again after a lost race
 /// with another machine while less than `budget` has passed
-/// ([`backoff`]). Call under [`lock`] or [`try_lock`].
+/// ([`backoff`]). `state_dir` is the channel's state folder on this machine
+/// (rclone remembers there what it last copied up). Call under [`lock`] or
+/// [`try_lock`].
 pub fn run(
     dir: &ChannelDir,
+    state_dir: &Path,
     device: &str,
     remote: &Remote,
     budget: Duration,
@@ -124,7 +127,15 @@ pub fn run(
     let mut backoff = backoff::Backoff::new(budget);
     match remote {
         Remote::Git(url) => git::sync(dir.root(), &own, device, url, &mut backoff),
-        Remote::Rclone(target) => rclone::sync(dir.root(), &own, device, target, &mut backoff),
+        Remote::Rclone(target) => {
+            let up = rclone::Upload {
+                own: &own,
+                device,
+                target,
+                memory: &state_dir.join(rclone::PUBLISHED),
+            };
+            rclone::sync(dir.root(), &up, &mut backoff)
+        }
     }
 }
 

@@ -9,6 +9,13 @@
 //! except this device's own feeds. Never `sync` or `bisync`: they delete
 //! files, and a file another writer has not yet copied elsewhere would be lost.
 //!
+//! Copying up costs one rclone run per kind of file, each listing the remote;
+//! when this device has written nothing since its last complete copy up to
+//! the same remote (its feed files have the same names, sizes and times, as
+//! remembered in the channel's state folder), the copy up is skipped and a
+//! sync with nothing new is the copy down alone. The next own write copies
+//! every kind up again, which also puts back anything the remote lost.
+//!
 //! A copy that meets a file another machine is replacing at that moment (a
 //! growing segment or a `head.json` going up) fails with rclone's words for
 //! it; that lost race is tried again, the whole exchange, after a random
@@ -26,19 +33,29 @@ use crate::store::error::IoContext as _;
 /// retry), bounded waits, and only errors on stderr.
 const COMMON: [&str; 6] = ["--retries", "1", "--contimeout", "15s", "--timeout", "60s"];
 
+/// The file of the channel's state folder remembering this device's last
+/// complete copy up (a fingerprint of its feed files and the remote).
+pub const PUBLISHED: &str = "rclone-published";
+
+/// What one sync copies up, and where.
+pub struct Upload<'a> {
+    /// This device's feeds.
+    pub own: &'a [OwnFeed],
+    /// This device.
+    pub device: &'a str,
+    /// `REMOTE:PATH`.
+    pub target: &'a str,
+    /// The [`PUBLISHED`] file.
+    pub memory: &'a Path,
+}
+
 /// One sync: copy this device's feeds up, then everything else down; after
 /// a copy that lost a race with another machine, again, within `backoff`'s
 /// budget.
-pub fn sync(
-    root: &Path,
-    own: &[OwnFeed],
-    device: &str,
-    target: &str,
-    backoff: &mut Backoff,
-) -> Result<SyncReport, SyncError> {
+pub fn sync(root: &Path, up: &Upload, backoff: &mut Backoff) -> Result<SyncReport, SyncError> {
     loop {
         let tries = backoff.begin_try();
-        match exchange(root, own, device, target) {
+        match exchange(root, up) {
             Ok(report) => {
                 return Ok(SyncReport {
                     attempts: tries,
@@ -81,13 +98,43 @@ fn lost_race(detail: &str) -> bool {
     .any(|m| detail.to_ascii_lowercase().contains(m))
 }
 
+/// The fingerprint of this device's feed files (names, sizes, modification
+/// times) and the remote: when it is what [`PUBLISHED`] holds, everything
+/// went up already.
+fn fingerprint(root: &Path, own: &[OwnFeed], target: &str) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    target.hash(&mut h);
+    for f in own.iter().flat_map(OwnFeed::files) {
+        f.hash(&mut h);
+        let meta = std::fs::symlink_metadata(root.join(f)).ok();
+        meta.as_ref().map(std::fs::Metadata::len).hash(&mut h);
+        meta.and_then(|m| m.modified().ok()).hash(&mut h);
+    }
+    format!("{:016x}\n", h.finish())
+}
+
+/// Remembers a complete copy up (written aside and renamed, so the file is
+/// never half a fingerprint). A failure only costs a copy up next time.
+fn remember(memory: &Path, fingerprint: &str) {
+    let tmp = memory.with_extension("tmp");
+    if std::fs::write(&tmp, fingerprint).is_ok() {
+        let _ = std::fs::rename(&tmp, memory);
+    }
+}
+
 /// One try of the exchange.
-fn exchange(
-    root: &Path,
-    own: &[OwnFeed],
-    device: &str,
-    target: &str,
-) -> Result<SyncReport, SyncError> {
+fn exchange(root: &Path, up: &Upload) -> Result<SyncReport, SyncError> {
+    let Upload {
+        own,
+        device,
+        target,
+        memory,
+    } = *up;
+    // Taken before copying: a write during the copy changes it, and the next
+    // sync copies up again.
+    let now = fingerprint(root, own, target);
+    let done_before = std::fs::read_to_string(memory).is_ok_and(|m| m == now);
     let rclone = Tool::new("rclone", root, format!("rclone remote {target}"));
     let src = root.to_str().ok_or_else(|| {
         SyncError::Setup(format!(
@@ -107,7 +154,7 @@ fn exchange(
         .collect();
     let newest: Vec<&str> = own.iter().filter_map(|f| f.newest.as_deref()).collect();
     let heads: Vec<&str> = own.iter().filter_map(|f| f.head.as_deref()).collect();
-    let up: [(&str, &[&str], &str); 4] = [
+    let steps: [(&str, &[&str], &str); 4] = [
         (
             "copy the channel's fixed files up",
             &fixed,
@@ -117,8 +164,8 @@ fn exchange(
         ("copy the growing segments up", &newest, ""),
         ("copy head.json files up", &heads, "--ignore-times"),
     ];
-    for (action, files, flag) in up {
-        if files.is_empty() {
+    for (action, files, flag) in steps {
+        if files.is_empty() || done_before {
             continue;
         }
         let list = file_list(files)?;
@@ -129,6 +176,9 @@ fn exchange(
         }
         args.extend(COMMON);
         rclone.ok(action, &args)?;
+    }
+    if !done_before {
+        remember(memory, &now);
     }
     let own_feeds = format!("/feeds/*/{device}/**");
     let mut down = vec![
@@ -154,7 +204,7 @@ fn exchange(
     Ok(SyncReport {
         committed: false,
         pulled: log.lines().any(|l| l.contains(": Copied (")),
-        pushed: !(sealed.is_empty() && newest.is_empty() && heads.is_empty()),
+        pushed: !done_before && !(sealed.is_empty() && newest.is_empty() && heads.is_empty()),
         ..SyncReport::default()
     })
 }
