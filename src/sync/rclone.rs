@@ -204,7 +204,7 @@ fn exchange(root: &Path, up: &Upload) -> Result<SyncReport, SyncError> {
     Ok(SyncReport {
         committed: false,
         pulled: log.lines().any(|l| l.contains(": Copied (")),
-        pushed: !done_before && !(sealed.is_empty() && newest.is_empty() && heads.is_empty()),
+        pushed: !(done_before || (sealed.is_empty() && newest.is_empty() && heads.is_empty())),
         ..SyncReport::default()
     })
 }
