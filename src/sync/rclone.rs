@@ -218,3 +218,28 @@ fn file_list(files: &[&str]) -> Result<tempfile::NamedTempFile, SyncError> {
     f.flush().at(f.path())?;
     Ok(f)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_file_changing_under_the_copy_is_a_lost_race() {
+        for race in [
+            "ERROR : feeds/a/d/00000001.jsonl: Failed to copy: can't copy - source file is being \
+             updated (size changed from 10 to 20)",
+            "ERROR : feeds/a/d/head.json: corrupted on transfer: sizes differ 120 vs 96",
+        ] {
+            assert!(lost_race(race), "{race}");
+        }
+        for other in [
+            "ERROR : : error reading source root directory: directory not found",
+            "ERROR : feeds/a/d/00000001.jsonl: Source and destination exist but do not match: \
+             immutable file modified",
+            "Failed to create file system for \"gdrive:x\": didn't find section in config file",
+            "",
+        ] {
+            assert!(!lost_race(other), "{other}");
+        }
+    }
+}
