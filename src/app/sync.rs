@@ -5,6 +5,8 @@
 //! index. A failed sync changes nothing locally: the channel keeps working
 //! and the next sync retries.
 
+use std::time::Duration;
+
 use super::refusal::{AppError, AppResult};
 use crate::store::Channel;
 use crate::store::prefs::{Prefs, Remote};
@@ -52,7 +54,19 @@ fn keep_remote(channel: &Channel, remote: Remote) -> AppResult<()> {
 
 /// Syncs once and catches the index up with what arrived. `Ok(None)` when
 /// `busy` is [`WhenBusy::Skip`] and another process holds the sync lock.
+/// Races lost to other machines are tried again for up to
+/// [`DEFAULT_BUDGET`](sync::backoff::DEFAULT_BUDGET).
 pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncReport>> {
+    sync_within(channel, busy, sync::backoff::DEFAULT_BUDGET)
+}
+
+/// [`sync_now`], trying again after lost races while less than `budget` has
+/// passed (zero: one try).
+pub fn sync_within(
+    channel: &mut Channel,
+    busy: WhenBusy,
+    budget: Duration,
+) -> AppResult<Option<SyncReport>> {
     let (remote, adopted_origin) = match remote(channel) {
         Some(r) => (r, false),
         None => (adopt_origin(channel)?, true),
@@ -78,7 +92,13 @@ pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncR
     {
         tracing::warn!("before sync: {e}");
     }
-    let result = sync::run(channel.dir(), &channel.device().id, &remote);
+    let result = sync::run(
+        channel.dir(),
+        channel.state_dir(),
+        &channel.device().id,
+        &remote,
+        budget,
+    );
     // Whatever happened, fold what is in the folder now: a merge that did
     // land before a failed push still brought records.
     let folded = channel.catch_up();
@@ -87,7 +107,13 @@ pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncR
     // next round.
     if result.is_ok()
         && folded.as_ref().is_ok_and(|r| r.admitted > 0)
-        && let Err(e) = sync::run(channel.dir(), &channel.device().id, &remote)
+        && let Err(e) = sync::run(
+            channel.dir(),
+            channel.state_dir(),
+            &channel.device().id,
+            &remote,
+            budget,
+        )
     {
         tracing::warn!("publishing an admit: {e}");
     }

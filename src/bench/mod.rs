@@ -30,7 +30,9 @@
 //! - propagation between two machines through git and rclone
 //!   (`propagation`);
 //! - `countersign status` with an 8 GiB file planted in the folder
-//!   (`hostile`).
+//!   (`hostile`);
+//! - last, `countersign sync` with nothing new on the seeded channel, through
+//!   git and through rclone (`quiet_sync`).
 
 mod corpus;
 mod hostile;
@@ -39,6 +41,7 @@ mod incremental;
 mod invocation;
 mod machine;
 mod propagation;
+mod quiet_sync;
 mod rebuild;
 mod sampler;
 mod seed;
@@ -60,6 +63,7 @@ use self::incremental::Incremental;
 use self::invocation::Countersign;
 use self::machine::{Machine, load_average, vm_hwm_kb};
 use self::propagation::Propagation;
+use self::quiet_sync::QuietSync;
 use self::rebuild::RebuildParts;
 use self::sampler::{median, p};
 use self::seed::{Scratch, seed};
@@ -99,6 +103,10 @@ pub struct Args {
     /// on B, both `mcp --sync-every 1s`, through a local bare git remote and through rclone).
     #[arg(long)]
     pub propagation: bool,
+    /// Measure only syncing: seed the channel, then `countersign sync` with nothing new through
+    /// git and rclone, then propagation between two machines.
+    #[arg(long, conflicts_with = "propagation")]
+    pub sync: bool,
 }
 
 /// The roster of the bench channel, sorted (recipients are kept sorted).
@@ -145,6 +153,85 @@ fn propagation_only(scratch: &Scratch, exe: &Countersign) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--sync`: seeding, the quiet syncs and propagation.
+fn sync_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result<ExitCode> {
+    let machine = Machine::probe(&scratch.root)?;
+    println!("countersign-bench --sync: {} messages", a.messages);
+    println!("machine: {}", machine.describe());
+    println!("binary: {}", exe.path().display());
+    let seeded = seed(&scratch.root, a.messages)?;
+    // The index, as a machine that has been running has it.
+    Channel::open(seeded.dir.clone(), seeded.home.clone())?.reindex(None)?;
+    eprintln!("measuring syncs with nothing new (git, then rclone)…");
+    let quiet = QuietSync::measure(exe, &seeded, &scratch.root)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    eprintln!("measuring propagation between two machines (git, then rclone)…");
+    let prop = rt.block_on(Propagation::measure(exe.path(), &scratch.root))?;
+    let mut t = Table::default();
+    quiet_rows(&mut t, &quiet, seeded.messages);
+    propagation_rows(&mut t, &prop);
+    println!();
+    t.print();
+    println!();
+    print_propagation(&prop);
+    println!("\nload average at the end: {}", load_average());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The budget of a sync with nothing new.
+const QUIET_SYNC_BUDGET_MS: f64 = 1000.0;
+
+/// The rows of the quiet syncs.
+fn quiet_rows(t: &mut Table, quiet: &QuietSync, messages: usize) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for (name, m) in [("git", &quiet.git), ("rclone", &quiet.rclone)] {
+        let metric = format!("sync with nothing new, {name}, {messages} messages (process)");
+        match m {
+            Some((first, v)) => {
+                let p50 = ms(p(v, 50));
+                t.row(
+                    &metric,
+                    format!("{p50:.0} ms"),
+                    format!(
+                        "{:.0} ms (n={}; first sync {:.1} s)",
+                        ms(p(v, 99)),
+                        v.len(),
+                        first.as_secs_f64()
+                    ),
+                    &format!("≤ {QUIET_SYNC_BUDGET_MS:.0} ms"),
+                    Some(p50 <= QUIET_SYNC_BUDGET_MS),
+                    QUIET_SYNC_BUDGET_MS / p50,
+                );
+            }
+            None => t.row(&metric, "—".into(), "not installed", "≤ 1000 ms", None, 0.0),
+        }
+    }
+}
+
+/// The propagation rows (no budget).
+fn propagation_rows(t: &mut Table, prop: &Propagation) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for (name, m) in [("git", &prop.git), ("rclone", &prop.rclone)] {
+        let metric = format!(
+            "propagation A → B, {name}, both mcp --sync-every {}",
+            propagation::EVERY
+        );
+        match m {
+            Some(v) => t.row(
+                &metric,
+                format!("{:.0} ms", ms(p(v, 50))),
+                format!("{:.0} ms (n={})", ms(p(v, 99)), v.len()),
+                "—",
+                None,
+                0.0,
+            ),
+            None => t.row(&metric, "—".into(), "not installed", "—", None, 0.0),
+        }
+    }
+}
+
 fn print_propagation(prop: &Propagation) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
@@ -177,6 +264,9 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     let scratch = Scratch::new(a.dir.as_deref(), a.keep)?;
     if a.propagation {
         return propagation_only(&scratch, &exe);
+    }
+    if a.sync {
+        return sync_only(a, &scratch, &exe);
     }
     let machine = Machine::probe(&scratch.root)?;
     println!(
@@ -266,6 +356,9 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     drop(rt);
     eprintln!("measuring a call with an 8 GiB sparse file in a feed folder…");
     let hostile = Hostile::measure(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
+    // Last: it makes the seeded folder a git repository and gzips segments.
+    eprintln!("measuring syncs with nothing new (git, then rclone)…");
+    let quiet = QuietSync::measure(&exe, &seeded, &scratch.root)?;
     let own_hwm = vm_hwm_kb("self");
 
     // The table.
@@ -378,6 +471,8 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         Some(rss_mb <= 40.0),
         40.0 / rss_mb,
     );
+    quiet_rows(&mut t, &quiet, seeded.messages);
+    propagation_rows(&mut t, &prop);
     println!();
     t.print();
     println!();

@@ -17,7 +17,7 @@ use crate::mcp::toolset::{self, Toolsets};
     and channel syncs at a time; a failed sync is logged to stderr and retried.")]
 pub struct Args {
     /// Sync with the channel's remote in the background this often (e.g. 30s, 2m, 500ms).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub sync_every: Option<Duration>,
     /// Serve only these toolsets: mail, debts, consent, uploads, all (the default).
     #[arg(long, value_name = "SET[,SET...]", default_value = "all",
@@ -25,8 +25,17 @@ pub struct Args {
     pub tools: Toolsets,
 }
 
+/// Parses a sync interval: a duration of at least 100ms.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(100) {
+        return Err("the sync interval must be at least 100ms".into());
+    }
+    Ok(d)
+}
+
 /// Parses `30s`, `2m`, `500ms`, `1h` or plain seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (n, unit) = s.split_at(split);
@@ -36,13 +45,10 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = match unit {
         "" | "s" => Duration::from_secs(n),
         "ms" => Duration::from_millis(n),
-        "m" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
         _ => return Err(format!("'{s}': the unit must be ms, s, m or h")),
     };
-    if d < Duration::from_millis(100) {
-        return Err("the sync interval must be at least 100ms".into());
-    }
     Ok(d)
 }
 

@@ -1,24 +1,34 @@
 //! `countersign sync`: exchange the channel folder with its remote once.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use super::Cli;
-use crate::app::sync::{WhenBusy, remote, sync_now};
+use crate::app::sync::{WhenBusy, remote, sync_within};
 
 /// Arguments of `sync`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  countersign sync\n  countersign --channel ~/chan sync\n\n\
-    git mode commits only this device's feeds, merges the remote's and pushes (a rejected push \
-    is retried). rclone mode copies this device's feeds up and the rest down. Nothing is ever \
-    deleted or force-pushed. See docs/SYNC.md."
+    git mode commits only this device's feeds, merges the remote's and pushes. rclone mode copies \
+    this device's feeds up and the rest down. Nothing is ever deleted or force-pushed. When \
+    another machine wins a race (its push lands first, or it replaces a file being copied), the \
+    exchange is tried again after a random pause that grows, until --budget is spent. See \
+    docs/SYNC.md."
 )]
-pub struct Args {}
+pub struct Args {
+    /// How long to keep trying while other machines win the race to the remote (e.g. 60s, 2m,
+    /// 0 for one try). Past it the sync fails, naming the tries and the time; nothing is lost.
+    #[arg(long, value_name = "DURATION", default_value = "60s",
+          value_parser = super::serve::parse_duration)]
+    pub budget: Duration,
+}
 
 /// Runs one sync and prints what it did.
-pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
-    let report = sync_now(&mut channel, WhenBusy::Wait)?.expect("a waiting sync always runs");
+    let report =
+        sync_within(&mut channel, WhenBusy::Wait, a.budget)?.expect("a waiting sync always runs");
     let target = remote(&channel).map_or_else(String::new, |r| r.to_string());
     if report.adopted_origin {
         println!(
@@ -34,15 +44,20 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         done.push("received new records".to_owned());
     }
     if report.pushed {
-        done.push(if report.attempts > 1 {
-            format!("published (after {} attempts)", report.attempts)
-        } else {
-            "published".to_owned()
-        });
+        done.push("published".to_owned());
     }
     if done.is_empty() {
         done.push("already in sync".to_owned());
     }
-    println!("synced with {target}: {}", done.join(", "));
+    let tries = if report.attempts > 1 {
+        format!(
+            " (after {} attempts in {:.1} s: other machines won the race meanwhile)",
+            report.attempts,
+            report.spent.as_secs_f64()
+        )
+    } else {
+        String::new()
+    };
+    println!("synced with {target}: {}{tries}", done.join(", "));
     Ok(ExitCode::SUCCESS)
 }

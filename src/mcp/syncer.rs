@@ -16,7 +16,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::app::AppError;
 use crate::app::sync::{WhenBusy, sync_now};
 use crate::store::{Channel, ChannelDir, Home};
-use crate::sync::{own_feeds, own_fingerprint};
+use crate::sync::{SyncReport, own_feeds, own_fingerprint};
 
 /// How long after a change of this device's feeds the sync starts, so that a
 /// burst of writes travels in one sync.
@@ -70,6 +70,7 @@ pub async fn run(
                         "background sync: no remote was chosen on this device; using the git clone's origin and keeping it"
                     );
                 }
+                log_report(&report);
                 synced_state = before;
             }
             Ok(Ok(None)) => {} // another process is syncing this channel
@@ -85,6 +86,21 @@ pub async fn run(
         }
         next = Instant::now() + every;
     }
+}
+
+/// Says what a sync did, with its tries (more than one: other machines won
+/// races to the remote meanwhile), at info level (`COUNTERSIGN_LOG=info`).
+fn log_report(r: &SyncReport) {
+    let what = format!(
+        "committed {}, received {}, published {}; {} {} in {:.1} s",
+        r.committed,
+        r.pulled,
+        r.pushed,
+        r.attempts,
+        if r.attempts == 1 { "try" } else { "tries" },
+        r.spent.as_secs_f64()
+    );
+    tracing::info!("background sync: {what}");
 }
 
 /// Waits for the next change of the folder; never returns without a watcher.

@@ -4,14 +4,14 @@
 //! <paths>`, so nothing else that happens to be staged or lying around is
 //! ever recorded), fetch, merge (`.gitattributes` merges `*.jsonl` by union,
 //! and every file has a single writer, so a merge does not stop), push; a
-//! rejected push (the remote moved) fetches, merges and pushes again, a few
-//! times with growing pauses. Never `--force`, never a rebase: records are
-//! immutable and so is the history that carries them.
+//! rejected push (the remote moved) fetches, merges and pushes again after a
+//! random pause that grows, for as long as the time budget lasts
+//! ([`Backoff`]). Never `--force`, never a rebase: records are immutable and
+//! so is the history that carries them.
 
 use std::path::Path;
-use std::thread::sleep;
-use std::time::Duration;
 
+use super::backoff::Backoff;
 use super::command::Tool;
 use super::{FIXED_FILES, OwnFeed, SyncError, SyncReport, canonical};
 
@@ -28,9 +28,6 @@ const IDENTITY: [&str; 8] = [
     "-c",
     "core.hooksPath=/dev/null",
 ];
-
-/// How many times a push is tried before the sync reports failure.
-const PUSH_ATTEMPTS: u32 = 6;
 
 fn tool(root: &Path, url: &str) -> Tool {
     Tool::new("git", root, format!("git remote {url}"))
@@ -147,12 +144,15 @@ fn inside_other_repo(root: &Path, top: &str) -> SyncError {
     ))
 }
 
-/// One sync: commit this device's feeds, merge the remote's, push.
+/// One sync: commit this device's feeds, merge the remote's, push; after a
+/// push rejected because another machine pushed first, again, within
+/// `backoff`'s budget.
 pub fn sync(
     root: &Path,
     own: &[OwnFeed],
     device: &str,
     url: &str,
+    backoff: &mut Backoff,
 ) -> Result<SyncReport, SyncError> {
     let git = tool(root, url);
     match toplevel(&git)? {
@@ -179,8 +179,8 @@ pub fn sync(
         .trim()
         .to_owned();
     let tracking = format!("refs/remotes/origin/{branch}");
-    for attempt in 1..=PUSH_ATTEMPTS {
-        report.attempts = attempt;
+    loop {
+        report.attempts = backoff.begin_try();
         git.ok("fetch", &["fetch", "-q", "origin"])?;
         let theirs = rev(&git, &tracking)?;
         let before = rev(&git, "HEAD")?;
@@ -222,16 +222,19 @@ pub fn sync(
             // Not a race (no access, no such repository…): retrying cannot help.
             return Err(git.failure("push", &push));
         }
-        if attempt == PUSH_ATTEMPTS {
-            return Err(git.failure(
-                &format!("push (rejected {PUSH_ATTEMPTS} times in a row)"),
-                &push,
-            ));
+        // The remote moved: fetch, merge and try again after a random pause
+        // that grows, so that machines that collided do not collide again.
+        if !backoff.pause() {
+            return Err(SyncError::GaveUp {
+                remote: format!("git remote {url}"),
+                action: "the push".to_owned(),
+                tries: backoff.tries(),
+                spent: backoff.spent(),
+                detail: String::from_utf8_lossy(&push.stderr).trim().to_owned(),
+            });
         }
-        // The remote moved: fetch, merge and try again after a pause that
-        // grows, with jitter so that machines that collided do not collide again.
-        sleep(backoff(attempt));
     }
+    report.spent = backoff.spent();
     Ok(report)
 }
 
@@ -287,13 +290,4 @@ fn rev(git: &Tool, name: &str) -> Result<Option<String>, SyncError> {
         .status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
-}
-
-/// The pause before push attempt `attempt + 1`: 100 ms doubling, at most
-/// 3.2 s, plus up to 100 ms of jitter.
-fn backoff(attempt: u32) -> Duration {
-    let mut rnd = [0u8; 1];
-    getrandom::fill(&mut rnd).expect("the OS random source works");
-    let base = 100u64 << attempt.min(5);
-    Duration::from_millis(base + u64::from(rnd[0]) * 100 / 255)
 }

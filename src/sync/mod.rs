@@ -9,12 +9,14 @@
 //! ingest). Sits beside `store` and uses it for paths, locks and prefs; `app`
 //! decides when to sync.
 
+pub mod backoff;
 mod command;
 pub mod git;
 pub mod rclone;
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::store::error::{IoContext as _, PathError};
 use crate::store::feed;
@@ -33,6 +35,26 @@ pub enum SyncError {
         /// What was being done (`push`, `fetch`, `copy up` …).
         action: String,
         /// The tool's own words (stderr).
+        detail: String,
+    },
+    /// Every try lost a race with other machines until the time budget was
+    /// spent. This device's records stay in the folder (under git, committed)
+    /// and the next sync publishes them.
+    #[error(
+        "sync with {remote} gave up after {tries} tries in {spent:.1?}: {action} lost the race to \
+         other machines every time; nothing is lost (this device's records stay in the folder and \
+         the next sync publishes them); the last refusal: {detail}"
+    )]
+    GaveUp {
+        /// The remote as configured.
+        remote: String,
+        /// What kept losing (`the push`, `the copy` …).
+        action: String,
+        /// Tries made.
+        tries: u32,
+        /// Time from the first try to giving up.
+        spent: Duration,
+        /// The tool's words on the last try.
         detail: String,
     },
     /// git or rclone is not installed (or cannot be started).
@@ -66,8 +88,11 @@ pub struct SyncReport {
     pub pulled: bool,
     /// This device's files went up.
     pub pushed: bool,
-    /// Push attempts made (more than one: the remote moved meanwhile).
+    /// Tries made (more than one: a race with another machine was lost and
+    /// the exchange tried again after a pause).
     pub attempts: u32,
+    /// Time from the first try to the end of the exchange.
+    pub spent: Duration,
     /// The remote was not chosen on this device but taken from the git
     /// clone's `origin`, and saved as this channel's remote (said once).
     pub adopted_origin: bool,
@@ -86,12 +111,31 @@ pub fn try_lock(state_dir: &Path) -> Result<Option<FileLock>, SyncError> {
     Ok(FileLock::try_exclusive(&state_dir.join(SYNC_LOCK))?)
 }
 
-/// Exchanges the folder with `remote` once. Call under [`lock`] or [`try_lock`].
-pub fn run(dir: &ChannelDir, device: &str, remote: &Remote) -> Result<SyncReport, SyncError> {
+/// Exchanges the folder with `remote` once, trying again after a lost race
+/// with another machine while less than `budget` has passed
+/// ([`backoff`]). `state_dir` is the channel's state folder on this machine
+/// (rclone remembers there what it last copied up). Call under [`lock`] or
+/// [`try_lock`].
+pub fn run(
+    dir: &ChannelDir,
+    state_dir: &Path,
+    device: &str,
+    remote: &Remote,
+    budget: Duration,
+) -> Result<SyncReport, SyncError> {
     let own = own_feeds(dir, device)?;
+    let mut backoff = backoff::Backoff::new(budget);
     match remote {
-        Remote::Git(url) => git::sync(dir.root(), &own, device, url),
-        Remote::Rclone(target) => rclone::sync(dir.root(), &own, device, target),
+        Remote::Git(url) => git::sync(dir.root(), &own, device, url, &mut backoff),
+        Remote::Rclone(target) => {
+            let up = rclone::Upload {
+                own: &own,
+                device,
+                target,
+                memory: &state_dir.join(rclone::PUBLISHED),
+            };
+            rclone::sync(dir.root(), &up, &mut backoff)
+        }
     }
 }
 

@@ -501,3 +501,84 @@ fn a_git_clone_of_a_channel_syncs_through_its_origin_and_says_so_once() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The roles of the twelve-machine tests: one per machine.
+pub const TWELVE: [&str; 12] = [
+    "r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10", "r11",
+];
+
+#[test]
+fn twelve_machines_writing_and_syncing_at_once_all_land_and_converge() {
+    let w = World::git(TWELVE.len(), &TWELVE);
+    // Every machine sends and syncs at the same moments as the others: most
+    // pushes lose the race at first, and each one must still land.
+    let (sent, failed) = w.contend(&TWELVE, 3);
+    assert!(
+        failed.is_empty(),
+        "{} syncs failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    let digest = w.settle();
+    for m in &w.machines {
+        assert_eq!(m.digest(), digest, "{}", m.name);
+        let topics = m.verified_topics();
+        let missing: Vec<&String> = sent.iter().filter(|t| !topics.contains(t)).collect();
+        assert!(missing.is_empty(), "{} lacks {missing:?}", m.name);
+    }
+}
+
+#[test]
+fn a_sync_that_keeps_losing_past_its_budget_says_so_and_loses_nothing() {
+    let w = World::git(2, &ROLES);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    let branch = git_ok(&w.remote, &["symbolic-ref", "--short", "HEAD"])
+        .trim()
+        .to_owned();
+    // Another machine's commit lands while each push is received: every push
+    // loses the race.
+    let hook = w.remote.join("hooks").join("pre-receive");
+    fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nunset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\n\
+             export GIT_AUTHOR_NAME=x GIT_AUTHOR_EMAIL=x@x GIT_COMMITTER_NAME=x GIT_COMMITTER_EMAIL=x@x\n\
+             tip=$(git rev-parse refs/heads/{branch})\n\
+             new=$(git commit-tree -p \"$tip\" -m 'landed first' \"$tip^{{tree}}\")\n\
+             git update-ref refs/heads/{branch} \"$new\"\nexit 0\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    a.send("frontend", "backend", "held back by the race");
+    let out = a.cli(&["sync", "--budget", "1s"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gave up after"), "{err}");
+    assert!(
+        err.contains(" tries in "),
+        "names the tries and the time: {err}"
+    );
+    assert!(err.contains("nothing is lost"), "{err}");
+    assert!(
+        err.contains(w.remote.to_str().unwrap()),
+        "names the remote: {err}"
+    );
+    assert!(
+        git_ok(&w.remote, &["log", "--format=%s", &branch]).contains("landed first"),
+        "the hook made the pushes lose"
+    );
+    // Locally the record is there; the remote frees up and it goes out.
+    assert!(
+        a.verified_topics()
+            .contains(&"held back by the race".to_owned())
+    );
+    fs::remove_file(&hook).unwrap();
+    a.sync();
+    b.sync();
+    assert!(
+        b.inbox_topics("backend")
+            .contains(&"held back by the race".to_owned())
+    );
+}

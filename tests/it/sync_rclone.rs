@@ -189,3 +189,52 @@ fn sealed_segments_travel_gzip_compressed_through_rclone() {
     assert!(b.inbox_topics("backend").contains(&"bulk 599".to_owned()));
     assert_eq!(b.cli(&["verify"]).status.code(), Some(0));
 }
+
+#[test]
+fn twelve_machines_writing_and_syncing_at_once_all_land_and_converge() {
+    let roles = crate::sync_git::TWELVE;
+    let w = World::rclone(roles.len(), &roles);
+    // Every machine copies up and down at the same moments as the others:
+    // copies meet files that other machines are replacing, and each sync
+    // must still land.
+    let (sent, failed) = w.contend(&roles, 3);
+    assert!(
+        failed.is_empty(),
+        "{} syncs failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    let digest = w.settle();
+    for m in &w.machines {
+        assert_eq!(m.digest(), digest, "{}", m.name);
+        let topics = m.verified_topics();
+        let missing: Vec<&String> = sent.iter().filter(|t| !topics.contains(t)).collect();
+        assert!(missing.is_empty(), "{} lacks {missing:?}", m.name);
+    }
+}
+
+#[test]
+fn a_sync_with_nothing_new_copies_nothing_up_and_the_next_write_puts_back_what_the_remote_lost() {
+    let w = World::rclone(2, &ROLES);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    a.send("frontend", "backend", "one");
+    assert!(a.sync().contains("published"));
+    let head = w
+        .remote
+        .join(format!("feeds/frontend/{}", a.device()))
+        .join("head.json");
+    assert!(head.exists());
+    // The remote loses a file of A's; A has written nothing since its last
+    // copy up, so a sync only copies down.
+    fs::remove_file(&head).unwrap();
+    let out = a.sync();
+    assert!(!out.contains("published"), "{out}");
+    assert!(!head.exists(), "nothing went up");
+    // A's next write copies everything up again, the lost file with it.
+    a.send("frontend", "backend", "two");
+    assert!(a.sync().contains("published"));
+    assert!(head.exists(), "put back");
+    b.sync();
+    let topics = b.inbox_topics("backend");
+    assert!(topics.contains(&"two".to_owned()), "{topics:?}");
+}

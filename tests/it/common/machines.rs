@@ -79,6 +79,18 @@ impl Machine {
             .unwrap_or_default()
     }
 
+    /// The topics of every verified message on this machine, whatever role
+    /// it was sent to, as `countersign log` shows them (read from the files).
+    pub fn verified_topics(&self) -> Vec<String> {
+        self.ok(&["log"])
+            .lines()
+            .filter(|l| l.starts_with('✓'))
+            .filter_map(|l| l.split_once(" send → ").map(|(_, rest)| rest))
+            .filter_map(|rest| rest.split_once(": \""))
+            .filter_map(|(_, topic)| topic.strip_suffix('"').map(str::to_owned))
+            .collect()
+    }
+
     /// This machine's device id.
     pub fn device(&self) -> String {
         let bytes = std::fs::read(self.home.join("device.json")).expect("device.json");
@@ -255,6 +267,47 @@ impl World {
         for m in &self.machines[1..] {
             m.sync();
         }
+    }
+
+    /// Every machine on a thread of its own, all at once: `rounds` times,
+    /// machine i sends as `roles[i]` to the next machine's role and syncs.
+    /// Returns the topics sent and the syncs that failed (what they said).
+    pub fn contend(&self, roles: &[&str], rounds: usize) -> (Vec<String>, Vec<String>) {
+        let n = self.machines.len();
+        let results: Vec<(Vec<String>, Vec<String>)> = std::thread::scope(|s| {
+            let runs: Vec<_> = self
+                .machines
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let (role, to) = (roles[i], roles[(i + 1) % n]);
+                    s.spawn(move || {
+                        let (mut sent, mut failed) = (Vec::new(), Vec::new());
+                        for round in 0..rounds {
+                            let topic = format!("{role} round {round}");
+                            m.send(role, to, &topic);
+                            sent.push(topic);
+                            let out = m.cli(&["sync"]);
+                            if !out.status.success() {
+                                failed.push(format!(
+                                    "{} round {round}: {}",
+                                    m.name,
+                                    String::from_utf8_lossy(&out.stderr)
+                                ));
+                            }
+                        }
+                        (sent, failed)
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let (mut sent, mut failed) = (Vec::new(), Vec::new());
+        for (s, f) in results {
+            sent.extend(s);
+            failed.extend(f);
+        }
+        (sent, failed)
     }
 
     /// Everyone syncs, round after round, until all digests agree (at most 4 rounds).
