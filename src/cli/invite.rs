@@ -21,27 +21,9 @@ pub struct Args {
     /// The role the new machine joins as.
     #[arg(long)]
     pub role: String,
-    /// How long the code admits (e.g. 30m, 24h, 7d; at most 30 days).
-    #[arg(long, default_value = "24h", value_parser = parse_expiry)]
+    /// How long the code admits (e.g. 30m, 24h, 7d; at most 30 days; a bare number is seconds).
+    #[arg(long, default_value = "24h", value_parser = super::duration::parse)]
     pub expires: Duration,
-}
-
-/// Parses `90s`, `30m`, `24h` or `7d`.
-fn parse_expiry(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration such as 30m, 24h or 7d"))?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n.saturating_mul(60),
-        "h" | "" => n.saturating_mul(3600),
-        "d" => n.saturating_mul(86_400),
-        _ => return Err(format!("'{s}': the unit must be s, m, h or d")),
-    };
-    Ok(Duration::from_secs(secs))
 }
 
 /// Runs `invite`.

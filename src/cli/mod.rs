@@ -6,6 +6,7 @@ mod add_role;
 mod admit;
 mod compress;
 mod demo;
+mod duration;
 mod hook;
 mod inbox;
 mod init;

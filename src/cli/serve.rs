@@ -27,28 +27,10 @@ pub struct Args {
 
 /// Parses a sync interval: a duration of at least 100ms.
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
+    let d = super::duration::parse(s)?;
     if d < Duration::from_millis(100) {
         return Err("the sync interval must be at least 100ms".into());
     }
-    Ok(d)
-}
-
-/// Parses `30s`, `2m`, `500ms`, `1h` or plain seconds.
-pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration such as 30s, 2m or 500ms"))?;
-    let d = match unit {
-        "" | "s" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        _ => return Err(format!("'{s}': the unit must be ms, s, m or h")),
-    };
     Ok(d)
 }
 

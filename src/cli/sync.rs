@@ -20,7 +20,7 @@ pub struct Args {
     /// How long to keep trying while other machines win the race to the remote (e.g. 60s, 2m,
     /// 0 for one try). Past it the sync fails, naming the tries and the time; nothing is lost.
     #[arg(long, value_name = "DURATION", default_value = "60s",
-          value_parser = super::serve::parse_duration)]
+          value_parser = super::duration::parse)]
     pub budget: Duration,
 }
 
