@@ -1,0 +1,42 @@
+//! What `install` asks git: the repository a folder is in, and the block of
+//! its `.git/info/exclude` that keeps the personal files out of git. It must
+//! not change the repository (git is only read).
+
+use std::path::{Path, PathBuf};
+
+/// The block of `.git/info/exclude` that keeps the personal files out of git.
+pub(super) const EXCLUDE_BEGIN: &str = "# countersign:begin";
+pub(super) const EXCLUDE_END: &str = "# countersign:end";
+pub(super) const EXCLUDE_BLOCK: &str = "# countersign:begin (personal files of `countersign install`; `countersign uninstall` removes this)\n\
+    .countersign.local.json\n\
+    CLAUDE.local.md\n\
+    **/.claude/settings.local.json\n\
+    # countersign:end\n";
+
+/// The `.git/info/exclude` of the repository `dir` is in (shared by its
+/// worktrees), `None` outside git.
+pub(super) fn git_exclude(dir: &Path) -> Option<PathBuf> {
+    git(
+        dir,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "info/exclude",
+        ],
+    )
+    .map(PathBuf::from)
+}
+
+/// Runs git in `dir`; its trimmed output, `None` if it fails or is absent.
+pub(super) fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_owned())
+}

@@ -1,0 +1,122 @@
+//! The SessionStart and Stop hooks, in Claude Code's settings format
+//! (`.claude/settings*.json`, and Codex's `hooks.json`, which takes the same
+//! format): their commands, and adding or taking out countersign's. It must
+//! not touch a hook that does not run `countersign hook`.
+
+use std::path::Path;
+
+use anyhow::bail;
+use serde_json::{Value, json};
+
+use super::edit::Edit;
+use super::file::read;
+use super::json::{json_edit, object_at, parse_object};
+use super::shell::sh_quote;
+
+/// The hooks: settings.json event and `countersign hook` name.
+pub(super) const HOOKS: [(&str, &str); 2] = [("SessionStart", "session-start"), ("Stop", "stop")];
+
+/// The hook commands (event, hook name, shell command). `bound` (role,
+/// channel) is written into a project's own settings only; a user-level
+/// file (Codex's) names neither, and the hook takes them from the binding
+/// of the session's folder, as the server does.
+pub(super) fn hook_commands(
+    exe: &str,
+    bound: Option<(&str, &str)>,
+    home: Option<&str>,
+) -> [(&'static str, &'static str, String); 2] {
+    HOOKS.map(|(event, name)| {
+        let mut words = vec![exe, "hook", name];
+        if let Some((role, dir)) = bound {
+            words.extend(["--role", role, "--channel", dir]);
+        }
+        if let Some(h) = home {
+            words.extend(["--home", h]);
+        }
+        let cmd: Vec<String> = words.iter().map(|w| sh_quote(w)).collect();
+        (event, name, cmd.join(" "))
+    })
+}
+
+/// True for a hook command that runs `countersign hook <name>`.
+pub(super) fn is_our_hook(h: &Value, name: &str) -> bool {
+    h["command"]
+        .as_str()
+        .is_some_and(|c| c.contains("countersign") && c.contains(&format!(" hook {name}")))
+}
+
+/// Takes countersign's `hook <name>` commands out of an event's groups,
+/// dropping groups left empty. Returns how many were removed.
+pub(super) fn remove_hooks(groups: &mut Vec<Value>, name: &str) -> usize {
+    let mut removed = 0;
+    groups.retain_mut(|g| {
+        let Some(list) = g.get_mut("hooks").and_then(Value::as_array_mut) else {
+            return true;
+        };
+        let n = list.len();
+        list.retain(|h| !is_our_hook(h, name));
+        removed += n - list.len();
+        !(list.is_empty() && n > 0)
+    });
+    removed
+}
+
+/// Adds (`Some`: event, hook name, command) or removes (`None`) the hooks.
+pub(super) fn settings(
+    path: &Path,
+    hooks: Option<&[(&str, &str, String); 2]>,
+) -> anyhow::Result<Edit> {
+    let before = read(path)?;
+    let orig = parse_object(path, before.as_deref())?;
+    let mut root = orig.clone();
+    let mut notes = Vec::new();
+    match hooks {
+        Some(hooks) => {
+            let all = object_at(&mut root, "hooks", path)?;
+            for (event, name, command) in hooks {
+                let Value::Array(groups) = all.entry(*event).or_insert_with(|| json!([])) else {
+                    bail!(
+                        "\"hooks.{event}\" in {} is not a list; fix it — nothing was changed",
+                        path.display()
+                    );
+                };
+                let present = groups.iter().any(|g| {
+                    g["hooks"]
+                        .as_array()
+                        .is_some_and(|l| l.iter().any(|h| h["command"] == command.as_str()))
+                });
+                if present {
+                    notes.push(format!("the {event} hook is already set up"));
+                    continue;
+                }
+                let replaced = remove_hooks(groups, name) > 0;
+                groups.push(json!({"hooks": [{"type": "command", "command": command}]}));
+                notes.push(format!(
+                    "{} {event} hook: {command}",
+                    if replaced { "replace the" } else { "add a" }
+                ));
+            }
+        }
+        None => {
+            if let Some(Value::Object(all)) = root.get_mut("hooks") {
+                for (event, name) in HOOKS {
+                    let Some(Value::Array(groups)) = all.get_mut(event) else {
+                        continue;
+                    };
+                    let removed = remove_hooks(groups, name);
+                    if removed == 0 {
+                        continue;
+                    }
+                    notes.push(format!("remove the {event} hook (countersign hook {name})"));
+                    if groups.is_empty() {
+                        all.remove(event);
+                    }
+                }
+                if all.is_empty() && !notes.is_empty() {
+                    root.remove("hooks");
+                }
+            }
+        }
+    }
+    Ok(json_edit(path, before, &orig, root, notes))
+}

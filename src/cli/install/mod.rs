@@ -1,0 +1,436 @@
+//! `countersign install claude|codex` and `countersign uninstall`: wire an
+//! agent tool to the channel, and take the wiring out again.
+//!
+//! What is personal — the role, absolute paths, hooks — goes where it is not
+//! committed: the project binding `.countersign.local.json` (role and channel,
+//! read by `countersign mcp` and the other commands started in the project),
+//! Claude Code's local scope (`~/.claude.json`, under the project) for the
+//! server, `.claude/settings.local.json` for the hooks and `CLAUDE.local.md`
+//! for the note; those files are kept out of git by a block in
+//! `.git/info/exclude`. The server entry itself names no role, so one entry
+//! serves every project and worktree (Codex has one per user; Claude Code one
+//! per repository, shared by its worktrees). `--scope project` writes the
+//! shared files instead (`.mcp.json`, `.claude/settings.json`, `CLAUDE.md`).
+//! Codex's hooks live in one user file too (`$CODEX_HOME/hooks.json`), so
+//! their commands name no role either: `countersign hook` finds the binding
+//! from the folder the session runs in, as the server does. Codex runs them
+//! only once the user has trusted them, which `install codex` says how to do.
+//!
+//! Both commands print every change first; only `--apply` writes. Every
+//! change is planned before anything is written, so a file that cannot be
+//! parsed (or a server entry that is not countersign's) stops the command
+//! with nothing changed. Each file changed is saved, as it was and as it was
+//! left, in one folder of the countersign home ([`Backups`]); `uninstall`
+//! puts back byte for byte every file nobody changed since, and otherwise
+//! takes out only what install added: JSON is merged (other keys kept, in
+//! their order), TOML edited with `toml_edit`, which keeps comments, order
+//! and layout, and finds the server however it is written.
+//!
+//! This module holds the arguments and the two flows; each file the
+//! clients read is planned by its own module ([`claude`], [`codex`],
+//! [`hooks`], [`note`], [`git`]), as an [`edit::Edit`] that [`edit::report`]
+//! prints and makes.
+
+mod block;
+mod claude;
+mod codex;
+mod edit;
+mod file;
+mod git;
+mod hooks;
+mod json;
+mod note;
+mod server_entry;
+mod shell;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::bail;
+
+use super::Cli;
+use crate::store::backup::{Backups, Saved};
+use crate::store::binding::{self, Binding};
+use block::marked;
+use claude::{claude_project, claude_user_config, mcp_json};
+use codex::{codex_config, codex_hooks, codex_toml};
+use edit::{plain_file, report};
+use git::{EXCLUDE_BEGIN, EXCLUDE_BLOCK, EXCLUDE_END, git_exclude};
+use hooks::{hook_commands, settings};
+use note::{section, section_text};
+use server_entry::ServerEntry;
+
+/// The agent tool to wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tool {
+    /// Claude Code: its local scope (~/.claude.json) for the server,
+    /// ./.claude/settings.local.json (hooks) and ./CLAUDE.local.md.
+    Claude,
+    /// Codex: $CODEX_HOME/config.toml and $CODEX_HOME/hooks.json (default ~/.codex) and
+    /// ./AGENTS.md.
+    Codex,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+        }
+    }
+}
+
+/// Where Claude Code's server entry and hooks go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    /// Personal, never committed, no approval asked: Claude Code's local scope
+    /// (~/.claude.json, under this project), .claude/settings.local.json, CLAUDE.local.md.
+    Local,
+    /// Shared with the team through git: ./.mcp.json (Claude Code asks each user to approve
+    /// it), ./.claude/settings.json and ./CLAUDE.md, with the role written in them.
+    Project,
+}
+
+/// Arguments of `install`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  countersign --role backend install claude --apply\n  \
+    countersign --role backend install codex --tools mail,debts --apply\n\n\
+    Both write the project binding ./.countersign.local.json (role and channel, kept out of \
+    git): the server entry runs `countersign mcp` without --role, and the server takes role and \
+    channel from the binding of the folder the session starts in, so several projects and git \
+    worktrees can each work as their own role. When COUNTERSIGN_HOME (or --home) is set, the \
+    server entry passes it on: clients start servers with a short environment.\n\n\
+    install codex puts the SessionStart and Stop hooks in one user file, $CODEX_HOME/hooks.json, \
+    so their commands name no role: `countersign hook` takes it from the binding of the folder \
+    the session runs in. Codex runs a new or changed hook only after you trust it, and `codex \
+    exec` never asks: once, start `codex` in a terminal and choose \"Trust all and continue\" \
+    when it shows \"Hooks need review\" (or trust them in /hooks). Until then the server and \
+    the AGENTS.md note work, the hooks do not."
+)]
+pub struct Args {
+    /// claude: the MCP server "channel" in Claude Code's local scope (~/.claude.json, under
+    /// this project), the SessionStart and Stop hooks in ./.claude/settings.local.json and a
+    /// short section in ./CLAUDE.local.md. codex: the [mcp_servers.channel] table in
+    /// $CODEX_HOME/config.toml (default ~/.codex), the SessionStart and Stop hooks in
+    /// $CODEX_HOME/hooks.json (they run once you trust them in Codex) and a section in
+    /// ./AGENTS.md. Run it in the project folder the agent session starts in.
+    #[arg(value_enum)]
+    pub tool: Tool,
+    /// Make the changes (without it, only print them).
+    #[arg(long)]
+    pub apply: bool,
+    /// claude only: `local` (the default) keeps everything personal and uncommitted;
+    /// `project` writes ./.mcp.json, ./.claude/settings.json and ./CLAUDE.md for a team.
+    #[arg(long, value_enum, default_value = "local")]
+    pub scope: Scope,
+    /// The tool sets the server serves (passed to `countersign mcp --tools`), e.g. mail,debts.
+    #[arg(long, value_name = "SETS")]
+    pub tools: Option<String>,
+}
+
+/// Arguments of `uninstall`.
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// Make the changes (without it, only print them).
+    #[arg(long)]
+    pub apply: bool,
+}
+
+/// The name of the MCP server entry, hence the `mcp__channel__*` tool names.
+const SERVER: &str = "channel";
+
+/// Prints (and with --apply makes) the wiring of `tool` to the channel as --role.
+pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    if a.tool == Tool::Codex && a.scope == Scope::Project {
+        bail!(
+            "--scope project is for claude: Codex reads its servers from $CODEX_HOME/config.toml \
+             (per user) or from a trusted project's .codex/config.toml; install codex writes one \
+             user entry without a role, and the role goes in this project's binding"
+        );
+    }
+    let session = cli.session_with_role()?;
+    let role = session.role()?.to_string();
+    let root = session.channel().dir().root();
+    let dir = root
+        .canonicalize()
+        .unwrap_or_else(|_| root.to_path_buf())
+        .display()
+        .to_string();
+    let home = cli.home()?;
+    let home_root = home
+        .root()
+        .map(|r| r.canonicalize().unwrap_or_else(|_| r.to_path_buf()))
+        .map(|r| r.display().to_string());
+    let backups = Backups::of(&home);
+    let exe = executable();
+    let cwd = std::env::current_dir()?;
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let personal = a.tool == Tool::Codex || a.scope == Scope::Local;
+    let mut args: Vec<String> = vec!["mcp".into()];
+    if !personal {
+        args.extend([
+            "--role".into(),
+            role.clone(),
+            "--channel".into(),
+            dir.clone(),
+        ]);
+    }
+    if let Some(t) = &a.tools {
+        args.extend(["--tools".into(), t.clone()]);
+    }
+    let entry = ServerEntry {
+        command: exe.clone(),
+        args,
+        home: home_root.clone(),
+    };
+    let mut edits = Vec::new();
+    // Whether Codex's hooks file changes: Codex then asks for its review again.
+    let mut codex_hooks_changed = false;
+    let binding_path = cwd.join(binding::FILE);
+    if personal {
+        let text = Binding {
+            role: role.clone(),
+            channel: PathBuf::from(&dir),
+        }
+        .to_text();
+        edits.push(plain_file(&binding_path, Some(&text))?);
+        if let Some(ex) = git_exclude(&cwd) {
+            edits.push(marked(
+                &ex,
+                Some(EXCLUDE_BLOCK),
+                EXCLUDE_BEGIN,
+                EXCLUDE_END,
+            )?);
+        }
+    }
+    match a.tool {
+        Tool::Claude => {
+            let hooks = hook_commands(&exe, Some((&role, &dir)), home_root.as_deref());
+            let claude_dir = cwd.join(".claude");
+            if personal {
+                let key = claude_project(&cwd);
+                edits.push(mcp_json(
+                    &claude_user_config()?,
+                    &["projects", &key],
+                    Some(entry.json(true)),
+                )?);
+                edits.push(settings(
+                    &claude_dir.join("settings.local.json"),
+                    Some(&hooks),
+                )?);
+                edits.push(section(
+                    &cwd.join("CLAUDE.local.md"),
+                    Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
+                )?);
+            } else {
+                edits.push(mcp_json(
+                    &cwd.join(".mcp.json"),
+                    &[],
+                    Some(entry.json(false)),
+                )?);
+                edits.push(settings(&claude_dir.join("settings.json"), Some(&hooks))?);
+                edits.push(section(
+                    &cwd.join("CLAUDE.md"),
+                    Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
+                )?);
+            }
+        }
+        Tool::Codex => {
+            edits.push(codex_toml(&codex_config()?, Some(&entry))?);
+            // One user file for every project: no role in it, the binding says.
+            let hooks = hook_commands(&exe, None, home_root.as_deref());
+            let edit = settings(&codex_hooks()?, Some(&hooks))?;
+            codex_hooks_changed = edit.changed();
+            edits.push(edit);
+            edits.push(section(
+                &cwd.join("AGENTS.md"),
+                Some(&section_text(None, "")),
+            )?);
+        }
+    }
+    let tool = a.tool.name();
+    println!("countersign install {tool}: role '{role}', channel {dir}");
+    match &home_root {
+        Some(h) => println!("home {h}: the server entry passes it on as COUNTERSIGN_HOME"),
+        None => println!(
+            "home: the default ({}); set COUNTERSIGN_HOME or --home to use another",
+            home.describe()
+        ),
+    }
+    let done = report(
+        &edits,
+        a.apply,
+        &backups,
+        Some((binding_path.as_path(), tool)),
+    )?;
+    let how = match (a.tool, personal) {
+        (Tool::Claude, true) => format!(
+            "Claude Code runs `{exe} mcp` (the server \"{SERVER}\" of its local scope for {}, \
+             needing no approval) in the folder the session starts in; the server takes role \
+             '{role}' and the channel from {} (the nearest binding above that folder).",
+            claude_project(&cwd),
+            binding_path.display()
+        ),
+        (Tool::Claude, false) => format!(
+            "Claude Code asks each user once to approve the project server \"{SERVER}\" of \
+             .mcp.json; it runs as role '{role}' for everyone who uses this checkout."
+        ),
+        (Tool::Codex, _) => format!(
+            "Codex runs `{exe} mcp` (one [mcp_servers.{SERVER}] entry for every project) in the \
+             folder the session starts in; the server takes role '{role}' and the channel from \
+             {} (the nearest binding above that folder), so each project and worktree holds its \
+             own role. Start codex in this folder or below it. Its SessionStart and Stop hooks \
+             (one user file, {}) run `{exe} hook …` in the session's folder, and take the role \
+             from the same binding.",
+            binding_path.display(),
+            codex_hooks()?.display()
+        ),
+    };
+    println!("How it resolves: {how}");
+    if a.tool == Tool::Codex {
+        let when = if codex_hooks_changed {
+            "Trust the hooks once"
+        } else {
+            "The hooks are as they were: if you trusted them before, they run; if not, trust \
+             them once"
+        };
+        println!(
+            "{when}: Codex runs a new or changed hook only after you trust it, and `codex exec` \
+             never asks (it skips them without a word). Start `codex` in a terminal and choose \
+             \"Trust all and continue\" when it shows \"Hooks need review\" (or review them with \
+             /hooks). Until then the server and the AGENTS.md note work, the hooks do not run."
+        );
+    }
+    if done {
+        println!("Restart the agent session in {} to use it.", cwd.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints (and with --apply makes) the removal of what `install` added. The
+/// channel folder and the keys stay. An entry other projects still use
+/// (Codex's user entry, Claude Code's entry of a repository whose other
+/// worktrees are bound, the git exclude block) stays while they do.
+pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let home = cli.home()?;
+    let backups = Backups::of(&home);
+    let binding_path = cwd.join(binding::FILE);
+    // The other projects still bound through this home, and the clients they use.
+    let others: Vec<Saved> = backups
+        .all()?
+        .into_iter()
+        .filter(|s| s.path != binding_path && s.path.ends_with(binding::FILE))
+        .filter(|s| s.after.is_some() && s.path.is_file())
+        .collect();
+    let other_dirs = |tool: &str| -> Vec<PathBuf> {
+        others
+            .iter()
+            .filter(|s| s.tools.iter().any(|t| t == tool))
+            .filter_map(|s| s.path.parent().map(Path::to_path_buf))
+            .collect()
+    };
+    let mut kept = Vec::new();
+    let mut edits = vec![
+        plain_file(&binding_path, None)?,
+        mcp_json(&cwd.join(".mcp.json"), &[], None)?,
+        settings(&cwd.join(".claude").join("settings.json"), None)?,
+        settings(&cwd.join(".claude").join("settings.local.json"), None)?,
+        section(&cwd.join("CLAUDE.md"), None)?,
+        section(&cwd.join("CLAUDE.local.md"), None)?,
+        section(&cwd.join("AGENTS.md"), None)?,
+    ];
+    let key = claude_project(&cwd);
+    let sharing: Vec<PathBuf> = other_dirs("claude")
+        .into_iter()
+        .filter(|d| claude_project(d) == key)
+        .collect();
+    if let Ok(path) = claude_user_config() {
+        if sharing.is_empty() {
+            edits.push(mcp_json(&path, &["projects", &key], None)?);
+        } else {
+            kept.push(format!(
+                "{}: the server \"{SERVER}\" of {key} stays: {} still use it",
+                path.display(),
+                list(&sharing)
+            ));
+        }
+    }
+    if let Some(ex) = git_exclude(&cwd) {
+        let sharing: Vec<PathBuf> = others
+            .iter()
+            .filter_map(|s| s.path.parent().map(Path::to_path_buf))
+            .filter(|d| git_exclude(d).as_deref() == Some(ex.as_path()))
+            .collect();
+        if sharing.is_empty() {
+            edits.push(marked(&ex, None, EXCLUDE_BEGIN, EXCLUDE_END)?);
+        } else {
+            kept.push(format!(
+                "{}: the countersign block stays: {} still use it",
+                ex.display(),
+                list(&sharing)
+            ));
+        }
+    }
+    // Without a home there is no Codex config to clean, and nothing to say about it.
+    if let (Ok(path), Ok(hooks)) = (codex_config(), codex_hooks()) {
+        let sharing = other_dirs("codex");
+        if sharing.is_empty() {
+            edits.push(codex_toml(&path, None)?);
+            edits.push(settings(&hooks, None)?);
+        } else {
+            kept.push(format!(
+                "{}: [mcp_servers.{SERVER}] stays: {} still use it",
+                path.display(),
+                list(&sharing)
+            ));
+            kept.push(format!(
+                "{}: the countersign hooks stay: {} still use them",
+                hooks.display(),
+                list(&sharing)
+            ));
+        }
+    }
+    // A file nobody changed since install goes back byte for byte.
+    for e in &mut edits {
+        if let Some(saved) = backups.get(&e.path)? {
+            if saved.after == e.before {
+                if e.after != saved.before {
+                    e.notes.push("put back as it was before install".into());
+                }
+                e.after = saved.before;
+            } else if e.changed() {
+                e.notes
+                    .push("changed since install: only countersign's part is taken out".into());
+            }
+        }
+    }
+    println!("countersign uninstall: the channel folder and the keys stay");
+    for k in &kept {
+        println!("{k}");
+    }
+    report(&edits, a.apply, &backups, None)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(dirs: &[PathBuf]) -> String {
+    let words: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    words.join(", ")
+}
+
+/// The binary hooks and servers should run: this one, by absolute path.
+fn executable() -> String {
+    std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_owned))
+        .unwrap_or_else(|| "countersign".into())
+}
+
+fn env_path(k: &str) -> Option<PathBuf> {
+    std::env::var_os(k)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
