@@ -107,10 +107,5 @@ pub(super) fn marked(
         }
         (None, None) => before.clone(),
     };
-    Ok(Edit {
-        path: path.to_path_buf(),
-        before,
-        after,
-        notes,
-    })
+    Ok(Edit::new(path, before, after, notes))
 }

@@ -11,9 +11,8 @@ use serde_json::{Map, Value};
 use super::SERVER;
 use super::edit::Edit;
 use super::env_path;
-use super::file::read;
 use super::git::git;
-use super::json::{json_edit, object_at, parse_object};
+use super::json::{json_edit, object_at, read_object};
 
 /// Claude Code's user file holding its local scope: `$CLAUDE_CONFIG_DIR/.claude.json`,
 /// else `~/.claude.json`.
@@ -54,8 +53,7 @@ pub(super) fn is_ours(v: &Value) -> bool {
 /// at the keys `at` (`.mcp.json`: the top; `~/.claude.json`: a project).
 /// Objects left empty by a removal go with it.
 pub(super) fn mcp_json(path: &Path, at: &[&str], entry: Option<Value>) -> anyhow::Result<Edit> {
-    let before = read(path)?;
-    let orig = parse_object(path, before.as_deref())?;
+    let (before, orig) = read_object(path)?;
     let mut root = orig.clone();
     let mut notes = Vec::new();
     let describe = |v: &Value| {

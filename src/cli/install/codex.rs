@@ -202,7 +202,7 @@ pub(super) fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::R
     let before = read(path)?;
     let text = before.clone().unwrap_or_default();
     let mut doc = parse_toml(path, &text)?;
-    let found = servers(path, &doc)?.and_then(|s| s.get(SERVER)).cloned();
+    let found = servers_of(path, &doc)?.cloned();
     let mut notes = Vec::new();
     let after = match (server, found) {
         (Some(new), Some(old)) if new.is(&old) => {
@@ -272,8 +272,7 @@ pub(super) fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::R
                 }
             };
             let check = parse_toml(path, &added)?;
-            let entry = servers(path, &check)?.and_then(|s| s.get(SERVER));
-            if !entry.is_some_and(|e| new.is(e)) {
+            if !servers_of(path, &check)?.is_some_and(|e| new.is(e)) {
                 bail!(
                     "cannot add [mcp_servers.{SERVER}] to {} without breaking it; add it by hand — \
                      nothing was changed",
@@ -320,12 +319,7 @@ pub(super) fn codex_toml(path: &Path, server: Option<&CodexServer>) -> anyhow::R
         }
         (None, None) => before.clone(),
     };
-    Ok(Edit {
-        path: path.to_path_buf(),
-        before,
-        after,
-        notes,
-    })
+    Ok(Edit::new(path, before, after, notes))
 }
 
 #[cfg(test)]

@@ -23,8 +23,38 @@ pub(super) struct Edit {
 }
 
 impl Edit {
+    /// The edit of the file at `path` from `before` to `after`.
+    pub(super) fn new(
+        path: &Path,
+        before: Option<String>,
+        after: Option<String>,
+        notes: Vec<String>,
+    ) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            before,
+            after,
+            notes,
+        }
+    }
+
     pub(super) fn changed(&self) -> bool {
         self.before != self.after
+    }
+
+    /// Makes this removal the undoing of install's edit `saved` of the same
+    /// file: a file nobody changed since goes back byte for byte; otherwise
+    /// only countersign's part is taken out, as planned.
+    pub(super) fn undo(&mut self, saved: Saved) {
+        if saved.after == self.before {
+            if self.after != saved.before {
+                self.notes.push("put back as it was before install".into());
+            }
+            self.after = saved.before;
+        } else if self.changed() {
+            self.notes
+                .push("changed since install: only countersign's part is taken out".into());
+        }
     }
 }
 
@@ -127,10 +157,5 @@ pub(super) fn plain_file(path: &Path, text: Option<&str>) -> anyhow::Result<Edit
         (Some(_), None) => vec!["remove it".into()],
         (None, None) => vec![],
     };
-    Ok(Edit {
-        path: path.to_path_buf(),
-        before,
-        after: text.map(str::to_owned),
-        notes,
-    })
+    Ok(Edit::new(path, before, text.map(str::to_owned), notes))
 }

@@ -1,13 +1,17 @@
-//! What `install` asks git: the repository a folder is in, and the block of
-//! its `.git/info/exclude` that keeps the personal files out of git. It must
-//! not change the repository (git is only read).
+//! What `install` asks git (the repository a folder is in, its
+//! `.git/info/exclude`) and the block of that file that keeps the personal
+//! files out of git. It must not change the repository otherwise: git is
+//! only read.
 
 use std::path::{Path, PathBuf};
 
+use super::block::marked;
+use super::edit::Edit;
+
 /// The block of `.git/info/exclude` that keeps the personal files out of git.
-pub(super) const EXCLUDE_BEGIN: &str = "# countersign:begin";
-pub(super) const EXCLUDE_END: &str = "# countersign:end";
-pub(super) const EXCLUDE_BLOCK: &str = "# countersign:begin (personal files of `countersign install`; `countersign uninstall` removes this)\n\
+const EXCLUDE_BEGIN: &str = "# countersign:begin";
+const EXCLUDE_END: &str = "# countersign:end";
+const EXCLUDE_BLOCK: &str = "# countersign:begin (personal files of `countersign install`; `countersign uninstall` removes this)\n\
     .countersign.local.json\n\
     CLAUDE.local.md\n\
     **/.claude/settings.local.json\n\
@@ -26,6 +30,17 @@ pub(super) fn git_exclude(dir: &Path) -> Option<PathBuf> {
         ],
     )
     .map(PathBuf::from)
+}
+
+/// Adds (`true`) or removes (`false`) the countersign block of the exclude
+/// file at `path`.
+pub(super) fn exclude_block(path: &Path, keep_out: bool) -> anyhow::Result<Edit> {
+    marked(
+        path,
+        keep_out.then_some(EXCLUDE_BLOCK),
+        EXCLUDE_BEGIN,
+        EXCLUDE_END,
+    )
 }
 
 /// Runs git in `dir`; its trimmed output, `None` if it fails or is absent.

@@ -9,12 +9,11 @@ use anyhow::bail;
 use serde_json::{Value, json};
 
 use super::edit::Edit;
-use super::file::read;
-use super::json::{json_edit, object_at, parse_object};
+use super::json::{json_edit, object_at, read_object};
 use super::shell::sh_quote;
 
 /// The hooks: settings.json event and `countersign hook` name.
-pub(super) const HOOKS: [(&str, &str); 2] = [("SessionStart", "session-start"), ("Stop", "stop")];
+const HOOKS: [(&str, &str); 2] = [("SessionStart", "session-start"), ("Stop", "stop")];
 
 /// The hook commands (event, hook name, shell command). `bound` (role,
 /// channel) is written into a project's own settings only; a user-level
@@ -66,8 +65,7 @@ pub(super) fn settings(
     path: &Path,
     hooks: Option<&[(&str, &str, String); 2]>,
 ) -> anyhow::Result<Edit> {
-    let before = read(path)?;
-    let orig = parse_object(path, before.as_deref())?;
+    let (before, orig) = read_object(path)?;
     let mut root = orig.clone();
     let mut notes = Vec::new();
     match hooks {

@@ -9,8 +9,17 @@ use anyhow::bail;
 use serde_json::{Map, Value, json};
 
 use super::edit::Edit;
+use super::file::read;
 
-pub(super) fn parse_object(path: &Path, text: Option<&str>) -> anyhow::Result<Map<String, Value>> {
+/// The file at `path` as it is (`None`: no such file) and the JSON object it
+/// holds (empty for no file or an empty one).
+pub(super) fn read_object(path: &Path) -> anyhow::Result<(Option<String>, Map<String, Value>)> {
+    let before = read(path)?;
+    let orig = parse_object(path, before.as_deref())?;
+    Ok((before, orig))
+}
+
+fn parse_object(path: &Path, text: Option<&str>) -> anyhow::Result<Map<String, Value>> {
     let text = text.unwrap_or_default();
     if text.trim().is_empty() {
         return Ok(Map::new());
@@ -59,12 +68,7 @@ pub(super) fn json_edit(
     } else {
         Some(pretty(&Value::Object(root), before.as_deref()))
     };
-    Edit {
-        path: path.to_path_buf(),
-        before,
-        after,
-        notes,
-    }
+    Edit::new(path, before, after, notes)
 }
 
 /// `v` as indented JSON, indented as `like` is (its first indented line's

@@ -51,11 +51,10 @@ use anyhow::bail;
 use super::Cli;
 use crate::store::backup::{Backups, Saved};
 use crate::store::binding::{self, Binding};
-use block::marked;
 use claude::{claude_project, claude_user_config, mcp_json};
 use codex::{codex_config, codex_hooks, codex_toml};
 use edit::{plain_file, report};
-use git::{EXCLUDE_BEGIN, EXCLUDE_BLOCK, EXCLUDE_END, git_exclude};
+use git::{exclude_block, git_exclude};
 use hooks::{hook_commands, settings};
 use note::{section, section_text};
 use server_entry::ServerEntry;
@@ -164,8 +163,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .map(|r| r.display().to_string());
     let backups = Backups::of(&home);
     let exe = executable();
-    let cwd = std::env::current_dir()?;
-    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let cwd = working_dir()?;
     let personal = a.tool == Tool::Codex || a.scope == Scope::Local;
     let mut args: Vec<String> = vec!["mcp".into()];
     if !personal {
@@ -196,45 +194,36 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .to_text();
         edits.push(plain_file(&binding_path, Some(&text))?);
         if let Some(ex) = git_exclude(&cwd) {
-            edits.push(marked(
-                &ex,
-                Some(EXCLUDE_BLOCK),
-                EXCLUDE_BEGIN,
-                EXCLUDE_END,
-            )?);
+            edits.push(exclude_block(&ex, true)?);
         }
     }
     match a.tool {
         Tool::Claude => {
             let hooks = hook_commands(&exe, Some((&role, &dir)), home_root.as_deref());
-            let claude_dir = cwd.join(".claude");
-            if personal {
+            let (settings_file, note_file) = if personal {
                 let key = claude_project(&cwd);
                 edits.push(mcp_json(
                     &claude_user_config()?,
                     &["projects", &key],
                     Some(entry.json(true)),
                 )?);
-                edits.push(settings(
-                    &claude_dir.join("settings.local.json"),
-                    Some(&hooks),
-                )?);
-                edits.push(section(
-                    &cwd.join("CLAUDE.local.md"),
-                    Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
-                )?);
+                ("settings.local.json", "CLAUDE.local.md")
             } else {
                 edits.push(mcp_json(
                     &cwd.join(".mcp.json"),
                     &[],
                     Some(entry.json(false)),
                 )?);
-                edits.push(settings(&claude_dir.join("settings.json"), Some(&hooks))?);
-                edits.push(section(
-                    &cwd.join("CLAUDE.md"),
-                    Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
-                )?);
-            }
+                ("settings.json", "CLAUDE.md")
+            };
+            edits.push(settings(
+                &cwd.join(".claude").join(settings_file),
+                Some(&hooks),
+            )?);
+            edits.push(section(
+                &cwd.join(note_file),
+                Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
+            )?);
         }
         Tool::Codex => {
             edits.push(codex_toml(&codex_config()?, Some(&entry))?);
@@ -313,8 +302,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 /// (Codex's user entry, Claude Code's entry of a repository whose other
 /// worktrees are bound, the git exclude block) stays while they do.
 pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir()?;
-    let cwd = cwd.canonicalize().unwrap_or(cwd);
+    let cwd = working_dir()?;
     let home = cli.home()?;
     let backups = Backups::of(&home);
     let binding_path = cwd.join(binding::FILE);
@@ -365,7 +353,7 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
             .filter(|d| git_exclude(d).as_deref() == Some(ex.as_path()))
             .collect();
         if sharing.is_empty() {
-            edits.push(marked(&ex, None, EXCLUDE_BEGIN, EXCLUDE_END)?);
+            edits.push(exclude_block(&ex, false)?);
         } else {
             kept.push(format!(
                 "{}: the countersign block stays: {} still use it",
@@ -393,18 +381,9 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    // A file nobody changed since install goes back byte for byte.
     for e in &mut edits {
         if let Some(saved) = backups.get(&e.path)? {
-            if saved.after == e.before {
-                if e.after != saved.before {
-                    e.notes.push("put back as it was before install".into());
-                }
-                e.after = saved.before;
-            } else if e.changed() {
-                e.notes
-                    .push("changed since install: only countersign's part is taken out".into());
-            }
+            e.undo(saved);
         }
     }
     println!("countersign uninstall: the channel folder and the keys stay");
@@ -418,6 +397,12 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
 fn list(dirs: &[PathBuf]) -> String {
     let words: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     words.join(", ")
+}
+
+/// The folder the command runs in, resolved: the project the session starts in.
+fn working_dir() -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir()?;
+    Ok(cwd.canonicalize().unwrap_or(cwd))
 }
 
 /// The binary hooks and servers should run: this one, by absolute path.

@@ -2,19 +2,15 @@
 //! text, between markers `uninstall` finds. It must not touch the rest of
 //! the file.
 
-#[cfg(test)]
-use std::ops::Range;
 use std::path::Path;
 
 use super::SERVER;
-#[cfg(test)]
-use super::block::find_marked;
 use super::block::marked;
 use super::edit::Edit;
 use crate::store::binding;
 
-pub(super) const BEGIN: &str = "<!-- countersign:begin";
-pub(super) const END: &str = "<!-- countersign:end -->";
+const BEGIN: &str = "<!-- countersign:begin";
+const END: &str = "<!-- countersign:end -->";
 
 /// The section for CLAUDE.md / AGENTS.md, between markers `uninstall` finds.
 /// `bound` (role, channel) is written into personal notes only; a shared
@@ -50,13 +46,6 @@ pub(super) fn section_text(bound: Option<(&str, &str)>, tool_prefix: &str) -> St
     )
 }
 
-/// The byte range of the marked section, from its begin marker's line to the
-/// end of its end marker's line.
-#[cfg(test)]
-pub(super) fn find_section(path: &Path, text: &str) -> anyhow::Result<Option<Range<usize>>> {
-    find_marked(path, text, BEGIN, END)
-}
-
 /// Adds or updates (`Some`) or removes (`None`) the marked section.
 pub(super) fn section(path: &Path, new: Option<&str>) -> anyhow::Result<Edit> {
     marked(path, new, BEGIN, END)
@@ -64,10 +53,16 @@ pub(super) fn section(path: &Path, new: Option<&str>) -> anyhow::Result<Edit> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::ops::Range;
 
     use super::*;
-    use crate::cli::install::block::{append_block, cut_block};
+    use crate::cli::install::block::{append_block, cut_block, find_marked};
+
+    /// The byte range of the marked section, from its begin marker's line to the
+    /// end of its end marker's line.
+    fn find_section(path: &Path, text: &str) -> anyhow::Result<Option<Range<usize>>> {
+        find_marked(path, text, BEGIN, END)
+    }
 
     #[test]
     fn a_block_appended_then_cut_leaves_the_text_as_it_was() {
