@@ -119,8 +119,8 @@ impl Session {
         match self.channel.index_search_within(self.search_catch_up)? {
             None => Ok(()),
             Some(b) => Err(AppError::value(format!(
-                "index catching up: the full-text index holds {} of {} message texts (the \
-                 index was rebuilt, and its search part is filled after the rest); every other \
+                "index catching up: the full-text index holds {} of {} message texts (after a \
+                 rebuild or a large catch-up it is filled after everything else); every other \
                  tool answers already. Try again in a few seconds",
                 b.indexed, b.total
             ))),
