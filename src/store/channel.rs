@@ -1097,15 +1097,17 @@ mod tests {
     /// The body rows matching `xxx` in the full-text index as it is, with
     /// their ranks.
     fn fts_matches(ch: &Channel) -> Vec<(i64, String)> {
-        ch.index().conn().prepare(
-            "SELECT rowid, printf('%.12g', bm25(bodies_fts)) FROM bodies_fts \
+        ch.index()
+            .conn()
+            .prepare(
+                "SELECT rowid, printf('%.12g', bm25(bodies_fts)) FROM bodies_fts \
              WHERE bodies_fts MATCH '\"xxx\"' ORDER BY rowid",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
     }
 
     fn fts_setting(ch: &Channel, k: &str) -> i64 {
@@ -1167,7 +1169,11 @@ mod tests {
         let first: Vec<i64> = whole.iter().map(|m| m.0).filter(|&r| r <= 4).collect();
         assert!(!first.is_empty());
         assert_eq!(rows, first, "body rows 1 to 4");
-        assert_eq!(fts_setting(&ch, "automerge"), 0, "merging waits for the end");
+        assert_eq!(
+            fts_setting(&ch, "automerge"),
+            0,
+            "merging waits for the end"
+        );
         // Cut again mid-fill: the mark in the index carries the fill on.
         drop(ch);
         let mut ch = Channel::open(
@@ -1178,7 +1184,11 @@ mod tests {
         ch.set_search_batch(4);
         assert!(ch.index_search_tail().unwrap());
         assert_eq!(ch.index().search_backlog().unwrap(), None);
-        assert_eq!(fts_answers(&ch), whole, "exactly what a whole rebuild indexes");
+        assert_eq!(
+            fts_answers(&ch),
+            whole,
+            "exactly what a whole rebuild indexes"
+        );
         assert_eq!(fts_setting(&ch, "automerge"), 4);
         assert_eq!(fts_setting(&ch, "hashsize"), 1 << 20);
         assert_eq!(ch.index().digest().unwrap(), digest);
