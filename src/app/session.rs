@@ -137,8 +137,11 @@ impl Session {
 
     /// Work that no answer waits for: indexing new bodies for search and
     /// checkpointing the index's log. A server runs it when idle.
+    /// A large full-text backlog (after a rebuild) gets one step per idle
+    /// moment, not all of it: the session stays locked while it runs.
     pub fn tidy(&mut self) -> AppResult<()> {
-        self.channel.index_search_tail()?;
+        self.channel
+            .index_search_within(std::time::Duration::ZERO)?;
         self.channel.tidy_index()?;
         Ok(())
     }

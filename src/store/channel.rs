@@ -35,6 +35,11 @@ pub use bulk::BulkFeed;
 /// The file that serializes index writers on this machine.
 const INDEX_LOCK: &str = "index.lock";
 
+/// The pause between two steps of filling the full-text index, after the
+/// index lock is released: `flock` does not queue its waiters, so without it
+/// the filler could take the lock again before a waiting writer wakes.
+const STEP_PAUSE: Duration = Duration::from_millis(2);
+
 /// The signing identity of one feed on this device.
 #[derive(Clone, Debug)]
 pub struct Writer {
@@ -206,7 +211,10 @@ impl Channel {
         if self.index.search_backlog()?.is_none() {
             return Ok(false);
         }
-        while !self.index_search_step()? {}
+        while !self.index_search_step()? {
+            // A writer blocked on the index lock gets it before the next step.
+            std::thread::sleep(STEP_PAUSE);
+        }
         Ok(true)
     }
 
