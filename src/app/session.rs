@@ -9,6 +9,12 @@ pub use crate::core::ids::roles_list;
 use crate::core::ids::{IdPrefix, RecordId, Role};
 use crate::store::{Channel, Index, Writer};
 
+/// The most time a search spends bringing the full-text index up to date
+/// before it refuses with "index catching up" (one step of
+/// [`crate::store::index::SEARCH_BATCH`] bodies, about a second, may overrun
+/// it). A search after ordinary writes and syncs never comes near it.
+pub const SEARCH_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(1500);
+
 /// Environment variables a role may come from, in order of precedence.
 pub const ROLE_VARS: [&str; 2] = ["COUNTERSIGN_ROLE", "AI_AGENT_CHANNEL_ROLE"];
 
@@ -17,6 +23,8 @@ pub struct Session {
     channel: Channel,
     role: Option<Role>,
     writer: Option<Writer>,
+    /// How long a search may spend on the full-text index's backlog.
+    search_catch_up: std::time::Duration,
 }
 
 /// A message found by id.
@@ -47,6 +55,7 @@ impl Session {
             channel,
             role,
             writer: None,
+            search_catch_up: SEARCH_CATCH_UP,
         })
     }
 
@@ -99,17 +108,40 @@ impl Session {
     }
 
     /// Folds whatever arrived, then brings the full-text index up to date
-    /// (ingest leaves new bodies for later: see `Channel::index_search_tail`).
+    /// (ingest leaves new bodies for later, and a rebuild commits its rows
+    /// before their full-text index: see `Channel::index_search_tail`),
+    /// spending at most [`SEARCH_CATCH_UP`] on it (or what
+    /// [`Self::set_search_catch_up`] set). A full-text index still
+    /// behind after that is refused with how far it got, rather than
+    /// searched: an answer missing rows would read as "no such message".
     pub fn catch_up_for_search(&mut self) -> AppResult<()> {
         self.channel.catch_up()?;
-        self.channel.index_search_tail()?;
-        Ok(())
+        match self.channel.index_search_within(self.search_catch_up)? {
+            None => Ok(()),
+            Some(b) => Err(AppError::value(format!(
+                "index catching up: the full-text index holds {} of {} message texts (after a \
+                 rebuild or a large catch-up it is filled after everything else); every other \
+                 tool answers already. Try again in a few seconds",
+                b.indexed, b.total
+            ))),
+        }
+    }
+
+    /// Sets how long a search may spend bringing the full-text index up to
+    /// date before it refuses ([`SEARCH_CATCH_UP`] unless set): zero makes
+    /// every search with a backlog of more than one step refuse, which is
+    /// how tests see the refusal without a channel of 16k messages.
+    pub fn set_search_catch_up(&mut self, budget: std::time::Duration) {
+        self.search_catch_up = budget;
     }
 
     /// Work that no answer waits for: indexing new bodies for search and
     /// checkpointing the index's log. A server runs it when idle.
+    /// A large full-text backlog (after a rebuild) gets one step per idle
+    /// moment, not all of it: the session stays locked while it runs.
     pub fn tidy(&mut self) -> AppResult<()> {
-        self.channel.index_search_tail()?;
+        self.channel
+            .index_search_within(std::time::Duration::ZERO)?;
         self.channel.tidy_index()?;
         Ok(())
     }

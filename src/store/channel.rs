@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use rusqlite::OptionalExtension as _;
@@ -18,7 +19,7 @@ pub use super::clock::now_ms;
 use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
 use super::feed::{FeedWriter, Tails};
 use super::home::{Device, Home, KeyName};
-use super::index::Index;
+use super::index::{Index, SearchBacklog};
 use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
 use super::invitation;
 use super::lock::FileLock;
@@ -33,6 +34,11 @@ pub use bulk::BulkFeed;
 
 /// The file that serializes index writers on this machine.
 const INDEX_LOCK: &str = "index.lock";
+
+/// The pause between two steps of filling the full-text index, after the
+/// index lock is released: `flock` does not queue its waiters, so without it
+/// the filler could take the lock again before a waiting writer wakes.
+const STEP_PAUSE: Duration = Duration::from_millis(2);
 
 /// The signing identity of one feed on this device.
 #[derive(Clone, Debug)]
@@ -197,16 +203,51 @@ impl Channel {
 
     /// Brings the full-text index up to date with the bodies already folded.
     /// Ingest leaves new bodies out of it, so that a write does not pay for
-    /// FTS5's flush and merges: search calls this first, and a long-lived
-    /// server calls it when idle. Returns true if it indexed anything; cheap
-    /// when nothing is pending.
+    /// FTS5's flush and merges, and a rebuild commits its rows before it:
+    /// search calls this (bounded: [`Self::index_search_within`]), and a
+    /// long-lived server calls it when idle. Returns true if it indexed
+    /// anything; cheap when nothing is pending.
     pub fn index_search_tail(&mut self) -> StoreResult<bool> {
-        if !self.index.search_tail_pending()? {
+        if self.index.search_backlog()?.is_none() {
             return Ok(false);
         }
-        let _lock = self.lock_index()?;
-        self.index.write(|ix| ix.index_new_bodies())?;
+        while !self.index_search_step()? {
+            // A writer blocked on the index lock gets it before the next step.
+            std::thread::sleep(STEP_PAUSE);
+        }
         Ok(true)
+    }
+
+    /// Like [`Self::index_search_tail`], but stops once `budget` has been
+    /// spent: `None` when the full-text index is complete, else how far
+    /// behind it still is. A step in progress (its own or another
+    /// process's) is finished first, so the budget can be overrun by one
+    /// step ([`crate::store::index::SEARCH_BATCH`] bodies).
+    pub fn index_search_within(&mut self, budget: Duration) -> StoreResult<Option<SearchBacklog>> {
+        let start = Instant::now();
+        while self.index.search_backlog()?.is_some() {
+            if self.index_search_step()? {
+                return Ok(None);
+            }
+            if start.elapsed() >= budget {
+                return self.index.search_backlog();
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sets how many body rows one step of a large full-text backlog takes
+    /// ([`Index::set_search_batch`]; tests and the bench only).
+    pub fn set_search_batch(&mut self, rows: i64) {
+        self.index.set_search_batch(rows);
+    }
+
+    /// One step of the full-text index ([`Index::index_search_step`]) in its
+    /// own transaction, under the index lock, which is released after it so
+    /// that other writers get their turn between steps. True when complete.
+    fn index_search_step(&mut self) -> StoreResult<bool> {
+        let _lock = self.lock_index()?;
+        self.index.write(Index::index_search_step)
     }
 
     /// Moves what the index's write-ahead log holds into the database file
@@ -217,10 +258,29 @@ impl Channel {
         self.index.checkpoint_if_grown()
     }
 
-    /// Throws the index's derived content away and folds every feed again, in
-    /// one transaction: readers see the old state until the new one is whole.
-    /// `progress` is told the bytes read after each file.
+    /// Throws the index's derived content away and folds every feed again
+    /// ([`Self::reindex_rows`]), then builds the full-text index
+    /// ([`Self::complete_search_index`]). `progress` is told the bytes read
+    /// after each file.
     pub fn reindex(&mut self, progress: Option<&mut dyn FnMut(u64)>) -> StoreResult<IngestReport> {
+        let report = self.reindex_rows(progress)?;
+        self.complete_search_index()?;
+        Ok(report)
+    }
+
+    /// The first phase of a rebuild: throws the index's derived content away
+    /// and folds every feed again, in one transaction (readers see the old
+    /// state until the new one is whole), leaving the full-text index empty.
+    /// Every tool but search answers from the new state once this returns;
+    /// search refuses until the full-text index has caught up
+    /// ([`Self::complete_search_index`], or any later search or idle server,
+    /// which each take a bounded share of it: see
+    /// [`Index::index_search_step`]). If the process stops between the two
+    /// phases, the index itself records what is missing.
+    pub fn reindex_rows(
+        &mut self,
+        progress: Option<&mut dyn FnMut(u64)>,
+    ) -> StoreResult<IngestReport> {
         let _lock = self.lock_index()?;
         self.cache.clear();
         let Self {
@@ -229,16 +289,23 @@ impl Channel {
         index.set_cache_kib(64 * 1024)?;
         let result = index.write(|ix| {
             ix.clear_derived()?;
-            let report = Ingest::run_with_progress(ix, dir, cache, progress)?;
-            // A rebuild leaves the index whole, search included.
-            ix.index_new_bodies_in_bulk()?;
-            Ok(report)
+            Ingest::run_with_progress(ix, dir, cache, progress)
         });
         index.set_cache_kib(2 * 1024)?;
         if result.is_err() {
             self.cache.clear();
         }
         result
+    }
+
+    /// The second phase of a rebuild: indexes every body row the full-text
+    /// index lacks, [`crate::store::index::SEARCH_BATCH`] rows per
+    /// transaction, releasing the index lock between them.
+    pub fn complete_search_index(&mut self) -> StoreResult<()> {
+        self.index.set_cache_kib(64 * 1024)?;
+        let done = self.index_search_tail();
+        self.index.set_cache_kib(2 * 1024)?;
+        done.map(|_| ())
     }
 
     /// Gzips the sealed segments of this device's own feeds
@@ -1023,5 +1090,120 @@ mod tests {
             .unwrap();
         assert!(ch.index_search_tail().unwrap());
         assert_eq!(hits(&ch), 3);
+    }
+
+    /// What a complete full-text index answers, row for row: each body row
+    /// matching `xxx` (all bodies but the two shortest hold it) with FTS5's
+    /// own rank, after FTS5's own check of the table against every body row.
+    fn fts_answers(ch: &Channel) -> Vec<(i64, String)> {
+        let c = ch.index().conn();
+        c.execute_batch("INSERT INTO bodies_fts(bodies_fts, rank) VALUES ('integrity-check', 1)")
+            .unwrap();
+        fts_matches(ch)
+    }
+
+    /// The body rows matching `xxx` in the full-text index as it is, with
+    /// their ranks.
+    fn fts_matches(ch: &Channel) -> Vec<(i64, String)> {
+        ch.index()
+            .conn()
+            .prepare(
+                "SELECT rowid, printf('%.12g', bm25(bodies_fts)) FROM bodies_fts \
+             WHERE bodies_fts MATCH '\"xxx\"' ORDER BY rowid",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn fts_setting(ch: &Channel, k: &str) -> i64 {
+        ch.index()
+            .conn()
+            .query_row("SELECT v FROM bodies_fts_config WHERE k = ?1", [k], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_rebuild_cut_after_its_rows_is_completed_by_the_next_opener() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let role = Role::new("alpha").unwrap();
+        let w = ch.writer(&role).unwrap();
+        for i in 0..11 {
+            ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
+                .unwrap();
+        }
+        ch.reindex(None).unwrap();
+        let whole = fts_answers(&ch);
+        assert_eq!(whole.len(), 9);
+        let digest = ch.index().digest().unwrap();
+        assert_eq!(ch.index().search_backlog().unwrap(), None);
+
+        // The rows land and the full-text index is left for later, as a
+        // rebuild stopped between its phases (a crash) leaves it.
+        ch.reindex_rows(None).unwrap();
+        assert_eq!(ch.index().digest().unwrap(), digest, "every row is there");
+        assert_eq!(
+            ch.index().search_backlog().unwrap(),
+            Some(SearchBacklog {
+                indexed: 0,
+                total: 11
+            })
+        );
+        assert!(fts_matches(&ch).is_empty());
+        drop(ch);
+
+        // The next process finds the backlog in the index itself and fills
+        // it step by step (4 rows a step here), each step committed.
+        let mut ch = Channel::open(
+            ChannelDir::open(&tmp.path().join("channel")).unwrap(),
+            Home::at(tmp.path().join("home")),
+        )
+        .unwrap();
+        ch.set_search_batch(4);
+        let left = ch.index_search_within(Duration::ZERO).unwrap();
+        assert_eq!(
+            left,
+            Some(SearchBacklog {
+                indexed: 4,
+                total: 11
+            })
+        );
+        let rows: Vec<i64> = fts_matches(&ch).iter().map(|m| m.0).collect();
+        let first: Vec<i64> = whole.iter().map(|m| m.0).filter(|&r| r <= 4).collect();
+        assert!(!first.is_empty());
+        assert_eq!(rows, first, "body rows 1 to 4");
+        assert_eq!(
+            fts_setting(&ch, "automerge"),
+            0,
+            "merging waits for the end"
+        );
+        // Cut again mid-fill: the mark in the index carries the fill on.
+        drop(ch);
+        let mut ch = Channel::open(
+            ChannelDir::open(&tmp.path().join("channel")).unwrap(),
+            Home::at(tmp.path().join("home")),
+        )
+        .unwrap();
+        ch.set_search_batch(4);
+        assert!(ch.index_search_tail().unwrap());
+        assert_eq!(ch.index().search_backlog().unwrap(), None);
+        assert_eq!(
+            fts_answers(&ch),
+            whole,
+            "exactly what a whole rebuild indexes"
+        );
+        assert_eq!(fts_setting(&ch, "automerge"), 4);
+        assert_eq!(fts_setting(&ch, "hashsize"), 1 << 20);
+        assert_eq!(ch.index().digest().unwrap(), digest);
+        // Ordinary writes after it are indexed as before.
+        ch.append(&w, |_| Ok::<_, StoreError>((send(11), ())))
+            .unwrap();
+        assert_eq!(ch.index_search_within(Duration::ZERO).unwrap(), None);
+        assert_eq!(fts_answers(&ch).len(), 10);
     }
 }

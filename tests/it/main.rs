@@ -30,6 +30,7 @@ mod mcp_work_status;
 mod membership;
 mod python_client;
 mod real_clients;
+mod search_catch_up;
 mod search_grammar;
 mod search_snippet;
 mod setups;

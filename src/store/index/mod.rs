@@ -56,7 +56,7 @@ pub const SCHEMA_VERSION: u32 = 8;
 const FTS_BUFFER: i64 = 1 << 20;
 /// FTS5's own default for `automerge`.
 const FTS_AUTOMERGE: i64 = 4;
-/// `hashsize` during a rebuild: 100k bodies flushed every 1 MiB left
+/// `hashsize` while a rebuild's bodies are indexed: 100k bodies flushed every 1 MiB left
 /// hundreds of segments that automerge rewrote again and again (the whole
 /// rebuild went from 24.5 s to 18.4 s with this, automerge off and one
 /// `optimize`).
@@ -65,6 +65,21 @@ const REBUILD_FTS_BUFFER: i64 = 64 << 20;
 /// server may run (the first search of a fresh index): the insert of 100k
 /// bodies took 6.7 s with 16 MiB, 6.0 s with 64 MiB, 10.6 s with 1 MiB.
 const BULK_FTS_BUFFER: i64 = 16 << 20;
+/// Body rows the full-text index takes per transaction when it is far
+/// behind (after a rebuild): about a second of FTS5's work on this project's
+/// bench machine (100k bodies of ~700 characters took 7.3 s), so a writer or
+/// a search of another process waits at most that long for its turn.
+pub const SEARCH_BATCH: i64 = 16_384;
+
+/// How far the full-text index is behind its body rows
+/// ([`Index::search_backlog`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SearchBacklog {
+    /// Body rows (one per send or revision) the full-text index holds.
+    pub indexed: i64,
+    /// Body rows in all.
+    pub total: i64,
+}
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -240,6 +255,9 @@ const DERIVED_TABLES: &[&str] = &[
 pub struct Index {
     conn: Connection,
     path: PathBuf,
+    /// Body rows per step of a large full-text backlog
+    /// ([`SEARCH_BATCH`] unless set: [`Self::set_search_batch`]).
+    search_batch: i64,
 }
 
 /// The `conflicts` column of a folded entity (a message, an upload): its
@@ -290,6 +308,7 @@ impl Index {
         let me = Self {
             conn,
             path: path.to_path_buf(),
+            search_batch: SEARCH_BATCH,
         };
         // Creating the schema races with other processes opening a new index;
         // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
@@ -331,7 +350,18 @@ impl Index {
             [channel_id],
         )
         .db(&path)?;
-        Ok(Self { conn, path })
+        Ok(Self {
+            conn,
+            path,
+            search_batch: SEARCH_BATCH,
+        })
+    }
+
+    /// Sets how many body rows one step of a large full-text backlog takes
+    /// (at least 1). Only tests and the bench change it from
+    /// [`SEARCH_BATCH`], to see a fill in several steps on a small channel.
+    pub fn set_search_batch(&mut self, rows: i64) {
+        self.search_batch = rows.max(1);
     }
 
     /// The connection, for the store's own statements: no SQL leaves
@@ -387,8 +417,8 @@ impl Index {
     /// Adds the body rows written since the last call to the full-text index,
     /// in one statement (inside the caller's transaction). A pass that more
     /// than doubles the index (the first indexing of a channel's bodies) is
-    /// done in bulk, as a rebuild's is ([`Self::index_new_bodies_in_bulk`]),
-    /// with a smaller buffer since a server may be the one doing it. Each such
+    /// done in bulk, as a rebuild's is ([`Self::index_search_step`]), with a
+    /// smaller buffer since a server may be the one doing it. Each such
     /// pass at least doubles the rows, so its merge costs at most twice the
     /// final index over a channel's life.
     pub fn index_new_bodies(&self) -> StoreResult<()> {
@@ -424,47 +454,131 @@ impl Index {
         if last <= done {
             return Ok(());
         }
-        let p = &self.path;
-        let set = |option: &str, value: i64| {
-            self.conn
-                .prepare_cached("INSERT INTO bodies_fts(bodies_fts, rank) VALUES (?1, ?2)")
-                .and_then(|mut s| s.execute(params![option, value]))
-                .db(p)
-        };
         if let Some(buffer) = bulk {
-            set("hashsize", buffer)?;
-            set("automerge", 0)?;
+            self.fts_bulk_settings(buffer)?;
         }
+        self.index_body_range(done, last)?;
+        if bulk.is_some() {
+            self.fts_merge_and_restore()?;
+        }
+        Ok(())
+    }
+
+    /// Sets FTS5's term buffer to `buffer` bytes and turns automatic merges
+    /// off. These settings live in the FTS5 table itself, so they outlast the
+    /// transaction: [`Self::fts_merge_and_restore`] gives the defaults back.
+    fn fts_bulk_settings(&self, buffer: i64) -> StoreResult<()> {
+        self.fts_set("hashsize", buffer)?;
+        self.fts_set("automerge", 0)
+    }
+
+    /// Merges the full-text index into one segment, then gives FTS5 its
+    /// defaults back for the small batches that follow.
+    fn fts_merge_and_restore(&self) -> StoreResult<()> {
+        self.conn
+            .execute_batch("INSERT INTO bodies_fts(bodies_fts) VALUES ('optimize')")
+            .db(&self.path)?;
+        self.fts_set("hashsize", FTS_BUFFER)?;
+        self.fts_set("automerge", FTS_AUTOMERGE)
+    }
+
+    /// Sets one of FTS5's options of the full-text table.
+    fn fts_set(&self, option: &str, value: i64) -> StoreResult<()> {
+        self.conn
+            .prepare_cached("INSERT INTO bodies_fts(bodies_fts, rank) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![option, value]))
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    /// Adds body rows `done + 1 ..= upto` to the full-text index in one
+    /// statement and records `upto` as indexed, in the same transaction: the
+    /// mark never runs ahead of the rows it covers.
+    fn index_body_range(&self, done: i64, upto: i64) -> StoreResult<()> {
+        let p = &self.path;
         self.conn
             .prepare_cached(
                 "INSERT INTO bodies_fts(rowid, topic, body) \
-                 SELECT rowid, topic, body FROM bodies WHERE rowid > ?1 ORDER BY rowid",
+                 SELECT rowid, topic, body FROM bodies WHERE rowid > ?1 AND rowid <= ?2 \
+                 ORDER BY rowid",
             )
-            .and_then(|mut s| s.execute([done]))
+            .and_then(|mut s| s.execute([done, upto]))
             .db(p)?;
-        if bulk.is_some() {
-            self.conn
-                .execute_batch("INSERT INTO bodies_fts(bodies_fts) VALUES ('optimize')")
-                .db(p)?;
-            // Back to FTS5's defaults for the small batches that follow.
-            set("hashsize", FTS_BUFFER)?;
-            set("automerge", FTS_AUTOMERGE)?;
-        }
         self.conn
             .prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_rowid', ?1)")
-            .and_then(|mut s| s.execute([last.to_string()]))
+            .and_then(|mut s| s.execute([upto.to_string()]))
             .db(p)?;
         Ok(())
     }
 
-    /// Like [`Self::index_new_bodies`], for many bodies at once (a rebuild):
-    /// FTS5 collects them in a large in-memory table without merging as it
-    /// goes, then merges everything once. With its defaults (flush every
-    /// 1 MB, merge as segments pile up) most of a rebuild's full-text time
-    /// went to merging segments that were merged again later.
-    pub fn index_new_bodies_in_bulk(&self) -> StoreResult<()> {
+    /// True while a batched fill of the full-text index is under way (see
+    /// [`Self::index_search_step`]).
+    fn fts_filling(&self) -> StoreResult<bool> {
+        self.conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_filling')")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .db(&self.path)
+    }
+
+    /// One step of bringing the full-text index up to date, inside the
+    /// caller's transaction; true when it is then complete.
+    ///
+    /// A backlog of at most [`SEARCH_BATCH`] body rows (what writes and syncs
+    /// leave) is indexed at once ([`Self::index_new_bodies`]). A larger one
+    /// (after a rebuild, which commits the rows without their full-text
+    /// index) is filled that many rows per step, each step its own
+    /// transaction, so that writers and searches of other processes get the
+    /// index between steps: FTS5 collects each batch with merging off, and
+    /// the last step merges everything into one segment and restores FTS5's
+    /// defaults. A `fts_filling` mark in `meta` says a fill is under way, so
+    /// a fill cut short (a crash) is finished the same way by whoever steps
+    /// next, never left with merging off.
+    pub fn index_search_step(&self) -> StoreResult<bool> {
         let (done, last) = self.fts_progress()?;
-        self.index_bodies(done, last, Some(REBUILD_FTS_BUFFER))
+        let filling = self.fts_filling()?;
+        if !filling {
+            if last - done <= self.search_batch {
+                self.index_new_bodies()?;
+                return Ok(true);
+            }
+            self.fts_bulk_settings(REBUILD_FTS_BUFFER)?;
+            self.conn
+                .execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_filling', '1')",
+                    [],
+                )
+                .db(&self.path)?;
+        }
+        let upto = last.min(done.saturating_add(self.search_batch));
+        if upto > done {
+            self.index_body_range(done, upto)?;
+        }
+        if upto < last {
+            return Ok(false);
+        }
+        self.fts_merge_and_restore()?;
+        self.conn
+            .execute("DELETE FROM meta WHERE key = 'fts_filling'", [])
+            .db(&self.path)?;
+        Ok(true)
+    }
+
+    /// How far the full-text index is behind the body rows: `None` when it
+    /// holds every one (and no fill is under way), else the rows it holds
+    /// and the rows in all.
+    pub fn search_backlog(&self) -> StoreResult<Option<SearchBacklog>> {
+        if !self.search_tail_pending()? && !self.fts_filling()? {
+            return Ok(None);
+        }
+        let (indexed, total) = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FILTER (WHERE rowid <= COALESCE((SELECT CAST(value AS INTEGER) \
+                 FROM meta WHERE key = 'fts_rowid'), 0)), count(*) FROM bodies",
+            )
+            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
+            .db(&self.path)?;
+        Ok(Some(SearchBacklog { indexed, total }))
     }
 
     /// True when bodies wait for the full-text index (see
