@@ -5,7 +5,7 @@
 use crate::common;
 use std::fs;
 
-use crate::common::machines::{World, git, git_ok};
+use crate::common::machines::{TWELVE, World, git, git_ok};
 
 const ROLES: [&str; 2] = ["frontend", "backend"];
 
@@ -502,30 +502,12 @@ fn a_git_clone_of_a_channel_syncs_through_its_origin_and_says_so_once() {
     );
 }
 
-/// The roles of the twelve-machine tests: one per machine.
-pub const TWELVE: [&str; 12] = [
-    "r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10", "r11",
-];
-
 #[test]
 fn twelve_machines_writing_and_syncing_at_once_all_land_and_converge() {
     let w = World::git(TWELVE.len(), &TWELVE);
     // Every machine sends and syncs at the same moments as the others: most
     // pushes lose the race at first, and each one must still land.
-    let (sent, failed) = w.contend(&TWELVE, 3);
-    assert!(
-        failed.is_empty(),
-        "{} syncs failed:\n{}",
-        failed.len(),
-        failed.join("\n")
-    );
-    let digest = w.settle();
-    for m in &w.machines {
-        assert_eq!(m.digest(), digest, "{}", m.name);
-        let topics = m.verified_topics();
-        let missing: Vec<&String> = sent.iter().filter(|t| !topics.contains(t)).collect();
-        assert!(missing.is_empty(), "{} lacks {missing:?}", m.name);
-    }
+    w.assert_contention_lands(&TWELVE, 3);
 }
 
 #[test]

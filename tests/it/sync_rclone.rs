@@ -5,7 +5,7 @@
 use crate::common;
 use std::fs;
 
-use crate::common::machines::World;
+use crate::common::machines::{TWELVE, World};
 
 const ROLES: [&str; 2] = ["frontend", "backend"];
 
@@ -192,25 +192,12 @@ fn sealed_segments_travel_gzip_compressed_through_rclone() {
 
 #[test]
 fn twelve_machines_writing_and_syncing_at_once_all_land_and_converge() {
-    let roles = crate::sync_git::TWELVE;
+    let roles = TWELVE;
     let w = World::rclone(roles.len(), &roles);
     // Every machine copies up and down at the same moments as the others:
     // copies meet files that other machines are replacing, and each sync
     // must still land.
-    let (sent, failed) = w.contend(&roles, 3);
-    assert!(
-        failed.is_empty(),
-        "{} syncs failed:\n{}",
-        failed.len(),
-        failed.join("\n")
-    );
-    let digest = w.settle();
-    for m in &w.machines {
-        assert_eq!(m.digest(), digest, "{}", m.name);
-        let topics = m.verified_topics();
-        let missing: Vec<&String> = sent.iter().filter(|t| !topics.contains(t)).collect();
-        assert!(missing.is_empty(), "{} lacks {missing:?}", m.name);
-    }
+    w.assert_contention_lands(&roles, 3);
 }
 
 #[test]

@@ -310,6 +310,26 @@ impl World {
         (sent, failed)
     }
 
+    /// [`contend`](Self::contend), then the checks every contention test makes:
+    /// no sync failed, every machine settles on one digest, and every topic
+    /// sent is verified on every machine.
+    pub fn assert_contention_lands(&self, roles: &[&str], rounds: usize) {
+        let (sent, failed) = self.contend(roles, rounds);
+        assert!(
+            failed.is_empty(),
+            "{} syncs failed:\n{}",
+            failed.len(),
+            failed.join("\n")
+        );
+        let digest = self.settle();
+        for m in &self.machines {
+            assert_eq!(m.digest(), digest, "{}", m.name);
+            let topics = m.verified_topics();
+            let missing: Vec<&String> = sent.iter().filter(|t| !topics.contains(t)).collect();
+            assert!(missing.is_empty(), "{} lacks {missing:?}", m.name);
+        }
+    }
+
     /// Everyone syncs, round after round, until all digests agree (at most 4 rounds).
     pub fn settle(&self) -> String {
         for _ in 0..4 {
@@ -325,6 +345,11 @@ impl World {
         panic!("machines did not converge: {digests:?}");
     }
 }
+
+/// The roles of the twelve-machine tests: one per machine.
+pub const TWELVE: [&str; 12] = [
+    "r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10", "r11",
+];
 
 /// Fails the test, loudly, when rclone is not installed: tests that need it
 /// must never pass without running.
