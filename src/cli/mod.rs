@@ -27,12 +27,15 @@ mod verify;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::app::Session;
-use crate::store::{Channel, ChannelDir, Home, binding};
+use crate::store::binding::{self, Found};
+use crate::store::error::{IoContext as _, StoreResult};
+use crate::store::{Channel, ChannelDir, Home};
 
 /// countersign: a coordination channel for coding-agent sessions, with no server.
 ///
@@ -55,6 +58,11 @@ pub struct Cli {
     /// ~/.config/countersign and ~/.local/state/countersign.
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// The project binding above the working directory, once read: the role
+    /// and the channel may both come from it, and reading it asks git
+    /// whether the file is tracked.
+    #[arg(skip)]
+    bound: OnceLock<Option<Found>>,
     #[command(subcommand)]
     command: Command,
 }
@@ -156,7 +164,20 @@ pub fn run(cli: Cli) -> ExitCode {
 impl Cli {
     /// The channel folder this invocation points at.
     fn channel_dir(&self) -> anyhow::Result<ChannelDir> {
-        Ok(ChannelDir::discover(self.channel.as_deref())?)
+        Ok(ChannelDir::discover(self.channel.as_deref(), || {
+            self.binding()
+        })?)
+    }
+
+    /// The project binding above the working directory, read at most once a
+    /// run (a hook moves into the session's folder before anything asks).
+    fn binding(&self) -> StoreResult<Option<Found>> {
+        if let Some(found) = self.bound.get() {
+            return Ok(found.clone());
+        }
+        let cwd = std::env::current_dir().at(".")?;
+        let found = binding::find(&cwd)?;
+        Ok(self.bound.get_or_init(|| found).clone())
     }
 
     /// This device's home: --home, else the environment's.
@@ -176,8 +197,7 @@ impl Cli {
         if self.role.is_some() || Session::role_from(None)?.is_some() {
             return Ok(self.role.clone());
         }
-        let cwd = std::env::current_dir()?;
-        Ok(binding::find(&cwd)?.map(|f| f.binding.role))
+        Ok(self.binding()?.map(|f| f.binding.role))
     }
 
     /// A session acting as the role from --role, the environment or the

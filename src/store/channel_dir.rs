@@ -67,7 +67,14 @@ impl ChannelDir {
     /// (`.countersign.local.json`, see [`super::binding`]) above the working
     /// directory, else the nearest `.countersign/` with a `channel.json`
     /// above it. Remembers which, for refusals.
-    pub fn discover(explicit: Option<&Path>) -> StoreResult<Self> {
+    /// `binding` reads the project binding above the working directory (see
+    /// [`binding::find`](super::binding::find)); it is called only when
+    /// neither `explicit` nor the environment names the folder, so a caller
+    /// that also takes the role from the binding can read it once for both.
+    pub fn discover(
+        explicit: Option<&Path>,
+        binding: impl FnOnce() -> StoreResult<Option<super::binding::Found>>,
+    ) -> StoreResult<Self> {
         let chosen = |dir: StoreResult<Self>, how: String| {
             dir.map(|mut d| {
                 d.chosen = format!("{} ({how})", d.root.display());
@@ -81,7 +88,7 @@ impl ChannelDir {
             return chosen(Self::open(Path::new(&p)), "from COUNTERSIGN_CHANNEL".into());
         }
         let cwd = std::env::current_dir().at(".")?;
-        if let Some(found) = super::binding::find(&cwd)? {
+        if let Some(found) = binding()? {
             return chosen(
                 Self::open(&found.binding.channel),
                 format!("from the project binding {}", found.path.display()),
