@@ -116,17 +116,22 @@ async fn healthz() -> axum::Json<serde_json::Value> {
 }
 
 /// Serves until `stop` resolves, then finishes the requests under way (no
-/// write is cut short: each runs to its answer) and returns.
+/// write is cut short: each runs to its answer) and returns. `ready` is
+/// told the address listened on (the port chosen when `listen` has port 0)
+/// once requests are accepted.
 pub async fn serve(
     config: Config,
+    ready: impl FnOnce(SocketAddr),
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let state = State::new(&config)?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-    let local = listener.local_addr()?;
-    tracing::info!("serving on http://{local}");
+    let state = State::new(&Config {
+        listen: listener.local_addr()?,
+        ..config
+    })?;
+    ready(listener.local_addr()?);
     let shutdown = state.shutdown.clone();
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)
