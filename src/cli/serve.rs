@@ -46,6 +46,10 @@ pub struct Args {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = http::BODY_LIMIT)]
     pub body_limit: usize,
+    /// Sync every hosted channel with its remote (`countersign remote set`) in the background
+    /// this often (e.g. 30s, 2m) and about a second after each write, as `mcp --sync-every`.
+    #[arg(long, value_name = "DURATION", value_parser = super::mcp::parse_interval)]
+    pub sync_every: Option<Duration>,
 }
 
 /// Runs the server until SIGINT or SIGTERM.
@@ -94,6 +98,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         admin_token,
         allowed_hosts: a.allow_hosts.clone(),
         body_limit: a.body_limit,
+        sync_every: a.sync_every,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

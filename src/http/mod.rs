@@ -17,6 +17,7 @@ pub mod guard;
 pub mod hosting;
 pub mod identity;
 pub mod mcp;
+pub mod syncing;
 pub mod throttle;
 
 use std::net::SocketAddr;
@@ -46,6 +47,9 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
+    /// Sync each hosted channel with its remote this often (and after own
+    /// writes); `None`: never.
+    pub sync_every: Option<std::time::Duration>,
 }
 
 /// The default largest request body: room for an upload chunk and its JSON.
@@ -66,6 +70,8 @@ pub struct State {
     pub throttle: throttle::Throttle,
     /// The MCP services, one per identity.
     pub mcp: mcp::Services,
+    /// The background syncs of the hosted channels.
+    pub syncing: syncing::Syncing,
     /// Cancelled when the server shuts down: long-lived streams end.
     pub shutdown: CancellationToken,
 }
@@ -91,6 +97,7 @@ impl State {
             access: Mutex::new(access),
             admin: identity::AdminToken::new(config.admin_token.as_deref()),
             mcp: mcp::Services::new(&guard),
+            syncing: syncing::Syncing::new(config.sync_every),
             guard,
             throttle: throttle::Throttle::default(),
             shutdown: CancellationToken::new(),
@@ -131,6 +138,9 @@ pub async fn serve(
         listen: listener.local_addr()?,
         ..config
     })?;
+    for dir in state.hosting.channels() {
+        state.syncing.start(&dir, &state.home);
+    }
     ready(listener.local_addr()?);
     let shutdown = state.shutdown.clone();
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();

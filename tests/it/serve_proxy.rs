@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::common::{TestChannel, bin};
 
 /// Kills a child process when the test ends, however it ends.
-struct Running(Child);
+pub struct Running(pub Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -31,11 +31,17 @@ fn free_port() -> u16 {
 
 /// `countersign serve` on a free loopback port; returns it and the port.
 fn serve(ch: &TestChannel, extra: &[&str]) -> (Running, u16) {
+    serve_at(&ch.home, &ch.dir, extra)
+}
+
+/// `countersign serve --channel dir` with `home` on a free loopback port;
+/// returns it and the port.
+pub fn serve_at(home: &Path, dir: &Path, extra: &[&str]) -> (Running, u16) {
     let mut child = Command::new(bin())
-        .env("COUNTERSIGN_HOME", &ch.home)
+        .env("COUNTERSIGN_HOME", home)
         .env_remove("COUNTERSIGN_ADMIN_TOKEN")
         .args(["serve", "--channel"])
-        .arg(&ch.dir)
+        .arg(dir)
         .args(["--listen", "127.0.0.1:0"])
         .args(extra)
         .stderr(Stdio::piped())
@@ -64,7 +70,7 @@ fn token(ch: &TestChannel, role: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ready() {
         assert!(
