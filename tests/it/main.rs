@@ -33,6 +33,7 @@ mod real_clients;
 mod search_catch_up;
 mod search_grammar;
 mod search_snippet;
+mod serve_admin;
 mod serve_proxy;
 mod serve_sync;
 mod setups;

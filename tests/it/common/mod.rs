@@ -1,8 +1,10 @@
 //! Shared test support: a throwaway channel with its own home, the real
-//! binary, and real MCP clients over stdio (rmcp's client).
+//! binary, and real MCP clients over stdio (rmcp's client) or, against a
+//! real `countersign serve`, over streamable HTTP (`serve`).
 
 pub mod local;
 pub mod machines;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
