@@ -312,21 +312,99 @@ impl Access {
         now_ms: i64,
     ) -> StoreResult<usize> {
         let tx = self.conn.unchecked_transaction().db(&self.path)?;
-        let n = tx
+        let n = self.end_role_tokens(channel_id, role, now_ms)?;
+        tx.commit().db(&self.path)?;
+        Ok(n)
+    }
+
+    /// [`Self::revoke_role_tokens`]' statements, inside the caller's
+    /// transaction.
+    fn end_role_tokens(
+        &self,
+        channel_id: &str,
+        role: Option<&str>,
+        now_ms: i64,
+    ) -> StoreResult<usize> {
+        let n = self
+            .conn
             .execute(
                 "UPDATE role_tokens SET revoked_ms = ?3 WHERE channel_id = ?1 \
                  AND (?2 IS NULL OR role = ?2) AND revoked_ms IS NULL",
                 params![channel_id, role, now_ms],
             )
             .db(&self.path)?;
-        tx.execute(
-            "UPDATE view_keys SET revoked_ms = ?3 WHERE channel_id = ?1 \
-             AND (?2 IS NULL OR issued_by = ?2) AND revoked_ms IS NULL",
-            params![channel_id, role, now_ms],
-        )
-        .db(&self.path)?;
+        self.conn
+            .execute(
+                "UPDATE view_keys SET revoked_ms = ?3 WHERE channel_id = ?1 \
+                 AND (?2 IS NULL OR issued_by = ?2) AND revoked_ms IS NULL",
+                params![channel_id, role, now_ms],
+            )
+            .db(&self.path)?;
+        Ok(n)
+    }
+
+    /// Makes one role token for each of `roles` in `channel`, all or none:
+    /// the secrets (shown once) and what is kept of them, in `roles`' order.
+    pub fn create_role_tokens(
+        &self,
+        channel: &ChannelRef,
+        roles: &[&str],
+        label: &str,
+        now_ms: i64,
+    ) -> StoreResult<Vec<(String, RoleToken)>> {
+        let tx = self.conn.unchecked_transaction().db(&self.path)?;
+        let made = roles
+            .iter()
+            .map(|role| self.create_role_token(channel, role, label, now_ms))
+            .collect::<StoreResult<Vec<_>>>()?;
+        tx.commit().db(&self.path)?;
+        Ok(made)
+    }
+
+    /// Replaces the tokens of `role` in `channel` by a new one, in one
+    /// transaction: every live token of the role and the view keys it issued
+    /// end ([`Self::revoke_role_tokens`]) and the new secret is returned.
+    pub fn rotate_role_token(
+        &self,
+        channel: &ChannelRef,
+        role: &str,
+        label: &str,
+        now_ms: i64,
+    ) -> StoreResult<(String, RoleToken)> {
+        let tx = self.conn.unchecked_transaction().db(&self.path)?;
+        self.end_role_tokens(&channel.id, Some(role), now_ms)?;
+        let made = self.create_role_token(channel, role, label, now_ms)?;
+        tx.commit().db(&self.path)?;
+        Ok(made)
+    }
+
+    /// Ends a hosted channel's access, in one transaction: every role token
+    /// and view key of it is revoked and its name is remembered as deleted
+    /// ([`Self::mark_deleted`]). Returns how many role tokens ended.
+    pub fn delete_channel(&self, channel: &ChannelRef, now_ms: i64) -> StoreResult<usize> {
+        let tx = self.conn.unchecked_transaction().db(&self.path)?;
+        let n = self.end_role_tokens(&channel.id, None, now_ms)?;
+        self.mark_deleted(channel, now_ms)?;
         tx.commit().db(&self.path)?;
         Ok(n)
+    }
+
+    /// A view key of `channel` and the one-time nonce of a link to its
+    /// board, made together or not at all: the key (as kept) and the
+    /// nonce's secret.
+    pub fn create_board_link(
+        &self,
+        channel: &ChannelRef,
+        label: &str,
+        issued_by: &str,
+        ttl: Duration,
+        now_ms: i64,
+    ) -> StoreResult<(ViewKey, String)> {
+        let tx = self.conn.unchecked_transaction().db(&self.path)?;
+        let (_secret, key) = self.create_view_key(channel, label, issued_by, ttl, now_ms)?;
+        let nonce = self.create_nonce(&key.id, now_ms)?;
+        tx.commit().db(&self.path)?;
+        Ok((key, nonce))
     }
 
     /// Makes a view key for `channel`'s board, valid for `ttl`.
@@ -621,6 +699,33 @@ mod tests {
         // Revoking the channel's keys ends the open session too.
         assert_eq!(a.revoke_view_keys("id-c", 3000).unwrap().len(), 1);
         assert_eq!(a.find_board_session(&session, 3001).unwrap(), None);
+    }
+
+    #[test]
+    fn rotating_replaces_a_roles_tokens_and_deleting_ends_them_all() {
+        let (_d, a) = open();
+        let c = channel("c");
+        let made = a
+            .create_role_tokens(&c, &["backend", "frontend"], "create", 0)
+            .unwrap();
+        assert_eq!(made.len(), 2);
+        assert_eq!(made[1].1.role, "frontend");
+        let (old, new) = (&made[0].0, made[1].0.clone());
+        let (rotated, token) = a.rotate_role_token(&c, "backend", "rotate", 1).unwrap();
+        assert_eq!(token.role, "backend");
+        assert_eq!(a.find_role_token(old).unwrap(), None);
+        assert!(a.find_role_token(&rotated).unwrap().is_some());
+        let (key, nonce) = a
+            .create_board_link(&c, "board", "frontend", Duration::from_secs(60), 1)
+            .unwrap();
+        assert_eq!(key.issued_by, "frontend");
+        assert!(nonce.starts_with("csn_"));
+        assert!(!a.is_deleted("c").unwrap());
+        assert_eq!(a.delete_channel(&c, 2).unwrap(), 2);
+        assert!(a.is_deleted("c").unwrap());
+        assert_eq!(a.find_role_token(&rotated).unwrap(), None);
+        assert_eq!(a.find_role_token(&new).unwrap(), None);
+        assert_eq!(a.redeem_nonce(&nonce, 3).unwrap(), None);
     }
 
     #[test]
