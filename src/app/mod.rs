@@ -11,6 +11,7 @@ pub mod backfill;
 pub mod body;
 pub mod budget;
 pub mod delete;
+pub mod hosting;
 pub mod inbox;
 pub mod info;
 pub mod init;
