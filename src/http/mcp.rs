@@ -6,11 +6,14 @@
 //! stdio ones). A request is authenticated before it reaches any service,
 //! and it reaches only its identity's: a session opened with one role's
 //! token is unknown to every other role's service, so a session id never
-//! carries an identity across. The admin token reaches the management
-//! tools' service only; a view key reaches none.
+//! carries an identity across. A role's service is the stdio tools plus
+//! board_link for its own channel (`mcp::hosted`). The admin token reaches
+//! the management tools' service only (`mcp::admin`, made on first use over
+//! `--channels-dir`); a view key reaches none.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
@@ -25,16 +28,22 @@ use super::Shared;
 use super::guard::{Guard, refuse};
 use super::identity::{Identity, authenticate};
 use crate::app::Session;
+use crate::app::hosting::Host;
 use crate::core::ids::Role;
 use crate::mcp::Server;
+use crate::mcp::admin::Admin;
+use crate::mcp::hosted::Hosted;
 use crate::store::Channel;
 use crate::store::access::RoleToken;
 
-type Service = StreamableHttpService<Server, LocalSessionManager>;
+type Service = StreamableHttpService<Hosted, LocalSessionManager>;
+type AdminService = StreamableHttpService<Admin, LocalSessionManager>;
 
-/// The MCP services of a server, one per (channel id, role).
+/// The MCP services of a server, one per (channel id, role), and the
+/// management tools' one.
 pub struct Services {
     by_role: Mutex<HashMap<(String, String), Service>>,
+    admin: Mutex<Option<AdminService>>,
     config: StreamableHttpServerConfig,
 }
 
@@ -43,6 +52,7 @@ impl Services {
     pub fn new(guard: &Guard) -> Self {
         Self {
             by_role: Mutex::new(HashMap::new()),
+            admin: Mutex::new(None),
             config: service_config(guard, CancellationToken::new()),
         }
     }
@@ -89,12 +99,47 @@ pub async fn handle(
     }
 }
 
-/// The management tools, for the admin token.
-async fn admin(_state: &Shared, _request: Request) -> Response {
-    refuse(
-        StatusCode::FORBIDDEN,
-        "this server has no management tools yet",
-    )
+/// The management tools, for the admin token: one service, made on first
+/// use, over the channels folder.
+async fn admin(state: &Shared, request: Request) -> Response {
+    let Some(root) = state.hosting.channels_dir().map(Path::to_path_buf) else {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the management tools need a channels folder: this server hosts one channel \
+             (--channel); start it with --channels-dir DIR",
+        );
+    };
+    let existing = lock(&state.mcp.admin).clone();
+    let service = match existing {
+        Some(s) => s,
+        None => {
+            let home = state.home.clone();
+            let opened = tokio::task::spawn_blocking(move || Host::open(&root, home)).await;
+            let host = match opened {
+                Ok(Ok(h)) => h,
+                Ok(Err(e)) => {
+                    return refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &format!("cannot open the channels folder: {e}"),
+                    );
+                }
+                Err(e) => {
+                    return refuse(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        &format!("cannot open the channels folder: {e}"),
+                    );
+                }
+            };
+            let admin = Admin::new(host);
+            let service = AdminService::new(
+                move || Ok(admin.clone()),
+                Arc::new(LocalSessionManager::default()),
+                state.mcp.config(state.shutdown.child_token()),
+            );
+            lock(&state.mcp.admin).get_or_insert(service).clone()
+        }
+    };
+    service.handle(request).await.map(Body::new)
 }
 
 /// The service of `token`'s role, made on first use.
@@ -135,7 +180,12 @@ async fn role_service(state: &Shared, token: &RoleToken) -> Result<Service, Resp
             ));
         }
     };
-    let server = Server::new(session);
+    let server = Hosted::new(
+        Server::new(session),
+        state.home.access_db(),
+        token.channel.clone(),
+        token.role.clone(),
+    );
     let service = Service::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),

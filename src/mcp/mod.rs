@@ -13,10 +13,12 @@
 //! is the protocol; logs go to stderr.
 
 mod about;
+pub mod admin;
 mod arguments;
 mod browse;
 mod consent;
 mod debts;
+pub mod hosted;
 pub mod line_transport;
 mod messaging;
 pub mod schema;

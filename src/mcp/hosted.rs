@@ -1,0 +1,131 @@
+//! A role's MCP service over HTTP: the mailbox tools of [`Server`], as a
+//! stdio session gets them, plus `board_link` for the role's own channel
+//! (protocol §3.39: over HTTP a role may issue a link to its board). The
+//! stdio server is untouched: its tool list and byte budget stay as pinned.
+//!
+//! Owns only that one added tool and the refusal of the other management
+//! tools; everything else is handed to the inner server as it came.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+
+use super::Server;
+use super::admin::{ADMIN_TOOLS, Admin, BoardLinkParams};
+use crate::app::AppError;
+use crate::app::hosting::issue_link;
+use crate::store::access::{Access, ChannelRef};
+
+/// The service of one role of one hosted channel.
+#[derive(Clone)]
+pub struct Hosted {
+    inner: Server,
+    access_db: PathBuf,
+    channel: ChannelRef,
+    role: String,
+    board_link: Arc<Tool>,
+    published: Arc<Vec<Tool>>,
+}
+
+impl Hosted {
+    /// `inner` acting as `role` in `channel`, with board links kept in the
+    /// access database at `access_db`.
+    pub fn new(inner: Server, access_db: PathBuf, channel: ChannelRef, role: String) -> Self {
+        let board_link = Admin::board_link_tool();
+        let mut published = inner.published.to_vec();
+        published.push(board_link.clone());
+        Self {
+            inner,
+            access_db,
+            channel,
+            role,
+            board_link: Arc::new(board_link),
+            published: Arc::new(published),
+        }
+    }
+
+    /// board_link for this role: its own channel only.
+    async fn board_link(
+        &self,
+        request: &CallToolRequestParams,
+    ) -> Result<CallToolResponse, McpError> {
+        if let Some(why) = super::arguments::refusal(
+            "board_link",
+            &self.board_link.input_schema,
+            request.arguments.as_ref(),
+        ) {
+            return Ok(super::refused("ValueError", why).into());
+        }
+        let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        let p: BoardLinkParams = match serde_json::from_value(args) {
+            Ok(p) => p,
+            Err(e) => return Ok(super::refused("ValueError", e.to_string()).into()),
+        };
+        let (db, channel, role) = (
+            self.access_db.clone(),
+            self.channel.clone(),
+            self.role.clone(),
+        );
+        let out = tokio::task::spawn_blocking(move || {
+            if !p.channel.is_empty() && p.channel != channel.name {
+                return Err(AppError::permission(format!(
+                    "role '{role}' can only issue a board link for its own channel \
+                     ('{}'), not '{}' — leave 'channel' out",
+                    channel.name, p.channel
+                )));
+            }
+            let access = Access::open(&db)?;
+            issue_link(&access, &channel, &p.label, &role)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
+        super::to_result(out).map(Into::into)
+    }
+}
+
+impl ServerHandler for Hosted {
+    fn get_info(&self) -> ServerConfig {
+        self.inner.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.published.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.published.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        if name == "board_link" {
+            return self.board_link(&request).await;
+        }
+        if ADMIN_TOOLS.contains(&name.as_str()) {
+            return Ok(super::refused(
+                "PermissionError",
+                format!(
+                    "{name} is a management tool: only the server's admin token \
+                     (COUNTERSIGN_ADMIN_TOKEN) reaches it. A role token may call board_link for \
+                     its own channel"
+                ),
+            )
+            .into());
+        }
+        self.inner.call_tool(request, context).await
+    }
+}
