@@ -23,15 +23,17 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
     COUNTERSIGN_ADMIN_TOKEN=… countersign serve --channels-dir /srv/channels\n  \
     countersign serve --listen 0.0.0.0:8765 --public --allow-host board.example.org\n\n\
     Agents reach /mcp with a role token (`countersign token create --role R`); people open the \
-    board with `countersign board`. The admin token (COUNTERSIGN_ADMIN_TOKEN) reaches only the \
-    management tools, and only with --channels-dir. Off loopback, put a TLS reverse proxy in \
-    front (docs/SERVE.md).")]
+    board with `countersign board`. --channels-dir needs the admin token \
+    (COUNTERSIGN_ADMIN_TOKEN in the environment), which reaches only the management tools over \
+    /mcp: create_channel, list_channels, rotate_token, add_role, board_link, revoke_board_access, \
+    delete_channel. --channel serves one channel without them and refuses an admin token. \
+    Off loopback, put a TLS reverse proxy in front (docs/SERVE.md).")]
 pub struct Args {
     /// The address and port to listen on.
     #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
     /// Serve every channel folder directly under DIR (each named by its folder), and let the
-    /// admin token create channels there. Without it, the one channel of --channel (or found as
+    /// admin token create channels there (COUNTERSIGN_ADMIN_TOKEN must be set). Without it, the one channel of --channel (or found as
     /// other commands find it) is served.
     #[arg(long, value_name = "DIR", conflicts_with = "channel")]
     pub channels_dir: Option<PathBuf>,
@@ -71,6 +73,17 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot read the channels folder {}", dir.display()))?;
             if !meta.is_dir() {
                 bail!("{} is not a folder", dir.display());
+            }
+            // The channels under the folder are made and reached through the
+            // management tools; without the token nobody could.
+            if admin_token.is_none() {
+                bail!(
+                    "--channels-dir needs COUNTERSIGN_ADMIN_TOKEN: the management tools \
+                     (create_channel, add_role, rotate_token, …) are how channels under {} are \
+                     made and their tokens handed out. Set it to a long random secret in the \
+                     server's environment, or serve one channel with --channel DIR",
+                    dir.display()
+                );
             }
             Hosting::Under(dir.clone())
         }
