@@ -130,7 +130,16 @@ async fn admin(state: &Shared, request: Request) -> Response {
                     );
                 }
             };
-            let admin = Admin::new(host);
+            // A new channel gets what the server runs for every hosted one
+            // (its background sync). Weak: the service lives in the state.
+            let weak = Arc::downgrade(state);
+            let admin = Admin::new(host).on_created(move |name| {
+                if let Some(state) = weak.upgrade()
+                    && let Some(dir) = state.hosting.find(name)
+                {
+                    state.syncing.start(&dir, &state.home);
+                }
+            });
             let service = AdminService::new(
                 move || Ok(admin.clone()),
                 Arc::new(LocalSessionManager::default()),

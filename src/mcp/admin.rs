@@ -104,12 +104,17 @@ pub struct BoardLinkParams {
     pub label: String,
 }
 
+/// What the server does once a channel is created (given its name): start
+/// what it runs for every hosted channel, such as its background sync.
+pub type OnCreated = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// The handler of the management tools.
 #[derive(Clone)]
 pub struct Admin {
     host: Arc<Mutex<Host>>,
     tool_router: ToolRouter<Self>,
     published: Arc<Vec<Tool>>,
+    on_created: Option<OnCreated>,
 }
 
 /// What list_channels answers: a bare list, so it travels as `{result}`.
@@ -132,7 +137,15 @@ impl Admin {
             host: Arc::new(Mutex::new(host)),
             tool_router,
             published: Arc::new(published),
+            on_created: None,
         }
+    }
+
+    /// Also calls `f` with the name of each channel created (in the
+    /// server's runtime, after the channel is in place).
+    pub fn on_created(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_created = Some(Arc::new(f));
+        self
     }
 
     /// The board_link tool as published, for a role's service to list too.
@@ -151,14 +164,22 @@ impl Admin {
         T: Serialize + Send + 'static,
         F: FnOnce(&Host) -> AppResult<T> + Send + 'static,
     {
+        super::to_result(self.blocking(f).await?)
+    }
+
+    /// `f` on the host, on a blocking thread (SQLite and files block).
+    async fn blocking<T, F>(&self, f: F) -> Result<AppResult<T>, McpError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Host) -> AppResult<T> + Send + 'static,
+    {
         let host = Arc::clone(&self.host);
-        let out = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let guard = host.lock().unwrap_or_else(PoisonError::into_inner);
             f(&guard)
         })
         .await
-        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
-        super::to_result(out)
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))
     }
 }
 
@@ -177,7 +198,7 @@ impl Admin {
         &self,
         Parameters(p): Parameters<CreateChannelParams>,
     ) -> Result<CallToolResult, McpError> {
-        self.run(move |h| {
+        let out = self.blocking(move |h| {
             let remote = p
                 .remote
                 .map(|r| match r.kind.as_str() {
@@ -189,8 +210,12 @@ impl Admin {
                 })
                 .transpose()?;
             h.create_channel(&p.name, &p.roles, remote)
-        })
-        .await
+        });
+        let out = out.await?;
+        if let (Ok(made), Some(f)) = (&out, &self.on_created) {
+            f(&made.name);
+        }
+        super::to_result(out)
     }
 
     /// The channels this server hosts, by name: [{name, roles, created_at}].

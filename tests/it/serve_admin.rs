@@ -39,12 +39,18 @@ struct Hosting {
 
 impl Hosting {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let channels = tmp.path().join("channels");
         std::fs::create_dir(&channels).unwrap();
+        let mut args = vec!["--channels-dir", channels.to_str().unwrap()];
+        args.extend(extra);
         let served = Served::start(
             &tmp.path().join("home"),
-            &["--channels-dir", channels.to_str().unwrap()],
+            &args,
             &[("COUNTERSIGN_ADMIN_TOKEN", ADMIN)],
         );
         Self { tmp, served }
@@ -465,5 +471,51 @@ async fn a_created_channel_syncs_through_its_remote() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&log.stdout).trim().is_empty());
+    admin.close().await;
+}
+
+/// A channel created on a server with --sync-every is synced in the
+/// background like the ones it started with: what a role sends reaches the
+/// remote with nobody running `countersign sync`.
+#[tokio::test]
+async fn a_created_channel_is_synced_in_the_background() {
+    let h = Hosting::start_with(&["--sync-every", "1"]);
+    let bare = h.tmp.path().join("remote.git");
+    let git = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&bare)
+        .status()
+        .expect("git runs");
+    assert!(git.success());
+    let admin = h.served.client(ADMIN).await;
+    let made = admin
+        .call(
+            "create_channel",
+            json!({"name": "bg", "roles": ["a", "b"],
+                   "remote": {"kind": "git", "target": bare.to_str().unwrap()}}),
+        )
+        .await
+        .ok();
+    let a = h.served.client(made["tokens"]["a"].as_str().unwrap()).await;
+    a.send("b", "in the background", "hi").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let tree = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&bare)
+            .args(["log", "--all", "--name-only", "--format="])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&tree.stdout).contains("feeds/a/") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "role a's feed never reached the remote: {}",
+            h.served.stderr()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    a.close().await;
     admin.close().await;
 }
