@@ -253,7 +253,7 @@ impl Host {
         *made = Some(dir.id().to_owned());
         let note = match remote {
             Some(r) => {
-                let channel = Channel::open(dir.clone(), self.home.clone())?;
+                let channel = Channel::open(dir, self.home.clone())?;
                 super::sync::set_remote(&channel, r.clone())?
             }
             None => None,
