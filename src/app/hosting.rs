@@ -285,14 +285,16 @@ impl Host {
                  given again — choose another 'name'"
             )));
         }
-        if std::fs::symlink_metadata(self.root.join(name)).is_ok() {
-            let what = if self.find_dir(name).is_some() {
-                "active"
-            } else {
-                "something else already has that name in the channels folder"
-            };
+        if self.find_dir(name).is_some() {
             return Err(AppError::value(format!(
-                "channel '{name}' already exists ({what}) — choose another 'name'"
+                "channel '{name}' already exists (active) — choose another 'name'"
+            )));
+        }
+        if std::fs::symlink_metadata(self.root.join(name)).is_ok() {
+            return Err(AppError::value(format!(
+                "'{name}' is taken in the channels folder {} by something that is not a hosted \
+                 channel — choose another 'name', or move that entry away",
+                self.root.display()
             )));
         }
         Ok(())

@@ -151,6 +151,21 @@ async fn the_admin_token_reaches_the_management_tools_only_and_makes_working_cha
             "delete_channel"
         ]
     );
+    // Published as the mailbox tools are: lean schemas, no type lists.
+    for t in admin.inner.list_all_tools().await.unwrap() {
+        let input = serde_json::Value::Object((*t.input_schema).clone());
+        assert!(
+            !countersign::mcp::schema::has_type_list(&input),
+            "{}",
+            t.name
+        );
+        let output = serde_json::Value::Object((*t.output_schema.clone().unwrap()).clone());
+        assert!(
+            !countersign::mcp::schema::has_type_list(&output),
+            "{}",
+            t.name
+        );
+    }
     let made = admin
         .call(
             "create_channel",
@@ -237,6 +252,7 @@ async fn refused_creates_write_nothing() {
         .call("delete_channel", json!({"name": "gone"}))
         .await
         .ok();
+    std::fs::write(h.channels().join("stray"), "not a channel").unwrap();
     let (entries, tokens, keys) = (h.entries(), h.token_lines(), h.key_folders());
     let thirteen: Vec<String> = (0..13).map(|i| format!("r{i}")).collect();
     for (args, needle) in [
