@@ -441,32 +441,12 @@ impl Host {
         })
     }
 
-    /// `root/name` when `name` is a slug, that entry is a real folder (not a
-    /// symlink) and its channel.json calls it `name`.
     fn find_dir(&self, name: &str) -> Option<ChannelDir> {
-        if !is_slug(name) {
-            return None;
-        }
-        let path = self.root.join(name);
-        if !std::fs::symlink_metadata(&path).ok()?.is_dir() {
-            return None;
-        }
-        ChannelDir::open(&path)
-            .ok()
-            .filter(|d| d.genesis().name == name)
+        hosted_dir(&self.root, name)
     }
 
-    /// Every hosted channel folder, by name.
     fn dirs(&self) -> Vec<ChannelDir> {
-        let Ok(entries) = std::fs::read_dir(&self.root) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
-        names.sort();
-        names.iter().filter_map(|n| self.find_dir(n)).collect()
+        hosted_dirs(&self.root)
     }
 
     /// `dir` opened with the server's home, caught up with its folder.
@@ -508,6 +488,35 @@ pub fn issue_link(
             channel.name, channel.name
         ),
     })
+}
+
+/// The channel hosted in `root` under `name`: `root/name` when `name` is a
+/// slug (so nothing outside `root` is reached), that entry is a real folder
+/// (not a symlink) and its channel.json calls it `name`.
+pub fn hosted_dir(root: &Path, name: &str) -> Option<ChannelDir> {
+    if !is_slug(name) {
+        return None;
+    }
+    let path = root.join(name);
+    if !std::fs::symlink_metadata(&path).ok()?.is_dir() {
+        return None;
+    }
+    ChannelDir::open(&path)
+        .ok()
+        .filter(|d| d.genesis().name == name)
+}
+
+/// Every channel hosted in `root`, by name.
+pub fn hosted_dirs(root: &Path) -> Vec<ChannelDir> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names.iter().filter_map(|n| hosted_dir(root, n)).collect()
 }
 
 /// How a token or key names the channel in `dir`.

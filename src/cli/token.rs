@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use super::Cli;
+use crate::app::hosting::channel_ref;
 use crate::core::timestamp::format_rfc3339;
-use crate::http::hosting::channel_ref;
 use crate::store::access::Access;
 use crate::store::clock::now_ms;
 

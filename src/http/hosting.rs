@@ -9,7 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::core::ids::is_slug;
+pub use crate::app::hosting::channel_ref;
+use crate::app::hosting::{hosted_dir, hosted_dirs};
 use crate::store::ChannelDir;
 use crate::store::access::ChannelRef;
 
@@ -27,7 +28,7 @@ impl Hosting {
     pub fn find(&self, name: &str) -> Option<ChannelDir> {
         match self {
             Self::One(dir) => (dir.genesis().name == name).then(|| dir.clone()),
-            Self::Under(root) => open_under(root, name),
+            Self::Under(root) => hosted_dir(root, name),
         }
     }
 
@@ -42,17 +43,7 @@ impl Hosting {
     pub fn channels(&self) -> Vec<ChannelDir> {
         match self {
             Self::One(dir) => vec![dir.clone()],
-            Self::Under(root) => {
-                let Ok(entries) = std::fs::read_dir(root) else {
-                    return Vec::new();
-                };
-                let mut names: Vec<String> = entries
-                    .filter_map(Result::ok)
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .collect();
-                names.sort();
-                names.iter().filter_map(|n| open_under(root, n)).collect()
-            }
+            Self::Under(root) => hosted_dirs(root),
         }
     }
 
@@ -63,28 +54,4 @@ impl Hosting {
             Self::Under(root) => Some(root),
         }
     }
-}
-
-/// How a token or key names `dir`.
-pub fn channel_ref(dir: &ChannelDir) -> ChannelRef {
-    ChannelRef {
-        id: dir.id().to_owned(),
-        name: dir.genesis().name.clone(),
-    }
-}
-
-/// `root/name` when `name` is a slug, that entry is a real folder (not a
-/// symlink) and its channel.json calls it `name`.
-fn open_under(root: &Path, name: &str) -> Option<ChannelDir> {
-    if !is_slug(name) {
-        return None;
-    }
-    let path = root.join(name);
-    let meta = std::fs::symlink_metadata(&path).ok()?;
-    if !meta.is_dir() {
-        return None;
-    }
-    ChannelDir::open(&path)
-        .ok()
-        .filter(|d| d.genesis().name == name)
 }
