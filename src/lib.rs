@@ -16,6 +16,7 @@ pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod core;
+pub mod http;
 pub mod mcp;
 pub mod store;
 pub mod sync;

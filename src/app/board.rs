@@ -419,7 +419,11 @@ fn debt_item(d: DebtLine, state: DebtState) -> DebtItem {
     parties.sort();
     parties.dedup();
     let others = |of: &str| -> Vec<String> {
-        parties.iter().filter(|p| p.as_str() != of).cloned().collect()
+        parties
+            .iter()
+            .filter(|p| p.as_str() != of)
+            .cloned()
+            .collect()
     };
     let (label, court, since) = match state {
         DebtState::Unconfirmed => {

@@ -6,6 +6,8 @@
 
 mod common;
 
+mod board;
+
 mod cli;
 mod concurrency;
 mod convergence;

@@ -1,0 +1,3 @@
+//! The HTTP transport.
+
+pub mod board;
