@@ -7,7 +7,6 @@
 mod common;
 
 mod board;
-
 mod cli;
 mod concurrency;
 mod convergence;
