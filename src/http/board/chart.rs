@@ -57,8 +57,13 @@ pub fn svg(chart: &Chart) -> String {
     for (i, day) in chart.days.iter().enumerate() {
         if i == 0 || i == last || i == last / 2 {
             let label = &format_rfc3339(*day)[5..10];
+            let anchor = match i {
+                0 => "start",
+                i if i == last => "end",
+                _ => "middle",
+            };
             out.push_str(&format!(
-                "<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{label}</text>",
+                "<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"{anchor}\">{label}</text>",
                 x(i as i64),
                 HEIGHT - 8
             ));

@@ -10,7 +10,7 @@
 
 use super::chart::{colour, svg};
 use super::html::{escape, push, push_fmt};
-use super::when::time_tag;
+use super::when::{ago_tag, time_tag};
 use crate::app::board::{
     AlarmItem, Board, DebtItem, DeviceItem, PinItem, ProposalItem, RoleCard, Section, SyncHealth,
     TrafficItem,
@@ -117,7 +117,7 @@ pub fn render(b: &Board) -> String {
     out.push_str("</style></head><body><header><h1>");
     push(&mut out, &b.channel);
     out.push_str("</h1><span class=\"meta\">read ");
-    out.push_str(&time_tag(now, now));
+    out.push_str(&ago_tag(now, now));
     out.push_str("</span><span class=\"meta\">");
     match &b.remote {
         Some(r) => {
@@ -283,8 +283,8 @@ fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i6
         out.push_str("</td><td>");
         out.push_str(&time_tag(d.since_ms, now));
         out.push_str("</td><td>");
-        out.push_str(&time_tag(d.sent_ms, now));
-        out.push_str(" ago</td></tr>");
+        out.push_str(&ago_tag(d.sent_ms, now));
+        out.push_str("</td></tr>");
     }
     out.push_str("</table>");
     more_note(out, s.more);
@@ -345,8 +345,8 @@ fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
         out.push_str("</td><td>");
         names(out, &p.awaiting);
         out.push_str("</td><td>");
-        out.push_str(&time_tag(p.sent_ms, now));
-        out.push_str(" ago</td></tr>");
+        out.push_str(&ago_tag(p.sent_ms, now));
+        out.push_str("</td></tr>");
     }
     out.push_str("</table>");
     more_note(out, s.more);
@@ -389,8 +389,8 @@ fn pins(out: &mut String, s: &Section<PinItem>, now: i64) {
             None => out.push_str("<span class=\"muted\">set directly</span>"),
         }
         out.push_str("</td><td>");
-        out.push_str(&time_tag(p.ms, now));
-        out.push_str(" ago</td></tr>");
+        out.push_str(&ago_tag(p.ms, now));
+        out.push_str("</td></tr>");
     }
     out.push_str("</table>");
     more_note(out, s.more);
@@ -417,10 +417,7 @@ fn devices(out: &mut String, list: &[DeviceItem], now: i64) {
         }
         push_fmt(out, format_args!("</td><td>{}</td><td>", d.records));
         match d.last_heard_ms {
-            Some(ms) => {
-                out.push_str(&time_tag(ms, now));
-                out.push_str(" ago");
-            }
+            Some(ms) => out.push_str(&ago_tag(ms, now)),
             None => out.push_str("<span class=\"muted\">never</span>"),
         }
         out.push_str("</td><td>");
@@ -472,8 +469,8 @@ fn traffic(out: &mut String, list: &[TrafficItem], now: i64) {
     out.push_str("<table><tr><th>when</th><th>from → to</th><th>topic</th><th>id</th></tr>");
     for t in list {
         out.push_str("<tr class=\"message\"><td>");
-        out.push_str(&time_tag(t.ms, now));
-        out.push_str(" ago</td><td>");
+        out.push_str(&ago_tag(t.ms, now));
+        out.push_str("</td><td>");
         push(out, &t.from);
         out.push_str(" → ");
         names(out, &t.to);

@@ -16,14 +16,25 @@ pub fn ago(ms: i64, now_ms: i64) -> String {
     }
 }
 
-/// A `<time>` element reading [`ago`], with the UTC time as its `datetime`
-/// and `title`.
+/// A `<time>` element reading how long since `ms` ("3 h"), with the UTC
+/// time as its `datetime` and `title`.
 pub fn time_tag(ms: i64, now_ms: i64) -> String {
+    tag(ms, ago(ms, now_ms))
+}
+
+/// A `<time>` element reading when `ms` was ("3 h ago", "just now").
+pub fn ago_tag(ms: i64, now_ms: i64) -> String {
+    let span = ago(ms, now_ms);
+    if span == "just now" {
+        tag(ms, span)
+    } else {
+        tag(ms, format!("{span} ago"))
+    }
+}
+
+fn tag(ms: i64, text: String) -> String {
     let utc = format_rfc3339(ms);
-    format!(
-        "<time datetime=\"{utc}\" title=\"{utc}\">{}</time>",
-        ago(ms, now_ms)
-    )
+    format!("<time datetime=\"{utc}\" title=\"{utc}\">{text}</time>")
 }
 
 #[cfg(test)]
@@ -47,5 +58,7 @@ mod tests {
             tag,
             "<time datetime=\"1970-01-01T00:00:00.000Z\" title=\"1970-01-01T00:00:00.000Z\">2 h</time>"
         );
+        assert!(ago_tag(0, 7_200_000).ends_with(">2 h ago</time>"));
+        assert!(ago_tag(0, 1_000).ends_with(">just now</time>"));
     }
 }
