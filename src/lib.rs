@@ -1,12 +1,13 @@
 //! countersign: a coordination channel for coding-agent sessions with no server.
 //!
 //! # Layout
-//! Arrows point down only: transports ([`mcp`], [`cli`]) → [`app`] → [`store`] → [`core`].
+//! Arrows point down only: transports ([`mcp`], [`http`], [`cli`]) → [`app`] → [`store`] → [`core`].
 //! - [`core`]: pure rules (record format, signatures, chain, order, the fold).
 //! - [`store`]: feeds on disk, keys, the SQLite index and ingest.
 //! - [`sync`]: moving the folder between machines (git, rclone); beside `store`, under `app`.
 //! - [`app`]: the use cases shared by the MCP server and the CLI.
-//! - [`mcp`]: the stdio MCP server, thin adapters over [`app`].
+//! - [`mcp`]: the MCP server (its tools), thin adapters over [`app`].
+//! - [`http`]: `countersign serve`: the MCP tools over HTTP, the board, `/status`.
 //! - [`cli`]: commands for people, hooks and scripts.
 //! - `bench` (feature `bench` only): `countersign-bench`, which measures the
 //!   budgets; on top, like the transports, and not in the installed binary.

@@ -14,6 +14,7 @@ mod install;
 mod invite;
 mod join;
 mod log;
+mod mcp;
 pub(crate) mod mcp_client;
 mod reindex;
 mod remote;
@@ -23,6 +24,7 @@ mod send;
 mod serve;
 mod status;
 mod sync;
+mod token;
 mod verify;
 
 use std::path::PathBuf;
@@ -72,7 +74,12 @@ enum Command {
     /// Create a channel folder and the owner key, and print how to wire agents to it.
     Init(init::Args),
     /// Serve the channel to one agent session over stdio (MCP).
-    Mcp(serve::Args),
+    Mcp(mcp::Args),
+    /// Serve the channel (or every channel under --channels-dir) over HTTP: MCP at /mcp for
+    /// agents holding a role token, the board for people, /status for remote hooks.
+    Serve(serve::Args),
+    /// Role tokens for `serve` (`token create --role R`, `token list`, `token revoke ID`).
+    Token(token::Args),
     /// Send a message as --role.
     Send(send::Args),
     /// Show the messages addressed to --role (records delivery, never marks read).
@@ -131,7 +138,9 @@ enum Command {
 pub fn run(cli: Cli) -> ExitCode {
     let result = match &cli.command {
         Command::Init(a) => init::run(&cli, a),
-        Command::Mcp(a) => serve::run(&cli, a),
+        Command::Mcp(a) => mcp::run(&cli, a),
+        Command::Serve(a) => serve::run(&cli, a),
+        Command::Token(a) => token::run(&cli, a),
         Command::Send(a) => send::run(&cli, a),
         Command::Inbox(a) => inbox::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),

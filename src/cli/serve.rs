@@ -1,74 +1,144 @@
-//! `countersign mcp`: serve one agent session over stdio.
+//! `countersign serve`: the hosted channels over HTTP (MCP at `/mcp`, the
+//! board, `/status`). Parses the options into an [`http::Config`] and runs
+//! the server until SIGINT or SIGTERM.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::{Context as _, bail};
+
 use super::Cli;
-use crate::mcp::Server;
-use crate::mcp::toolset::{self, Toolsets};
+use crate::http::{self, hosting::Hosting};
+use crate::store::ChannelDir;
 
-/// Arguments of `mcp` (the role and channel are global options).
+/// The default address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
+
+/// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  countersign mcp --role backend\n  \
-    countersign mcp --role backend --sync-every 30s\n  \
-    countersign mcp --role backend --tools mail,debts\n\n\
-    With --sync-every, the channel is synced with its remote (`countersign remote set`) in the \
-    background: every interval and about a second after each own write. One process per machine \
-    and channel syncs at a time; a failed sync is logged to stderr and retried.")]
+#[command(after_help = "Examples:\n  \
+    countersign serve --channel .countersign\n  \
+    COUNTERSIGN_ADMIN_TOKEN=… countersign serve --channels-dir /srv/channels\n  \
+    countersign serve --listen 0.0.0.0:8765 --public --allow-host board.example.org\n\n\
+    Agents reach /mcp with a role token (`countersign token create --role R`); people open the \
+    board with `countersign board`. The admin token (COUNTERSIGN_ADMIN_TOKEN) reaches only the \
+    management tools, and only with --channels-dir. Off loopback, put a TLS reverse proxy in \
+    front (docs/SERVE.md).")]
 pub struct Args {
-    /// Sync with the channel's remote in the background this often (e.g. 30s, 2m, 500ms).
-    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
-    pub sync_every: Option<Duration>,
-    /// Serve only these toolsets: mail, debts, consent, uploads, all (the default).
-    #[arg(long, value_name = "SET[,SET...]", default_value = "all",
-          value_parser = Toolsets::parse, long_help = toolset::help())]
-    pub tools: Toolsets,
+    /// The address and port to listen on.
+    #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Serve every channel folder directly under DIR (each named by its folder), and let the
+    /// admin token create channels there. Without it, the one channel of --channel (or found as
+    /// other commands find it) is served.
+    #[arg(long, value_name = "DIR", conflicts_with = "channel")]
+    pub channels_dir: Option<PathBuf>,
+    /// Allow listening on an address other than loopback. Tokens then cross the network: put a
+    /// TLS reverse proxy in front (docs/SERVE.md).
+    #[arg(long)]
+    pub public: bool,
+    /// Also accept requests whose Host (or browser Origin) is NAME or NAME:PORT: the name a
+    /// reverse proxy forwards. Repeatable. Loopback names of the port are always accepted.
+    #[arg(long = "allow-host", value_name = "NAME[:PORT]")]
+    pub allow_hosts: Vec<String>,
+    /// The largest request body accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = http::BODY_LIMIT)]
+    pub body_limit: usize,
 }
 
-/// Parses a sync interval: a duration of at least 100ms.
-fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = super::duration::parse(s)?;
-    if d < Duration::from_millis(100) {
-        return Err("the sync interval must be at least 100ms".into());
-    }
-    Ok(d)
-}
-
-/// Serves until the client closes stdin.
+/// Runs the server until SIGINT or SIGTERM.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("COUNTERSIGN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
-    // A server that did not get COUNTERSIGN_HOME lands in the default home
-    // and makes a new device there: say so where the client logs stderr.
-    let home = cli.home()?;
-    let fresh = home.is_default() && !home.has_device();
-    let session = cli.session_with_role()?;
-    if fresh {
-        tracing::warn!(
-            "made a new device in the default home {}: if this device's keys live in another \
-             home, COUNTERSIGN_HOME did not reach this server — set it in the client's server \
-             entry (`countersign install` does)",
-            home.describe()
+    super::mcp::log_to_stderr();
+    if !a.listen.ip().is_loopback() && !a.public {
+        bail!(
+            "{} is not a loopback address: tokens would cross the network in the clear. Pass \
+             --public to listen there anyway, behind a TLS reverse proxy (docs/SERVE.md)",
+            a.listen
         );
     }
+    let admin_token = std::env::var("COUNTERSIGN_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let hosting = match &a.channels_dir {
+        Some(dir) => {
+            let meta = std::fs::symlink_metadata(dir)
+                .with_context(|| format!("cannot read the channels folder {}", dir.display()))?;
+            if !meta.is_dir() {
+                bail!("{} is not a folder", dir.display());
+            }
+            Hosting::Under(dir.clone())
+        }
+        None => {
+            if admin_token.is_some() {
+                bail!(
+                    "COUNTERSIGN_ADMIN_TOKEN is set but the management tools need a folder to \
+                     make channels in: pass --channels-dir DIR, or unset the variable"
+                );
+            }
+            Hosting::One(cli.channel_dir()?)
+        }
+    };
+    if let Some(t) = &admin_token
+        && t.len() < 32
+    {
+        tracing::warn!(
+            "COUNTERSIGN_ADMIN_TOKEN is shorter than 32 characters: use a long random one"
+        );
+    }
+    let config = http::Config {
+        listen: a.listen,
+        home: cli.home()?,
+        hosting,
+        admin_token,
+        allowed_hosts: a.allow_hosts.clone(),
+        body_limit: a.body_limit,
+    };
+    describe(&config);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let mut server = Server::with_toolsets(session, a.tools.clone());
-    if let Some(every) = a.sync_every {
-        server = server.with_sync_every(every);
-    }
-    let served = rt.block_on(server.serve_stdio());
-    // A background sync may be waiting on a slow remote: the session is over,
-    // so do not wait for it long (its next run, anywhere, picks the work up).
+    rt.block_on(http::serve(config, stop_signal()))?;
     rt.shutdown_timeout(Duration::from_secs(2));
-    served?;
+    eprintln!("countersign serve: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says on stderr what is served where.
+fn describe(config: &http::Config) {
+    let channels: Vec<String> = config
+        .hosting
+        .channels()
+        .iter()
+        .map(|d: &ChannelDir| d.genesis().name.clone())
+        .collect();
+    eprintln!(
+        "countersign serve: http://{} — channels: {}{}",
+        config.listen,
+        if channels.is_empty() {
+            "none yet".to_owned()
+        } else {
+            channels.join(", ")
+        },
+        if config.admin_token.is_some() {
+            "; management tools on (admin token set)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -127,6 +127,12 @@ impl Home {
         self.state.join("install")
     }
 
+    /// The access database of `countersign serve` (hashes of role tokens and
+    /// view keys), kept with the keys.
+    pub fn access_db(&self) -> PathBuf {
+        self.config.join("access.sqlite3")
+    }
+
     /// True when this home has a device already (`device` would not make one).
     pub fn has_device(&self) -> bool {
         self.config.join("device.json").is_file()

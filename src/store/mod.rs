@@ -5,6 +5,7 @@
 //! Depends on `core` only. It decides how bytes are stored and found, never
 //! what an operation means or whether a tool may perform it (that is `app`).
 
+pub mod access;
 pub mod backup;
 pub mod binding;
 pub mod body;

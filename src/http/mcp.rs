@@ -1,0 +1,152 @@
+//! `/mcp`: MCP over streamable HTTP, with the identity of the bearer token.
+//!
+//! Each role of each hosted channel gets its own MCP service, built the
+//! first time a token of that role calls, around the same `mcp::Server` a
+//! stdio session runs (so names, parameters, results and refusals are the
+//! stdio ones). A request is authenticated before it reaches any service,
+//! and it reaches only its identity's: a session opened with one role's
+//! token is unknown to every other role's service, so a session id never
+//! carries an identity across. The admin token reaches the management
+//! tools' service only; a view key reaches none.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::guard::{Guard, refuse};
+use super::identity::{Identity, authenticate};
+use crate::app::Session;
+use crate::core::ids::Role;
+use crate::mcp::Server;
+use crate::store::Channel;
+use crate::store::access::RoleToken;
+
+type Service = StreamableHttpService<Server, LocalSessionManager>;
+
+/// The MCP services of a server, one per (channel id, role).
+pub struct Services {
+    by_role: Mutex<HashMap<(String, String), Service>>,
+    config: StreamableHttpServerConfig,
+}
+
+impl Services {
+    /// No service yet; each will follow `guard`'s body limit.
+    pub fn new(guard: &Guard) -> Self {
+        Self {
+            by_role: Mutex::new(HashMap::new()),
+            config: service_config(guard, CancellationToken::new()),
+        }
+    }
+
+    /// The rmcp configuration of a service, with `cancel` ending its
+    /// sessions.
+    pub fn config(&self, cancel: CancellationToken) -> StreamableHttpServerConfig {
+        self.config.clone().with_cancellation_token(cancel)
+    }
+}
+
+/// How every service of this server is set up. Host and Origin are checked
+/// once for every route by `guard`, so rmcp's own check of them is off (it
+/// would know nothing of `--allow-host`).
+fn service_config(guard: &Guard, cancel: CancellationToken) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(guard.body_limit())
+        .with_cancellation_token(cancel)
+}
+
+/// `/mcp` (any method): authenticate, then hand the request to the caller's
+/// service.
+pub async fn handle(
+    State(state): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    let identity = match authenticate(&state, peer, request.headers()).await {
+        Ok(i) => i,
+        Err(refusal) => return refusal,
+    };
+    match identity {
+        Identity::Role(token) => match role_service(&state, &token).await {
+            Ok(service) => service.handle(request).await.map(Body::new),
+            Err(refusal) => refusal,
+        },
+        Identity::Admin => admin(&state, request).await,
+        Identity::Viewer(_) => refuse(
+            StatusCode::FORBIDDEN,
+            "view tokens are only valid for GET /board: calling tools needs a role token",
+        ),
+    }
+}
+
+/// The management tools, for the admin token.
+async fn admin(_state: &Shared, _request: Request) -> Response {
+    refuse(
+        StatusCode::FORBIDDEN,
+        "this server has no management tools yet",
+    )
+}
+
+/// The service of `token`'s role, made on first use.
+async fn role_service(state: &Shared, token: &RoleToken) -> Result<Service, Response> {
+    let key = (token.channel.id.clone(), token.role.clone());
+    if let Some(s) = lock(&state.mcp.by_role).get(&key) {
+        return Ok(s.clone());
+    }
+    let Some(dir) = state.hosting.find_ref(&token.channel) else {
+        return Err(refuse(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "channel '{}' is not hosted by this server (any more): the token was made for \
+                 a channel this server does not serve",
+                token.channel.name
+            ),
+        ));
+    };
+    let home = state.home.clone();
+    let role = token.role.clone();
+    let opened = tokio::task::spawn_blocking(move || -> anyhow::Result<Session> {
+        let role = Role::new(&role)?;
+        Ok(Session::new(Channel::open(dir, home)?, Some(role))?)
+    })
+    .await;
+    let session = match opened {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            return Err(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("cannot open the channel for this token: {e:#}"),
+            ));
+        }
+        Err(e) => {
+            return Err(refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("cannot open the channel: {e}"),
+            ));
+        }
+    };
+    let server = Server::new(session);
+    let service = Service::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        state.mcp.config(state.shutdown.child_token()),
+    );
+    Ok(lock(&state.mcp.by_role)
+        .entry(key)
+        .or_insert(service)
+        .clone())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,105 @@
+//! Slowing down an address that keeps presenting wrong secrets.
+//!
+//! Secrets are 256-bit random, so guessing is hopeless anyway; the pause
+//! makes trying cost the one who tries, and keeps a flood of bad requests
+//! from costing the server a database lookup each. The first few failures
+//! are free (a mistyped token), then each further one waits twice as long as
+//! the one before, up to a cap; ten quiet minutes or a success forget them.
+//! The table is bounded: past its size the oldest entries go.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Failures an address may have before it is slowed down.
+const FREE: u32 = 5;
+/// The first pause, doubled with each further failure.
+const FIRST: Duration = Duration::from_millis(250);
+/// The longest pause.
+const CAP: Duration = Duration::from_secs(8);
+/// How long failures are remembered.
+const WINDOW: Duration = Duration::from_secs(600);
+/// The most addresses remembered.
+const MAX_ADDRESSES: usize = 4096;
+
+/// Failed authentications per address.
+#[derive(Debug, Default)]
+pub struct Throttle {
+    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+impl Throttle {
+    /// How long a request from `ip` waits before its secret is checked.
+    pub fn pause(&self, ip: IpAddr) -> Duration {
+        let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        match map.get(&ip) {
+            Some(&(n, at)) if n > FREE && at.elapsed() < WINDOW => {
+                let doublings = (n - FREE - 1).min(16);
+                (FIRST * 2u32.pow(doublings)).min(CAP)
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Records a wrong secret from `ip`.
+    pub fn failed(&self, ip: IpAddr) {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_ADDRESSES && !map.contains_key(&ip) {
+            map.retain(|_, (_, at)| at.elapsed() < WINDOW);
+            if map.len() >= MAX_ADDRESSES
+                && let Some(oldest) = map.iter().min_by_key(|(_, (_, at))| *at).map(|(k, _)| *k)
+            {
+                map.remove(&oldest);
+            }
+        }
+        let entry = map.entry(ip).or_insert((0, Instant::now()));
+        if entry.1.elapsed() >= WINDOW {
+            entry.0 = 0;
+        }
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = Instant::now();
+    }
+
+    /// Forgets the failures of `ip` (it presented a good secret).
+    pub fn succeeded(&self, ip: IpAddr) {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(&ip);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_past_the_free_ones_pause_longer_each_time_until_a_success() {
+        let t = Throttle::default();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        for _ in 0..FREE {
+            t.failed(ip);
+        }
+        assert_eq!(t.pause(ip), Duration::ZERO);
+        t.failed(ip);
+        assert_eq!(t.pause(ip), FIRST);
+        t.failed(ip);
+        assert_eq!(t.pause(ip), FIRST * 2);
+        for _ in 0..40 {
+            t.failed(ip);
+        }
+        assert_eq!(t.pause(ip), CAP);
+        assert_eq!(t.pause(other), Duration::ZERO);
+        t.succeeded(ip);
+        assert_eq!(t.pause(ip), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_table_stays_bounded() {
+        let t = Throttle::default();
+        for i in 0..(MAX_ADDRESSES as u32 + 100) {
+            t.failed(IpAddr::from(i.to_be_bytes()));
+        }
+        assert!(t.failures.lock().unwrap().len() <= MAX_ADDRESSES);
+    }
+}
