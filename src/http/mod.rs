@@ -69,6 +69,8 @@ pub struct State {
     pub mcp: mcp::Services,
     /// Cancelled when the server shuts down: long-lived streams end.
     pub shutdown: CancellationToken,
+    /// The channels the board has opened.
+    pub board: board::reader::Readers,
 }
 
 impl State {
@@ -95,6 +97,7 @@ impl State {
             guard,
             throttle: throttle::Throttle::default(),
             shutdown: CancellationToken::new(),
+            board: board::reader::Readers::default(),
         }))
     }
 }
@@ -104,6 +107,7 @@ pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/mcp", any(mcp::handle))
+        .merge(board::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check,
