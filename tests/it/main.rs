@@ -7,6 +7,8 @@
 mod common;
 
 mod board;
+mod board_browser;
+mod board_http;
 mod cli;
 mod concurrency;
 mod convergence;
