@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 /// Parses a sync interval: a duration of at least 100ms.
-fn parse_interval(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = super::duration::parse(s)?;
     if d < Duration::from_millis(100) {
         return Err("the sync interval must be at least 100ms".into());

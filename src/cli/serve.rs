@@ -46,6 +46,10 @@ pub struct Args {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = http::BODY_LIMIT)]
     pub body_limit: usize,
+    /// Sync every hosted channel with its remote (`countersign remote set`) in the background
+    /// this often (e.g. 30s, 2m) and about a second after each write, as `mcp --sync-every`.
+    #[arg(long, value_name = "DURATION", value_parser = super::mcp::parse_interval)]
+    pub sync_every: Option<Duration>,
 }
 
 /// Runs the server until SIGINT or SIGTERM.
@@ -94,40 +98,48 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         admin_token,
         allowed_hosts: a.allow_hosts.clone(),
         body_limit: a.body_limit,
+        sync_every: a.sync_every,
     };
-    describe(&config);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(http::serve(config, stop_signal()))?;
+    let channels = channel_names(&config);
+    let admin = config.admin_token.is_some();
+    rt.block_on(http::serve(
+        config,
+        |at| {
+            // The first line says where: with `--listen …:0` it is the one
+            // place the chosen port shows.
+            eprintln!(
+                "countersign serve: listening on http://{at} — channels: {channels}{}",
+                if admin {
+                    "; management tools on (admin token set)"
+                } else {
+                    ""
+                }
+            );
+        },
+        stop_signal(),
+    ))?;
     rt.shutdown_timeout(Duration::from_secs(2));
     eprintln!("countersign serve: stopped");
     Ok(ExitCode::SUCCESS)
 }
 
-/// Says on stderr what is served where.
-fn describe(config: &http::Config) {
-    let channels: Vec<String> = config
+/// The hosted channels' names, for the first line.
+fn channel_names(config: &http::Config) -> String {
+    let names: Vec<String> = config
         .hosting
         .channels()
         .iter()
         .map(|d: &ChannelDir| d.genesis().name.clone())
         .collect();
-    eprintln!(
-        "countersign serve: http://{} — channels: {}{}",
-        config.listen,
-        if channels.is_empty() {
-            "none yet".to_owned()
-        } else {
-            channels.join(", ")
-        },
-        if config.admin_token.is_some() {
-            "; management tools on (admin token set)"
-        } else {
-            ""
-        }
-    );
+    if names.is_empty() {
+        "none yet".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// Resolves on the first SIGINT or SIGTERM.

@@ -18,6 +18,7 @@ pub mod guard;
 pub mod hosting;
 pub mod identity;
 pub mod mcp;
+pub mod syncing;
 pub mod throttle;
 
 use std::net::SocketAddr;
@@ -47,6 +48,9 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
+    /// Sync each hosted channel with its remote this often (and after own
+    /// writes); `None`: never.
+    pub sync_every: Option<std::time::Duration>,
 }
 
 /// The default largest request body: room for an upload chunk and its JSON.
@@ -67,6 +71,8 @@ pub struct State {
     pub throttle: throttle::Throttle,
     /// The MCP services, one per identity.
     pub mcp: mcp::Services,
+    /// The background syncs of the hosted channels.
+    pub syncing: syncing::Syncing,
     /// Cancelled when the server shuts down: long-lived streams end.
     pub shutdown: CancellationToken,
     /// The channels the board has opened.
@@ -94,6 +100,7 @@ impl State {
             access: Mutex::new(access),
             admin: identity::AdminToken::new(config.admin_token.as_deref()),
             mcp: mcp::Services::new(&guard),
+            syncing: syncing::Syncing::new(config.sync_every),
             guard,
             throttle: throttle::Throttle::default(),
             shutdown: CancellationToken::new(),
@@ -121,17 +128,25 @@ async fn healthz() -> axum::Json<serde_json::Value> {
 }
 
 /// Serves until `stop` resolves, then finishes the requests under way (no
-/// write is cut short: each runs to its answer) and returns.
+/// write is cut short: each runs to its answer) and returns. `ready` is
+/// told the address listened on (the port chosen when `listen` has port 0)
+/// once requests are accepted.
 pub async fn serve(
     config: Config,
+    ready: impl FnOnce(SocketAddr),
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let state = State::new(&config)?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-    let local = listener.local_addr()?;
-    tracing::info!("serving on http://{local}");
+    let state = State::new(&Config {
+        listen: listener.local_addr()?,
+        ..config
+    })?;
+    for dir in state.hosting.channels() {
+        state.syncing.start(&dir, &state.home);
+    }
+    ready(listener.local_addr()?);
     let shutdown = state.shutdown.clone();
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)

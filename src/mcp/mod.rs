@@ -20,7 +20,7 @@ mod debts;
 pub mod line_transport;
 mod messaging;
 pub mod schema;
-mod syncer;
+pub mod syncer;
 pub mod toolset;
 mod uploads;
 mod wait;

@@ -36,6 +36,8 @@ mod real_clients;
 mod search_catch_up;
 mod search_grammar;
 mod search_snippet;
+mod serve_proxy;
+mod serve_sync;
 mod setups;
 mod status_hooks;
 mod store_faults;

@@ -17,7 +17,7 @@ fn manifest_dir() -> &'static Path {
 
 /// `$COUNTERSIGN_PYTHON` (a relative path is taken from the crate root), else the venv
 /// `.ci/python-env.sh` makes, else `python3`.
-fn python() -> PathBuf {
+pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("COUNTERSIGN_PYTHON").filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_relative() && p.components().count() > 1 {

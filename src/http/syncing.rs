@@ -1,0 +1,56 @@
+//! `serve --sync-every`: the hosted channels synced with their remotes in
+//! the background, as `countersign mcp --sync-every` syncs its one channel
+//! (the same `mcp::syncer` loop: every interval, and about a second after
+//! each own write). What HTTP agents send then reaches the other machines
+//! without anyone running `countersign sync`.
+//!
+//! Owns which channels have a sync loop running (one each, started when the
+//! server starts or when a channel is created) and their folder watchers.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::mcp::syncer;
+use crate::store::watcher::Watcher;
+use crate::store::{ChannelDir, Home};
+
+/// The background syncs of a server.
+#[derive(Default)]
+pub struct Syncing {
+    every: Option<Duration>,
+    /// Channel id → the watcher its loop listens to (kept alive here).
+    running: Mutex<HashMap<String, Option<Watcher>>>,
+}
+
+impl Syncing {
+    /// Syncs every `every`, or never when `None`.
+    pub fn new(every: Option<Duration>) -> Self {
+        Self {
+            every,
+            running: Mutex::default(),
+        }
+    }
+
+    /// Starts the background sync of `dir` with `home`, unless syncing is
+    /// off or it runs already. Must be called inside the server's runtime.
+    pub fn start(&self, dir: &ChannelDir, home: &Home) {
+        let Some(every) = self.every else {
+            return;
+        };
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if running.contains_key(dir.id()) {
+            return;
+        }
+        let watcher = match Watcher::start(&dir.feeds()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("{e}; {} syncs on its interval alone", dir.root().display());
+                None
+            }
+        };
+        let changes = watcher.as_ref().map(Watcher::subscribe);
+        tokio::spawn(syncer::run(dir.clone(), home.clone(), every, changes));
+        running.insert(dir.id().to_owned(), watcher);
+    }
+}

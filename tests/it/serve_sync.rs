@@ -1,0 +1,35 @@
+//! `countersign serve --sync-every`: the server syncs its hosted channel in
+//! the background, so what is written on its machine reaches the others
+//! with nobody running `countersign sync` there.
+
+use std::time::{Duration, Instant};
+
+use crate::common::machines::World;
+use crate::serve_proxy::serve_at;
+
+#[test]
+fn a_server_with_sync_every_publishes_its_machines_writes_by_itself() {
+    let w = World::git(2, &["frontend", "backend"]);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    let (_server, _port) = serve_at(&a.home, &a.dir, &["--sync-every", "1s"]);
+    // A write on the server's machine, by another process (as an HTTP
+    // agent's write would be by the server itself): the server's folder
+    // watcher sees it and its sync loop publishes it.
+    a.send("frontend", "backend", "published by the server");
+    let start = Instant::now();
+    loop {
+        b.sync();
+        if b.verified_topics()
+            .iter()
+            .any(|t| t == "published by the server")
+        {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "the write never reached the other machine: {:?}",
+            b.verified_topics()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
