@@ -291,14 +291,14 @@ fn only_a_view_key_of_this_channel_opens_its_board() {
         .create_view_key(&other, "board", "cli", Duration::from_secs(3600), now_ms())
         .unwrap();
     get(&server.page(), &[("Authorization", &bearer(&foreign))])
-        .assert_html(403, "channel 'other' only");
+        .assert_html(403, "channel &#39;other&#39; only");
     // And this channel's cookie on another board's address.
     let cookie = server.cookie(&server.link());
     get(
         &format!("{}/board/other", server.base),
         &[("Cookie", cookie.as_str())],
     )
-    .assert_html(403, "channel 'local' only");
+    .assert_html(403, "channel &#39;local&#39; only");
     // A view key is no role token either.
     let mcp = get(
         &format!("{}/mcp", server.base),
