@@ -538,7 +538,8 @@ pub fn issue_link(
     issued_by: &str,
     now_ms: i64,
 ) -> AppResult<BoardLink> {
-    let (secret, key) = access.create_view_key(channel, "board", issued_by, VIEW_KEY_TTL, now_ms)?;
+    let (secret, key) =
+        access.create_view_key(channel, "board", issued_by, VIEW_KEY_TTL, now_ms)?;
     let nonce = access.create_nonce(&key.id, now_ms)?;
     let nonce_ttl = i64::try_from(NONCE_TTL.as_millis()).unwrap_or(i64::MAX);
     Ok(BoardLink {

@@ -71,11 +71,19 @@ fn the_board_renders_in_a_browser_with_peer_text_as_text() {
         &[format!("--screenshot={}", shot.display())],
     );
     let png = std::fs::read(&shot).expect("a screenshot was taken");
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "{} bytes", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{} bytes",
+        png.len()
+    );
     println!("board screenshot: {}", shot.display());
 
     // The DOM the browser built from the page (after its script ran).
-    let dom = chromium(&tmp.path().join("dom"), &server.link().url, &["--dump-dom".into()]);
+    let dom = chromium(
+        &tmp.path().join("dom"),
+        &server.link().url,
+        &["--dump-dom".into()],
+    );
     std::fs::write(output_dir().join("board.dom.html"), &dom).unwrap();
     for (what, needle) in [
         ("an open debt", "<td class=\"topic\">ship the parser</td>"),

@@ -55,13 +55,12 @@ impl BoardServer {
             .spawn()
             .expect("countersign serve starts");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines
-            .next()
-            .expect("serve says where it listens")
-            .unwrap();
+        let first = lines.next().expect("serve says where it listens").unwrap();
         // Keep reading its log, so the pipe never fills.
         std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
-        let at = first.find("http://").unwrap_or_else(|| panic!("no address: {first}"));
+        let at = first
+            .find("http://")
+            .unwrap_or_else(|| panic!("no address: {first}"));
         let base: String = first[at..]
             .chars()
             .take_while(|c| !c.is_whitespace())
@@ -97,11 +96,7 @@ impl BoardServer {
     pub fn cookie(&self, link: &BoardLink) -> String {
         let r = get(&link.url, &[]);
         assert_eq!(r.status, 303, "{}", r.body);
-        r.header("set-cookie")
-            .split(';')
-            .next()
-            .unwrap()
-            .to_owned()
+        r.header("set-cookie").split(';').next().unwrap().to_owned()
     }
 }
 
@@ -217,7 +212,10 @@ fn a_link_is_exchanged_once_for_a_cookie_that_opens_the_page() {
     let sc = scene();
     let server = BoardServer::start(&sc.local);
     let link = server.link();
-    assert!(link.url.starts_with(&format!("{}/board/local?n=csn_", server.base)));
+    assert!(
+        link.url
+            .starts_with(&format!("{}/board/local?n=csn_", server.base))
+    );
 
     let first = get(&link.url, &[]);
     assert_eq!(first.status, 303, "{}", first.body);
@@ -226,7 +224,10 @@ fn a_link_is_exchanged_once_for_a_cookie_that_opens_the_page() {
     let set = first.header("set-cookie");
     assert!(set.starts_with("cs_board=csb_"), "{set}");
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/board"] {
-        assert!(set.split("; ").any(|a| a == attribute), "{attribute} missing: {set}");
+        assert!(
+            set.split("; ").any(|a| a == attribute),
+            "{attribute} missing: {set}"
+        );
     }
     assert!(!set.contains("Secure"), "plain http on loopback: {set}");
     let cookie = set.split(';').next().unwrap();
@@ -249,10 +250,11 @@ fn an_expired_link_and_a_made_up_one_are_refused() {
     let link = server.link();
     let access = server.access();
     // A nonce made 61 s ago for the same key: past its 60 s.
-    let stale = access.create_nonce(&link.key_id, now_ms() - 61_000).unwrap();
+    let stale = access
+        .create_nonce(&link.key_id, now_ms() - 61_000)
+        .unwrap();
     get(&format!("{}?n={stale}", server.page()), &[]).assert_html(401, "60 seconds");
-    get(&format!("{}?n=csn_{}", server.page(), "0".repeat(64)), &[])
-        .assert_html(401, "new link");
+    get(&format!("{}?n=csn_{}", server.page(), "0".repeat(64)), &[]).assert_html(401, "new link");
     // No key at all.
     get(&server.page(), &[]).assert_html(401, "private");
     // The fresh link still works.
@@ -267,7 +269,10 @@ fn only_a_view_key_of_this_channel_opens_its_board() {
     let access = server.access();
 
     // The view key itself, as a bearer.
-    let page = get(&server.page(), &[("Authorization", &bearer(&link.view_key))]);
+    let page = get(
+        &server.page(),
+        &[("Authorization", &bearer(&link.view_key))],
+    );
     page.assert_html(200, "ship the parser");
 
     // A role token of this very channel: never.
@@ -342,7 +347,10 @@ fn revoking_the_channels_keys_ends_pages_and_streams() {
         &[("Cookie", cookie.as_str())],
     );
     assert_eq!(status, 200);
-    assert_eq!(get(&server.page(), &[("Cookie", cookie.as_str())]).status, 200);
+    assert_eq!(
+        get(&server.page(), &[("Cookie", cookie.as_str())]).status,
+        200
+    );
 
     let revoked = revoke_access(&server.access(), &server.channel, now_ms()).unwrap();
     assert_eq!(revoked.keys.len(), 2, "{revoked:?}");
@@ -358,7 +366,10 @@ fn revoking_the_channels_keys_ends_pages_and_streams() {
     }
     assert!(at.elapsed() < Duration::from_secs(3), "{:?}", at.elapsed());
     get(&server.page(), &[("Cookie", cookie.as_str())]).assert_html(401, "ended");
-    get(&server.page(), &[("Authorization", &bearer(&link.view_key))])
-        .assert_html(401, "revoked");
+    get(
+        &server.page(),
+        &[("Authorization", &bearer(&link.view_key))],
+    )
+    .assert_html(401, "revoked");
     get(&unused.url, &[]).assert_html(401, "revoked");
 }

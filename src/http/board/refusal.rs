@@ -41,7 +41,11 @@ pub fn sign_in(what: &str) -> Response {
 
 /// 403: a good secret that does not open this board.
 pub fn forbidden(what: &str) -> Response {
-    page(StatusCode::FORBIDDEN, "This key does not open this board", what)
+    page(
+        StatusCode::FORBIDDEN,
+        "This key does not open this board",
+        what,
+    )
 }
 
 /// 404: no such channel here.

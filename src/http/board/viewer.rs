@@ -69,15 +69,16 @@ pub async fn authorize(
     }
     let found = match (cookie(headers), bearer(headers)) {
         (Some(c), _) => lookup_cookie(state, &c).map(|k| (k, Credential::Cookie(c))),
-        (None, Some(secret)) => lookup_bearer(state, secret)
-            .map(|k| (k, Credential::Bearer(secret.to_owned()))),
-        (None, None) => Err(refusal::sign_in("This board is private.")),
+        (None, Some(secret)) => {
+            lookup_bearer(state, secret).map(|k| (k, Credential::Bearer(secret.to_owned())))
+        }
+        (None, None) => Err(Refused::SignIn("This board is private.")),
     };
     let (key, credential) = match found {
         Ok(f) => f,
         Err(refused) => {
             state.throttle.failed(peer.ip());
-            return Err(refused);
+            return Err(refused.page());
         }
     };
     if key.channel.name != name {
@@ -108,34 +109,55 @@ pub fn still_open(state: &Shared, credential: &Credential) -> bool {
     }
 }
 
-fn lookup_cookie(state: &Shared, secret: &str) -> Result<ViewKey, Response> {
+/// Why a presented secret opens no board (kept small; drawn as a page by
+/// [`Refused::page`]).
+enum Refused {
+    /// 401 with this reason.
+    SignIn(&'static str),
+    /// 403 with this reason.
+    Forbidden(&'static str),
+    /// 500: the access database cannot be read.
+    Unreadable,
+}
+
+impl Refused {
+    fn page(self) -> Response {
+        match self {
+            Self::SignIn(why) => refusal::sign_in(why),
+            Self::Forbidden(why) => refusal::forbidden(why),
+            Self::Unreadable => refusal::broken(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The server cannot read its access database.",
+            ),
+        }
+    }
+}
+
+fn lookup_cookie(state: &Shared, secret: &str) -> Result<ViewKey, Refused> {
     match state.access().find_board_session(secret, now_ms()) {
         Ok(Some(key)) => Ok(key),
-        Ok(None) => Err(refusal::sign_in(
+        Ok(None) => Err(Refused::SignIn(
             "This browser's board session has ended: its key was revoked or expired.",
         )),
         Err(e) => Err(unreadable(&e)),
     }
 }
 
-fn lookup_bearer(state: &Shared, secret: &str) -> Result<ViewKey, Response> {
+fn lookup_bearer(state: &Shared, secret: &str) -> Result<ViewKey, Refused> {
     match resolve(state, secret) {
         Ok(Some(Identity::Viewer(key))) => Ok(key),
-        Ok(Some(Identity::Role(_) | Identity::Admin)) => Err(refusal::forbidden(
+        Ok(Some(Identity::Role(_) | Identity::Admin)) => Err(Refused::Forbidden(
             "Role and admin tokens never open a board: it opens with a view key of its own \
              channel (`countersign board`, or the board_link tool).",
         )),
-        Ok(None) => Err(refusal::sign_in("This key is unknown, revoked or expired.")),
+        Ok(None) => Err(Refused::SignIn("This key is unknown, revoked or expired.")),
         Err(e) => Err(unreadable(&e)),
     }
 }
 
-fn unreadable(e: &dyn std::fmt::Display) -> Response {
+fn unreadable(e: &dyn std::fmt::Display) -> Refused {
     tracing::error!("cannot read the access database: {e}");
-    refusal::broken(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "The server cannot read its access database.",
-    )
+    Refused::Unreadable
 }
 
 /// `GET /board/<name>?n=<nonce>`: burns the nonce and answers 303 to the
@@ -163,7 +185,7 @@ pub async fn login(
                  revoked.",
             );
         }
-        Err(e) => return unreadable(&e),
+        Err(e) => return unreadable(&e).page(),
     };
     if key.channel.name != name {
         state.throttle.failed(peer.ip());
@@ -203,10 +225,7 @@ mod tests {
     fn the_board_cookie_is_found_among_others() {
         let mut h = HeaderMap::new();
         assert_eq!(cookie(&h), None);
-        h.insert(
-            header::COOKIE,
-            "a=1; cs_board=csb_x; b=2".parse().unwrap(),
-        );
+        h.insert(header::COOKIE, "a=1; cs_board=csb_x; b=2".parse().unwrap());
         assert_eq!(cookie(&h).as_deref(), Some("csb_x"));
         h.insert(header::COOKIE, "cs_boardx=1; cs_board=".parse().unwrap());
         assert_eq!(cookie(&h), None);
