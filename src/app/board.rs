@@ -61,7 +61,7 @@ pub struct Board {
     pub roles: Vec<RoleCard>,
     /// Open debts, oldest first.
     pub open_debts: Section<DebtItem>,
-    /// Resolved debts waiting for confirmation, oldest resolution first.
+    /// Resolved debts waiting for confirmation, oldest first.
     pub unconfirmed: Section<DebtItem>,
     /// Proposals still waiting for decisions, newest first.
     pub proposals: Section<ProposalItem>,

@@ -77,7 +77,7 @@ pub struct PendingResolution {
 pub enum DebtState {
     /// Open (never resolved, or reopened), oldest first.
     Open,
-    /// Resolved and not yet confirmed, oldest resolution first.
+    /// Resolved and not yet confirmed, oldest debt first.
     Unconfirmed,
 }
 
@@ -110,6 +110,15 @@ pub struct DebtLine {
     pub resolved_ms: Option<i64>,
 }
 
+/// The spans behind [`Index::debt_spans`] (?1 since, ?2 limit): the open
+/// debts from `messages_debts_to`, the ones resolved since ?1 from
+/// `messages_debt_closed`, neither reading a row.
+pub(super) const DEBT_SPANS: &str = "SELECT * FROM (SELECT m.to_json, m.ms, NULL FROM messages m \
+    WHERE m.status = 'open' AND m.deleted_ms IS NULL ORDER BY m.ms DESC LIMIT ?2) \
+    UNION ALL SELECT * FROM (SELECT m.to_json, m.ms, m.resolved_ms FROM messages m \
+    INDEXED BY messages_debt_closed WHERE m.status = 'resolved' \
+    AND m.resolved_ms >= ?1 AND m.deleted_ms IS NULL ORDER BY m.resolved_ms DESC LIMIT ?2)";
+
 /// When a debt was open, for a chart of open debts over time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DebtSpan {
@@ -128,9 +137,11 @@ impl Index {
     pub fn debt_lines(&self, state: DebtState, limit: usize) -> StoreResult<Vec<DebtLine>> {
         let (cond, order) = match state {
             DebtState::Open => ("m.status = 'open'", "m.ms, m.c, m.id"),
+            // Read in the order of `messages_debts_to`, which holds
+            // `confirmed`: no row is read but the ones listed.
             DebtState::Unconfirmed => (
                 "m.status = 'resolved' AND m.confirmed = 0",
-                "m.resolved_ms, m.id",
+                "m.ms, m.c, m.id",
             ),
         };
         let sql = format!(
@@ -169,11 +180,7 @@ impl Index {
     /// at most `limit` of each. A reopened debt counts from when it was
     /// sent; a deleted one not at all.
     pub fn debt_spans(&self, since_ms: i64, limit: usize) -> StoreResult<Vec<DebtSpan>> {
-        let sql = "SELECT * FROM (SELECT m.to_json, m.ms, NULL FROM messages m \
-             WHERE m.status = 'open' AND m.deleted_ms IS NULL ORDER BY m.ms DESC LIMIT ?2) \
-             UNION ALL SELECT * FROM (SELECT m.to_json, m.ms, m.resolved_ms FROM messages m \
-             WHERE m.status = 'resolved' AND m.resolved_ms >= ?1 AND m.deleted_ms IS NULL \
-             ORDER BY m.resolved_ms DESC LIMIT ?2)";
+        let sql = DEBT_SPANS;
         self.conn
             .prepare_cached(sql)
             .and_then(|mut st| {
