@@ -7,7 +7,7 @@
 //! token, which is not in the database, is compared in constant time. A
 //! wrong secret counts against the caller's address (`throttle`).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
@@ -101,6 +101,25 @@ pub fn resolve(state: &Shared, secret: &str) -> anyhow::Result<Option<Identity>>
     })
 }
 
+/// The address a request comes from, for slowing down failures. Behind a
+/// reverse proxy on this machine every request comes from loopback, so one
+/// caller's failures would slow everyone's: from a loopback peer, the last
+/// address of `X-Forwarded-For` (the one the proxy added) counts instead. A
+/// peer elsewhere cannot choose its address this way.
+pub fn caller_address(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+    if !peer.ip().is_loopback() {
+        return peer.ip();
+    }
+    headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .next_back()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.rsplit(',').next())
+        .and_then(|a| a.trim().parse::<IpAddr>().ok())
+        .unwrap_or(peer.ip())
+}
+
 /// The identity of a request, or the answer refusing it (401 JSON). A
 /// caller whose address keeps failing waits first.
 pub async fn authenticate(
@@ -108,7 +127,8 @@ pub async fn authenticate(
     peer: SocketAddr,
     headers: &HeaderMap,
 ) -> Result<Identity, Response> {
-    let pause = state.throttle.pause(peer.ip());
+    let caller = caller_address(peer, headers);
+    let pause = state.throttle.pause(caller);
     if !pause.is_zero() {
         tokio::time::sleep(pause).await;
     }
@@ -121,11 +141,11 @@ pub async fn authenticate(
     };
     match resolve(state, secret) {
         Ok(Some(identity)) => {
-            state.throttle.succeeded(peer.ip());
+            state.throttle.succeeded(caller);
             Ok(identity)
         }
         Ok(None) => {
-            state.throttle.failed(peer.ip());
+            state.throttle.failed(caller);
             Err(refuse(
                 StatusCode::UNAUTHORIZED,
                 "missing or invalid bearer token: it is unknown, revoked or expired — ask the \
@@ -156,6 +176,20 @@ mod tests {
         let none = AdminToken::new(Some("  "));
         assert!(!none.is_set());
         assert!(!none.matches("  "));
+    }
+
+    #[test]
+    fn a_forwarded_address_counts_only_from_a_loopback_proxy() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "10.1.1.1, 203.0.113.7".parse().unwrap());
+        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let remote: SocketAddr = "198.51.100.2:5000".parse().unwrap();
+        assert_eq!(
+            caller_address(local, &h),
+            "203.0.113.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(caller_address(remote, &h), remote.ip());
+        assert_eq!(caller_address(local, &HeaderMap::new()), local.ip());
     }
 
     #[test]
