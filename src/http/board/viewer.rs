@@ -6,7 +6,8 @@
 //! is burned and answered with a 303 to the bare page that sets the cookie,
 //! so the secret leaves the address bar and the history at once. Role and
 //! admin tokens never open a board. Every failure counts against the
-//! caller's address, like a wrong token on `/mcp`.
+//! caller's address (behind a local proxy, the one it forwards), like a
+//! wrong token on `/mcp`.
 
 use std::net::SocketAddr;
 
@@ -15,7 +16,7 @@ use axum::response::{IntoResponse as _, Response};
 
 use super::refusal;
 use crate::http::Shared;
-use crate::http::identity::{Identity, bearer, resolve};
+use crate::http::identity::{Identity, bearer, caller_address, resolve};
 use crate::store::ChannelDir;
 use crate::store::access::ViewKey;
 use crate::store::clock::now_ms;
@@ -63,7 +64,8 @@ pub async fn authorize(
     headers: &HeaderMap,
     name: &str,
 ) -> Result<Viewer, Response> {
-    let pause = state.throttle.pause(peer.ip());
+    let caller = caller_address(peer, headers);
+    let pause = state.throttle.pause(caller);
     if !pause.is_zero() {
         tokio::time::sleep(pause).await;
     }
@@ -77,18 +79,18 @@ pub async fn authorize(
     let (key, credential) = match found {
         Ok(f) => f,
         Err(refused) => {
-            state.throttle.failed(peer.ip());
+            state.throttle.failed(caller);
             return Err(refused.page());
         }
     };
     if key.channel.name != name {
-        state.throttle.failed(peer.ip());
+        state.throttle.failed(caller);
         return Err(refusal::forbidden(&format!(
             "This key opens the board of channel '{}' only.",
             key.channel.name
         )));
     }
-    state.throttle.succeeded(peer.ip());
+    state.throttle.succeeded(caller);
     let Some(dir) = state.hosting.find_ref(&key.channel) else {
         return Err(refusal::not_found(name));
     };
@@ -170,7 +172,8 @@ pub async fn login(
     name: &str,
     nonce: &str,
 ) -> Response {
-    let pause = state.throttle.pause(peer.ip());
+    let caller = caller_address(peer, headers);
+    let pause = state.throttle.pause(caller);
     if !pause.is_zero() {
         tokio::time::sleep(pause).await;
     }
@@ -179,7 +182,7 @@ pub async fn login(
     let (session, expires_ms, key) = match redeemed {
         Ok(Some(r)) => r,
         Ok(None) => {
-            state.throttle.failed(peer.ip());
+            state.throttle.failed(caller);
             return refusal::sign_in(
                 "This link was used already, or it is more than 60 seconds old, or its key was \
                  revoked.",
@@ -188,13 +191,13 @@ pub async fn login(
         Err(e) => return unreadable(&e).page(),
     };
     if key.channel.name != name {
-        state.throttle.failed(peer.ip());
+        state.throttle.failed(caller);
         return refusal::forbidden(&format!(
             "This link opens the board of channel '{}' only.",
             key.channel.name
         ));
     }
-    state.throttle.succeeded(peer.ip());
+    state.throttle.succeeded(caller);
     let https = headers
         .get("x-forwarded-proto")
         .and_then(|v| v.to_str().ok())
