@@ -4,6 +4,7 @@
 
 mod add_role;
 mod admit;
+mod board;
 mod compress;
 mod demo;
 mod duration;
@@ -80,6 +81,9 @@ enum Command {
     Serve(serve::Args),
     /// Role tokens for `serve` (`token create --role R`, `token list`, `token revoke ID`).
     Token(token::Args),
+    /// Print a one-time link to the channel's board (starting `serve` on loopback if none
+    /// answers) and open it in a browser.
+    Board(board::Args),
     /// Send a message as --role.
     Send(send::Args),
     /// Show the messages addressed to --role (records delivery, never marks read).
@@ -141,6 +145,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mcp(a) => mcp::run(&cli, a),
         Command::Serve(a) => serve::run(&cli, a),
         Command::Token(a) => token::run(&cli, a),
+        Command::Board(a) => board::run(&cli, a),
         Command::Send(a) => send::run(&cli, a),
         Command::Inbox(a) => inbox::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),

@@ -13,6 +13,7 @@
 //! for a role token, the management tools for the admin token); the rest
 //! (`/status`, `/hook-status`, `/board…`) are added by their modules.
 
+pub mod board;
 pub mod guard;
 pub mod hosting;
 pub mod identity;
@@ -74,6 +75,8 @@ pub struct State {
     pub syncing: syncing::Syncing,
     /// Cancelled when the server shuts down: long-lived streams end.
     pub shutdown: CancellationToken,
+    /// The channels the board has opened.
+    pub board: board::reader::Readers,
 }
 
 impl State {
@@ -101,6 +104,7 @@ impl State {
             guard,
             throttle: throttle::Throttle::default(),
             shutdown: CancellationToken::new(),
+            board: board::reader::Readers::default(),
         }))
     }
 }
@@ -110,6 +114,7 @@ pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/mcp", any(mcp::handle))
+        .merge(board::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check,

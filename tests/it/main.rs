@@ -6,6 +6,9 @@
 
 mod common;
 
+mod board;
+mod board_browser;
+mod board_http;
 mod cli;
 mod concurrency;
 mod convergence;

@@ -72,6 +72,132 @@ pub struct PendingResolution {
     pub note: Option<String>,
 }
 
+/// Which debts [`Index::debt_lines`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebtState {
+    /// Open (never resolved, or reopened), oldest first.
+    Open,
+    /// Resolved and not yet confirmed, oldest debt first.
+    Unconfirmed,
+}
+
+/// A live debt with who owes it and where its ball lies (the board's rows).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DebtLine {
+    /// Full id.
+    pub id: String,
+    /// Its author.
+    pub from: String,
+    /// Its recipients, sorted.
+    pub to: Vec<String>,
+    /// Subject.
+    pub topic: String,
+    /// When it was sent (ms).
+    pub ms: i64,
+    /// Taken by its addressee.
+    pub taken: bool,
+    /// Its work status, if any.
+    pub work_status: Option<String>,
+    /// The role that made the last work-status move.
+    pub ws_by: Option<String>,
+    /// The blocker (full id), for a blocked task.
+    pub blocked_by: Option<String>,
+    /// Time of its latest lifecycle event (ms).
+    pub last_move_ms: i64,
+    /// Who resolved it (an unconfirmed resolution).
+    pub resolved_by: Option<String>,
+    /// When (ms).
+    pub resolved_ms: Option<i64>,
+}
+
+/// The spans behind [`Index::debt_spans`] (?1 since, ?2 limit): the open
+/// debts from `messages_debts_to`, the ones resolved since ?1 from
+/// `messages_debt_closed`, neither reading a row.
+pub(super) const DEBT_SPANS: &str = "SELECT * FROM (SELECT m.to_json, m.ms, NULL FROM messages m \
+    WHERE m.status = 'open' AND m.deleted_ms IS NULL ORDER BY m.ms DESC LIMIT ?2) \
+    UNION ALL SELECT * FROM (SELECT m.to_json, m.ms, m.resolved_ms FROM messages m \
+    INDEXED BY messages_debt_closed WHERE m.status = 'resolved' \
+    AND m.resolved_ms >= ?1 AND m.deleted_ms IS NULL ORDER BY m.resolved_ms DESC LIMIT ?2)";
+
+/// When a debt was open, for a chart of open debts over time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DebtSpan {
+    /// Its recipients (the roles that owe it).
+    pub to: Vec<String>,
+    /// When it was sent (ms).
+    pub opened_ms: i64,
+    /// When it was resolved (ms); `None` while it is open.
+    pub closed_ms: Option<i64>,
+}
+
+impl Index {
+    /// The oldest `limit + 1` live debts in `state`, channel-wide. Each row
+    /// is found in `messages_debts_to` and read whole; the limit bounds the
+    /// cost on a channel of any size.
+    pub fn debt_lines(&self, state: DebtState, limit: usize) -> StoreResult<Vec<DebtLine>> {
+        let (cond, order) = match state {
+            DebtState::Open => ("m.status = 'open'", "m.ms, m.c, m.id"),
+            // Read in the order of `messages_debts_to`, which holds
+            // `confirmed`: no row is read but the ones listed.
+            DebtState::Unconfirmed => (
+                "m.status = 'resolved' AND m.confirmed = 0",
+                "m.ms, m.c, m.id",
+            ),
+        };
+        let sql = format!(
+            "SELECT m.id, m.from_role, m.to_json, m.topic, m.ms, m.taken, m.work_status, m.ws_by, \
+             m.blocked_by, m.last_move_ms, m.resolved_by, m.resolved_ms FROM messages m \
+             WHERE {cond} AND m.deleted_ms IS NULL ORDER BY {order} LIMIT ?1"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut st| {
+                st.query_map([limit as i64 + 1], |r| {
+                    let to: String = r.get(2)?;
+                    Ok(DebtLine {
+                        id: r.get(0)?,
+                        from: r.get(1)?,
+                        to: serde_json::from_str(&to).unwrap_or_default(),
+                        topic: r.get(3)?,
+                        ms: r.get(4)?,
+                        taken: r.get(5)?,
+                        work_status: r.get(6)?,
+                        ws_by: r.get(7)?,
+                        blocked_by: r.get(8)?,
+                        last_move_ms: r.get(9)?,
+                        resolved_by: r.get(10)?,
+                        resolved_ms: r.get(11)?,
+                    })
+                })?
+                .collect()
+            })
+            .db(&self.path)
+    }
+
+    /// The spans of the live debts that were open at some time from
+    /// `since_ms` on: every open debt (from `messages_debts_to`, no row
+    /// read) and the ones resolved since then (from `messages_debt_closed`),
+    /// at most `limit` of each. A reopened debt counts from when it was
+    /// sent; a deleted one not at all.
+    pub fn debt_spans(&self, since_ms: i64, limit: usize) -> StoreResult<Vec<DebtSpan>> {
+        let sql = DEBT_SPANS;
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut st| {
+                st.query_map(params![since_ms, limit as i64], |r| {
+                    let to: String = r.get(0)?;
+                    Ok(DebtSpan {
+                        to: serde_json::from_str(&to).unwrap_or_default(),
+                        opened_ms: r.get(1)?,
+                        closed_ms: r.get(2)?,
+                    })
+                })?
+                .collect()
+            })
+            .db(&self.path)
+    }
+}
+
 impl Index {
     /// A page of the open debts delivered to `role` (`limit + 1` rows), read
     /// whole with the role's read state.

@@ -168,6 +168,28 @@ impl MessageRow {
     }
 }
 
+/// A message as a glance at recent traffic shows it: its header and the
+/// start of its current text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrafficLine {
+    /// Full id.
+    pub id: String,
+    /// Author.
+    pub from: String,
+    /// Recipients, sorted.
+    pub to: Vec<String>,
+    /// Subject.
+    pub topic: String,
+    /// Kind, if any.
+    pub kind: Option<String>,
+    /// A debt?
+    pub action_required: bool,
+    /// Creation time (ms).
+    pub ms: i64,
+    /// The first characters of its current text.
+    pub excerpt: String,
+}
+
 /// The filters of the unranked history (list_messages). Values are taken as
 /// given: the use case validates them first.
 #[derive(Clone, Debug, Default)]
@@ -220,6 +242,40 @@ pub fn like_pattern(s: &str) -> String {
 }
 
 impl Index {
+    /// The newest `limit` live messages, newest first, with the first
+    /// `excerpt_chars` characters of each one's current text. Read backwards
+    /// from `messages_order`: the cost is the limit's, not the history's.
+    pub fn recent_traffic(
+        &self,
+        limit: usize,
+        excerpt_chars: usize,
+    ) -> StoreResult<Vec<TrafficLine>> {
+        self.conn
+            .prepare_cached(
+                "SELECT m.id, m.from_role, m.to_json, m.topic, m.kind, m.action_required, m.ms, \
+                 substr((SELECT body FROM bodies b WHERE b.message_id = m.id \
+                 ORDER BY b.rowid DESC LIMIT 1), 1, ?2) FROM messages m \
+                 WHERE m.deleted_ms IS NULL ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![limit as i64, excerpt_chars as i64], |r| {
+                    let to: String = r.get(2)?;
+                    Ok(TrafficLine {
+                        id: r.get(0)?,
+                        from: r.get(1)?,
+                        to: serde_json::from_str(&to).unwrap_or_default(),
+                        topic: r.get(3)?,
+                        kind: r.get(4)?,
+                        action_required: r.get(5)?,
+                        ms: r.get(6)?,
+                        excerpt: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
+                    })
+                })?
+                .collect()
+            })
+            .db(&self.path)
+    }
+
     /// The newest `limit + 1` messages delivered to `role` (not deleted; only
     /// unread ones if asked), newest first, with the role's read state.
     pub fn inbox_page(

@@ -15,6 +15,38 @@ use crate::store::error::{SqlContext as _, StoreResult};
 const AWAITING: &str = "m.awaiting IS NOT NULL \
     AND EXISTS (SELECT 1 FROM json_each(m.awaiting) WHERE value = ?1)";
 
+/// A proposal still waiting for decisions, with the votes cast on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenProposal {
+    /// Full id.
+    pub id: String,
+    /// Its author.
+    pub from: String,
+    /// Subject.
+    pub topic: String,
+    /// When it was sent (ms).
+    pub ms: i64,
+    /// The pin key it would set, if any.
+    pub pin_key: Option<String>,
+    /// The roles it waits for (core's verdict, stored).
+    pub awaiting: Vec<String>,
+    /// Each role's standing decision, by role.
+    pub votes: Vec<CastVote>,
+}
+
+/// One role's standing decision on a proposal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CastVote {
+    /// The voter.
+    pub role: String,
+    /// Its decision (`agree`, `object` …).
+    pub decision: String,
+    /// Cast on a text a revision has since replaced.
+    pub stale: bool,
+    /// When (ms).
+    pub ms: i64,
+}
+
 /// A proposal behind the `awaiting_ack` counter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AwaitedProposal {
@@ -25,6 +57,55 @@ pub struct AwaitedProposal {
 }
 
 impl Index {
+    /// The newest `limit + 1` live proposals that still wait for someone's
+    /// decision (from `messages_awaiting`), each with its votes.
+    pub fn open_proposals(&self, limit: usize) -> StoreResult<Vec<OpenProposal>> {
+        let p = &self.path;
+        let mut out: Vec<OpenProposal> = self
+            .conn
+            .prepare_cached(
+                "SELECT m.id, m.from_role, m.topic, m.ms, m.pin_key, m.awaiting FROM messages m \
+                 WHERE m.awaiting IS NOT NULL AND m.deleted_ms IS NULL \
+                 ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
+            )
+            .and_then(|mut st| {
+                st.query_map([limit as i64 + 1], |r| {
+                    let awaiting: String = r.get(5)?;
+                    Ok(OpenProposal {
+                        id: r.get(0)?,
+                        from: r.get(1)?,
+                        topic: r.get(2)?,
+                        ms: r.get(3)?,
+                        pin_key: r.get(4)?,
+                        awaiting: serde_json::from_str(&awaiting).unwrap_or_default(),
+                        votes: Vec::new(),
+                    })
+                })?
+                .collect()
+            })
+            .db(p)?;
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT role, decision, stale, ms FROM votes WHERE message_id = ?1 ORDER BY role",
+            )
+            .db(p)?;
+        for prop in &mut out {
+            prop.votes = st
+                .query_map([&prop.id], |r| {
+                    Ok(CastVote {
+                        role: r.get(0)?,
+                        decision: r.get(1)?,
+                        stale: r.get(2)?,
+                        ms: r.get(3)?,
+                    })
+                })
+                .and_then(|rows| rows.collect())
+                .db(p)?;
+        }
+        Ok(out)
+    }
+
     /// Every proposal waiting for `role`'s decision, oldest first.
     pub fn awaiting_votes(&self, role: &str) -> StoreResult<Vec<AwaitedProposal>> {
         let sql = format!(

@@ -1,0 +1,116 @@
+//! The board at `/board/<channel>`: a page a person leaves open to watch a
+//! channel.
+//!
+//! Owns the board's routes: the page ([`page`], drawn from `app::board`'s
+//! view by a pure function, with its chart [`chart`]), its event stream
+//! ([`events`]), who may look and how a link becomes a cookie ([`viewer`]),
+//! the HTML refusals ([`refusal`]) and the headers every answer carries
+//! ([`headers`]); also the one HTML escaper ([`html`]) and how times read
+//! ([`when`]). It reads through `app` only and never writes a record.
+
+pub mod chart;
+pub mod events;
+pub mod headers;
+pub mod html;
+pub mod page;
+pub mod reader;
+pub mod refusal;
+pub mod viewer;
+pub mod when;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse as _, Response};
+use axum::routing::get;
+
+use super::Shared;
+use crate::store::clock::now_ms;
+use reader::Reader;
+use viewer::Viewer;
+
+/// The board's routes, each answer with [`headers::secure`]'s headers.
+pub fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/board/{channel}", get(show))
+        .route("/board/{channel}/events", get(events))
+        .layer(axum::middleware::map_response(headers::secure))
+}
+
+/// `GET /board/<channel>`: the page; with `?n=<nonce>`, the exchange of a
+/// link's nonce for the cookie.
+async fn show(
+    State(state): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(name): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(nonce) = query.get("n") {
+        return viewer::login(&state, peer, &headers, &name, nonce).await;
+    }
+    let viewer = match viewer::authorize(&state, peer, &headers, &name).await {
+        Ok(v) => v,
+        Err(refused) => return refused,
+    };
+    let reader = match open(&state, &viewer).await {
+        Ok(r) => r,
+        Err(refused) => return refused,
+    };
+    let drawn = tokio::task::spawn_blocking(move || reader.page(now_ms())).await;
+    match drawn {
+        Ok(Ok(html)) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            html,
+        )
+            .into_response(),
+        Ok(Err(e)) => {
+            tracing::error!("board of {name}: {e:#}");
+            refusal::broken(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The channel cannot be read right now; the server's log says why.",
+            )
+        }
+        Err(e) => refusal::broken(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// `GET /board/<channel>/events`: the page's event stream.
+async fn events(
+    State(state): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let viewer = match viewer::authorize(&state, peer, &headers, &name).await {
+        Ok(v) => v,
+        Err(refused) => return refused,
+    };
+    match open(&state, &viewer).await {
+        Ok(reader) => events::stream(state.clone(), reader, viewer.credential).into_response(),
+        Err(refused) => refused,
+    }
+}
+
+/// The reader of the viewer's channel, opened on first use.
+async fn open(state: &Shared, viewer: &Viewer) -> Result<std::sync::Arc<Reader>, Response> {
+    let (s, dir) = (state.clone(), viewer.dir.clone());
+    match tokio::task::spawn_blocking(move || s.board.get(dir, &s.home)).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => {
+            tracing::error!("cannot open a board: {e:#}");
+            Err(refusal::broken(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The channel cannot be opened right now; the server's log says why.",
+            ))
+        }
+        Err(e) => Err(refusal::broken(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &e.to_string(),
+        )),
+    }
+}

@@ -1,0 +1,494 @@
+//! The board page: one self-contained HTML document drawn from a
+//! [`Board`], by a pure function.
+//!
+//! The page loads nothing (inline `<style>`, inline SVG, one inline
+//! script), so the board's Content-Security-Policy can forbid everything
+//! else. It is complete without JavaScript (a `<noscript>` refresh keeps it
+//! current); with it, the script listens to the board's event stream and
+//! swaps the page's `<main>` for a fresh copy whenever the channel changes.
+//! Every string from the channel goes through [`escape`].
+
+use super::chart::{colour, svg};
+use super::html::{escape, push, push_fmt};
+use super::when::{ago_tag, time_tag};
+use crate::app::board::{
+    AlarmItem, Board, DebtItem, DeviceItem, PinItem, ProposalItem, RoleCard, Section, SyncHealth,
+    TrafficItem,
+};
+
+/// Seconds between refreshes of the page without JavaScript.
+pub const NOSCRIPT_REFRESH_SECS: u32 = 30;
+
+const STYLE: &str = r#"
+:root { color-scheme: light; --ink: #1f2328; --muted: #656d76; --line: #d8dee4;
+  --card: #ffffff; --page: #f6f8fa; --warn: #9a3412; --warn-bg: #fff4ed; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
+  color: var(--ink); background: var(--page); }
+header { padding: 14px 24px; background: var(--card); border-bottom: 1px solid var(--line);
+  display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: baseline; }
+header h1 { margin: 0; font-size: 18px; font-weight: 600; }
+header .meta { color: var(--muted); font-size: 13px; }
+main { padding: 16px 24px 40px; max-width: 1240px; }
+h2 { font-size: 15px; margin: 26px 0 8px; font-weight: 600; }
+h2 .count { color: var(--muted); font-weight: 400; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(210px, 1fr)); gap: 12px; }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px;
+  border-top: 4px solid var(--role); }
+.card h3 { margin: 0 0 6px; font-size: 15px; }
+.card dl { display: grid; grid-template-columns: 1fr auto; margin: 0; gap: 2px 10px; }
+.card dt { color: var(--muted); } .card dd { margin: 0; text-align: right; font-variant-numeric: tabular-nums; }
+.card dd.hot { font-weight: 700; }
+table { width: 100%; border-collapse: collapse; background: var(--card); border: 1px solid var(--line);
+  border-radius: 8px; overflow: hidden; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-weight: 600; color: var(--muted); font-size: 12px; background: #fbfcfd; }
+tr:last-child td { border-bottom: none; }
+code, .id { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
+.muted { color: var(--muted); }
+.empty { color: var(--muted); font-style: italic; padding: 4px 0; }
+.tag { display: inline-block; padding: 0 6px; border-radius: 10px; background: #eef1f4; font-size: 12px; }
+.tag.agree { background: #e6f4ea; } .tag.object, .tag.reject { background: #fde8e8; }
+.tag.stale { text-decoration: line-through; }
+.alarm td { background: var(--warn-bg); } .alarm .kind { color: var(--warn); font-weight: 600; }
+.excerpt { color: var(--muted); white-space: pre-wrap; overflow-wrap: anywhere; }
+td.topic { overflow-wrap: anywhere; }
+.chart { background: var(--card); border: 1px solid var(--line); border-radius: 8px; max-width: 100%; height: auto; }
+.chart .grid { stroke: var(--line); } .chart .tick { fill: var(--muted); font-size: 11px; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 6px 0 0; font-size: 13px; }
+.legend span::before { content: ""; display: inline-block; width: 10px; height: 10px; border-radius: 2px;
+  background: var(--role); margin-right: 5px; }
+.more { color: var(--muted); font-size: 12px; margin: 4px 0; }
+"#;
+
+/// Listens to the board's events and reloads the page's content when the
+/// channel changes; without JavaScript the `<noscript>` refresh does it.
+const SCRIPT: &str = r#"
+(function () {
+  if (!window.EventSource || !window.fetch || !window.DOMParser) return;
+  var here = location.pathname.replace(/\/+$/, "");
+  var busy = false, again = false;
+  function reload() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(here, { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error(r.status);
+      return r.text();
+    }).then(function (text) {
+      var doc = new DOMParser().parseFromString(text, "text/html");
+      var fresh = doc.querySelector("main"), old = document.querySelector("main");
+      if (fresh && old) old.replaceWith(document.adoptNode(fresh));
+      var live = document.getElementById("live");
+      if (live) live.textContent = "live";
+    }).catch(function () {
+      var live = document.getElementById("live");
+      if (live) live.textContent = "reload the page to continue";
+    }).then(function () {
+      busy = false;
+      if (again) { again = false; reload(); }
+    });
+  }
+  var events = new EventSource(here + "/events");
+  events.addEventListener("change", reload);
+  events.onopen = function () {
+    var live = document.getElementById("live");
+    if (live) live.textContent = "live";
+  };
+})();
+"#;
+
+/// The whole page.
+pub fn render(b: &Board) -> String {
+    let now = b.generated_ms;
+    let mut out = String::with_capacity(32 * 1024);
+    out.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    out.push_str("<meta name=\"referrer\" content=\"no-referrer\">");
+    push_fmt(
+        &mut out,
+        format_args!(
+            "<noscript><meta http-equiv=\"refresh\" content=\"{NOSCRIPT_REFRESH_SECS}\"></noscript>"
+        ),
+    );
+    out.push_str("<title>");
+    push(&mut out, &b.channel);
+    out.push_str(" · countersign board</title><style>");
+    out.push_str(STYLE);
+    out.push_str("</style></head><body><header><h1>");
+    push(&mut out, &b.channel);
+    out.push_str("</h1><span class=\"meta\">read ");
+    out.push_str(&ago_tag(now, now));
+    out.push_str("</span><span class=\"meta\">");
+    match &b.remote {
+        Some(r) => {
+            out.push_str("synced with ");
+            push(&mut out, r);
+        }
+        None => out.push_str("no sync remote on this machine"),
+    }
+    out.push_str("</span><span class=\"meta\" id=\"live\">");
+    push_fmt(
+        &mut out,
+        format_args!("refreshes every {NOSCRIPT_REFRESH_SECS} s; reload the page for the latest"),
+    );
+    out.push_str("</span></header>\n<main>");
+    let colours: Vec<(&str, &str)> = b
+        .roles
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.role.as_str(), colour(i)))
+        .collect();
+    let colour_of = |role: &str| {
+        colours
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map_or("#888", |(_, c)| *c)
+    };
+
+    roles(&mut out, &b.roles, &colour_of);
+    out.push_str("<h2>Open debts per role, last 14 days</h2>");
+    out.push_str(&svg(&b.chart));
+    out.push_str("<div class=\"legend\">");
+    for (role, counts) in &b.chart.series {
+        push_fmt(
+            &mut out,
+            format_args!("<span style=\"--role: {}\">", colour_of(role)),
+        );
+        push(&mut out, role);
+        push_fmt(
+            &mut out,
+            format_args!(" ({})</span>", counts.last().copied().unwrap_or(0)),
+        );
+    }
+    out.push_str("</div>");
+    debts(
+        &mut out,
+        "Open debts",
+        "open-debts",
+        &b.open_debts,
+        now,
+        "no open debts",
+    );
+    debts(
+        &mut out,
+        "Resolved, waiting for confirmation",
+        "unconfirmed",
+        &b.unconfirmed,
+        now,
+        "no resolution waits for confirmation",
+    );
+    proposals(&mut out, &b.proposals, now);
+    pins(&mut out, &b.pins, now);
+    devices(&mut out, &b.devices, now);
+    alarms(&mut out, &b.alarms);
+    traffic(&mut out, &b.traffic, now);
+    out.push_str("</main>\n<script>");
+    out.push_str(SCRIPT);
+    out.push_str("</script></body></html>\n");
+    out
+}
+
+fn heading(out: &mut String, title: &str, id: &str, n: usize, more: bool) {
+    push_fmt(
+        out,
+        format_args!(
+            "<h2 id=\"{id}\">{title} <span class=\"count\">{n}{}</span></h2>",
+            if more { "+" } else { "" }
+        ),
+    );
+}
+
+fn more_note(out: &mut String, more: bool) {
+    if more {
+        out.push_str("<p class=\"more\">more than shown; the oldest are listed first</p>");
+    }
+}
+
+fn roles(out: &mut String, cards: &[RoleCard], colour_of: &dyn Fn(&str) -> &'static str) {
+    out.push_str("<h2 id=\"roles\">Roles</h2><div class=\"cards\">");
+    for c in cards {
+        push_fmt(
+            out,
+            format_args!(
+                "<section class=\"card role\" style=\"--role: {}\"><h3>",
+                colour_of(&c.role)
+            ),
+        );
+        push(out, &c.role);
+        out.push_str("</h3><dl>");
+        for (label, n) in [
+            ("unread", c.unread),
+            ("owed", c.owed),
+            ("to confirm", c.to_confirm),
+            ("votes awaited", c.votes_awaited),
+        ] {
+            push_fmt(
+                out,
+                format_args!(
+                    "<dt>{label}</dt><dd{}>{n}</dd>",
+                    if n > 0 { " class=\"hot\"" } else { "" }
+                ),
+            );
+        }
+        out.push_str("</dl></section>");
+    }
+    out.push_str("</div>");
+}
+
+fn names(out: &mut String, roles: &[String]) {
+    if roles.is_empty() {
+        out.push_str("<span class=\"muted\">nobody</span>");
+    }
+    for (i, r) in roles.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        push(out, r);
+    }
+}
+
+fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i64, none: &str) {
+    heading(out, title, id, s.items.len(), s.more);
+    if s.items.is_empty() {
+        push_fmt(out, format_args!("<p class=\"empty\">{none}</p>"));
+        return;
+    }
+    out.push_str(
+        "<table class=\"debts\"><tr><th>id</th><th>topic</th><th>from → to</th><th>state</th>\
+         <th>whose move</th><th>for</th><th>sent</th></tr>",
+    );
+    for d in &s.items {
+        out.push_str("<tr class=\"debt\"><td class=\"id\">");
+        push(out, &d.id);
+        out.push_str("</td><td class=\"topic\">");
+        push(out, &d.topic);
+        out.push_str("</td><td>");
+        push(out, &d.from);
+        out.push_str(" → ");
+        names(out, &d.to);
+        out.push_str("</td><td><span class=\"tag\">");
+        push(out, &d.state.replace('_', " "));
+        out.push_str("</span>");
+        if let Some(by) = &d.resolved_by {
+            out.push_str(" by ");
+            push(out, by);
+        }
+        if let Some(b) = &d.blocked_by {
+            out.push_str(" on <span class=\"id\">");
+            push(out, b);
+            out.push_str("</span>");
+        }
+        out.push_str("</td><td>");
+        names(out, &d.court);
+        out.push_str("</td><td>");
+        out.push_str(&time_tag(d.since_ms, now));
+        out.push_str("</td><td>");
+        out.push_str(&ago_tag(d.sent_ms, now));
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table>");
+    more_note(out, s.more);
+}
+
+fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
+    heading(out, "Open proposals", "proposals", s.items.len(), s.more);
+    if s.items.is_empty() {
+        out.push_str("<p class=\"empty\">no proposal waits for a decision</p>");
+        return;
+    }
+    out.push_str(
+        "<table><tr><th>id</th><th>topic</th><th>from</th><th>pin</th><th>votes cast</th>\
+         <th>awaited</th><th>sent</th></tr>",
+    );
+    for p in &s.items {
+        out.push_str("<tr class=\"proposal\"><td class=\"id\">");
+        push(out, &p.id);
+        out.push_str("</td><td class=\"topic\">");
+        push(out, &p.topic);
+        out.push_str("</td><td>");
+        push(out, &p.from);
+        out.push_str("</td><td>");
+        match &p.pin_key {
+            Some(k) => {
+                out.push_str("<code>");
+                push(out, k);
+                out.push_str("</code>");
+            }
+            None => out.push_str("<span class=\"muted\">—</span>"),
+        }
+        out.push_str("</td><td>");
+        if p.votes.is_empty() {
+            out.push_str("<span class=\"muted\">none yet</span>");
+        }
+        for v in &p.votes {
+            let class = if v.stale {
+                "tag stale".to_owned()
+            } else {
+                format!("tag {}", escape(&v.decision))
+            };
+            push_fmt(
+                out,
+                format_args!(
+                    "<span class=\"{class}\" title=\"{}\">",
+                    if v.stale {
+                        "cast on an earlier text"
+                    } else {
+                        "standing"
+                    }
+                ),
+            );
+            push(out, &v.role);
+            out.push_str(": ");
+            push(out, &v.decision);
+            out.push_str("</span> ");
+        }
+        out.push_str("</td><td>");
+        names(out, &p.awaiting);
+        out.push_str("</td><td>");
+        out.push_str(&ago_tag(p.sent_ms, now));
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table>");
+    more_note(out, s.more);
+}
+
+fn pins(out: &mut String, s: &Section<PinItem>, now: i64) {
+    heading(out, "Pins", "pins", s.items.len(), s.more);
+    if s.items.is_empty() {
+        out.push_str("<p class=\"empty\">nothing pinned</p>");
+        return;
+    }
+    out.push_str(
+        "<table><tr><th>key</th><th>title</th><th>version</th><th>sha256</th><th>by</th>\
+         <th>approved by</th><th>set</th></tr>",
+    );
+    for p in &s.items {
+        out.push_str("<tr class=\"pin\"><td><code>");
+        push(out, &p.key);
+        out.push_str("</code></td><td class=\"topic\">");
+        push(out, &p.title);
+        out.push_str("</td><td>");
+        push(out, &p.version);
+        out.push_str("</td><td><code title=\"");
+        push(out, &p.sha256);
+        out.push_str("\">");
+        push(out, p.sha256.get(..12).unwrap_or(&p.sha256));
+        out.push_str("…</code></td><td>");
+        push(out, &p.by);
+        out.push_str("</td><td>");
+        match &p.approved_by {
+            Some(id) => {
+                out.push_str("<span class=\"id\">");
+                push(out, id);
+                out.push_str("</span>");
+                if let Some(t) = &p.approved_topic {
+                    out.push(' ');
+                    push(out, t);
+                }
+            }
+            None => out.push_str("<span class=\"muted\">set directly</span>"),
+        }
+        out.push_str("</td><td>");
+        out.push_str(&ago_tag(p.ms, now));
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table>");
+    more_note(out, s.more);
+}
+
+fn devices(out: &mut String, list: &[DeviceItem], now: i64) {
+    heading(out, "Devices", "devices", list.len(), false);
+    if list.is_empty() {
+        out.push_str("<p class=\"empty\">no device has written yet</p>");
+        return;
+    }
+    out.push_str(
+        "<table><tr><th>role</th><th>device</th><th>records</th><th>last heard</th>\
+         <th>sync</th></tr>",
+    );
+    for d in list {
+        out.push_str("<tr class=\"device\"><td>");
+        push(out, &d.role);
+        out.push_str("</td><td><code>");
+        push(out, &d.device);
+        out.push_str("</code>");
+        if d.this_device {
+            out.push_str(" <span class=\"tag\">this machine</span>");
+        }
+        push_fmt(out, format_args!("</td><td>{}</td><td>", d.records));
+        match d.last_heard_ms {
+            Some(ms) => out.push_str(&ago_tag(ms, now)),
+            None => out.push_str("<span class=\"muted\">never</span>"),
+        }
+        out.push_str("</td><td>");
+        match &d.sync {
+            SyncHealth::Current => out.push_str("up to date"),
+            SyncHealth::Behind { missing } => push_fmt(
+                out,
+                format_args!("<span class=\"tag\">{missing} records announced, not here</span>"),
+            ),
+            SyncHealth::Frozen { reason } => {
+                out.push_str("<span class=\"tag\">frozen</span> ");
+                push(out, reason);
+            }
+            SyncHealth::Unknown => out.push_str("<span class=\"muted\">unknown</span>"),
+        }
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table>");
+}
+
+fn alarms(out: &mut String, s: &Section<AlarmItem>) {
+    heading(out, "Alarms", "alarms", s.items.len(), s.more);
+    if s.items.is_empty() {
+        out.push_str("<p class=\"empty\">no alarm: nothing wrong found in the folder</p>");
+        return;
+    }
+    out.push_str("<table><tr><th>kind</th><th>feed</th><th>where</th><th>what</th></tr>");
+    for a in &s.items {
+        out.push_str("<tr class=\"alarm\"><td class=\"kind\">");
+        push(out, &a.kind.replace('_', " "));
+        out.push_str("</td><td><code>");
+        push(out, a.feed.as_deref().unwrap_or("—"));
+        out.push_str("</code></td><td><code>");
+        push(out, &a.r#where);
+        out.push_str("</code></td><td class=\"topic\">");
+        push(out, &a.reason);
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table>");
+    more_note(out, s.more);
+}
+
+fn traffic(out: &mut String, list: &[TrafficItem], now: i64) {
+    heading(out, "Recent traffic", "traffic", list.len(), false);
+    if list.is_empty() {
+        out.push_str("<p class=\"empty\">no message yet</p>");
+        return;
+    }
+    out.push_str("<table><tr><th>when</th><th>from → to</th><th>topic</th><th>id</th></tr>");
+    for t in list {
+        out.push_str("<tr class=\"message\"><td>");
+        out.push_str(&ago_tag(t.ms, now));
+        out.push_str("</td><td>");
+        push(out, &t.from);
+        out.push_str(" → ");
+        names(out, &t.to);
+        out.push_str("</td><td class=\"topic\">");
+        if t.debt {
+            out.push_str("<span class=\"tag\">debt</span> ");
+        }
+        if let Some(k) = &t.kind {
+            out.push_str("<span class=\"tag\">");
+            push(out, k);
+            out.push_str("</span> ");
+        }
+        push(out, &t.topic);
+        out.push_str("<div class=\"excerpt\">");
+        push(out, &t.excerpt);
+        out.push_str("</div></td><td class=\"id\">");
+        push(out, &t.id);
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table>");
+}

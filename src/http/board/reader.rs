@@ -1,0 +1,68 @@
+//! The channels the board reads: each opened once with the server's home
+//! (a session with no role: a person looks, nobody writes), with a watcher
+//! on its folder that wakes the board's event streams.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::watch;
+
+use super::page;
+use crate::app::Session;
+use crate::app::board;
+use crate::store::watcher::Watcher;
+use crate::store::{Channel, ChannelDir, Home};
+
+/// One channel as the board reads it.
+pub struct Reader {
+    session: Mutex<Session>,
+    watcher: Watcher,
+}
+
+impl Reader {
+    /// Opens `dir` with `home` and starts watching its folder.
+    pub fn open(dir: ChannelDir, home: Home) -> anyhow::Result<Self> {
+        let watcher = Watcher::start(&dir.feeds())?;
+        let session = Session::new(Channel::open(dir, home)?, None)?;
+        Ok(Self {
+            session: Mutex::new(session),
+            watcher,
+        })
+    }
+
+    /// The page as of `now_ms`, after catching up with the folder. Blocks:
+    /// call it off the async threads.
+    pub fn page(&self, now_ms: i64) -> anyhow::Result<String> {
+        let mut s = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        let view = board::board(&mut s, now_ms)?;
+        Ok(page::render(&view))
+    }
+
+    /// A receiver that changes whenever something in the folder did.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.watcher.subscribe()
+    }
+}
+
+/// The channels opened so far, by channel id.
+#[derive(Default)]
+pub struct Readers {
+    open: Mutex<HashMap<String, Arc<Reader>>>,
+}
+
+impl Readers {
+    /// The reader of `dir`, opened on first use. Blocks: call it off the
+    /// async threads.
+    pub fn get(&self, dir: ChannelDir, home: &Home) -> anyhow::Result<Arc<Reader>> {
+        let id = dir.id().to_owned();
+        if let Some(r) = self.lock().get(&id) {
+            return Ok(r.clone());
+        }
+        let reader = Arc::new(Reader::open(dir, home.clone())?);
+        Ok(self.lock().entry(id).or_insert(reader).clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Reader>>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,236 @@
+//! Who may look at which board, and how a link becomes a cookie.
+//!
+//! A board opens to a view key of its own channel only: presented as
+//! `Authorization: Bearer csv_…`, or through the cookie of a board session.
+//! A session is opened by a link's one-time nonce (`?n=`, 60 s): the nonce
+//! is burned and answered with a 303 to the bare page that sets the cookie,
+//! so the secret leaves the address bar and the history at once. Role and
+//! admin tokens never open a board. Every failure counts against the
+//! caller's address (behind a local proxy, the one it forwards), like a
+//! wrong token on `/mcp`.
+
+use std::net::SocketAddr;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse as _, Response};
+
+use super::refusal;
+use crate::http::Shared;
+use crate::http::identity::{Identity, bearer, caller_address, resolve};
+use crate::store::ChannelDir;
+use crate::store::access::ViewKey;
+use crate::store::clock::now_ms;
+
+/// The board cookie's name.
+pub const COOKIE: &str = "cs_board";
+
+/// The secret a board request looks with.
+#[derive(Clone, Debug)]
+pub enum Credential {
+    /// A board session's secret, from the cookie.
+    Cookie(String),
+    /// A view key, from `Authorization: Bearer`.
+    Bearer(String),
+}
+
+/// A request allowed to look at a board.
+#[derive(Debug)]
+pub struct Viewer {
+    /// The key it looks with.
+    pub key: ViewKey,
+    /// How it presented it (to check, later, that it still stands).
+    pub credential: Credential,
+    /// The channel.
+    pub dir: ChannelDir,
+}
+
+/// The value of the board cookie in `headers`, if any.
+pub fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// The viewer of the board of channel `name`, or the page refusing it.
+pub async fn authorize(
+    state: &Shared,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    name: &str,
+) -> Result<Viewer, Response> {
+    let caller = caller_address(peer, headers);
+    let pause = state.throttle.pause(caller);
+    if !pause.is_zero() {
+        tokio::time::sleep(pause).await;
+    }
+    let found = match (cookie(headers), bearer(headers)) {
+        (Some(c), _) => lookup_cookie(state, &c).map(|k| (k, Credential::Cookie(c))),
+        (None, Some(secret)) => {
+            lookup_bearer(state, secret).map(|k| (k, Credential::Bearer(secret.to_owned())))
+        }
+        (None, None) => Err(Refused::SignIn("This board is private.")),
+    };
+    let (key, credential) = match found {
+        Ok(f) => f,
+        Err(refused) => {
+            state.throttle.failed(caller);
+            return Err(refused.page());
+        }
+    };
+    if key.channel.name != name {
+        state.throttle.failed(caller);
+        return Err(refusal::forbidden(&format!(
+            "This key opens the board of channel '{}' only.",
+            key.channel.name
+        )));
+    }
+    state.throttle.succeeded(caller);
+    let Some(dir) = state.hosting.find_ref(&key.channel) else {
+        return Err(refusal::not_found(name));
+    };
+    Ok(Viewer {
+        key,
+        credential,
+        dir,
+    })
+}
+
+/// True while `credential` still opens its board (not revoked, not ended).
+pub fn still_open(state: &Shared, credential: &Credential) -> bool {
+    let access = state.access();
+    let now = now_ms();
+    match credential {
+        Credential::Cookie(c) => access.find_board_session(c, now).ok().flatten().is_some(),
+        Credential::Bearer(k) => access.find_view_key(k, now).ok().flatten().is_some(),
+    }
+}
+
+/// Why a presented secret opens no board (kept small; drawn as a page by
+/// [`Refused::page`]).
+enum Refused {
+    /// 401 with this reason.
+    SignIn(&'static str),
+    /// 403 with this reason.
+    Forbidden(&'static str),
+    /// 500: the access database cannot be read.
+    Unreadable,
+}
+
+impl Refused {
+    fn page(self) -> Response {
+        match self {
+            Self::SignIn(why) => refusal::sign_in(why),
+            Self::Forbidden(why) => refusal::forbidden(why),
+            Self::Unreadable => refusal::broken(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The server cannot read its access database.",
+            ),
+        }
+    }
+}
+
+fn lookup_cookie(state: &Shared, secret: &str) -> Result<ViewKey, Refused> {
+    match state.access().find_board_session(secret, now_ms()) {
+        Ok(Some(key)) => Ok(key),
+        Ok(None) => Err(Refused::SignIn(
+            "This browser's board session has ended: its key was revoked or expired.",
+        )),
+        Err(e) => Err(unreadable(&e)),
+    }
+}
+
+fn lookup_bearer(state: &Shared, secret: &str) -> Result<ViewKey, Refused> {
+    match resolve(state, secret) {
+        Ok(Some(Identity::Viewer(key))) => Ok(key),
+        Ok(Some(Identity::Role(_) | Identity::Admin)) => Err(Refused::Forbidden(
+            "Role and admin tokens never open a board: it opens with a view key of its own \
+             channel (`countersign board`, or the board_link tool).",
+        )),
+        Ok(None) => Err(Refused::SignIn("This key is unknown, revoked or expired.")),
+        Err(e) => Err(unreadable(&e)),
+    }
+}
+
+fn unreadable(e: &dyn std::fmt::Display) -> Refused {
+    tracing::error!("cannot read the access database: {e}");
+    Refused::Unreadable
+}
+
+/// `GET /board/<name>?n=<nonce>`: burns the nonce and answers 303 to the
+/// bare page with the session's cookie (`Secure` when the request came
+/// through https, as a reverse proxy says with `X-Forwarded-Proto`).
+pub async fn login(
+    state: &Shared,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    name: &str,
+    nonce: &str,
+) -> Response {
+    let caller = caller_address(peer, headers);
+    let pause = state.throttle.pause(caller);
+    if !pause.is_zero() {
+        tokio::time::sleep(pause).await;
+    }
+    let now = now_ms();
+    let redeemed = state.access().redeem_nonce(nonce, now);
+    let (session, expires_ms, key) = match redeemed {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            state.throttle.failed(caller);
+            return refusal::sign_in(
+                "This link was used already, or it is more than 60 seconds old, or its key was \
+                 revoked.",
+            );
+        }
+        Err(e) => return unreadable(&e).page(),
+    };
+    if key.channel.name != name {
+        state.throttle.failed(caller);
+        return refusal::forbidden(&format!(
+            "This link opens the board of channel '{}' only.",
+            key.channel.name
+        ));
+    }
+    state.throttle.succeeded(caller);
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
+    let max_age = (expires_ms - now).max(0) / 1000;
+    let cookie = format!(
+        "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/board; Max-Age={max_age}{}",
+        if https { "; Secure" } else { "" }
+    );
+    let location = format!("/board/{name}");
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let h = response.headers_mut();
+    if let (Ok(l), Ok(c)) = (
+        HeaderValue::from_str(&location),
+        HeaderValue::from_str(&cookie),
+    ) {
+        h.insert(header::LOCATION, l);
+        h.insert(header::SET_COOKIE, c);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_board_cookie_is_found_among_others() {
+        let mut h = HeaderMap::new();
+        assert_eq!(cookie(&h), None);
+        h.insert(header::COOKIE, "a=1; cs_board=csb_x; b=2".parse().unwrap());
+        assert_eq!(cookie(&h).as_deref(), Some("csb_x"));
+        h.insert(header::COOKIE, "cs_boardx=1; cs_board=".parse().unwrap());
+        assert_eq!(cookie(&h), None);
+    }
+}
