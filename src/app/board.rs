@@ -16,14 +16,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::presence;
 use super::refusal::AppResult;
 use super::rows::short;
 use super::session::Session;
-use crate::core::timestamp::format_rfc3339;
 use crate::store::access::{Access, ChannelRef, NONCE_TTL};
 use crate::store::index::{DebtLine, DebtState, PinSelect};
 
@@ -510,71 +508,43 @@ fn chart(s: &Session, roster: &[String], now_ms: i64) -> AppResult<Chart> {
 /// How long a view key issued for a board link lasts.
 pub const VIEW_KEY_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// A link to a channel's board, as `countersign board` and the `board_link`
-/// tool hand it out.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-pub struct BoardLink {
-    /// `<base>/board/<channel>?n=<nonce>`: opens the board once, within
-    /// `link_expires_at`, and leaves a cookie for the rest.
-    pub url: String,
+/// A link to a channel's board and the view key behind it, as issued.
+#[derive(Clone, Debug)]
+pub struct IssuedLink {
+    /// `/board/<channel>?n=<nonce>`: opens the board once, within
+    /// `link_expires_at`, and leaves a cookie for the rest. Relative: the
+    /// server it is opened on goes in front.
+    pub path: String,
     /// The view key's public id.
     pub key_id: String,
-    /// The view key itself, shown once: it opens this channel's board (and
-    /// nothing else) as `Authorization: Bearer <key>`.
+    /// The view key itself: it opens this channel's board (and nothing
+    /// else) as `Authorization: Bearer <key>`.
     pub view_key: String,
-    /// When the link's one-time nonce stops working (RFC 3339).
-    pub link_expires_at: String,
-    /// When the view key stops working (RFC 3339).
-    pub key_expires_at: String,
+    /// When the link's one-time nonce stops working (ms).
+    pub link_expires_ms: i64,
+    /// When the view key stops working (ms).
+    pub key_expires_ms: i64,
 }
 
-/// Issues a view key for `channel`'s board (by `issued_by`: a role,
-/// `admin` or `cli`) and a one-time link to it served at `base_url`
-/// (`http://127.0.0.1:8765`).
+/// Issues a view key labelled `label` for `channel`'s board (by
+/// `issued_by`: a role, `admin` or `cli`) and a one-time link to it, both
+/// or neither. The one function that makes board links: `countersign board`
+/// and the `board_link` tool both call it.
 pub fn issue_link(
     access: &Access,
     channel: &ChannelRef,
-    base_url: &str,
+    label: &str,
     issued_by: &str,
     now_ms: i64,
-) -> AppResult<BoardLink> {
-    let (secret, key) =
-        access.create_view_key(channel, "board", issued_by, VIEW_KEY_TTL, now_ms)?;
-    let nonce = access.create_nonce(&key.id, now_ms)?;
+) -> AppResult<IssuedLink> {
+    let (view_key, key, nonce) =
+        access.create_board_link(channel, label, issued_by, VIEW_KEY_TTL, now_ms)?;
     let nonce_ttl = i64::try_from(NONCE_TTL.as_millis()).unwrap_or(i64::MAX);
-    Ok(BoardLink {
-        url: format!(
-            "{}/board/{}?n={nonce}",
-            base_url.trim_end_matches('/'),
-            channel.name
-        ),
+    Ok(IssuedLink {
+        path: format!("/board/{}?n={nonce}", channel.name),
         key_id: key.id,
-        view_key: secret,
-        link_expires_at: format_rfc3339(now_ms.saturating_add(nonce_ttl)),
-        key_expires_at: format_rfc3339(key.expires_ms),
-    })
-}
-
-/// What [`revoke_access`] ended.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-pub struct AccessRevoked {
-    /// The channel.
-    pub channel: String,
-    /// Public ids of the view keys that were live.
-    pub keys: Vec<String>,
-}
-
-/// Ends every view key of `channel` at once, and with them every board
-/// session opened with one (open pages get 401 on their next load; their
-/// event streams end within a second).
-pub fn revoke_access(
-    access: &Access,
-    channel: &ChannelRef,
-    now_ms: i64,
-) -> AppResult<AccessRevoked> {
-    let keys = access.revoke_view_keys(&channel.id, now_ms)?;
-    Ok(AccessRevoked {
-        channel: channel.name.clone(),
-        keys: keys.into_iter().map(|k| k.id).collect(),
+        view_key,
+        link_expires_ms: now_ms.saturating_add(nonce_ttl),
+        key_expires_ms: key.expires_ms,
     })
 }

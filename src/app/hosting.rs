@@ -19,7 +19,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -33,9 +32,6 @@ use crate::store::channel::now_ms;
 use crate::store::error::IoContext as _;
 use crate::store::prefs::Remote;
 use crate::store::{Channel, ChannelDir, Home, StoreError};
-
-/// How long a view key made by `board_link` opens its board.
-pub const VIEW_KEY_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// The longest `label` of a board link.
 pub const MAX_LABEL: usize = 80;
@@ -458,8 +454,8 @@ impl Host {
 }
 
 /// Makes a view key of `channel` issued by `issued_by` (a role or `admin`)
-/// and the one-time link that opens its board. The one function that makes
-/// a board link for the management tools.
+/// and the one-time link that opens its board, as the `board_link` tool
+/// answers it.
 pub fn issue_link(
     access: &Access,
     channel: &ChannelRef,
@@ -472,15 +468,14 @@ pub fn issue_link(
              '-' or '_'), e.g. 'board' or 'laptop'"
         )));
     }
-    let (key, nonce) =
-        access.create_board_link(channel, label, issued_by, VIEW_KEY_TTL, now_ms())?;
+    let link = crate::app::board::issue_link(access, channel, label, issued_by, now_ms())?;
     let expires_in_s = NONCE_TTL.as_secs();
     Ok(BoardLink {
         channel: channel.name.clone(),
         label: label.to_owned(),
-        url: format!("/board/{}?n={nonce}", channel.name),
+        url: link.path,
         expires_in_s,
-        key_expires_at: format_rfc3339(key.expires_ms),
+        key_expires_at: format_rfc3339(link.key_expires_ms),
         note: format!(
             "Open this path on this server within {expires_in_s} s; it works once and leaves a \
              cookie that opens the board of '{}' until the key ends. Give it only to whoever \

@@ -16,7 +16,8 @@ use anyhow::{Context as _, bail};
 use super::Cli;
 use super::serve::DEFAULT_LISTEN;
 use crate::app::board::issue_link;
-use crate::http::hosting::channel_ref;
+use crate::app::hosting::channel_ref;
+use crate::core::timestamp::format_rfc3339;
 use crate::store::access::Access;
 use crate::store::clock::now_ms;
 
@@ -74,15 +75,19 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     let access = Access::open(&home.access_db())?;
-    let link = issue_link(&access, &channel, &base, "cli", now_ms())?;
-    println!("{}", link.url);
+    let link = issue_link(&access, &channel, "board", "cli", now_ms())?;
+    let url = format!("{}{}", base.trim_end_matches('/'), link.path);
+    println!("{url}");
     eprintln!(
         "the link opens the board of '{}' once, until {}; view key {} lasts until {} (end every \
          key of the channel with the revoke_board_access tool)",
-        channel.name, link.link_expires_at, link.key_id, link.key_expires_at
+        channel.name,
+        format_rfc3339(link.link_expires_ms),
+        link.key_id,
+        format_rfc3339(link.key_expires_ms)
     );
     if !a.no_open {
-        open_browser(&link.url);
+        open_browser(&url);
     }
     Ok(ExitCode::SUCCESS)
 }

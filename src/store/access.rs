@@ -390,8 +390,8 @@ impl Access {
     }
 
     /// A view key of `channel` and the one-time nonce of a link to its
-    /// board, made together or not at all: the key (as kept) and the
-    /// nonce's secret.
+    /// board, made together or not at all: the key's secret, the key (as
+    /// kept) and the nonce's secret.
     pub fn create_board_link(
         &self,
         channel: &ChannelRef,
@@ -399,12 +399,12 @@ impl Access {
         issued_by: &str,
         ttl: Duration,
         now_ms: i64,
-    ) -> StoreResult<(ViewKey, String)> {
+    ) -> StoreResult<(String, ViewKey, String)> {
         let tx = self.conn.unchecked_transaction().db(&self.path)?;
-        let (_secret, key) = self.create_view_key(channel, label, issued_by, ttl, now_ms)?;
+        let (secret, key) = self.create_view_key(channel, label, issued_by, ttl, now_ms)?;
         let nonce = self.create_nonce(&key.id, now_ms)?;
         tx.commit().db(&self.path)?;
-        Ok((key, nonce))
+        Ok((secret, key, nonce))
     }
 
     /// Makes a view key for `channel`'s board, valid for `ttl`.

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use countersign::app::board::{BoardLink, issue_link, revoke_access};
+use countersign::app::board::issue_link;
 use countersign::store::access::{Access, ChannelRef};
 use countersign::store::clock::now_ms;
 use countersign::store::{ChannelDir, Home};
@@ -15,6 +15,13 @@ use countersign::store::{ChannelDir, Home};
 use crate::board::scene;
 use crate::common::bin;
 use crate::common::local::{Local, send};
+
+/// A link as the tests follow it: the full URL and the key behind it.
+pub struct BoardLink {
+    pub url: String,
+    pub key_id: String,
+    pub view_key: String,
+}
 
 /// The headers every board answer carries.
 const SECURITY_HEADERS: [(&str, &str); 5] = [
@@ -82,9 +89,14 @@ impl BoardServer {
         Access::open(&Home::at(self.home.clone()).access_db()).unwrap()
     }
 
-    /// A fresh link to the board.
+    /// A fresh link to the board, as `countersign board` issues it.
     pub fn link(&self) -> BoardLink {
-        issue_link(&self.access(), &self.channel, &self.base, "cli", now_ms()).unwrap()
+        let link = issue_link(&self.access(), &self.channel, "board", "cli", now_ms()).unwrap();
+        BoardLink {
+            url: format!("{}{}", self.base, link.path),
+            key_id: link.key_id,
+            view_key: link.view_key,
+        }
     }
 
     /// The board page's URL.
@@ -352,8 +364,12 @@ fn revoking_the_channels_keys_ends_pages_and_streams() {
         200
     );
 
-    let revoked = revoke_access(&server.access(), &server.channel, now_ms()).unwrap();
-    assert_eq!(revoked.keys.len(), 2, "{revoked:?}");
+    // What revoke_board_access does: every view key of the channel ends.
+    let revoked = server
+        .access()
+        .revoke_view_keys(&server.channel.id, now_ms())
+        .unwrap();
+    assert_eq!(revoked.len(), 2, "{revoked:?}");
     let at = Instant::now();
 
     // The open stream ends (its receiver closes) within about a second.
