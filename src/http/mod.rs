@@ -17,6 +17,7 @@ pub mod guard;
 pub mod hosting;
 pub mod identity;
 pub mod mcp;
+pub mod status;
 pub mod syncing;
 pub mod throttle;
 
@@ -74,6 +75,8 @@ pub struct State {
     pub syncing: syncing::Syncing,
     /// Cancelled when the server shuts down: long-lived streams end.
     pub shutdown: CancellationToken,
+    /// The sessions and waiting places of `/status` and `/hook-status`.
+    pub status: status::Status,
 }
 
 impl State {
@@ -101,6 +104,7 @@ impl State {
             guard,
             throttle: throttle::Throttle::default(),
             shutdown: CancellationToken::new(),
+            status: status::Status::default(),
         }))
     }
 }
@@ -110,6 +114,8 @@ pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/mcp", any(mcp::handle))
+        .route("/status", get(status::status))
+        .route("/hook-status", get(status::hook))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check,
