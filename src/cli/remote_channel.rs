@@ -256,7 +256,10 @@ impl RemoteChannel {
                 .as_ref()
                 .and_then(|m| m.get("error"))
                 .and_then(Value::as_str)
-                .map_or_else(|| format!("HTTP {status}"), |e| format!("HTTP {status}: {}", peer_line(e)));
+                .map_or_else(
+                    || format!("HTTP {status}"),
+                    |e| format!("HTTP {status}: {}", peer_line(e)),
+                );
             return Err(RemoteError::BadAnswer {
                 url: url.to_owned(),
                 reason,
@@ -305,7 +308,10 @@ fn base_url(url: &str) -> Result<(String, bool), String> {
     if uri.query().is_some() {
         return bad("has a query: give the server's address only");
     }
-    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
     let loopback = host.eq_ignore_ascii_case("localhost")
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
     match uri.scheme_str() {
@@ -333,7 +339,10 @@ mod tests {
             ("https://cs.example.org/", "https://cs.example.org"),
             ("https://cs.example.org/mcp", "https://cs.example.org"),
             ("https://cs.example.org/mcp/", "https://cs.example.org"),
-            ("https://cs.example.org/team/mcp", "https://cs.example.org/team"),
+            (
+                "https://cs.example.org/team/mcp",
+                "https://cs.example.org/team",
+            ),
             ("http://127.0.0.1:8765/mcp", "http://127.0.0.1:8765"),
             ("http://localhost:8765", "http://localhost:8765"),
             ("http://[::1]:8765/", "http://[::1]:8765"),
@@ -359,7 +368,10 @@ mod tests {
             assert!(base_url(bad).is_err(), "{bad}");
         }
         let why = base_url("http://cs.example.org").unwrap_err();
-        assert!(why.contains("COUNTERSIGN_URL") && why.contains("https"), "{why}");
+        assert!(
+            why.contains("COUNTERSIGN_URL") && why.contains("https"),
+            "{why}"
+        );
     }
 
     #[test]
