@@ -280,7 +280,7 @@ fn peer_line(s: &str) -> String {
 
 /// `url` without a trailing `/` or `/mcp`, and whether it names this
 /// machine; refused unless https, or http to a loopback address.
-fn base_url(url: &str) -> Result<(String, bool), String> {
+pub(super) fn base_url(url: &str) -> Result<(String, bool), String> {
     let mut base = url.trim();
     loop {
         let before = base;
