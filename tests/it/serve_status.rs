@@ -530,3 +530,216 @@ fn a_waiting_status_answers_when_mail_arrives_and_waiting_is_bounded() {
     // Their places are given back.
     assert_eq!(get(&format!("{}/status?wait=1", server.url), &quiet).0, 200);
 }
+
+/// The folder of the pinned clients' executables (`.ci/clients.sh`), as
+/// `real_clients.rs` finds it; fails with the install command when absent.
+fn clients_bin() -> std::path::PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = match std::env::var_os("COUNTERSIGN_CLIENTS").filter(|v| !v.is_empty()) {
+        Some(p) => manifest.join(p),
+        None => manifest.join("target/clients"),
+    }
+    .join("node_modules/.bin");
+    assert!(
+        dir.join("claude").is_file(),
+        "Claude Code is not installed in {}: run `bash .ci/clients.sh` or set COUNTERSIGN_CLIENTS",
+        dir.display()
+    );
+    dir
+}
+
+/// `claude mcp list` in `project` as `home`, with `env`: the `channel` line.
+fn claude_mcp_list(home: &Path, project: &Path, env: &[(&str, &str)]) -> String {
+    let path = format!(
+        "{}:{}",
+        clients_bin().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = Command::new("claude");
+    c.env_clear()
+        .env("PATH", &path)
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("TMPDIR", std::env::temp_dir())
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .current_dir(project)
+        .args(["mcp", "list"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out_file = tempfile::NamedTempFile::new().unwrap();
+    let err_file = tempfile::NamedTempFile::new().unwrap();
+    c.stdout(out_file.reopen().unwrap())
+        .stderr(err_file.reopen().unwrap());
+    let mut child = c.spawn().expect("claude starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("claude mcp list did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = std::process::Output {
+        status,
+        stdout: std::fs::read(out_file.path()).unwrap(),
+        stderr: std::fs::read(err_file.path()).unwrap(),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "claude mcp list failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .find(|l| l.starts_with("channel:"))
+        .unwrap_or_else(|| panic!("no `channel` server listed: {stdout}"))
+        .to_owned()
+}
+
+#[test]
+fn install_claude_url_wires_claude_code_to_the_server_and_uninstall_takes_it_out() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let secret = token(&ch, "frontend");
+    let server = Served::channel(&ch);
+    // The machine of the agent: a HOME, a git project, no channel folder.
+    let machine = tempfile::tempdir().unwrap();
+    let home = machine.path().join("home");
+    let project = machine.path().join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&project)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let cs = |args: &[&str]| {
+        let env = [("HOME", home.to_str().unwrap())];
+        run_in(&project, &home.join("cs"), args, &env, "")
+    };
+    let url = format!("{}/mcp", server.url);
+    let r = cs(&[
+        "install",
+        "claude",
+        "--url",
+        &url,
+        "--token-env",
+        "CS_TOKEN",
+        "--apply",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("export CS_TOKEN="), "{}", r.stdout);
+    assert!(
+        !project.join(".countersign.local.json").exists(),
+        "no binding"
+    );
+
+    let user: Value =
+        serde_json::from_slice(&std::fs::read(home.join(".claude.json")).unwrap()).unwrap();
+    let key = project.canonicalize().unwrap().display().to_string();
+    assert_eq!(
+        user["projects"][&key]["mcpServers"]["channel"],
+        json!({"type": "http", "url": format!("{}/mcp", server.url),
+               "headers": {"Authorization": "Bearer ${CS_TOKEN}"}})
+    );
+    let settings = std::fs::read_to_string(project.join(".claude/settings.local.json")).unwrap();
+    assert!(!settings.contains(&secret), "no token in any file");
+    let s: Value = serde_json::from_str(&settings).unwrap();
+    let stop = s["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        stop.starts_with(&format!(
+            "COUNTERSIGN_URL={} COUNTERSIGN_TOKEN=\"$CS_TOKEN\" ",
+            server.url
+        )),
+        "{stop}"
+    );
+
+    // The Stop hook as Claude Code runs it (through a shell), with the variable exported.
+    send_debt(&ch, "backend", "frontend", "over to you");
+    let mut sh = Command::new("sh");
+    sh.args(["-c", stop])
+        .env_remove("COUNTERSIGN_TOKEN")
+        .env("CS_TOKEN", &secret)
+        .current_dir(&project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = sh.spawn().unwrap();
+    let _ = child.stdin.take().unwrap().write_all(b"{}");
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("\"block\"") && said.contains("'frontend'"),
+        "{said}"
+    );
+
+    // The real Claude Code connects with the variable exported, and is refused without.
+    let line = claude_mcp_list(&home, &project, &[("CS_TOKEN", &secret)]);
+    assert!(line.contains("Connected"), "{line}");
+    let line = claude_mcp_list(&home, &project, &[]);
+    assert!(!line.contains("Connected"), "{line}");
+
+    let r = cs(&["uninstall", "--apply"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let user: Value =
+        serde_json::from_slice(&std::fs::read(home.join(".claude.json")).unwrap()).unwrap();
+    assert!(user["projects"][&key]["mcpServers"].is_null(), "{user}");
+    assert!(!project.join(".claude/settings.local.json").exists());
+    assert!(!project.join("CLAUDE.local.md").exists());
+}
+
+#[test]
+fn install_url_refuses_a_token_for_a_variable_and_codex() {
+    let away = Away::new();
+    for (args, needle) in [
+        (
+            vec![
+                "install",
+                "claude",
+                "--url",
+                "https://cs.example.org",
+                "--token-env",
+                "x y",
+            ],
+            "name of an environment variable",
+        ),
+        (
+            vec![
+                "install",
+                "codex",
+                "--url",
+                "https://cs.example.org",
+                "--token-env",
+                "T",
+            ],
+            "--url is for claude",
+        ),
+        (
+            vec![
+                "install",
+                "claude",
+                "--url",
+                "http://cs.example.org",
+                "--token-env",
+                "T",
+            ],
+            "https",
+        ),
+    ] {
+        let r = away.run(&args, "", "", "");
+        assert_eq!(r.code, 2, "{args:?}");
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+    }
+}
