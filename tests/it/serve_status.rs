@@ -565,9 +565,7 @@ fn claude_mcp_list(home: &Path, project: &Path, env: &[(&str, &str)]) -> String 
         .env("DISABLE_AUTOUPDATER", "1")
         .current_dir(project)
         .args(["mcp", "list"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stdin(Stdio::null());
     for (k, v) in env {
         c.env(k, v);
     }
