@@ -51,20 +51,34 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// What a 429 asks the caller to wait, in seconds.
 const RETRY_AFTER_S: u64 = 5;
 
-/// The sessions and waiting places of a server's status routes.
+/// The sessions, folder watchers and waiting places of a server's status
+/// routes.
 #[derive(Default)]
 pub struct Status {
     opened: Mutex<HashMap<(String, String), Arc<Opened>>>,
+    /// One per channel id, started by its first wait (`None`: the folder
+    /// cannot be watched, and waits look every second).
+    watchers: Mutex<HashMap<String, Option<Watcher>>>,
     waiting: Mutex<Waiting>,
 }
 
-/// One role's session, kept open between requests, and the folder's change
-/// signal.
+/// One role's session, kept open between requests.
 struct Opened {
     session: Mutex<Session>,
-    changes: Option<watch::Receiver<u64>>,
-    /// Kept alive for `changes`; never read.
-    _watcher: Mutex<Option<Watcher>>,
+    channel_id: String,
+    feeds: std::path::PathBuf,
+}
+
+impl Status {
+    /// The change signal of a channel's feeds folder, its watcher started
+    /// on first use.
+    fn changes(&self, opened: &Opened) -> Option<watch::Receiver<u64>> {
+        lock(&self.watchers)
+            .entry(opened.channel_id.clone())
+            .or_insert_with(|| Watcher::start(&opened.feeds).ok())
+            .as_ref()
+            .map(Watcher::subscribe)
+    }
 }
 
 #[derive(Default)]
@@ -142,7 +156,7 @@ pub async fn status(
         return answer;
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
-    let mut changes = opened.changes.clone();
+    let mut changes = state.status.changes(&opened);
     loop {
         if let Some(rx) = &mut changes {
             rx.borrow_and_update();
@@ -215,13 +229,12 @@ fn wait_seconds(query: Option<&str>) -> u64 {
         .min(MAX_WAIT_S)
 }
 
-/// The session of `token`'s role, opened on first use and kept.
+/// The session of `token`'s role, opened on first use and kept while its
+/// channel is hosted.
 async fn open(state: &Shared, token: &RoleToken) -> Result<Arc<Opened>, Response> {
     let key = (token.channel.id.clone(), token.role.clone());
-    if let Some(o) = lock(&state.status.opened).get(&key) {
-        return Ok(o.clone());
-    }
     let Some(dir) = state.hosting.find_ref(&token.channel) else {
+        lock(&state.status.opened).remove(&key);
         return Err(refuse(
             StatusCode::NOT_FOUND,
             &format!(
@@ -231,6 +244,9 @@ async fn open(state: &Shared, token: &RoleToken) -> Result<Arc<Opened>, Response
             ),
         ));
     };
+    if let Some(o) = lock(&state.status.opened).get(&key) {
+        return Ok(o.clone());
+    }
     let home = state.home.clone();
     let role = token.role.clone();
     let feeds = dir.feeds();
@@ -254,12 +270,10 @@ async fn open(state: &Shared, token: &RoleToken) -> Result<Arc<Opened>, Response
             ));
         }
     };
-    // A folder that cannot be watched is looked at every second instead.
-    let watcher = Watcher::start(&feeds).ok();
     let opened = Arc::new(Opened {
         session: Mutex::new(session),
-        changes: watcher.as_ref().map(Watcher::subscribe),
-        _watcher: Mutex::new(watcher),
+        channel_id: token.channel.id.clone(),
+        feeds,
     });
     Ok(lock(&state.status.opened)
         .entry(key)
