@@ -52,7 +52,7 @@ pub fn secret_in_args(args: &[OsString]) -> Option<String> {
 }
 
 /// A server to read the channel through, with the role token to read it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RemoteChannel {
     base: String,
     token: String,
@@ -172,8 +172,18 @@ impl RemoteChannel {
 
     /// `GET /status`: the status report, as `countersign status` prints it.
     pub fn status(&self) -> Result<Value, RemoteError> {
-        let url = format!("{}/status", self.base);
-        let answer = self.get(&url, STATUS_TIMEOUT)?;
+        self.report(format!("{}/status", self.base), STATUS_TIMEOUT)
+    }
+
+    /// `GET /status?wait=N`: the status report once something actionable
+    /// waits, or after `wait_s` seconds (the server holds it that long).
+    pub fn status_wait(&self, wait_s: u64) -> Result<Value, RemoteError> {
+        let url = format!("{}/status?wait={wait_s}", self.base);
+        self.report(url, Duration::from_secs(wait_s) + STATUS_TIMEOUT)
+    }
+
+    fn report(&self, url: String, timeout: Duration) -> Result<Value, RemoteError> {
+        let answer = self.get(&url, timeout)?;
         let has_counts = answer.get("counts").is_some_and(Value::is_object);
         if !has_counts {
             return Err(RemoteError::BadAnswer {

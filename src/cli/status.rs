@@ -67,11 +67,12 @@ pub struct Args {
 /// Runs `status`.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     if let Some(remote) = RemoteChannel::from_env()?
-        && (a.digest || a.view != View::Status)
+        && (a.digest || a.view == View::Pins)
     {
         anyhow::bail!(
-            "{URL_VAR} is set ({}): through a server only `status` (JSON or --text) is read; \
-             `status pins`, `watch` and --digest read the channel folder (unset {URL_VAR} for them)",
+            "{URL_VAR} is set ({}): through a server only `status` (JSON or --text) and \
+             `status watch` are read; `status pins` and --digest read the channel folder (unset \
+             {URL_VAR} for them)",
             remote.base()
         );
     }
@@ -391,17 +392,76 @@ fn backoff(interval_s: u64, failures: u32) -> Duration {
 /// everything else (no folder yet, a broken index, a stranger role) is an
 /// outage, reported once and retried with backoff. Ctrl-C ends it with 0.
 fn watch(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    let role = Session::role_from(cli.role_arg()?.as_deref())?.with_context(no_role)?;
+    let remote = RemoteChannel::from_env()?;
+    let role = match &remote {
+        Some(_) => None,
+        None => Some(Session::role_from(cli.role_arg()?.as_deref())?.with_context(no_role)?),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
+    let ended = rt.block_on(async {
+        let looping = async {
+            match (&remote, &role) {
+                (Some(remote), _) => watch_remote(a, remote).await,
+                (None, Some(role)) => watch_loop(cli, a, role).await,
+                (None, None) => unreachable!("a local watch has a role"),
+            }
+        };
         tokio::select! {
             biased;
             r = tokio::signal::ctrl_c() => r.map(|()| ExitCode::SUCCESS).context("cannot catch Ctrl-C"),
-            r = watch_loop(cli, a, &role) => r,
+            r = looping => r,
         }
-    })
+    });
+    // A long poll may still be under way: it is not waited for.
+    rt.shutdown_background();
+    ended
+}
+
+/// How long one look through a server may be held (`/status?wait=`).
+const LONG_POLL_S: u64 = 50;
+
+/// The loop of `status watch` through a server: each look is a long poll
+/// the server holds until something actionable waits (or 50 s pass). A
+/// poll held to its end with nothing found is followed by the next at
+/// once; any other by the interval (or the backoff of an outage), so a
+/// standing backlog is not asked about in a tight loop.
+async fn watch_remote(a: &Args, remote: &RemoteChannel) -> anyhow::Result<ExitCode> {
+    let mut state = a.state.as_deref().map(WatchState::load).unwrap_or_default();
+    let mut polls = 0u64;
+    loop {
+        let started = std::time::Instant::now();
+        let r = remote.clone();
+        let seen = tokio::task::spawn_blocking(move || r.status_wait(LONG_POLL_S))
+            .await
+            .context("the poll stopped")?
+            .map(|report| counts_pending(report["counts"].as_object().unwrap_or(&Map::new())))
+            .map_err(|e| one_line(&e.to_string()));
+        let held = matches!(&seen, Ok(c) if c.is_empty())
+            && started.elapsed() >= Duration::from_secs(LONG_POLL_S - 1);
+        let (lines, pause) = state.step(seen, a.interval);
+        emit(&state, a, lines)?;
+        polls += 1;
+        if a.max_polls.is_some_and(|m| polls >= m) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if !held {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// Saves the state (with --state) and prints a poll's lines.
+fn emit(state: &WatchState, a: &Args, lines: Vec<String>) -> anyhow::Result<()> {
+    if let Some(path) = &a.state {
+        state.save(path);
+    }
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        writeln!(out, "{l}").context("cannot write to standard output")?;
+    }
+    out.flush().context("cannot write to standard output")
 }
 
 /// How long a wake-up from the folder waits for the rest of a write (a
@@ -422,15 +482,7 @@ async fn watch_loop(cli: &Cli, a: &Args, role: &Role) -> anyhow::Result<ExitCode
         }
         let seen = poll(cli, role, &mut session).map_err(|e| one_line(&format!("{e:#}")));
         let (lines, pause) = state.step(seen, a.interval);
-        if let Some(path) = &a.state {
-            state.save(path);
-        }
-        let mut out = std::io::stdout().lock();
-        for l in lines {
-            writeln!(out, "{l}").context("cannot write to standard output")?;
-        }
-        out.flush().context("cannot write to standard output")?;
-        drop(out);
+        emit(&state, a, lines)?;
         polls += 1;
         if a.max_polls.is_some_and(|m| polls >= m) {
             return Ok(ExitCode::SUCCESS);

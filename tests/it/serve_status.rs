@@ -740,3 +740,40 @@ fn install_url_refuses_a_token_for_a_variable_and_codex() {
         assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
     }
 }
+
+#[test]
+fn status_watch_through_the_server_wakes_when_mail_arrives() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let secret = token(&ch, "backend");
+    let server = Served::channel(&ch);
+    let away = Away::new();
+    let (url, home, cwd) = (
+        server.url.clone(),
+        away.tmp.path().join("home"),
+        away.tmp.path().to_path_buf(),
+    );
+    let watching = std::thread::spawn(move || {
+        run_in(
+            &cwd,
+            &home,
+            &["status", "watch", "--max-polls", "1"],
+            &[("COUNTERSIGN_URL", &url), ("COUNTERSIGN_TOKEN", &secret)],
+            "",
+        )
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    send_debt(&ch, "frontend", "backend", "look at this");
+    let r = watching.join().unwrap();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("countersign: mail arrived — unread=1, open_obligations_untaken=1."),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.took < Duration::from_secs(15),
+        "woken by the message, not by the 50 s: {:?}",
+        r.took
+    );
+}
