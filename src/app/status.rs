@@ -529,3 +529,74 @@ pub struct StatusView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tentative_since: Option<String>,
 }
+
+// ---------------------------------------------------------------------------------------
+// The status report: what `countersign status` prints, here or through a server.
+
+/// What `countersign status` prints as JSON, and what `serve` answers on
+/// `/status` for a role token: the channel's name, the role's status view,
+/// and its open debts (at most 100) as headers. One type for both, so a
+/// status read through a server is the one read beside the folder.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatusReport {
+    /// The channel's name (channel.json).
+    pub channel: String,
+    /// Counters and lists.
+    #[serde(flatten)]
+    pub view: StatusView,
+    /// The open debts addressed to the role, as headers.
+    pub debts: Vec<super::rows::Projected<super::rows::MessageView>>,
+}
+
+/// The most open debts a status report lists.
+pub const REPORT_DEBTS: i64 = 100;
+
+/// The status report of the session's role, after a catch-up; the summary
+/// comes back too, for the exit code or a wait.
+pub fn status_report(s: &mut Session) -> AppResult<(Summary, StatusReport)> {
+    use super::rows::{FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, Projection};
+    let (sum, view) = status_view(s)?;
+    let headers = Projection::parse(
+        Some(&FieldsArg::One("headers".into())),
+        MESSAGE_FIELDS,
+        MESSAGE_HEADERS,
+    )?;
+    let debts = super::obligations::open_obligations(s, None, REPORT_DEBTS, None)?
+        .listing
+        .result
+        .into_iter()
+        .filter_map(super::rows::Projected::into_whole)
+        .map(|d| super::rows::project(headers.as_ref(), d))
+        .collect();
+    let report = StatusReport {
+        channel: s.channel().dir().genesis().name.clone(),
+        view,
+        debts,
+    };
+    Ok((sum, report))
+}
+
+/// What a stop hook needs of a role (`/hook-status`): whose counters they
+/// are, and every counter.
+#[derive(Clone, Debug, Serialize)]
+pub struct HookStatus {
+    /// The channel's name (channel.json).
+    pub channel: String,
+    /// The role.
+    pub role: String,
+    /// Every counter; the actionable ones are [`ACTIONABLE`].
+    pub counts: Counts,
+}
+
+/// The hook status of the session's role, after a catch-up.
+pub fn hook_status(s: &mut Session) -> AppResult<(Summary, HookStatus)> {
+    let me = s.role()?;
+    s.catch_up()?;
+    let sum = summary(s.index(), &me)?;
+    let out = HookStatus {
+        channel: s.channel().dir().genesis().name.clone(),
+        role: me.to_string(),
+        counts: sum.counts(),
+    };
+    Ok((sum, out))
+}

@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Cli;
-use super::status::{Counts, actionable, grew, no_role, pending_text};
+use super::remote_channel::{RemoteChannel, RemoteError, TOKEN_VAR, URL_VAR};
+use super::status::{Counts, actionable, counts_pending, grew, no_role, pending_text};
 use crate::app::Session;
 use crate::app::status::{TRIAGE, summary};
 use crate::core::ids::Role;
@@ -173,7 +174,34 @@ fn read_input() -> Value {
 fn decide(cli: &Cli, input: &Value) -> Option<String> {
     // A retry: Claude Code is continuing because this hook blocked before.
     let retry = input.get("stop_hook_active") == Some(&Value::Bool(true));
-    let (role, pending, snap) = match check(cli) {
+    let seen = match RemoteChannel::from_env() {
+        // Through a server the hook fails open: a server that is slow,
+        // away or answers badly must not hold every stop of the session.
+        Ok(Some(remote)) => match check_remote(cli, &remote) {
+            Ok(seen) => Ok(seen),
+            Err(e) => {
+                let why = one_line(&format!("{e:#}"));
+                let fix = e
+                    .downcast_ref::<RemoteError>()
+                    .is_some_and(RemoteError::is_misconfigured);
+                if fix {
+                    eprintln!(
+                        "countersign hook stop: {why} — this stop was NOT checked until \
+                         {URL_VAR} and {TOKEN_VAR} are fixed"
+                    );
+                } else {
+                    eprintln!("countersign hook stop: {why} — this stop was NOT checked");
+                }
+                return None;
+            }
+        },
+        Err(e) => {
+            eprintln!("countersign hook stop: {e} — this stop was NOT checked");
+            return None;
+        }
+        Ok(None) => check(cli),
+    };
+    let (role, pending, snap) = match seen {
         Ok(seen) => seen,
         Err(e) => {
             // An error may name a file of the folder, whose name a peer chose.
@@ -238,13 +266,37 @@ fn check(cli: &Cli) -> anyhow::Result<(Role, Counts, PathBuf)> {
     Ok((role, pending, snap))
 }
 
+/// The same through a server: the role is the token's, and the snapshot is
+/// kept per server and token in this device's home.
+fn check_remote(cli: &Cli, remote: &RemoteChannel) -> anyhow::Result<(Role, Counts, PathBuf)> {
+    let answer = remote.hook_status()?;
+    // The role names a file below: only a role name is taken.
+    let role = Role::new(&answer.role).map_err(|_| {
+        anyhow::anyhow!(
+            "{} answered a role that is no role name ({})",
+            remote.base(),
+            one_line(&answer.role)
+        )
+    })?;
+    let pending = counts_pending(&answer.counts);
+    let snap = cli
+        .home()?
+        .remote_dir()
+        .join(format!(".stop-hook-{}-{role}.json", remote.fingerprint()));
+    Ok((role, pending, snap))
+}
+
 fn load(path: &Path) -> Option<Snapshot> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 fn save(path: &Path, snap: &Snapshot) {
     let bytes = serde_json::to_vec(snap).expect("a snapshot serializes");
-    if let Err(e) = std::fs::write(path, bytes) {
+    let written = match path.parent() {
+        Some(dir) => std::fs::create_dir_all(dir).and_then(|()| std::fs::write(path, bytes)),
+        None => std::fs::write(path, bytes),
+    };
+    if let Err(e) = written {
         eprintln!(
             "countersign hook stop: cannot save {} ({e}); the reminder still stands",
             path.display()

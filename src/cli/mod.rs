@@ -19,6 +19,7 @@ mod mcp;
 pub(crate) mod mcp_client;
 mod reindex;
 mod remote;
+mod remote_channel;
 mod repair;
 mod rotate_key;
 mod send;
@@ -34,6 +35,8 @@ use std::sync::OnceLock;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+
+pub use remote_channel::secret_in_args;
 
 use crate::app::Session;
 use crate::store::binding::{self, Found};

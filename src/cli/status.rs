@@ -13,16 +13,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use super::Cli;
+use super::remote_channel::{RemoteChannel, URL_VAR};
 use crate::app::Session;
-use crate::app::obligations::open_obligations;
-use crate::app::rows::{
-    FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, MessageView, Projected, Projection, project,
-};
 use crate::app::session::ROLE_VARS;
-use crate::app::status::{ACTIONABLE, CounterItem, StatusView, Summary, status_view, summary};
+use crate::app::status::{ACTIONABLE, Summary, status_report, summary};
 use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 use crate::store::watcher::Watcher;
@@ -68,6 +66,16 @@ pub struct Args {
 
 /// Runs `status`.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(remote) = RemoteChannel::from_env()?
+        && (a.digest || a.view == View::Pins)
+    {
+        anyhow::bail!(
+            "{URL_VAR} is set ({}): through a server only `status` (JSON or --text) and \
+             `status watch` are read; `status pins` and --digest read the channel folder (unset \
+             {URL_VAR} for them)",
+            remote.base()
+        );
+    }
     if a.digest {
         let mut channel = cli.open_channel()?;
         channel.catch_up()?;
@@ -85,33 +93,26 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 // status
 
 fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
-    let mut s = cli.session_with_role()?;
-    let (sum, view) = status_view(&mut s)?;
-    let debts: Vec<MessageView> = open_obligations(&mut s, None, 100, None)?
-        .listing
-        .result
-        .into_iter()
-        .filter_map(Projected::into_whole)
-        .collect();
-    let channel = s.channel().dir().genesis().name.clone();
-    let pending = actionable(&sum);
+    let report = match RemoteChannel::from_env()? {
+        Some(remote) => remote.status()?,
+        None => {
+            let mut s = cli.session_with_role()?;
+            serde_json::to_value(status_report(&mut s)?.1)?
+        }
+    };
+    show_status(&report, text)
+}
+
+/// Prints a status report (read here or through a server, the same JSON)
+/// and gives the exit code its actionable counters call for.
+fn show_status(report: &Value, text: bool) -> anyhow::Result<ExitCode> {
+    let shown = Shown::deserialize(report)
+        .context("the status report is not understood (no channel, role or counts)")?;
+    let pending = shown.pending();
     if text {
-        print!("{}", status_text(&channel, &view, &debts, &pending));
+        print!("{}", status_text(&shown, &pending));
     } else {
-        let headers = Projection::parse(
-            Some(&FieldsArg::One("headers".into())),
-            MESSAGE_FIELDS,
-            MESSAGE_HEADERS,
-        )?;
-        let report = Report {
-            channel,
-            view,
-            debts: debts
-                .into_iter()
-                .map(|d| project(headers.as_ref(), d))
-                .collect(),
-        };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(report)?);
     }
     Ok(if pending.is_empty() {
         ExitCode::SUCCESS
@@ -120,76 +121,111 @@ fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// What `status` prints as JSON: the channel's name, the role's status view
-/// (channel_status without pins and build), and its open debts as headers.
-#[derive(Serialize)]
-struct Report {
+/// What the text form shows of a status report (`app::status::StatusReport`,
+/// read back from its JSON).
+#[derive(Deserialize)]
+struct Shown {
     channel: String,
-    #[serde(flatten)]
-    view: StatusView,
-    debts: Vec<Projected<MessageView>>,
+    role: String,
+    counts: Map<String, Value>,
+    #[serde(default)]
+    debts: Vec<Line>,
+    #[serde(default)]
+    needs_you: Vec<Line>,
+    #[serde(default)]
+    resolved_for_you: Vec<Line>,
+    #[serde(default)]
+    unblocked: Vec<Line>,
+    tentative_since: Option<String>,
+    held: Option<i64>,
+    alarms: Option<Vec<AlarmLine>>,
+}
+
+/// A message in a list: `  #id topic`.
+#[derive(Deserialize)]
+struct Line {
+    id: String,
+    #[serde(default)]
+    topic: String,
+}
+
+#[derive(Deserialize)]
+struct AlarmLine {
+    kind: String,
+    feed: Option<String>,
+    reason: String,
+}
+
+impl Shown {
+    fn pending(&self) -> Counts {
+        counts_pending(&self.counts)
+    }
+}
+
+/// The non-zero actionable counters of a `counts` object (as the status
+/// report and `/hook-status` carry it).
+pub(super) fn counts_pending(counts: &Map<String, Value>) -> Counts {
+    ACTIONABLE
+        .iter()
+        .filter_map(|c| {
+            counts
+                .get(*c)
+                .and_then(Value::as_u64)
+                .filter(|n| *n > 0)
+                .map(|n| ((*c).to_owned(), n))
+        })
+        .collect()
 }
 
 /// `channel=… role=…`, `pending: …`, then one section per non-empty list
 /// with a `  #id topic` line per message. Topics (and the channel's name and
 /// alarm reasons, which name files of the folder) are peers' text: shown on
-/// one line, escaped (`core::peer_text`).
-fn status_text(
-    channel: &str,
-    view: &StatusView,
-    debts: &[MessageView],
-    pending: &Counts,
-) -> String {
-    let mut t = format!("channel={} role={}\n", one_line(channel), view.role);
+/// one line, escaped (`core::peer_text`); so is everything a server sent.
+fn status_text(shown: &Shown, pending: &Counts) -> String {
+    let mut t = format!(
+        "channel={} role={}\n",
+        one_line(&shown.channel),
+        one_line(&shown.role)
+    );
     if pending.is_empty() {
         t.push_str("pending: nothing\n");
     } else {
         t.push_str(&format!("pending: {}\n", pending_text(pending, ",")));
     }
-    let items = |list: &[CounterItem]| -> Vec<(String, String)> {
-        list.iter()
-            .map(|i| (i.id.clone(), i.topic.clone()))
-            .collect()
-    };
     let sections = [
-        (
-            "debts",
-            debts
-                .iter()
-                .map(|d| (d.id.clone(), d.topic.clone()))
-                .collect(),
-        ),
-        ("needs_you", items(&view.needs_you)),
-        ("resolved_for_you", items(&view.resolved_for_you)),
-        ("unblocked", items(&view.unblocked)),
+        ("debts", &shown.debts),
+        ("needs_you", &shown.needs_you),
+        ("resolved_for_you", &shown.resolved_for_you),
+        ("unblocked", &shown.unblocked),
     ];
     for (section, rows) in sections {
         if rows.is_empty() {
             continue;
         }
         t.push_str(&format!("{section}:\n"));
-        for (id, topic) in rows {
-            t.push_str(&format!("  #{id} {}\n", one_line(&topic)));
+        for l in rows {
+            t.push_str(&format!("  #{} {}\n", one_line(&l.id), one_line(&l.topic)));
         }
     }
-    if let Some(since) = &view.tentative_since {
+    if let Some(since) = &shown.tentative_since {
         t.push_str(&format!(
-            "tentative since: {since} (a device not heard from since may still bring earlier records)\n"
+            "tentative since: {} (a device not heard from since may still bring earlier records)\n",
+            one_line(since)
         ));
     }
-    if let Some(n) = view.held {
+    if let Some(n) = shown.held {
         t.push_str(&format!(
             "held: {n} record(s) dated ahead of this machine's clock\n"
         ));
     }
-    let alarms = view.alarms.as_deref().unwrap_or_default();
+    let alarms = shown.alarms.as_deref().unwrap_or_default();
     if !alarms.is_empty() {
         t.push_str("alarms:\n");
         for a in alarms {
             t.push_str(&format!(
                 "  {} {}: {}\n",
-                a.kind,
-                a.feed.as_deref().unwrap_or_default(),
+                one_line(&a.kind),
+                one_line(a.feed.as_deref().unwrap_or_default()),
                 one_line(&a.reason)
             ));
         }
@@ -356,17 +392,76 @@ fn backoff(interval_s: u64, failures: u32) -> Duration {
 /// everything else (no folder yet, a broken index, a stranger role) is an
 /// outage, reported once and retried with backoff. Ctrl-C ends it with 0.
 fn watch(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    let role = Session::role_from(cli.role_arg()?.as_deref())?.with_context(no_role)?;
+    let remote = RemoteChannel::from_env()?;
+    let role = match &remote {
+        Some(_) => None,
+        None => Some(Session::role_from(cli.role_arg()?.as_deref())?.with_context(no_role)?),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
+    let ended = rt.block_on(async {
+        let looping = async {
+            match (&remote, &role) {
+                (Some(remote), _) => watch_remote(a, remote).await,
+                (None, Some(role)) => watch_loop(cli, a, role).await,
+                (None, None) => unreachable!("a local watch has a role"),
+            }
+        };
         tokio::select! {
             biased;
             r = tokio::signal::ctrl_c() => r.map(|()| ExitCode::SUCCESS).context("cannot catch Ctrl-C"),
-            r = watch_loop(cli, a, &role) => r,
+            r = looping => r,
         }
-    })
+    });
+    // A long poll may still be under way: it is not waited for.
+    rt.shutdown_background();
+    ended
+}
+
+/// How long one look through a server may be held (`/status?wait=`).
+const LONG_POLL_S: u64 = 50;
+
+/// The loop of `status watch` through a server: each look is a long poll
+/// the server holds until something actionable waits (or 50 s pass). A
+/// poll held to its end with nothing found is followed by the next at
+/// once; any other by the interval (or the backoff of an outage), so a
+/// standing backlog is not asked about in a tight loop.
+async fn watch_remote(a: &Args, remote: &RemoteChannel) -> anyhow::Result<ExitCode> {
+    let mut state = a.state.as_deref().map(WatchState::load).unwrap_or_default();
+    let mut polls = 0u64;
+    loop {
+        let started = std::time::Instant::now();
+        let r = remote.clone();
+        let seen = tokio::task::spawn_blocking(move || r.status_wait(LONG_POLL_S))
+            .await
+            .context("the poll stopped")?
+            .map(|report| counts_pending(report["counts"].as_object().unwrap_or(&Map::new())))
+            .map_err(|e| one_line(&e.to_string()));
+        let held = matches!(&seen, Ok(c) if c.is_empty())
+            && started.elapsed() >= Duration::from_secs(LONG_POLL_S - 1);
+        let (lines, pause) = state.step(seen, a.interval);
+        emit(&state, a, lines)?;
+        polls += 1;
+        if a.max_polls.is_some_and(|m| polls >= m) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if !held {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// Saves the state (with --state) and prints a poll's lines.
+fn emit(state: &WatchState, a: &Args, lines: Vec<String>) -> anyhow::Result<()> {
+    if let Some(path) = &a.state {
+        state.save(path);
+    }
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        writeln!(out, "{l}").context("cannot write to standard output")?;
+    }
+    out.flush().context("cannot write to standard output")
 }
 
 /// How long a wake-up from the folder waits for the rest of a write (a
@@ -387,15 +482,7 @@ async fn watch_loop(cli: &Cli, a: &Args, role: &Role) -> anyhow::Result<ExitCode
         }
         let seen = poll(cli, role, &mut session).map_err(|e| one_line(&format!("{e:#}")));
         let (lines, pause) = state.step(seen, a.interval);
-        if let Some(path) = &a.state {
-            state.save(path);
-        }
-        let mut out = std::io::stdout().lock();
-        for l in lines {
-            writeln!(out, "{l}").context("cannot write to standard output")?;
-        }
-        out.flush().context("cannot write to standard output")?;
-        drop(out);
+        emit(&state, a, lines)?;
         polls += 1;
         if a.max_polls.is_some_and(|m| polls >= m) {
             return Ok(ExitCode::SUCCESS);

@@ -18,6 +18,7 @@ pub mod guard;
 pub mod hosting;
 pub mod identity;
 pub mod mcp;
+pub mod status;
 pub mod syncing;
 pub mod throttle;
 
@@ -77,6 +78,8 @@ pub struct State {
     pub shutdown: CancellationToken,
     /// The channels the board has opened.
     pub board: board::reader::Readers,
+    /// The sessions and waiting places of `/status` and `/hook-status`.
+    pub status: status::Status,
 }
 
 impl State {
@@ -105,6 +108,7 @@ impl State {
             throttle: throttle::Throttle::default(),
             shutdown: CancellationToken::new(),
             board: board::reader::Readers::default(),
+            status: status::Status::default(),
         }))
     }
 }
@@ -115,6 +119,8 @@ pub fn router(state: Shared) -> Router {
         .route("/healthz", get(healthz))
         .route("/mcp", any(mcp::handle))
         .merge(board::routes())
+        .route("/status", get(status::status))
+        .route("/hook-status", get(status::hook))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check,

@@ -178,6 +178,13 @@ impl Home {
         self.config.join("keys").join(channel_id)
     }
 
+    /// Folder of what this device remembers of channels read through a
+    /// server (`COUNTERSIGN_URL`): the stop hook's snapshots, named by server
+    /// and token.
+    pub fn remote_dir(&self) -> PathBuf {
+        self.state.join("remote")
+    }
+
     /// Folder of the index, journal, locks and prefs of one channel.
     pub fn state_dir(&self, channel_id: &str) -> PathBuf {
         self.state.join("state").join(channel_id)

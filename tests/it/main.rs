@@ -38,6 +38,7 @@ mod search_grammar;
 mod search_snippet;
 mod serve_admin;
 mod serve_proxy;
+mod serve_status;
 mod serve_sync;
 mod setups;
 mod status_hooks;

@@ -44,9 +44,16 @@ pub(super) fn claude_project(dir: &Path) -> String {
     root.canonicalize().unwrap_or(root).display().to_string()
 }
 
-/// Countersign's own: any entry or command that runs the countersign binary.
+/// Countersign's own: any entry or command that runs the countersign binary,
+/// or an HTTP entry of the form `install --url` writes (a server's `/mcp`
+/// with a bearer token taken from a variable).
 pub(super) fn is_ours(v: &Value) -> bool {
-    v.to_string().contains("countersign")
+    let served = v["type"] == "http"
+        && v["url"].as_str().is_some_and(|u| u.ends_with("/mcp"))
+        && v["headers"]["Authorization"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("Bearer ${") && a.ends_with('}'));
+    served || v.to_string().contains("countersign")
 }
 
 /// Sets (`Some`) or removes (`None`) the MCP server entry in the object
@@ -57,6 +64,10 @@ pub(super) fn mcp_json(path: &Path, at: &[&str], entry: Option<Value>) -> anyhow
     let mut root = orig.clone();
     let mut notes = Vec::new();
     let describe = |v: &Value| {
+        if let Some(url) = v["url"].as_str() {
+            let auth = v["headers"]["Authorization"].as_str().unwrap_or_default();
+            return format!("{url} (Authorization: {auth})");
+        }
         let mut words = vec![v["command"].as_str().unwrap_or_default().to_owned()];
         words.extend(
             v["args"]

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::edit::Edit;
 use super::json::{json_edit, object_at, read_object};
 use super::shell::sh_quote;
+use crate::cli::remote_channel::{TOKEN_VAR, URL_VAR};
 
 /// The hooks: settings.json event and `countersign hook` name.
 const HOOKS: [(&str, &str); 2] = [("SessionStart", "session-start"), ("Stop", "stop")];
@@ -34,6 +35,36 @@ pub(super) fn hook_commands(
         }
         let cmd: Vec<String> = words.iter().map(|w| sh_quote(w)).collect();
         (event, name, cmd.join(" "))
+    })
+}
+
+/// The hook commands for a channel served over HTTP: each reads the channel
+/// through the server at `base` (`COUNTERSIGN_URL`), with the role token
+/// the shell takes from the variable `token_var` when the hook runs. Only
+/// the variable's name is written: the token never lands in a file or an
+/// argument list. `token_var` must be a variable name (checked by the caller).
+pub(super) fn served_hook_commands(
+    exe: &str,
+    base: &str,
+    token_var: &str,
+    home: Option<&str>,
+) -> [(&'static str, &'static str, String); 2] {
+    HOOKS.map(|(event, name)| {
+        let mut words = vec![exe, "hook", name];
+        if let Some(h) = home {
+            words.extend(["--home", h]);
+        }
+        let cmd: Vec<String> = words.iter().map(|w| sh_quote(w)).collect();
+        let token = if token_var == TOKEN_VAR {
+            String::new()
+        } else {
+            format!(" {TOKEN_VAR}=\"${token_var}\"")
+        };
+        (
+            event,
+            name,
+            format!("{URL_VAR}={}{token} {}", sh_quote(base), cmd.join(" ")),
+        )
     })
 }
 

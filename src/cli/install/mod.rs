@@ -40,6 +40,7 @@ mod git;
 mod hooks;
 mod json;
 mod note;
+mod served;
 mod server_entry;
 mod shell;
 
@@ -56,7 +57,7 @@ use codex::{codex_config, codex_hooks, codex_toml};
 use edit::{plain_file, report};
 use git::{exclude_block, git_exclude};
 use hooks::{hook_commands, settings};
-use note::{section, section_text};
+use note::{Whose, section, section_text};
 use server_entry::ServerEntry;
 
 /// The agent tool to wire.
@@ -126,6 +127,17 @@ pub struct Args {
     /// The tool sets the server serves (passed to `countersign mcp --tools`), e.g. mail,debts.
     #[arg(long, value_name = "SETS")]
     pub tools: Option<String>,
+    /// claude only: wire Claude Code to a `countersign serve` at URL (https, or http to this
+    /// machine) instead of a channel folder here: an HTTP server entry for URL/mcp sending the
+    /// role token held in the variable of --token-env, and hooks that read the channel through
+    /// the server. No channel folder, role or binding is needed on this machine.
+    #[arg(long, value_name = "URL", requires = "token_env")]
+    pub url: Option<String>,
+    /// With --url: the name of the environment variable that holds the role token (e.g.
+    /// COUNTERSIGN_TOKEN). Only the name is written; export the variable where Claude Code
+    /// starts.
+    #[arg(long, value_name = "VAR", requires = "url")]
+    pub token_env: Option<String>,
 }
 
 /// Arguments of `uninstall`.
@@ -141,6 +153,9 @@ const SERVER: &str = "channel";
 
 /// Prints (and with --apply makes) the wiring of `tool` to the channel as --role.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
+    if let (Some(url), Some(var)) = (&a.url, &a.token_env) {
+        return served::run(cli, a, url, var);
+    }
     if a.tool == Tool::Codex && a.scope == Scope::Project {
         bail!(
             "--scope project is for claude: Codex reads its servers from $CODEX_HOME/config.toml \
@@ -222,7 +237,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             )?);
             edits.push(section(
                 &cwd.join(note_file),
-                Some(&section_text(Some((&role, &dir)), "mcp__channel__")),
+                Some(&section_text(&Whose::Bound(&role, &dir), "mcp__channel__")),
             )?);
         }
         Tool::Codex => {
@@ -234,7 +249,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             edits.push(edit);
             edits.push(section(
                 &cwd.join("AGENTS.md"),
-                Some(&section_text(None, "")),
+                Some(&section_text(&Whose::Binding, "")),
             )?);
         }
     }

@@ -12,20 +12,33 @@ use crate::store::binding;
 const BEGIN: &str = "<!-- countersign:begin";
 const END: &str = "<!-- countersign:end -->";
 
+/// Where the session's role and channel come from, as the note says.
+pub(super) enum Whose<'a> {
+    /// Written into a personal note: this role, this channel folder.
+    Bound(&'a str, &'a str),
+    /// A shared note names neither and points to the binding, so it never
+    /// disagrees with the server of whoever reads it.
+    Binding,
+    /// A channel served over HTTP: the token's role, at this server.
+    Served(&'a str),
+}
+
 /// The section for CLAUDE.md / AGENTS.md, between markers `uninstall` finds.
-/// `bound` (role, channel) is written into personal notes only; a shared
-/// note names neither and points to the binding, so it never disagrees with
-/// the server of whoever reads it.
-pub(super) fn section_text(bound: Option<(&str, &str)>, tool_prefix: &str) -> String {
+pub(super) fn section_text(whose: &Whose<'_>, tool_prefix: &str) -> String {
     let t = |name: &str| format!("`{tool_prefix}{name}()`");
-    let who = match bound {
-        Some((role, dir)) => {
+    let who = match whose {
+        Whose::Bound(role, dir) => {
             format!("This session works as the role `{role}` on the countersign channel in `{dir}`")
         }
-        None => format!(
+        Whose::Binding => format!(
             "This session works as the role and on the countersign channel that `{}` in this \
              folder names (written by `countersign install`; {} says which)",
             binding::FILE,
+            t("channel_status")
+        ),
+        Whose::Served(url) => format!(
+            "This session works on the countersign channel served at `{url}`, as the role of its \
+             token ({} says which)",
             t("channel_status")
         ),
     };
@@ -67,7 +80,7 @@ mod tests {
     #[test]
     fn a_block_appended_then_cut_leaves_the_text_as_it_was() {
         let p = Path::new("X.md");
-        let new = section_text(Some(("web", "/ch")), "");
+        let new = section_text(&Whose::Bound("web", "/ch"), "");
         for orig in ["", "# Project\n", "# Project\n\n", "# Project\n\nMore.\n"] {
             assert!(find_section(p, orig).unwrap().is_none());
             let added = append_block(orig, &new);
