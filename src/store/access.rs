@@ -715,7 +715,7 @@ mod tests {
         assert_eq!(token.role, "backend");
         assert_eq!(a.find_role_token(old).unwrap(), None);
         assert!(a.find_role_token(&rotated).unwrap().is_some());
-        let (key, nonce) = a
+        let (_, key, nonce) = a
             .create_board_link(&c, "board", "frontend", Duration::from_secs(60), 1)
             .unwrap();
         assert_eq!(key.issued_by, "frontend");
