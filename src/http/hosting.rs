@@ -9,10 +9,16 @@
 
 use std::path::{Path, PathBuf};
 
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::guard::refuse;
+use crate::app::Session;
 pub use crate::app::hosting::channel_ref;
 use crate::app::hosting::{hosted_dir, hosted_dirs};
-use crate::store::ChannelDir;
-use crate::store::access::ChannelRef;
+use crate::core::ids::Role;
+use crate::store::access::{ChannelRef, RoleToken};
+use crate::store::{Channel, ChannelDir, Home};
 
 /// The channels of a server.
 #[derive(Clone, Debug)]
@@ -53,5 +59,48 @@ impl Hosting {
             Self::One(_) => None,
             Self::Under(root) => Some(root),
         }
+    }
+}
+
+/// The hosted folder of `token`'s channel, or the answer refusing it (404):
+/// a token outlives a channel deleted or replaced since.
+pub fn token_dir(hosting: &Hosting, token: &RoleToken) -> Result<ChannelDir, Response> {
+    hosting.find_ref(&token.channel).ok_or_else(|| {
+        refuse(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "channel '{}' is not hosted by this server (any more): the token was made for \
+                 a channel this server does not serve",
+                token.channel.name
+            ),
+        )
+    })
+}
+
+/// A session acting as `token`'s role in `dir` with `home`, opened on a
+/// blocking thread (it may catch up with the folder), or the answer
+/// refusing the request when it cannot be opened.
+pub async fn role_session(
+    home: &Home,
+    dir: ChannelDir,
+    token: &RoleToken,
+) -> Result<Session, Response> {
+    let home = home.clone();
+    let role = token.role.clone();
+    let opened = tokio::task::spawn_blocking(move || -> anyhow::Result<Session> {
+        let role = Role::new(&role)?;
+        Ok(Session::new(Channel::open(dir, home)?, Some(role))?)
+    })
+    .await;
+    match opened {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("cannot open the channel for this token: {e:#}"),
+        )),
+        Err(e) => Err(refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("cannot open the channel: {e}"),
+        )),
     }
 }

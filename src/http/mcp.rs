@@ -26,14 +26,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::guard::{Guard, refuse};
+use super::hosting::{role_session, token_dir};
 use super::identity::{Identity, authenticate};
-use crate::app::Session;
 use crate::app::hosting::Host;
-use crate::core::ids::Role;
 use crate::mcp::Server;
 use crate::mcp::admin::Admin;
 use crate::mcp::hosted::Hosted;
-use crate::store::Channel;
 use crate::store::access::RoleToken;
 
 type Service = StreamableHttpService<Hosted, LocalSessionManager>;
@@ -157,38 +155,8 @@ async fn role_service(state: &Shared, token: &RoleToken) -> Result<Service, Resp
     if let Some(s) = lock(&state.mcp.by_role).get(&key) {
         return Ok(s.clone());
     }
-    let Some(dir) = state.hosting.find_ref(&token.channel) else {
-        return Err(refuse(
-            StatusCode::NOT_FOUND,
-            &format!(
-                "channel '{}' is not hosted by this server (any more): the token was made for \
-                 a channel this server does not serve",
-                token.channel.name
-            ),
-        ));
-    };
-    let home = state.home.clone();
-    let role = token.role.clone();
-    let opened = tokio::task::spawn_blocking(move || -> anyhow::Result<Session> {
-        let role = Role::new(&role)?;
-        Ok(Session::new(Channel::open(dir, home)?, Some(role))?)
-    })
-    .await;
-    let session = match opened {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            return Err(refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("cannot open the channel for this token: {e:#}"),
-            ));
-        }
-        Err(e) => {
-            return Err(refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("cannot open the channel: {e}"),
-            ));
-        }
-    };
+    let dir = token_dir(&state.hosting, token)?;
+    let session = role_session(&state.home, dir, token).await?;
     let server = Hosted::new(
         Server::new(session),
         state.home.access_db(),

@@ -31,11 +31,10 @@ use tokio::sync::watch;
 
 use super::Shared;
 use super::guard::refuse;
+use super::hosting::{role_session, token_dir};
 use super::identity::{Identity, authenticate};
 use crate::app::Session;
 use crate::app::status::{Summary, hook_status, status_report};
-use crate::core::ids::Role;
-use crate::store::Channel;
 use crate::store::access::RoleToken;
 use crate::store::watcher::Watcher;
 
@@ -233,43 +232,18 @@ fn wait_seconds(query: Option<&str>) -> u64 {
 /// channel is hosted.
 async fn open(state: &Shared, token: &RoleToken) -> Result<Arc<Opened>, Response> {
     let key = (token.channel.id.clone(), token.role.clone());
-    let Some(dir) = state.hosting.find_ref(&token.channel) else {
-        lock(&state.status.opened).remove(&key);
-        return Err(refuse(
-            StatusCode::NOT_FOUND,
-            &format!(
-                "channel '{}' is not hosted by this server (any more): the token was made for a \
-                 channel this server does not serve",
-                token.channel.name
-            ),
-        ));
+    let dir = match token_dir(&state.hosting, token) {
+        Ok(d) => d,
+        Err(refusal) => {
+            lock(&state.status.opened).remove(&key);
+            return Err(refusal);
+        }
     };
     if let Some(o) = lock(&state.status.opened).get(&key) {
         return Ok(o.clone());
     }
-    let home = state.home.clone();
-    let role = token.role.clone();
     let feeds = dir.feeds();
-    let opened = tokio::task::spawn_blocking(move || -> anyhow::Result<Session> {
-        let role = Role::new(&role)?;
-        Ok(Session::new(Channel::open(dir, home)?, Some(role))?)
-    })
-    .await;
-    let session = match opened {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            return Err(refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("cannot open the channel for this token: {e:#}"),
-            ));
-        }
-        Err(e) => {
-            return Err(refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("cannot open the channel: {e}"),
-            ));
-        }
-    };
+    let session = role_session(&state.home, dir, token).await?;
     let opened = Arc::new(Opened {
         session: Mutex::new(session),
         channel_id: token.channel.id.clone(),
