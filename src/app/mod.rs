@@ -16,6 +16,7 @@ pub mod info;
 pub mod init;
 pub mod invitation;
 pub mod lifecycle;
+pub mod memory;
 pub mod listing;
 pub mod membership;
 pub mod obligations;
