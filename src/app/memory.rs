@@ -34,22 +34,17 @@ pub struct Memory {
 }
 
 impl Memory {
-    /// Reads the memory from the session's index (after a catch-up).
+    /// Reads the memory from the session's index (after a catch-up), with
+    /// the items that are settled here.
     pub fn load(s: &mut Session) -> AppResult<Self> {
         s.catch_up()?;
-        let now = now_ms();
-        let peers: Vec<Peer> = devices(s)?
-            .into_iter()
-            .filter(|d| !d.this_device && d.frozen.is_none())
-            .filter_map(|d| {
-                let last_heard_ms = d.last_heard_ms?;
-                Some(Peer {
-                    last_heard_ms,
-                    settled_to_ms: (d.missing > 0).then(|| d.last_record_ms.unwrap_or(0)),
-                })
-            })
-            .collect();
-        let horizon = sequence::horizon(&peers, now, s.index().newest_record_ms()?);
+        let horizon = horizon(s)?;
+        Self::load_at(s, horizon)
+    }
+
+    /// Reads the memory with the items before `horizon` (all of them with
+    /// `None`), as the index holds them now.
+    pub fn load_at(s: &Session, horizon: Option<i64>) -> AppResult<Self> {
         let messages = s.index().memory_messages()?;
         let items = sequence::sequence(&messages, |m: &MemoryMessage| m.key, horizon);
         let own = items
@@ -96,6 +91,28 @@ impl Memory {
                 .collect(),
         }
     }
+}
+
+/// The time from which the memory is still tentative here
+/// (`core::memory::sequence::horizon` over this machine's view of the other
+/// devices), `None` when nothing is.
+pub fn horizon(s: &Session) -> AppResult<Option<i64>> {
+    let peers: Vec<Peer> = devices(s)?
+        .into_iter()
+        .filter(|d| !d.this_device && d.frozen.is_none())
+        .filter_map(|d| {
+            let last_heard_ms = d.last_heard_ms?;
+            Some(Peer {
+                last_heard_ms,
+                settled_to_ms: (d.missing > 0).then(|| d.last_record_ms.unwrap_or(0)),
+            })
+        })
+        .collect();
+    Ok(sequence::horizon(
+        &peers,
+        now_ms(),
+        s.index().newest_record_ms()?,
+    ))
 }
 
 /// The memory's view for a session, within `budget` bytes
@@ -156,7 +173,10 @@ pub fn summarize(s: &mut Session, covers: &[String], text: &str) -> AppResult<Su
     };
     summary::check(&op).map_err(|e| AppError::value(format!("{e}. Nothing was written")))?;
     let line = line_of(&op).expect("a checked summary names a line");
-    let memory = Memory::load(s)?;
+    // Checked against every item held here, tentative ones included: a line
+    // a late record renames later keeps its summary unused, never wrong.
+    s.catch_up()?;
+    let memory = Memory::load_at(s, None)?;
     let Some(node) = memory.tree().find(&line) else {
         return Err(AppError::value(format!(
             "covers names no line of the memory here (line {}): read the view again",

@@ -106,8 +106,8 @@ impl Tree {
     // later bit than its parent.
     fn grow(&mut self, bytes: &[[u8; KEY_BYTES]], lo: usize, hi: usize) -> usize {
         let halves = (hi - lo > 1).then(|| {
-            let crit = first_difference(&bytes[lo], &bytes[hi - 1])
-                .expect("distinct sorted keys differ");
+            let crit =
+                first_difference(&bytes[lo], &bytes[hi - 1]).expect("distinct sorted keys differ");
             let mid = lo + bytes[lo..hi].partition_point(|b| !bit(b, crit));
             (self.grow(bytes, lo, mid), self.grow(bytes, mid, hi))
         });
@@ -373,7 +373,9 @@ mod tests {
 
     #[test]
     fn short_items_are_their_own_lines_and_old_ones_fade() {
-        let keys: Vec<OrderKey> = (0..1000).map(|i| key(1_000 + i * 10, 0, i as u32)).collect();
+        let keys: Vec<OrderKey> = (0..1000)
+            .map(|i| key(1_000 + i * 10, 0, i as u32))
+            .collect();
         let t = Tree::build(keys);
         let own = texts(1000, |_| Some(40));
         let v = t.view(8 * 1024, |i| own[i].as_deref(), |_| None);
@@ -387,9 +389,16 @@ mod tests {
         // The older half of the items is shown in fewer lines than the newer.
         let older = v.iter().filter(|l| l.hi <= 500).count();
         let newer = v.iter().filter(|l| l.lo >= 500).count();
-        assert!(older * 2 < newer, "{older} lines for the older half, {newer} for the newer");
+        assert!(
+            older * 2 < newer,
+            "{older} lines for the older half, {newer} for the newer"
+        );
         // Old lines with nothing written wait for a compaction.
-        assert!(v[0].shown.contains("waits for a compaction"), "{}", v[0].shown);
+        assert!(
+            v[0].shown.contains("waits for a compaction"),
+            "{}",
+            v[0].shown
+        );
     }
 
     #[test]
@@ -402,9 +411,11 @@ mod tests {
         assert_eq!(v.len(), 1, "the budget holds only the root");
         assert_eq!(v[0].text, LineText::Joined("a | b".into()));
         let s = "both".to_owned();
-        let v = t.view(10, |i| Some(own[i].as_str()), |l| {
-            (*l == root.line).then_some(s.as_str())
-        });
+        let v = t.view(
+            10,
+            |i| Some(own[i].as_str()),
+            |l| (*l == root.line).then_some(s.as_str()),
+        );
         assert_eq!(v[0].text, LineText::Summary("both".into()));
         assert_eq!(t.covers(&root), vec![key(1, 0, 1).id, key(2, 0, 2).id]);
     }

@@ -71,15 +71,10 @@ impl Index {
 
     /// The standing summary of each of `lines` that has one: the first in
     /// the total order.
-    pub fn standing_summaries(
-        &self,
-        lines: &[RecordId],
-    ) -> StoreResult<HashMap<RecordId, String>> {
+    pub fn standing_summaries(&self, lines: &[RecordId]) -> StoreResult<HashMap<RecordId, String>> {
         let mut st = self
             .conn
-            .prepare_cached(
-                "SELECT text FROM summaries WHERE line = ?1 ORDER BY ms, c, id LIMIT 1",
-            )
+            .prepare_cached("SELECT text FROM summaries WHERE line = ?1 ORDER BY ms, c, id LIMIT 1")
             .db(&self.path)?;
         let mut out = HashMap::new();
         for line in lines {

@@ -659,7 +659,7 @@ impl Index {
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
-    /// state, events, votes, pins, conflicts and uploads, keyed by full record
+    /// state, events, votes, pins, conflicts, uploads and memory summaries, keyed by full record
     /// ids with times from the records' clocks. Cursors, local ingest numbers, problems and the
     /// search tables are left out, so equal feeds give equal digests anywhere.
     pub fn digest(&self) -> StoreResult<String> {
@@ -720,6 +720,12 @@ impl Index {
         )?;
         dump(
             "SELECT record, upload, pos FROM upload_chunks ORDER BY record",
+            &mut h,
+        )?;
+        // Every summary of the memory, by record; which one stands follows
+        // from their order.
+        dump(
+            "SELECT id, line, ms, c, covers, text FROM summaries ORDER BY id",
             &mut h,
         )?;
         Ok(hex::encode(h.finalize()))
