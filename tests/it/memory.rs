@@ -18,6 +18,7 @@ use countersign::core::record::{self, Header};
 use countersign::store::Home;
 use countersign::store::feed::list_segments;
 use countersign::store::home::KeyName;
+use countersign::store::index::ProblemKind;
 
 fn value_error<T: std::fmt::Debug>(r: Result<T, AppError>, needle: &str) {
     match r {
@@ -76,10 +77,13 @@ fn a_session_reads_the_view_and_writes_a_summary_record() {
     let long = view.lines[1].line.clone();
     // Refused, and nothing written: too long, not one line, not a line here.
     value_error(
-        summarize(&mut s, &[long.clone()], &"x".repeat(513)),
+        summarize(&mut s, std::slice::from_ref(&long), &"x".repeat(513)),
         "513 bytes",
     );
-    value_error(summarize(&mut s, &[long.clone()], "two\nlines"), "one line");
+    value_error(
+        summarize(&mut s, std::slice::from_ref(&long), "two\nlines"),
+        "one line",
+    );
     let stranger = RecordId::of_body(b"nothing here").hex();
     value_error(summarize(&mut s, &[stranger], "x"), "names no line");
     value_error(
@@ -88,7 +92,12 @@ fn a_session_reads_the_view_and_writes_a_summary_record() {
     );
     assert_eq!(summary_records(&l, "a"), 0);
 
-    let done = summarize(&mut s, &[long.clone()], "a asks b to read the whole spec").unwrap();
+    let done = summarize(
+        &mut s,
+        std::slice::from_ref(&long),
+        "a asks b to read the whole spec",
+    )
+    .unwrap();
     assert_eq!(done.line, long);
     assert_eq!(done.items, 1);
     assert_eq!(
@@ -97,7 +106,7 @@ fn a_session_reads_the_view_and_writes_a_summary_record() {
         "the summary is a record in a's feed"
     );
     value_error(
-        summarize(&mut s, &[long.clone()], "again"),
+        summarize(&mut s, std::slice::from_ref(&long), "again"),
         "has a summary already",
     );
 
@@ -153,7 +162,8 @@ fn a_session_reads_the_view_and_writes_a_summary_record() {
 
 #[test]
 fn a_peers_summary_that_breaks_the_rules_is_refused_at_ingest() {
-    let shapes: [(&str, fn(RecordId) -> Summary); 4] = [
+    type Shape = fn(RecordId) -> Summary;
+    let shapes: [(&str, Shape); 4] = [
         ("100000 bytes", |i| Summary {
             covers: vec![i],
             text: "x".repeat(100_000),
@@ -206,7 +216,7 @@ fn a_peers_summary_that_breaks_the_rules_is_refused_at_ingest() {
             .problems()
             .unwrap()
             .into_iter()
-            .filter(|p| p.kind.to_string() == "quarantine")
+            .filter(|p| p.kind == ProblemKind::Quarantine)
             .map(|p| p.reason)
             .collect();
         assert_eq!(quarantined.len(), 1, "{why}: {quarantined:?}");
@@ -252,8 +262,13 @@ fn two_summaries_of_one_line_fold_the_same_in_any_order() {
         Some(countersign::core::ids::Role::new("c").unwrap()),
     )
     .unwrap();
-    summarize(&mut c2, &[item.clone()], "from the second device").unwrap();
-    summarize(&mut s, &[item.clone()], "from the first device").unwrap();
+    summarize(
+        &mut c2,
+        std::slice::from_ref(&item),
+        "from the second device",
+    )
+    .unwrap();
+    summarize(&mut s, std::slice::from_ref(&item), "from the first device").unwrap();
     exchange(&l.dir, &dir2, &device1);
     exchange(&dir2, &l.dir, &joined.device);
 

@@ -451,7 +451,11 @@ mod tests {
         check_cover(&t, &v);
     }
 
-    fn history() -> impl Strategy<Value = (Vec<(i64, u32, u32)>, Vec<bool>, Vec<u16>, usize)> {
+    /// Items as (ms, counter, tag), which lines have a summary, item text
+    /// lengths, and a budget.
+    type History = (Vec<(i64, u32, u32)>, Vec<bool>, Vec<u16>, usize);
+
+    fn history() -> impl Strategy<Value = History> {
         (
             prop::collection::vec((0i64..5_000, 0u32..3, 0u32..400), 0..200),
             prop::collection::vec(any::<bool>(), 0..400),
@@ -496,7 +500,7 @@ mod tests {
             }
 
             // The same records in another order give the same tree and view.
-            let mut shuffled = items.clone();
+            let mut shuffled = items;
             let mut state = shuffle | 1;
             for i in (1..shuffled.len()).rev() {
                 state ^= state << 13;
