@@ -20,6 +20,7 @@ pub mod invitation;
 pub mod lifecycle;
 pub mod listing;
 pub mod membership;
+pub mod memory;
 pub mod obligations;
 pub mod pin;
 pub mod presence;

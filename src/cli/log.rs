@@ -122,5 +122,6 @@ fn describe(op: &Op) -> String {
             u.text.len()
         ),
         Op::Seal(s) => format!(" {} sha256 {}", s.upload.short(), one_line(&s.sha256)),
+        Op::Summary(s) => format!(" {} ({} bytes)", short(&s.covers), s.text.len()),
     }
 }

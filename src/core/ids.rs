@@ -38,6 +38,16 @@ impl RecordId {
         hex::encode(self.0)
     }
 
+    /// The id made of these 32 bytes (a digest computed elsewhere).
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The 32 bytes of the digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// The short form agents see (first [`MESSAGE_ID_LEN`] hex characters).
     pub fn short(&self) -> String {
         let mut s = self.hex();

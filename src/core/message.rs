@@ -621,7 +621,8 @@ impl Message {
             | Op::Backfill(_)
             | Op::UndoBackfill(_)
             | Op::UploadChunk(_)
-            | Op::Seal(_) => {}
+            | Op::Seal(_)
+            | Op::Summary(_) => {}
         }
     }
 }

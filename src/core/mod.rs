@@ -13,6 +13,7 @@ pub mod genesis;
 pub mod hlc;
 pub mod ids;
 pub mod invitation;
+pub mod memory;
 pub mod message;
 pub mod op;
 pub mod peer_text;

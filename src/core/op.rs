@@ -62,6 +62,8 @@ pub enum Op {
     UploadChunk(UploadChunk),
     /// Seals an upload: its bytes stop moving.
     Seal(Seal),
+    /// A line of the memory's summary tree (`core::memory`).
+    Summary(Summary),
 }
 
 impl Op {
@@ -89,6 +91,7 @@ impl Op {
             Self::UndoBackfill(_) => "undo_backfill",
             Self::UploadChunk(_) => "upload_chunk",
             Self::Seal(_) => "seal",
+            Self::Summary(_) => "summary",
         }
     }
 
@@ -118,6 +121,7 @@ impl Op {
             "undo_backfill" => Self::UndoBackfill(from_str(data)?),
             "upload_chunk" => Self::UploadChunk(from_str(data)?),
             "seal" => Self::Seal(from_str(data)?),
+            "summary" => Self::Summary(from_str(data)?),
             _ => return Ok(None),
         }))
     }
@@ -144,7 +148,8 @@ impl Op {
             | Self::Backfill(_)
             | Self::UndoBackfill(_)
             | Self::UploadChunk(_)
-            | Self::Seal(_) => &[],
+            | Self::Seal(_)
+            | Self::Summary(_) => &[],
         }
     }
 }
@@ -453,4 +458,16 @@ pub struct Seal {
     pub length_chars: u64,
     /// How many chunks it holds.
     pub chunks: u64,
+}
+
+/// Data of `summary`: the text of one line of the memory, naming exactly
+/// what it covers (`core::memory::summary` checks it, at write and at read).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// One item's record id (a line of one long item), or the names of the
+    /// two neighbouring lines it merges, in order.
+    pub covers: Vec<RecordId>,
+    /// The line: one line of text, at most 512 bytes.
+    pub text: String,
 }

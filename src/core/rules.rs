@@ -248,7 +248,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
         | Op::Backfill(_)
         | Op::UndoBackfill(_)
         | Op::UploadChunk(_)
-        | Op::Seal(_) => Err(Refusal::Value(
+        | Op::Seal(_)
+        | Op::Summary(_) => Err(Refusal::Value(
             "this op does not act on a message".to_owned(),
         )),
     }

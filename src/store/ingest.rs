@@ -47,6 +47,7 @@ use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::invitation::Standing;
+use crate::core::memory;
 use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
 
@@ -1230,6 +1231,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
             conn.prepare_cached("DELETE FROM records WHERE n = ?1")
                 .and_then(|mut s| s.execute([n]))
                 .db(p)?;
+            if op == "summary" {
+                self.index.forget_summary(*n)?;
+            }
             self.touched
                 .extend(targets.iter().filter_map(|t| RecordId::parse(t)));
             if op == "send"
@@ -1449,6 +1453,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 self.claims_changed = true;
             }
             Op::Invite(_) => self.claims_changed = true,
+            Op::Summary(sm) => {
+                // `misplaced` refused a summary that fails its checks.
+                if let Some(line) = memory::summary::line_of(sm) {
+                    self.index.record_summary(n, rec.order_key(), &line, sm)?;
+                }
+            }
             Op::FeedInit(_) | Op::AddRole(_) => {}
         }
         Ok(())
@@ -1547,6 +1557,9 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
             Some("invite carries no valid invitation key".into())
         }
         Op::Invite(_) => None,
+        Op::Summary(sm) if !feed.is_owner() => memory::summary::check(sm)
+            .err()
+            .map(|e| format!("summary refused: {e}")),
         _ if feed.is_owner() => Some(format!(
             "op '{}' does not belong in the owner's feed",
             rec.op_name

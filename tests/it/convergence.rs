@@ -1,7 +1,7 @@
 //! Convergence: three machines (separate homes, separate clones of one
 //! channel, a real bare git remote or a real rclone local remote) run random
 //! operations from every tool family (messaging, inbox, debts, work status,
-//! delete, proposals and votes, revisions, pins, uploads), as each machine's
+//! delete, proposals and votes, revisions, pins, uploads, memory summaries), as each machine's
 //! roles, with random sync schedules. Once everyone
 //! has synced until nothing moves, every machine folds the same state: equal
 //! `status --digest`, and a rebuild gives it too.
@@ -13,6 +13,7 @@
 //! machines, so the runs are few (`CONVERGENCE_CASES=<n>` asks for more).
 
 use crate::common::machines::{Machine, World};
+use countersign::app::memory::{Memory, summarize};
 use countersign::app::pin::{PinRequest, pin_set};
 use countersign::app::revise::{ReviseRequest, revise_message};
 use countersign::app::send::ToArg;
@@ -21,6 +22,7 @@ use countersign::app::sync::{WhenBusy, sync_now};
 use countersign::app::upload::{seal_content, upload_content};
 use countersign::app::{AppError, Session, delete, inbox, lifecycle, vote};
 use countersign::core::ids::Role;
+use countersign::core::memory::tree::DEFAULT_BUDGET;
 use countersign::store::{Channel, ChannelDir, Home};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -28,7 +30,7 @@ use proptest::test_runner::TestCaseError;
 const ROLES: [&str; 3] = ["frontend", "backend", "infra"];
 const STEPS: usize = 60;
 /// How many kinds of operation `operate` chooses from.
-const KINDS: usize = 14;
+const KINDS: usize = 15;
 
 /// xorshift64*: the choices inside one step (which message, which value),
 /// from that step's dice.
@@ -229,6 +231,27 @@ fn operate(
             };
             allowed(send_message(&mut s, req)).is_some()
         }
+        14 => {
+            // A summary of the oldest line that waits in a small view: two
+            // machines often summarize the same line before they sync.
+            s.catch_up().unwrap();
+            let memory = Memory::load_at(&s, None).unwrap();
+            let budget = 300 + rng.below(2000);
+            // (Or the line over everything, when no line of the view waits.)
+            let waiting = memory.view(budget).lines.into_iter().find(|l| l.waits);
+            let node = match waiting {
+                Some(line) => memory
+                    .tree()
+                    .nodes()
+                    .iter()
+                    .find(|n| n.line.hex() == line.line)
+                    .unwrap(),
+                None => memory.tree().root().unwrap(),
+            };
+            let covers: Vec<String> = memory.tree().covers(node).iter().map(|c| c.hex()).collect();
+            let text = format!("{role} sums up {} items", node.items());
+            allowed(summarize(&mut s, &covers, &text)).is_some()
+        }
         _ => {
             let decisions = ["agree", "reject", "needs_changes", "void"];
             let d = decisions[rng.below(decisions.len())];
@@ -351,6 +374,27 @@ fn run(schedule: &[Step], remote: Remote) -> Result<(), TestCaseError> {
         digests.iter().all(|d| *d == digests[0]),
         "machines disagree after syncing until quiet: {:?}",
         digests
+    );
+    // Every machine shows the same memory, summaries included.
+    let views: Vec<Vec<String>> = w
+        .machines
+        .iter()
+        .map(|m| {
+            let mut s = Session::new(channel(m), None).unwrap();
+            s.catch_up().unwrap();
+            let memory = Memory::load_at(&s, None).unwrap();
+            memory
+                .view(DEFAULT_BUDGET)
+                .lines
+                .into_iter()
+                .map(|l| l.shown)
+                .collect()
+        })
+        .collect();
+    prop_assert!(
+        views.iter().all(|v| *v == views[0]),
+        "machines show different memories: {:?}",
+        views
     );
     // The binary reports the same digest, and a rebuild changes nothing.
     let c = &w.machines[2];

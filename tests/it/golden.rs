@@ -17,7 +17,7 @@ use countersign::core::ids::{FeedId, RecordId, Role};
 use countersign::core::invitation::{self, InviteCode};
 use countersign::core::op::{
     Ack, Admit, Backfill, BodyRef, Claim, FeedInit, Ids, Invite, Note, Op, PinSet, Revise, Seal,
-    Send, Target, UndoBackfill, UploadChunk, WorkStatusMove,
+    Send, Summary, Target, UndoBackfill, UploadChunk, WorkStatusMove,
 };
 use countersign::core::record::{self, Header, encode, pubkey_hex};
 use countersign::core::vocab::{Decision, Kind, WorkStatus};
@@ -532,4 +532,48 @@ fn invitation_lines_and_code_are_frozen_and_verify() {
         &claim.pubkey,
         &claim.proof
     ));
+}
+
+/// The memory's summary records: a line of one long item, and a line made of
+/// two lines (the digest of their names, `core::memory::summary::merged`), on
+/// a feed of its own.
+fn memory_records() -> Vec<String> {
+    let ch = channel_id(&genesis().to_bytes());
+    let feed = FeedId::new("backend", "golden-000004").unwrap();
+    let ops = vec![
+        Op::FeedInit(FeedInit {
+            role: role("backend"),
+            pubkey: pubkey_hex(&backend().verifying_key()),
+            device_name: "golden".into(),
+        }),
+        Op::Summary(Summary {
+            covers: vec![RecordId::of_body(b"long item")],
+            text: "backend asks which fields POST /login returns".into(),
+        }),
+        Op::Summary(Summary {
+            covers: vec![RecordId::of_body(b"left"), RecordId::of_body(b"right")],
+            text: "login fields agreed: token, expires_at; frontend adopts them".into(),
+        }),
+    ];
+    chain(&ch, &feed, ops, 1_796_000_003_000)
+}
+
+#[test]
+fn memory_summary_lines_are_frozen_and_verify() {
+    let lines = memory_records();
+    check("memory.jsonl", &lines.concat());
+    let ids: String = lines
+        .iter()
+        .map(|l| format!("{}\n", record::decode(l.trim_end().as_bytes()).unwrap().id))
+        .collect();
+    check("memory.ids", &ids);
+    let text = std::fs::read_to_string(format!("{DIR}/memory.jsonl")).unwrap();
+    for (i, line) in text.lines().enumerate() {
+        let rec = record::decode(line.as_bytes()).unwrap();
+        assert_eq!(rec.to_line(), format!("{line}\n"), "line {i} re-encodes");
+        assert!(rec.verify(&backend().verifying_key()), "line {i} verifies");
+        if let Some(Op::Summary(s)) = &rec.op {
+            countersign::core::memory::summary::check(s).expect("a frozen summary passes");
+        }
+    }
 }

@@ -31,6 +31,7 @@ mod mcp_uploads;
 mod mcp_wait;
 mod mcp_work_status;
 mod membership;
+mod memory;
 mod python_client;
 mod real_clients;
 mod search_catch_up;

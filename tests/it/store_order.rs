@@ -9,6 +9,8 @@
 //! (blocked on a debt, done_local then done), votes, revisions and pins; and
 //! it is written from two devices that see each other's records only now and
 //! then, so concurrent steps on one message reach the fold, and some lose.
+//! Before their last exchange both devices summarize lines of the memory, so
+//! summaries (two of one line among them) arrive in every order too.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,6 +25,7 @@ use countersign::app::lifecycle::{
     confirm_resolution, reopen_message, resolve_message, set_work_status,
 };
 use countersign::app::membership::{admit, join};
+use countersign::app::memory::{Memory, summarize};
 use countersign::app::pin::{PinRequest, pin_set};
 use countersign::app::revise::{ReviseRequest, revise_message};
 use countersign::app::send::{SendRequest, ToArg, send_message};
@@ -369,6 +372,37 @@ fn history() -> &'static History {
                 }
             }
         }
+        // Both devices summarize lines of the memory before they exchange
+        // again, the oldest first, so some line gets two summaries.
+        let mut summaries = 0;
+        for (second, role) in [(false, "a"), (true, "c")] {
+            let mut s = if second {
+                Session::new(open(&dir2, &home2), Some(Role::new(role).unwrap())).unwrap()
+            } else {
+                l.session(role)
+            };
+            s.catch_up().unwrap();
+            let memory = Memory::load_at(&s, None).unwrap();
+            let waiting: Vec<Vec<String>> = memory
+                .view(800)
+                .lines
+                .iter()
+                .filter(|l| l.waits)
+                .take(4)
+                .map(|l| {
+                    let node = memory.tree().nodes()[..]
+                        .iter()
+                        .find(|n| n.line.hex() == l.line)
+                        .unwrap();
+                    memory.tree().covers(node).iter().map(|c| c.hex()).collect()
+                })
+                .collect();
+            for covers in waiting {
+                let text = format!("{role} sums up {} names", covers.len());
+                summaries += usize::from(allowed(summarize(&mut s, &covers, &text)));
+            }
+        }
+        done.insert("summary", summaries);
         exchange(&l.dir, &dir2, &device1);
         exchange(&dir2, &l.dir, &device2);
         concurrent += touched.values().filter(|(a, b)| *a && *b).count();
@@ -615,6 +649,7 @@ fn the_history_is_not_trivial() {
         "work_status",
         "done",
         "delete",
+        "summary",
     ] {
         assert!(
             h.done.get(kind).copied().unwrap_or(0) >= 2,
@@ -643,6 +678,7 @@ fn the_history_is_not_trivial() {
         "\"value\":\"done\"",
         "\"value\":\"needs_you\"",
         "\"op\":\"admit\"",
+        "\"op\":\"summary\"",
     ]
     .into_iter()
     .filter(|op| {

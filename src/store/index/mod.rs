@@ -18,6 +18,7 @@ mod debts;
 mod deliveries;
 mod events;
 mod feeds;
+mod memory;
 mod messages;
 mod pins;
 mod problems;
@@ -31,6 +32,7 @@ pub use debts::{DebtLine, DebtPage, DebtSpan, DebtState, OpenDebt, PendingResolu
 pub use deliveries::UnreadMail;
 pub use events::EventRow;
 pub use feeds::{AdmittedFeed, RecordLine};
+pub use memory::MemoryMessage;
 pub use messages::{MessageFilter, MessageRow, PrefixMatch, TrafficLine, like_pattern};
 pub use pins::{PinSelect, PinVersion};
 pub use problems::{Problem, ProblemKind};
@@ -49,7 +51,7 @@ use crate::core::ids::RecordId;
 use crate::core::message::Conflict;
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// FTS5's own default for `hashsize`, kept outside bulk passes: an ordinary
 /// pass holds a few bodies, and a server's memory stays small.
@@ -232,6 +234,12 @@ CREATE TABLE IF NOT EXISTS uploads(
 CREATE TABLE IF NOT EXISTS body_refs(
     upload TEXT NOT NULL, message_id TEXT NOT NULL, PRIMARY KEY(upload, message_id))
     WITHOUT ROWID;
+-- Summaries of the memory's lines (core::memory), every one kept; `line` is
+-- the name of the line it covers, `n` the record it came in.
+CREATE TABLE IF NOT EXISTS summaries(
+    n INTEGER PRIMARY KEY, line TEXT NOT NULL, id TEXT NOT NULL UNIQUE, ms INTEGER NOT NULL,
+    c INTEGER NOT NULL, covers TEXT NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS summaries_line ON summaries(line, ms, c, id);
 "#;
 
 /// Tables emptied by a rebuild (everything folded from the feeds).
@@ -254,6 +262,7 @@ const DERIVED_TABLES: &[&str] = &[
     "uploads",
     "body_refs",
     "claims",
+    "summaries",
 ];
 
 /// An open index connection.
@@ -655,7 +664,7 @@ impl Index {
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
-    /// state, events, votes, pins, conflicts and uploads, keyed by full record
+    /// state, events, votes, pins, conflicts, uploads and memory summaries, keyed by full record
     /// ids with times from the records' clocks. Cursors, local ingest numbers, problems and the
     /// search tables are left out, so equal feeds give equal digests anywhere.
     pub fn digest(&self) -> StoreResult<String> {
@@ -716,6 +725,12 @@ impl Index {
         )?;
         dump(
             "SELECT record, upload, pos FROM upload_chunks ORDER BY record",
+            &mut h,
+        )?;
+        // Every summary of the memory, by record; which one stands follows
+        // from their order.
+        dump(
+            "SELECT id, line, ms, c, covers, text FROM summaries ORDER BY id",
             &mut h,
         )?;
         Ok(hex::encode(h.finalize()))

@@ -1,0 +1,169 @@
+//! The memory as the index holds it: the items of the sequence and the
+//! summaries ingested, by the line they name.
+//!
+//! Owns the `summaries` table and the queries the memory reads. It keeps
+//! every summary record (two of one line both stay); which one stands is
+//! `core::memory::summary::winner`'s rule, applied here in SQL as "first in
+//! the total order". It must not decide what the sequence or the tree is:
+//! `core::memory` does.
+
+use std::collections::HashMap;
+
+use rusqlite::params;
+
+use super::Index;
+use crate::core::hlc::{Hlc, OrderKey};
+use crate::core::ids::RecordId;
+use crate::core::op::Summary;
+use crate::store::error::{SqlContext as _, StoreResult};
+
+/// A message as the memory takes it in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryMessage {
+    /// Its place in the total order.
+    pub key: OrderKey,
+    /// Its author's role.
+    pub role: String,
+    /// Its topic.
+    pub topic: String,
+    /// Its body as it stands.
+    pub body: String,
+}
+
+impl Index {
+    /// Stores a summary record (already checked), ingested as record `n`.
+    pub fn record_summary(
+        &self,
+        n: i64,
+        key: OrderKey,
+        line: &RecordId,
+        s: &Summary,
+    ) -> StoreResult<()> {
+        let covers: Vec<String> = s.covers.iter().map(RecordId::hex).collect();
+        self.conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO summaries(n, line, id, ms, c, covers, text) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    n,
+                    line.hex(),
+                    key.id.hex(),
+                    key.hlc.0,
+                    key.hlc.1,
+                    covers.join(","),
+                    s.text
+                ])
+            })
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    /// Forgets the summary ingested as record `n` (a fork took it back).
+    pub fn forget_summary(&self, n: i64) -> StoreResult<()> {
+        self.conn
+            .prepare_cached("DELETE FROM summaries WHERE n = ?1")
+            .and_then(|mut st| st.execute([n]))
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    /// The standing summary of each of `lines` that has one: the first in
+    /// the total order.
+    pub fn standing_summaries(&self, lines: &[RecordId]) -> StoreResult<HashMap<RecordId, String>> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT text FROM summaries WHERE line = ?1 ORDER BY ms, c, id LIMIT 1")
+            .db(&self.path)?;
+        let mut out = HashMap::new();
+        for line in lines {
+            let text: Option<String> = st
+                .query_map([line.hex()], |r| r.get(0))
+                .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
+                .db(&self.path)?
+                .into_iter()
+                .next();
+            if let Some(t) = text {
+                out.insert(*line, t);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The standing summary of every line that has one (the first of its
+    /// line in the total order).
+    pub fn all_standing_summaries(&self) -> StoreResult<HashMap<RecordId, String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT s.line, s.text FROM summaries s WHERE NOT EXISTS (SELECT 1 FROM \
+                 summaries t WHERE t.line = s.line AND (t.ms, t.c, t.id) < (s.ms, s.c, s.id))",
+            )
+            .and_then(|mut st| {
+                st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| {
+                rows.into_iter()
+                    .filter_map(|(l, t)| RecordId::parse(&l).map(|l| (l, t)))
+                    .collect()
+            })
+    }
+
+    /// Every summary of `line`, standing first: `(record id, text)`.
+    pub fn summaries_of(&self, line: &RecordId) -> StoreResult<Vec<(RecordId, String)>> {
+        self.conn
+            .prepare_cached("SELECT id, text FROM summaries WHERE line = ?1 ORDER BY ms, c, id")
+            .and_then(|mut st| {
+                st.query_map([line.hex()], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| {
+                rows.into_iter()
+                    .filter_map(|(id, t)| RecordId::parse(&id).map(|id| (id, t)))
+                    .collect()
+            })
+    }
+
+    /// The messages that are items of the memory (not deleted), in the
+    /// total order, with the text they stand with.
+    pub fn memory_messages(&self) -> StoreResult<Vec<MemoryMessage>> {
+        self.conn
+            .prepare_cached(
+                "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
+                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
+                 FROM messages m WHERE m.deleted_ms IS NULL ORDER BY m.ms, m.c, m.id",
+            )
+            .and_then(|mut st| {
+                st.query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, u32>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| {
+                rows.into_iter()
+                    .filter_map(|(id, ms, c, role, topic, body)| {
+                        Some(MemoryMessage {
+                            key: OrderKey {
+                                hlc: Hlc(ms, c),
+                                id: RecordId::parse(&id)?,
+                            },
+                            role,
+                            topic,
+                            body,
+                        })
+                    })
+                    .collect()
+            })
+    }
+}
