@@ -62,19 +62,17 @@ impl Hosting {
     }
 }
 
-/// The hosted folder of `token`'s channel, or the answer refusing it (404):
-/// a token outlives a channel deleted or replaced since.
-pub fn token_dir(hosting: &Hosting, token: &RoleToken) -> Result<ChannelDir, Response> {
-    hosting.find_ref(&token.channel).ok_or_else(|| {
-        refuse(
-            StatusCode::NOT_FOUND,
-            &format!(
-                "channel '{}' is not hosted by this server (any more): the token was made for \
-                 a channel this server does not serve",
-                token.channel.name
-            ),
-        )
-    })
+/// The answer refusing a token whose channel is not hosted here (404): a
+/// token outlives a channel deleted or replaced since.
+pub fn not_hosted(token: &RoleToken) -> Response {
+    refuse(
+        StatusCode::NOT_FOUND,
+        &format!(
+            "channel '{}' is not hosted by this server (any more): the token was made for a \
+             channel this server does not serve",
+            token.channel.name
+        ),
+    )
 }
 
 /// A session acting as `token`'s role in `dir` with `home`, opened on a

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::guard::{Guard, refuse};
-use super::hosting::{role_session, token_dir};
+use super::hosting::{not_hosted, role_session};
 use super::identity::{Identity, authenticate};
 use crate::app::hosting::Host;
 use crate::mcp::Server;
@@ -155,7 +155,10 @@ async fn role_service(state: &Shared, token: &RoleToken) -> Result<Service, Resp
     if let Some(s) = lock(&state.mcp.by_role).get(&key) {
         return Ok(s.clone());
     }
-    let dir = token_dir(&state.hosting, token)?;
+    let dir = state
+        .hosting
+        .find_ref(&token.channel)
+        .ok_or_else(|| not_hosted(token))?;
     let session = role_session(&state.home, dir, token).await?;
     let server = Hosted::new(
         Server::new(session),

@@ -31,7 +31,7 @@ use tokio::sync::watch;
 
 use super::Shared;
 use super::guard::refuse;
-use super::hosting::{role_session, token_dir};
+use super::hosting::{not_hosted, role_session};
 use super::identity::{Identity, authenticate};
 use crate::app::Session;
 use crate::app::status::{Summary, hook_status, status_report};
@@ -232,12 +232,9 @@ fn wait_seconds(query: Option<&str>) -> u64 {
 /// channel is hosted.
 async fn open(state: &Shared, token: &RoleToken) -> Result<Arc<Opened>, Response> {
     let key = (token.channel.id.clone(), token.role.clone());
-    let dir = match token_dir(&state.hosting, token) {
-        Ok(d) => d,
-        Err(refusal) => {
-            lock(&state.status.opened).remove(&key);
-            return Err(refusal);
-        }
+    let Some(dir) = state.hosting.find_ref(&token.channel) else {
+        lock(&state.status.opened).remove(&key);
+        return Err(not_hosted(token));
     };
     if let Some(o) = lock(&state.status.opened).get(&key) {
         return Ok(o.clone());
