@@ -32,6 +32,7 @@ mod mcp_wait;
 mod mcp_work_status;
 mod membership;
 mod python_client;
+mod serve_load;
 mod serve_mcp;
 mod real_clients;
 mod search_catch_up;
