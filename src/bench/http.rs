@@ -1,24 +1,26 @@
 //! The same tools through `countersign serve`: MCP over streamable HTTP on
 //! loopback with a role token, driven by rmcp's client. The workload is the
 //! stdio rows' (`server`): sends to `backend` with the same bodies, then
-//! `read_inbox` as the same role, against the same `mcp::Server` code, so
-//! the difference between the two rows is the transport.
+//! `read_inbox` as the same role, against the same `mcp::Server` code. Each
+//! call is made over stdio and over HTTP in turn, so the difference between
+//! the two rows is the transport and not the moment.
 //!
 //! The server runs as a process of the `countersign` beside the bench, with
 //! the seeded home; the token is made in that home's access database, as
 //! `countersign token create` makes it. Owns the server's life for the
 //! measurement and nothing else.
 
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::SERVER_ROLE;
 use super::corpus::{Rng, body};
@@ -26,7 +28,7 @@ use super::machine::vm_hwm_kb;
 use super::sampler::MIN_CALLS;
 use super::seed::Seeded;
 use super::server::timed;
-use crate::cli::mcp_client::{self, Client};
+use crate::cli::mcp_client::{self, Client, call};
 use crate::http::hosting::channel_ref;
 use crate::store::access::Access;
 use crate::store::clock::now_ms;
@@ -34,11 +36,10 @@ use crate::store::clock::now_ms;
 /// How long the server may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The send and read_inbox latencies over both transports, measured back to
-/// back on one channel.
+/// The send and read_inbox latencies over both transports, measured in
+/// pairs on one channel.
 pub struct Http {
-    /// Over stdio (`countersign mcp`), when measured here (`--http`); the
-    /// full run takes its stdio rows from `server`.
+    /// Over stdio (`countersign mcp`), each call paired with one over HTTP.
     pub stdio_send: Vec<Duration>,
     pub stdio_inbox: Vec<Duration>,
     /// Over HTTP (`countersign serve`).
@@ -51,27 +52,24 @@ pub struct Http {
 }
 
 impl Http {
-    /// Times `calls` sends and inbox reads over HTTP; with `with_stdio`, the
-    /// same over stdio first.
-    pub async fn measure(
-        exe: &Path,
-        seeded: &Seeded,
-        calls: usize,
-        with_stdio: bool,
-    ) -> anyhow::Result<Self> {
-        let (mut stdio_send, mut stdio_inbox) = (Vec::new(), Vec::new());
-        if with_stdio {
-            let (client, _) =
-                mcp_client::spawn(exe, seeded.dir.root(), &seeded.home_path, SERVER_ROLE).await?;
-            (stdio_send, stdio_inbox) = workload(&client, calls).await?;
-            let _ = client.cancel().await;
-        }
+    /// Times `calls` sends and inbox reads over each transport, in pairs.
+    pub async fn measure(exe: &Path, seeded: &Seeded, calls: usize) -> anyhow::Result<Self> {
+        let (stdio, _) =
+            mcp_client::spawn(exe, seeded.dir.root(), &seeded.home_path, SERVER_ROLE).await?;
         let mut served = Served::start(exe, seeded)?;
-        let client = served.client().await?;
-        let (send, inbox) = workload(&client, calls).await?;
-        let (floor, _) = timed(&client, "server_build", calls, MIN_CALLS, |_| json!({})).await?;
+        let http = served.client().await?;
+        let mut rng = Rng(7);
+        let (stdio_send, send) = paired(&stdio, &http, "send_message", calls, |i| {
+            let len = 100 + rng.below(900) as usize;
+            json!({"to": "backend", "topic": format!("bench {i}"), "body": body(&mut rng, len, false)})
+        })
+        .await?;
+        let (stdio_inbox, inbox) =
+            paired(&stdio, &http, "read_inbox", calls, |_| json!({})).await?;
+        let (floor, _) = timed(&http, "server_build", calls, MIN_CALLS, |_| json!({})).await?;
         let server_hwm_kb = vm_hwm_kb(&served.child.id().to_string());
-        let _ = client.cancel().await;
+        let _ = http.cancel().await;
+        let _ = stdio.cancel().await;
         served.stop()?;
         Ok(Self {
             stdio_send,
@@ -84,17 +82,40 @@ impl Http {
     }
 }
 
-/// The stdio rows' workload: sends to `backend` with bodies of 100 to 1000
-/// bytes from the same seed, then `read_inbox` with no arguments.
-async fn workload(client: &Client, calls: usize) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
-    let mut rng = Rng(7);
-    let (send, _) = timed(client, "send_message", calls, MIN_CALLS, |i| {
-        let len = 100 + rng.below(900) as usize;
-        json!({"to": "backend", "topic": format!("bench {i}"), "body": body(&mut rng, len, false)})
-    })
-    .await?;
-    let (inbox, _) = timed(client, "read_inbox", calls, MIN_CALLS, |_| json!({})).await?;
-    Ok((send, inbox))
+/// Untimed pairs of calls before the timed ones.
+const WARMUP: usize = 5;
+
+/// Times `calls` calls of `tool` on each transport, in pairs with the same
+/// arguments, which of the two goes first alternating: load that comes and
+/// goes on the machine falls on both alike, which two runs one after the
+/// other would not give.
+async fn paired(
+    stdio: &Client,
+    http: &Client,
+    tool: &str,
+    calls: usize,
+    mut args: impl FnMut(usize) -> Value,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let (mut over_stdio, mut over_http) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for i in 0..WARMUP + calls {
+        let a = args(i);
+        let order = if i % 2 == 0 {
+            [(stdio, 0), (http, 1)]
+        } else {
+            [(http, 1), (stdio, 0)]
+        };
+        let mut took = [Duration::ZERO; 2];
+        for (client, slot) in order {
+            let t = Instant::now();
+            call(client, tool, a.clone()).await?;
+            took[slot] = t.elapsed();
+        }
+        if i >= WARMUP {
+            over_stdio.push(took[0]);
+            over_http.push(took[1]);
+        }
+    }
+    Ok((over_stdio, over_http))
 }
 
 /// A `countersign serve` of the seeded channel on a free loopback port;
@@ -112,17 +133,8 @@ impl Served {
         let access = Access::open(&seeded.home.access_db())?;
         let (token, _) =
             access.create_role_token(&channel_ref(&seeded.dir), SERVER_ROLE, "bench", now_ms())?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("finding a free port")?
-            .port();
-        let child = Command::new(exe)
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--channel",
-            ])
+        let mut child = Command::new(exe)
+            .args(["serve", "--listen", "127.0.0.1:0", "--channel"])
             .arg(seeded.dir.root())
             .env("COUNTERSIGN_HOME", &seeded.home_path)
             .env_remove("COUNTERSIGN_ADMIN_TOKEN")
@@ -130,20 +142,34 @@ impl Served {
             .env_remove("COUNTERSIGN_CHANNEL")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .context("spawning countersign serve")?;
-        let mut me = Self { child, port, token };
-        let start = Instant::now();
-        // It binds only once its state is open: a connection means ready.
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Some(status) = me.child.try_wait()? {
-                bail!("countersign serve exited at its start ({status})");
+        // Its first line names the port it picked; the rest is drained so
+        // the server never blocks on a full pipe.
+        let stderr = child.stderr.take().context("the server's stderr")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(port) = listening_port(&line)
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(port);
+                }
             }
-            if start.elapsed() > START_TIMEOUT {
-                bail!("countersign serve did not listen within {START_TIMEOUT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        });
+        let mut me = Self {
+            child,
+            port: 0,
+            token,
+        };
+        match rx.recv_timeout(START_TIMEOUT) {
+            Ok(port) => me.port = port,
+            Err(_) => match me.child.try_wait()? {
+                Some(status) => bail!("countersign serve exited at its start ({status})"),
+                None => bail!("countersign serve did not listen within {START_TIMEOUT:?}"),
+            },
         }
         Ok(me)
     }
@@ -175,6 +201,13 @@ impl Served {
         }
         Ok(())
     }
+}
+
+/// The port of a `listening on http://127.0.0.1:PORT` line.
+fn listening_port(line: &str) -> Option<u16> {
+    let rest = line.split("listening on http://").nth(1)?;
+    let addr = rest.split_whitespace().next()?;
+    addr.rsplit_once(':')?.1.parse().ok()
 }
 
 impl Drop for Served {

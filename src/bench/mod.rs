@@ -253,9 +253,9 @@ fn http_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result<E
         .enable_all()
         .build()?;
     eprintln!("measuring send_message and read_inbox over stdio, then over HTTP…");
-    let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls, true))?;
+    let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls))?;
     let mut t = Table::default();
-    http_rows(&mut t, &http.stdio_send, &http.stdio_inbox, &http, true);
+    http_rows(&mut t, &http);
     t.print();
     println!("\nDetails (no budget):");
     http_details(&http);
@@ -266,36 +266,27 @@ fn http_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result<E
 /// How much slower a send over HTTP may be than over stdio (p50).
 const HTTP_SEND_MARGIN_MS: f64 = 1.0;
 
-/// The rows over HTTP, each beside its stdio figure (`stdio_rows`: print
-/// those too, when no other part of the table has them).
-fn http_rows(
-    t: &mut Table,
-    stdio_send: &[Duration],
-    stdio_inbox: &[Duration],
-    http: &Http,
-    stdio_rows: bool,
-) {
+/// The rows over HTTP, each after the stdio figure it was paired with.
+fn http_rows(t: &mut Table, http: &Http) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let stdio_p50 = ms(p(stdio_send, 50));
+    let stdio_p50 = ms(p(&http.stdio_send, 50));
     for (name, stdio, over_http, budget) in [
         (
             "send_message (durable)",
-            stdio_send,
+            &http.stdio_send,
             &http.send,
             Some(stdio_p50 + HTTP_SEND_MARGIN_MS),
         ),
-        ("read_inbox", stdio_inbox, &http.inbox, None),
+        ("read_inbox", &http.stdio_inbox, &http.inbox, None),
     ] {
-        if stdio_rows {
-            t.row(
-                &format!("{name}, stdio"),
-                format!("{:.3} ms", ms(p(stdio, 50))),
-                format!("{:.3} ms (n={})", ms(p(stdio, 99)), stdio.len()),
-                "—",
-                None,
-                0.0,
-            );
-        }
+        t.row(
+            &format!("{name}, stdio (paired with HTTP)"),
+            format!("{:.3} ms", ms(p(stdio, 50))),
+            format!("{:.3} ms (n={})", ms(p(stdio, 99)), stdio.len()),
+            "—",
+            None,
+            0.0,
+        );
         let p50 = ms(p(over_http, 50));
         let (label, ok, ratio) = match budget {
             Some(b) => (
@@ -303,11 +294,7 @@ fn http_rows(
                 Some(p50 <= b),
                 b / p50,
             ),
-            None => (
-                format!("— (stdio p50 {:.3} ms)", ms(p(stdio, 50))),
-                None,
-                0.0,
-            ),
+            None => ("—".to_owned(), None, 0.0),
         };
         t.row(
             &format!("{name}, HTTP (serve, loopback)"),
@@ -553,7 +540,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         .build()?;
     let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
     eprintln!("measuring send_message and read_inbox over HTTP…");
-    let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls, false))?;
+    let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls))?;
     // The channel now holds the run the MCP section sent.
     let (local_run, local_run_bytes) = InProcess::search(&seeded, a.calls, RUN_QUERY)?;
     eprintln!("measuring wake-ups and the status command and stop hook…");
@@ -602,7 +589,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
             budget / p50,
         );
     }
-    http_rows(&mut t, &mcp.send, &mcp.inbox, &http, false);
+    http_rows(&mut t, &http);
     let (search_p50, run_p99) = (ms(p(&mcp.search, 50)), ms(p(&mcp.search_run, 99)));
     let run_budget = RUN_FACTOR * search_p50;
     t.row(
