@@ -14,7 +14,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 use crate::common::serve::{
-    INITIALIZE, Served, assert_verified, connect, logged, post_mcp, request, token,
+    INITIALIZE, Served, assert_verified, logged, post_mcp, raw_request, token,
 };
 use crate::common::{TestChannel, bin, sha256_hex};
 use crate::python_client::{has_mcp, python};
@@ -68,7 +68,7 @@ fn the_python_sdk_runs_a_debt_through_its_confirm_over_http() {
     let tc = TestChannel::new(&["frontend", "backend"]);
     let fe = token(&tc.home, &tc.dir, "frontend");
     let be = token(&tc.home, &tc.dir, "backend");
-    let mut server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()]);
+    let server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()], &[]);
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/http_check.py");
     let mut child = Command::new(&py)
@@ -96,7 +96,7 @@ fn the_python_sdk_runs_a_debt_through_its_confirm_over_http() {
         "http_check.py failed ({})\n--- stdout ---\n{stdout}--- stderr ---\n{}--- server ---\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr),
-        server.log()
+        server.stderr()
     );
     print!("{stdout}");
     let ids: Value = serde_json::from_str(stdout.lines().last().unwrap()).expect("the ids line");
@@ -106,7 +106,7 @@ fn the_python_sdk_runs_a_debt_through_its_confirm_over_http() {
     );
 
     // The folder holds what the answers said, written by the tokens' roles.
-    assert!(server.stop().success(), "{}", server.log());
+    assert!(server.stop().success());
     let log = logged(&tc.home, &tc.dir);
     let send = log.iter().find(|r| r.id == debt).expect("the debt's send");
     assert_eq!((send.role.as_str(), send.op.as_str()), ("frontend", "send"));
@@ -136,8 +136,8 @@ async fn a_request_without_a_live_role_token_of_the_channel_is_refused_and_write
     let good = token(&tc.home, &tc.dir, "frontend");
     let foreign = token(&tc.home, &other, "frontend");
     let doomed = token(&tc.home, &tc.dir, "backend");
-    let server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()]);
-    let port = server.port;
+    let server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()], &[]);
+    let port = server.port();
 
     // One message through a live token: the channel works.
     let fe = server.client(&good).await;
@@ -159,12 +159,13 @@ async fn a_request_without_a_live_role_token_of_the_channel_is_refused_and_write
         let r = post_mcp(port, auth.as_deref(), &[], &send_call("x"));
         assert_eq!(r.status, 401, "{what}: {r:?}");
         assert!(
-            connect(&server.url("/mcp"), auth.as_deref().unwrap_or(""))
+            server
+                .try_client(auth.as_deref().unwrap_or(""))
                 .await
                 .is_err()
         );
     }
-    let basic = request(
+    let basic = raw_request(
         port,
         "POST",
         "/mcp",
@@ -196,13 +197,13 @@ async fn a_request_without_a_live_role_token_of_the_channel_is_refused_and_write
     let r = post_mcp(port, Some(&view), &[], INITIALIZE.as_bytes());
     assert_eq!(r.status, 403, "a view key on /mcp: {r:?}");
     assert!(error_of(&r.body).contains("board"), "{r:?}");
-    assert!(connect(&server.url("/mcp"), &view).await.is_err());
+    assert!(server.try_client(&view).await.is_err());
 
     // A token of a channel this server does not host.
     let r = post_mcp(port, Some(&foreign), &[], INITIALIZE.as_bytes());
     assert_eq!(r.status, 404, "another channel's token: {r:?}");
     assert!(error_of(&r.body).contains("not hosted"), "{r:?}");
-    assert!(connect(&server.url("/mcp"), &foreign).await.is_err());
+    assert!(server.try_client(&foreign).await.is_err());
 
     // A revoked token: refused from its next request on, even in the session
     // it opened.
@@ -230,7 +231,7 @@ async fn a_request_without_a_live_role_token_of_the_channel_is_refused_and_write
     );
     let r = post_mcp(port, Some(&doomed), &[], INITIALIZE.as_bytes());
     assert_eq!(r.status, 401, "a revoked token: {r:?}");
-    assert!(connect(&server.url("/mcp"), &doomed).await.is_err());
+    assert!(server.try_client(&doomed).await.is_err());
 
     assert_eq!(
         tc.feed_records(),
@@ -256,7 +257,13 @@ async fn a_token_of_one_hosted_channel_acts_in_that_channel_only() {
     std::fs::create_dir(&hosted).unwrap();
     let alpha = another_channel(&tc, "hosted/alpha", "alpha");
     let beta = another_channel(&tc, "hosted/beta", "beta");
-    let server = Served::start(&tc.home, &["--channels-dir", hosted.to_str().unwrap()]);
+    // --channels-dir serves with the management tools, which need an admin token.
+    let admin = format!("admin-{}", "a".repeat(40));
+    let server = Served::start(
+        &tc.home,
+        &["--channels-dir", hosted.to_str().unwrap()],
+        &[("COUNTERSIGN_ADMIN_TOKEN", &admin)],
+    );
     let a = server.client(&token(&tc.home, &alpha, "frontend")).await;
     let b = server.client(&token(&tc.home, &beta, "frontend")).await;
 
@@ -285,7 +292,7 @@ async fn a_token_of_one_hosted_channel_acts_in_that_channel_only() {
     assert!(log_b.iter().any(|r| r.id == in_beta) && !log_b.iter().any(|r| r.id == in_alpha));
     // The channel the server does not host under the folder is out of reach.
     let r = post_mcp(
-        server.port,
+        server.port(),
         Some(&token(&tc.home, &tc.dir, "frontend")),
         &[],
         INITIALIZE.as_bytes(),
@@ -297,8 +304,8 @@ async fn a_token_of_one_hosted_channel_acts_in_that_channel_only() {
 fn host_and_origin_must_name_this_server() {
     let tc = TestChannel::new(&["frontend", "backend"]);
     let good = token(&tc.home, &tc.dir, "frontend");
-    let server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()]);
-    let port = server.port;
+    let server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()], &[]);
+    let port = server.port();
     let before = tc.feed_records();
     let own = format!("http://127.0.0.1:{port}");
     let foreign_host = format!("evil.example:{port}");
@@ -355,7 +362,7 @@ fn host_and_origin_must_name_this_server() {
         );
     }
     // /healthz carries nothing and answers any Host (a load balancer's probe).
-    let r = request(port, "GET", "/healthz", &[("Host", &foreign_host)], b"").unwrap();
+    let r = raw_request(port, "GET", "/healthz", &[("Host", &foreign_host)], b"").unwrap();
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(tc.feed_records(), before);
 }
@@ -372,8 +379,9 @@ async fn a_body_over_the_limit_is_refused_with_413_and_writes_nothing() {
             "--body-limit",
             "4096",
         ],
+        &[],
     );
-    let port = server.port;
+    let port = server.port();
     let client = server.client(&good).await;
     let before = tc.feed_records();
     let big = "b".repeat(8000);
@@ -392,7 +400,7 @@ async fn a_body_over_the_limit_is_refused_with_413_and_writes_nothing() {
     }
     chunked.extend_from_slice(b"0\r\n\r\n");
     let auth = format!("Bearer {good}");
-    let r = request(
+    let r = raw_request(
         port,
         "POST",
         "/mcp",
@@ -454,15 +462,25 @@ fn listening_off_loopback_needs_public() {
         "{stderr}"
     );
     assert!(
-        crate::common::serve::request(port, "GET", "/healthz", &[], b"").is_err(),
+        raw_request(port, "GET", "/healthz", &[], b"").is_err(),
         "something listens on the port"
     );
 
-    // With --public it serves (reachable here through loopback).
-    let mut server = Served::start(
+    // With --public it serves, on every address (loopback included).
+    let server = Served::start(
         &tc.home,
-        &["--channel", tc.dir.to_str().unwrap(), "--public"],
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--public",
+            "--channel",
+            tc.dir.to_str().unwrap(),
+        ],
+        &[],
     );
+    assert!(server.addr.ip().is_unspecified(), "{}", server.addr);
+    let r = raw_request(server.port(), "GET", "/healthz", &[], b"").unwrap();
+    assert_eq!(r.status, 200, "{r:?}");
     assert!(server.stop().success());
 }
 
@@ -471,11 +489,10 @@ async fn sigterm_while_sends_are_in_flight_loses_nothing() {
     const ROLES: [&str; 4] = ["frontend", "backend", "infra", "qa"];
     let tc = TestChannel::new(&ROLES);
     let tokens: Vec<String> = ROLES.iter().map(|r| token(&tc.home, &tc.dir, r)).collect();
-    let mut server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()]);
-    let url = server.url("/mcp");
+    let server = Served::start(&tc.home, &["--channel", tc.dir.to_str().unwrap()], &[]);
     let mut tasks = Vec::new();
     for (i, t) in tokens.iter().enumerate() {
-        let client = connect(&url, t).await.expect("connect");
+        let client = server.client(t).await;
         let to = ROLES[(i + 1) % ROLES.len()];
         tasks.push(tokio::spawn(async move {
             // Every id the server answered with, then how the sends ended.
@@ -508,18 +525,11 @@ async fn sigterm_while_sends_are_in_flight_loses_nothing() {
     while tc.feed_records() < 40 && started.elapsed() < Duration::from_secs(60) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    server.terminate();
     let stopping = Instant::now();
-    let status = tokio::task::spawn_blocking(move || {
-        let s = server.wait(Duration::from_secs(30));
-        (s, server.log())
-    })
-    .await
-    .unwrap();
-    let (status, log) = status;
-    let status = status.unwrap_or_else(|| panic!("no exit within 30 s of SIGTERM:\n{log}"));
-    assert!(status.success(), "the server exited with {status}:\n{log}");
-    assert!(log.contains("stopped"), "{log}");
+    let status = tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
+    assert!(status.success(), "the server exited with {status}");
     println!("stopped {:?} after SIGTERM", stopping.elapsed());
 
     let mut answered = Vec::new();
