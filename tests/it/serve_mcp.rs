@@ -343,7 +343,7 @@ fn host_and_origin_must_name_this_server() {
     }
     // This server's own names pass.
     for (host, origin) in [
-        (format!("127.0.0.1:{port}"), own.clone()),
+        (format!("127.0.0.1:{port}"), own),
         (
             format!("localhost:{port}"),
             format!("http://localhost:{port}"),
