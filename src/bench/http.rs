@@ -10,7 +10,8 @@
 //! `countersign token create` makes it. Owns the server's life for the
 //! measurement and nothing else.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -49,6 +50,9 @@ pub struct Http {
     pub floor: Vec<Duration>,
     /// The serve process's peak RSS.
     pub server_hwm_kb: Option<u64>,
+    /// `GET /board/<channel>` with a view key: the time to the first byte
+    /// of each answer, or the status of a server with no board.
+    pub board: Result<Vec<Duration>, u16>,
 }
 
 impl Http {
@@ -67,6 +71,7 @@ impl Http {
         let (stdio_inbox, inbox) =
             paired(&stdio, &http, "read_inbox", calls, |_| json!({})).await?;
         let (floor, _) = timed(&http, "server_build", calls, MIN_CALLS, |_| json!({})).await?;
+        let board = board_first_byte(&served, seeded)?;
         let server_hwm_kb = vm_hwm_kb(&served.child.id().to_string());
         let _ = http.cancel().await;
         let _ = stdio.cancel().await;
@@ -78,8 +83,62 @@ impl Http {
             inbox,
             floor,
             server_hwm_kb,
+            board,
         })
     }
+}
+
+/// Board loads before the timed ones, and timed ones.
+const BOARD_WARMUP: usize = 3;
+const BOARD_LOADS: usize = 30;
+
+/// Loads the seeded channel's board with a view key (made in the seeded
+/// home, as `board_link` makes one) and times each answer's first byte
+/// from the request's first byte; `Err(status)` when the server answers
+/// anything but 200 (a server with no board).
+fn board_first_byte(
+    served: &Served,
+    seeded: &Seeded,
+) -> anyhow::Result<Result<Vec<Duration>, u16>> {
+    let access = Access::open(&seeded.home.access_db())?;
+    let (key, _) = access.create_view_key(
+        &channel_ref(&seeded.dir),
+        "bench",
+        "cli",
+        Duration::from_secs(3600),
+        now_ms(),
+    )?;
+    let request = format!(
+        "GET /board/{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {key}\r\n\
+         Connection: close\r\n\r\n",
+        seeded.dir.genesis().name,
+        served.port
+    );
+    let mut out = Vec::with_capacity(BOARD_LOADS);
+    for i in 0..BOARD_WARMUP + BOARD_LOADS {
+        let mut s = TcpStream::connect(("127.0.0.1", served.port)).context("connecting")?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let t = Instant::now();
+        s.write_all(request.as_bytes())?;
+        let mut first = [0u8; 1];
+        s.read_exact(&mut first).context("the board's first byte")?;
+        let took = t.elapsed();
+        let mut answer = first.to_vec();
+        s.read_to_end(&mut answer).context("the board's answer")?;
+        let head = String::from_utf8_lossy(&answer[..answer.len().min(16)]).into_owned();
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse::<u16>().ok())
+            .unwrap_or(0);
+        if status != 200 {
+            return Ok(Err(status));
+        }
+        if i >= BOARD_WARMUP {
+            out.push(took);
+        }
+    }
+    Ok(Ok(out))
 }
 
 /// Untimed pairs of calls before the timed ones.
