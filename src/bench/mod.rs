@@ -25,6 +25,9 @@
 //!   at every offset), whose p99 must stay within 5× the ordinary search's
 //!   p50 (`server`); beside them the same app functions called in this
 //!   process (`in_process`);
+//! - send_message and read_inbox again through `countersign serve`, MCP over
+//!   streamable HTTP on loopback with a role token: the same workload and
+//!   server code, so the difference is the transport (`http`);
 //! - a wake-up of a blocked `wait_for_mail`, and `countersign status` and
 //!   `countersign hook stop` as processes (`wake`);
 //! - propagation between two machines through git and rclone
@@ -36,6 +39,7 @@
 
 mod corpus;
 mod hostile;
+mod http;
 mod in_process;
 mod incremental;
 mod invocation;
@@ -58,6 +62,7 @@ use anyhow::ensure;
 use clap::Parser as _;
 
 use self::hostile::Hostile;
+use self::http::Http;
 use self::in_process::InProcess;
 use self::incremental::Incremental;
 use self::invocation::Countersign;
@@ -111,6 +116,10 @@ pub struct Args {
     /// then until search is complete), and measure the parts of a rebuild alone.
     #[arg(long, conflicts_with_all = ["propagation", "sync"])]
     pub rebuild: bool,
+    /// Measure only the transports: seed the channel, then send_message and read_inbox over
+    /// stdio (`countersign mcp`) and over HTTP (`countersign serve`), side by side.
+    #[arg(long, conflicts_with_all = ["propagation", "sync", "rebuild"])]
+    pub http: bool,
 }
 
 /// The roster of the bench channel, sorted (recipients are kept sorted).
@@ -229,6 +238,120 @@ fn rebuild_only(a: &Args, scratch: &Scratch) -> anyhow::Result<ExitCode> {
     parts.print(rebuilt.searchable, rebuilt.report.accepted);
     println!("\nload average at the end: {}", load_average());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--http`: seeding, then the two transports back to back.
+fn http_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result<ExitCode> {
+    let machine = Machine::probe(&scratch.root)?;
+    println!("countersign-bench --http: {} messages", a.messages);
+    println!("machine: {}", machine.describe());
+    println!("binary: {}", exe.path().display());
+    let seeded = seed(&scratch.root, a.messages)?;
+    // The index, as a machine that has been running has it.
+    Channel::open(seeded.dir.clone(), seeded.home.clone())?.reindex(None)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    eprintln!("measuring send_message and read_inbox over stdio, then over HTTP…");
+    let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls))?;
+    let mut t = Table::default();
+    http_rows(&mut t, &http);
+    t.print();
+    println!("\nDetails (no budget):");
+    http_details(&http);
+    println!("\nload average at the end: {}", load_average());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How much slower a send over HTTP may be than over stdio (p50).
+const HTTP_SEND_MARGIN_MS: f64 = 1.0;
+
+/// The rows over HTTP, each after the stdio figure it was paired with.
+fn http_rows(t: &mut Table, http: &Http) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let stdio_p50 = ms(p(&http.stdio_send, 50));
+    for (name, stdio, over_http, budget) in [
+        (
+            "send_message (durable)",
+            &http.stdio_send,
+            &http.send,
+            Some(stdio_p50 + HTTP_SEND_MARGIN_MS),
+        ),
+        ("read_inbox", &http.stdio_inbox, &http.inbox, None),
+    ] {
+        t.row(
+            &format!("{name}, stdio (paired with HTTP)"),
+            format!("{:.3} ms", ms(p(stdio, 50))),
+            format!("{:.3} ms (n={})", ms(p(stdio, 99)), stdio.len()),
+            "—",
+            None,
+            0.0,
+        );
+        let p50 = ms(p(over_http, 50));
+        let (label, ok, ratio) = match budget {
+            Some(b) => (
+                format!("p50 ≤ stdio + {HTTP_SEND_MARGIN_MS} ms = {b:.3} ms"),
+                Some(p50 <= b),
+                b / p50,
+            ),
+            None => ("—".to_owned(), None, 0.0),
+        };
+        t.row(
+            &format!("{name}, HTTP (serve, loopback)"),
+            format!("{p50:.3} ms"),
+            format!("{:.3} ms (n={})", ms(p(over_http, 99)), over_http.len()),
+            &label,
+            ok,
+            ratio,
+        );
+    }
+    let row = match &http.board {
+        Ok(v) => {
+            let p50 = ms(p(v, 50));
+            t.row(
+                "board time to first byte (GET /board/<channel>)",
+                format!("{p50:.1} ms"),
+                format!("{:.1} ms (n={})", ms(p(v, 99)), v.len()),
+                &format!("< {BOARD_BUDGET_MS} ms"),
+                Some(p50 < BOARD_BUDGET_MS),
+                BOARD_BUDGET_MS / p50,
+            );
+            return;
+        }
+        Err(status) => format!("not measured: the server answered {status}"),
+    };
+    t.row(
+        "board time to first byte (GET /board/<channel>)",
+        "—".into(),
+        row,
+        &format!("< {BOARD_BUDGET_MS} ms"),
+        None,
+        0.0,
+    );
+}
+
+/// The board's budget: its first byte within this long.
+const BOARD_BUDGET_MS: f64 = 50.0;
+
+/// The HTTP lines of the details (no budget).
+fn http_details(http: &Http) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("  Over HTTP (countersign serve):");
+    println!(
+        "  {:<62} p50 {:>9.3} ms   p99 {:>9.3} ms   (n={})",
+        "server_build (transport floor: no SQLite, tiny answer)",
+        ms(p(&http.floor, 50)),
+        ms(p(&http.floor, 99)),
+        http.floor.len()
+    );
+    println!(
+        "  {:<62} {}",
+        "serve peak RSS (VmHWM)",
+        http.server_hwm_kb.map_or_else(
+            || "?".to_owned(),
+            |kb| format!("{:.1} MB", kb as f64 * 1024.0 / 1e6)
+        )
+    );
 }
 
 /// A timed full rebuild of the seeded channel's index.
@@ -367,6 +490,9 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     if a.rebuild {
         return rebuild_only(a, &scratch);
     }
+    if a.http {
+        return http_only(a, &scratch, &exe);
+    }
     let machine = Machine::probe(&scratch.root)?;
     println!(
         "countersign-bench: {} messages over {} roles",
@@ -427,6 +553,8 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
+    eprintln!("measuring send_message and read_inbox over HTTP…");
+    let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls))?;
     // The channel now holds the run the MCP section sent.
     let (local_run, local_run_bytes) = InProcess::search(&seeded, a.calls, RUN_QUERY)?;
     eprintln!("measuring wake-ups and the status command and stop hook…");
@@ -475,6 +603,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
             budget / p50,
         );
     }
+    http_rows(&mut t, &http);
     let (search_p50, run_p99) = (ms(p(&mcp.search, 50)), ms(p(&mcp.search_run, 99)));
     let run_budget = RUN_FACTOR * search_p50;
     t.row(
@@ -603,6 +732,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         "spawn → first answer, each spawn (ms)",
         fmt_ms_list(&mcp.first_answer)
     );
+    http_details(&http);
     println!("  The same app functions in-process (no MCP, no JSON text):");
     line(
         &format!(

@@ -152,7 +152,7 @@ async fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<(Clien
 }
 
 /// Times calls of `tool` (see [`Sampler`]); returns the samples and the last answer.
-async fn timed(
+pub async fn timed(
     client: &Client,
     tool: &str,
     calls: usize,

@@ -38,6 +38,8 @@ mod search_catch_up;
 mod search_grammar;
 mod search_snippet;
 mod serve_admin;
+mod serve_load;
+mod serve_mcp;
 mod serve_proxy;
 mod serve_status;
 mod serve_sync;

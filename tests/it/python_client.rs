@@ -35,7 +35,7 @@ pub fn python() -> PathBuf {
 }
 
 /// `Ok(())` if the interpreter runs and imports `mcp`; otherwise why not.
-fn has_mcp(py: &Path) -> Result<(), String> {
+pub fn has_mcp(py: &Path) -> Result<(), String> {
     match Command::new(py)
         .args(["-c", "import mcp"])
         .stdin(Stdio::null())

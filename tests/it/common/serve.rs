@@ -3,8 +3,8 @@
 //! checked through `/healthz`, and reached by rmcp's MCP client over
 //! streamable HTTP with a bearer token, or by plain HTTP requests.
 
-use std::io::{BufRead as _, BufReader, Read as _};
-use std::net::SocketAddr;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -240,4 +240,214 @@ pub fn serve_output(home: &Path, args: &[&str], env: &[(&str, &str)]) -> std::pr
         c.env(k, v);
     }
     c.output().expect("the binary runs")
+}
+
+// ---------------------------------------------------------------------------------------
+// Tokens, raw requests and the log, for the suites of /mcp over HTTP (serve_mcp,
+// serve_load).
+
+impl Served {
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+}
+
+/// A port nobody listens on right now (the OS's pick, released at once).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `countersign token create --role ROLE --channel DIR` with `home`: the
+/// secret it prints.
+pub fn token(home: &Path, channel: &Path, role: &str) -> String {
+    let out = Command::new(bin())
+        .args(["token", "create", "--role", role, "--channel"])
+        .arg(channel)
+        .env("COUNTERSIGN_HOME", home)
+        .env_remove("COUNTERSIGN_ROLE")
+        .env_remove("AI_AGENT_CHANNEL_ROLE")
+        .env_remove("COUNTERSIGN_CHANNEL")
+        .output()
+        .expect("run token create");
+    assert!(
+        out.status.success(),
+        "token create failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secret = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned();
+    assert!(secret.starts_with("cst_"), "not a role token: {secret:?}");
+    secret
+}
+
+/// A raw HTTP answer.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: String,
+    pub body: String,
+}
+
+/// One HTTP/1.1 request over a fresh connection, written by hand so any
+/// header can be wrong. `Host: 127.0.0.1:<port>` is sent unless `headers`
+/// has a Host; `Content-Length` is sent for a non-empty body unless `headers`
+/// has a Transfer-Encoding.
+pub fn raw_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Response> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !has("host") {
+        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    if !body.is_empty() && !has("transfer-encoding") && !has("content-length") {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes())?;
+    // The server may answer (and close) before reading a body it refuses.
+    // No half-close after it: the server takes a closed write side for a
+    // client that left, and answers nothing.
+    let _ = s.write_all(body);
+    let raw = read_answer(&mut s);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no HTTP status in {text:?}")))?;
+    Ok(Response {
+        status,
+        headers: head.to_owned(),
+        body: body.to_owned(),
+    })
+}
+
+/// Reads an answer until the connection closes, its declared length has
+/// come, or (an event stream, which may stay open) its first event has.
+fn read_answer(s: &mut TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return raw,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+        let text = String::from_utf8_lossy(&raw);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let head = head.to_ascii_lowercase();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if length.is_some_and(|n| body.len() >= n)
+            || (head.contains("text/event-stream")
+                && body.contains("data:")
+                && body.contains("\n\n"))
+        {
+            return raw;
+        }
+    }
+}
+
+/// The JSON-RPC `initialize` request a client opens an MCP session with.
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+/// A POST to `/mcp` (JSON, accepting JSON or an event stream), with
+/// `Authorization: Bearer <token>` when there is one, and `extra` headers.
+pub fn post_mcp(port: u16, token: Option<&str>, extra: &[(&str, &str)], body: &[u8]) -> Response {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut h: Vec<(&str, &str)> = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(a) = &auth {
+        h.push(("Authorization", a));
+    }
+    h.extend_from_slice(extra);
+    raw_request(port, "POST", "/mcp", &h, body).expect("an HTTP answer")
+}
+
+/// A record of the channel's log, as `countersign log --json` prints it.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// The message id of a `send` (the first 12 hex digits of the record id).
+    pub id: String,
+    /// The role whose feed holds it (`_owner` for the owner's).
+    pub role: String,
+    /// The op (`send`, `resolve`, `opened`, …).
+    pub op: String,
+    /// The op's data.
+    pub data: serde_json::Value,
+}
+
+/// Every accepted record of the channel, in the channel's order, read by
+/// `countersign log --json` with `home` (a record's id is the SHA-256 of
+/// the body bytes it prints).
+pub fn logged(home: &Path, channel: &Path) -> Vec<Logged> {
+    let out = Command::new(bin())
+        .args(["log", "--json", "--channel"])
+        .arg(channel)
+        .env("COUNTERSIGN_HOME", home)
+        .env_remove("COUNTERSIGN_ROLE")
+        .env_remove("AI_AGENT_CHANNEL_ROLE")
+        .env_remove("COUNTERSIGN_CHANNEL")
+        .output()
+        .expect("run log");
+    assert!(
+        out.status.success(),
+        "log failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|line| {
+            let body: serde_json::Value = serde_json::from_str(line).expect("a JSON body");
+            let feed = body["feed"].as_str().unwrap_or("");
+            Logged {
+                id: super::sha256_hex(line)[..12].to_owned(),
+                role: feed.split('/').next().unwrap_or("").to_owned(),
+                op: body["op"].as_str().unwrap_or("").to_owned(),
+                data: body["data"].clone(),
+            }
+        })
+        .collect()
+}
+
+/// `countersign verify` of the folder: its last line, asserted clean.
+pub fn assert_verified(home: &Path, channel: &Path) -> String {
+    let out = Command::new(bin())
+        .args(["verify", "--channel"])
+        .arg(channel)
+        .env("COUNTERSIGN_HOME", home)
+        .env_remove("COUNTERSIGN_CHANNEL")
+        .output()
+        .expect("run verify");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && text.contains("— clean"),
+        "verify is not clean:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines().last().unwrap_or("").to_owned()
 }
