@@ -4,9 +4,10 @@
 //! first time a token of that role calls, around the same `mcp::Server` a
 //! stdio session runs (so names, parameters, results and refusals are the
 //! stdio ones). A request is authenticated before it reaches any service,
-//! and it reaches only its identity's: a session opened with one role's
-//! token is unknown to every other role's service, so a session id never
-//! carries an identity across. A role's service is the stdio tools plus
+//! and it reaches only its identity's. The services are stateless: every
+//! call is one request answered with one JSON body, so there is no session
+//! id to carry an identity across, and a stop lets each call under way
+//! finish and answer. A role's service is the stdio tools plus
 //! board_link for its own channel (`mcp::hosted`). The admin token reaches
 //! the management tools' service only (`mcp::admin`, made on first use over
 //! `--channels-dir`); a view key reaches none.
@@ -67,6 +68,13 @@ impl Services {
 /// would know nothing of `--allow-host`).
 fn service_config(guard: &Guard, cancel: CancellationToken) -> StreamableHttpServerConfig {
     StreamableHttpServerConfig::default()
+        // Every call is one request with one JSON answer: no session, no
+        // stream held open. So a stop lets each call under way finish and
+        // deliver its answer (the server waits for open requests), and an
+        // answer is never left in a stream cut by the stop.
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(guard.body_limit())
@@ -141,7 +149,7 @@ async fn admin(state: &Shared, request: Request) -> Response {
             let service = AdminService::new(
                 move || Ok(admin.clone()),
                 Arc::new(LocalSessionManager::default()),
-                state.mcp.config(state.shutdown.child_token()),
+                state.mcp.config(CancellationToken::new()),
             );
             lock(&state.mcp.admin).get_or_insert(service).clone()
         }
@@ -169,7 +177,7 @@ async fn role_service(state: &Shared, token: &RoleToken) -> Result<Service, Resp
     let service = Service::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
-        state.mcp.config(state.shutdown.child_token()),
+        state.mcp.config(CancellationToken::new()),
     );
     Ok(lock(&state.mcp.by_role)
         .entry(key)

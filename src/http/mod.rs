@@ -158,7 +158,9 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             stop.await;
-            // Streams (SSE, MCP sessions) would hold the shutdown forever.
+            // The board's event streams and long-polls of /status would
+            // hold the shutdown forever; MCP calls are plain requests that
+            // finish and answer.
             shutdown.cancel();
         })
         .await?;
