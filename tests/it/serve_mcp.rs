@@ -356,8 +356,12 @@ fn host_and_origin_must_name_this_server() {
             INITIALIZE.as_bytes(),
         );
         assert_eq!(r.status, 200, "{host} {origin}: {r:?}");
+        // One JSON answer to the request: no session, no stream.
         assert!(
-            r.body.contains("\"serverInfo\""),
+            r.headers
+                .to_ascii_lowercase()
+                .contains("content-type: application/json")
+                && r.body.contains("\"serverInfo\""),
             "no initialize answer: {r:?}"
         );
     }
