@@ -24,6 +24,7 @@ use super::rows::short;
 use super::session::Session;
 use crate::store::access::{Access, ChannelRef, NONCE_TTL};
 use crate::store::index::{DebtLine, DebtState, PinSelect};
+use crate::store::sync_outcome::SyncOutcome;
 
 /// Days the chart of open debts covers (today included).
 pub const CHART_DAYS: usize = 14;
@@ -239,8 +240,21 @@ pub enum SyncHealth {
         /// Why.
         reason: String,
     },
-    /// This machine: no record of its syncs is kept, only whether it has a
-    /// remote.
+    /// This machine, whose last sync succeeded.
+    Synced {
+        /// When it ended (ms).
+        at_ms: i64,
+    },
+    /// This machine, whose last sync failed.
+    Failed {
+        /// When it ended (ms).
+        at_ms: i64,
+        /// Why (bounded).
+        error: String,
+    },
+    /// This machine, with no remote: its channel is not synced.
+    NotSynced,
+    /// This machine, with a remote and no sync recorded yet.
     Unknown,
 }
 
@@ -357,6 +371,7 @@ pub fn view(s: &Session, now_ms: i64) -> AppResult<Board> {
         })
         .collect();
 
+    let own_sync = own_sync_health(s);
     let devices = presence::devices(s)?
         .into_iter()
         .map(|d| DeviceItem {
@@ -368,7 +383,7 @@ pub fn view(s: &Session, now_ms: i64) -> AppResult<Board> {
             sync: match (d.frozen, d.missing) {
                 (Some(reason), _) => SyncHealth::Frozen { reason },
                 (None, n) if n > 0 => SyncHealth::Behind { missing: n },
-                (None, _) if d.this_device => SyncHealth::Unknown,
+                (None, _) if d.this_device => own_sync.clone(),
                 (None, _) => SyncHealth::Current,
             },
         })
@@ -547,4 +562,24 @@ pub fn issue_link(
         link_expires_ms: now_ms.saturating_add(nonce_ttl),
         key_expires_ms: key.expires_ms,
     })
+}
+
+/// This machine's own sync health: how its last sync here ended, which no
+/// record in the folder can tell.
+fn own_sync_health(s: &Session) -> SyncHealth {
+    let channel = s.channel();
+    match SyncOutcome::load(channel.state_dir()) {
+        Some(SyncOutcome {
+            at_ms, error: None, ..
+        }) => SyncHealth::Synced { at_ms },
+        Some(SyncOutcome {
+            at_ms,
+            error: Some(error),
+            ..
+        }) => SyncHealth::Failed { at_ms, error },
+        // A git clone with no remote chosen yet adopts its origin at its
+        // first sync; until then it reads as not synced.
+        None if super::sync::remote(channel).is_none() => SyncHealth::NotSynced,
+        None => SyncHealth::Unknown,
+    }
 }

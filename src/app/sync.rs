@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use super::refusal::{AppError, AppResult};
 use crate::store::Channel;
+use crate::store::channel::now_ms;
 use crate::store::prefs::{Prefs, Remote};
+use crate::store::sync_outcome::SyncOutcome;
 use crate::sync::{self, SyncReport};
 
 /// What to do when another process on this machine is syncing the channel.
@@ -99,6 +101,7 @@ pub fn sync_within(
         &remote,
         budget,
     );
+    record_outcome(channel, &result);
     // Whatever happened, fold what is in the folder now: a merge that did
     // land before a failed push still brought records.
     let folded = channel.catch_up();
@@ -123,6 +126,24 @@ pub fn sync_within(
         adopted_origin,
         ..result?
     }))
+}
+
+/// Keeps how this sync ended for this machine's own sync health (the
+/// board). Failing to keep it never fails the sync.
+fn record_outcome(channel: &Channel, result: &Result<SyncReport, sync::SyncError>) {
+    let outcome = match result {
+        Ok(r) => SyncOutcome::new(now_ms(), None, r.attempts),
+        Err(e) => {
+            let tries = match e {
+                sync::SyncError::GaveUp { tries, .. } => *tries,
+                _ => 1,
+            };
+            SyncOutcome::new(now_ms(), Some(&e.to_string()), tries)
+        }
+    };
+    if let Err(e) = outcome.save(channel.state_dir()) {
+        tracing::warn!("keeping the sync's outcome: {e}");
+    }
 }
 
 /// The remote of a channel that has none chosen on this device: a git clone

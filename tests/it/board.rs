@@ -8,9 +8,11 @@ use countersign::app::board::{self, Board, SyncHealth};
 use countersign::app::lifecycle::{resolve_message, set_work_status};
 use countersign::app::pin::{PinRequest, pin_set};
 use countersign::app::send::{SendRequest, ToArg, send_message};
+use countersign::app::sync::{WhenBusy, set_remote, sync_now};
 use countersign::app::vote::acknowledge;
 use countersign::http::board::page;
 use countersign::store::clock::now_ms;
+use countersign::store::prefs::Remote;
 
 use crate::common::local::{Local, send};
 
@@ -191,7 +193,8 @@ fn proposals_pins_devices_alarms_and_traffic_are_all_there() {
             .iter()
             .all(|d| d.this_device && d.records > 0 && d.last_heard_ms.is_some())
     );
-    assert!(b.devices.iter().all(|d| d.sync == SyncHealth::Unknown));
+    // No remote: this machine's channel is not synced.
+    assert!(b.devices.iter().all(|d| d.sync == SyncHealth::NotSynced));
 
     let alarm = b
         .alarms
@@ -206,6 +209,42 @@ fn proposals_pins_devices_alarms_and_traffic_are_all_there() {
     let hello = b.traffic.iter().find(|t| t.topic == "hello").unwrap();
     assert_eq!(hello.excerpt, "just saying hi");
     assert_eq!(b.channel, "local");
+}
+
+#[test]
+fn this_machine_shows_how_its_last_sync_ended() {
+    let local = Local::new(&["alpha", "beta"]);
+    send(&mut local.session("alpha"), "beta", "hello", "hi");
+    let own = |b: &Board| {
+        b.devices
+            .iter()
+            .find(|d| d.this_device)
+            .map(|d| d.sync.clone())
+            .unwrap()
+    };
+    assert_eq!(own(&board_of(&local)), SyncHealth::NotSynced);
+
+    let remote = local.tmp.path().join("remote");
+    let mut channel = local.channel();
+    set_remote(&channel, Remote::Rclone(remote.display().to_string())).unwrap();
+    assert_eq!(own(&board_of(&local)), SyncHealth::Unknown);
+    let before = now_ms();
+    sync_now(&mut channel, WhenBusy::Wait).unwrap();
+    match own(&board_of(&local)) {
+        SyncHealth::Synced { at_ms } => assert!(at_ms >= before),
+        other => panic!("after a sync: {other:?}"),
+    }
+
+    // A remote that cannot be reached: the failure and its reason show.
+    set_remote(&channel, Remote::Rclone("no-such-remote:channel".into())).unwrap();
+    assert!(sync_now(&mut channel, WhenBusy::Wait).is_err());
+    let b = board_of(&local);
+    match own(&b) {
+        SyncHealth::Failed { error, .. } => assert!(error.contains("no-such-remote"), "{error}"),
+        other => panic!("after a failed sync: {other:?}"),
+    }
+    let html = page::render(&b);
+    assert!(html.contains("last sync failed"), "the page shows it");
 }
 
 #[test]

@@ -431,7 +431,18 @@ fn devices(out: &mut String, list: &[DeviceItem], now: i64) {
                 out.push_str("<span class=\"tag\">frozen</span> ");
                 push(out, reason);
             }
-            SyncHealth::Unknown => out.push_str("<span class=\"muted\">unknown</span>"),
+            SyncHealth::Synced { at_ms } => {
+                out.push_str("synced ");
+                out.push_str(&ago_tag(*at_ms, now));
+            }
+            SyncHealth::Failed { at_ms, error } => {
+                out.push_str("<span class=\"tag\">last sync failed</span> ");
+                out.push_str(&ago_tag(*at_ms, now));
+                out.push_str(": ");
+                push(out, error);
+            }
+            SyncHealth::NotSynced => out.push_str("<span class=\"muted\">no remote</span>"),
+            SyncHealth::Unknown => out.push_str("<span class=\"muted\">no sync yet</span>"),
         }
         out.push_str("</td></tr>");
     }
