@@ -3,13 +3,13 @@
 //! .ci/run) in front of a real `countersign serve`, and the Python MCP SDK
 //! talking HTTPS to Caddy, trusting only Caddy's local authority.
 
-use std::io::{BufRead as _, BufReader};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{TestChannel, bin};
+use crate::common::TestChannel;
+use crate::common::serve::{Served, free_port, token};
 
 /// Kills a child process when the test ends, however it ends.
 pub struct Running(pub Child);
@@ -21,55 +21,7 @@ impl Drop for Running {
     }
 }
 
-/// A port free at this moment.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// `countersign serve` on a free loopback port; returns it and the port.
-fn serve(ch: &TestChannel, extra: &[&str]) -> (Running, u16) {
-    serve_at(&ch.home, &ch.dir, extra)
-}
-
-/// `countersign serve --channel dir` with `home` on a free loopback port;
-/// returns it and the port.
-pub fn serve_at(home: &Path, dir: &Path, extra: &[&str]) -> (Running, u16) {
-    let mut child = Command::new(bin())
-        .env("COUNTERSIGN_HOME", home)
-        .env_remove("COUNTERSIGN_ADMIN_TOKEN")
-        .args(["serve", "--channel"])
-        .arg(dir)
-        .args(["--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("countersign serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .expect("serve says where it listens");
-    let port = line
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    (Running(child), port)
-}
-
-fn token(ch: &TestChannel, role: &str) -> String {
-    let out = ch.cli(&["token", "create", "--role", role]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
+/// Waits up to 30 s for `ready`.
 pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ready() {
@@ -84,11 +36,21 @@ pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
 #[test]
 fn the_documented_caddy_proxy_carries_mcp_over_tls() {
     let ch = TestChannel::new(&["frontend", "backend"]);
-    let backend = token(&ch, "backend");
-    let frontend = token(&ch, "frontend");
+    let backend = token(&ch.home, &ch.dir, "backend");
+    let frontend = token(&ch.home, &ch.dir, "frontend");
     let proxy_port = free_port();
     let public = format!("localhost:{proxy_port}");
-    let (_server, port) = serve(&ch, &["--allow-host", &public]);
+    let server = Served::start(
+        &ch.home,
+        &[
+            "--channel",
+            ch.dir.to_str().unwrap(),
+            "--allow-host",
+            &public,
+        ],
+        &[],
+    );
+    let port = server.port();
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let caddy_home = ch.tmp.path().join("caddy");

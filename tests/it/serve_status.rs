@@ -3,74 +3,25 @@
 //! beside the folder; `/status` and `/hook-status` refusals, `?wait=` and its
 //! bounds; and what the client refuses before sending anything.
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common::serve::{self, Served};
 use crate::common::{TestChannel, bin};
 
-/// A `countersign serve` on a free loopback port, stopped when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    /// Serves `args` (`--channel …` or `--channels-dir …`) with `home`.
-    fn start(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut c = Command::new(bin());
-        c.env("COUNTERSIGN_HOME", home)
-            .env_remove("COUNTERSIGN_ADMIN_TOKEN")
-            .env_remove("COUNTERSIGN_URL")
-            .env_remove("COUNTERSIGN_TOKEN")
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let mut child = c.spawn().expect("serve starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines.next().expect("serve says where it listens").unwrap();
-            if let Some(rest) = line.split_once("listening on ").map(|(_, r)| r) {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        // Keep reading, so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, url }
-    }
-
-    fn channel(ch: &TestChannel) -> Self {
-        Self::start(&ch.home, &["--channel", ch.dir.to_str().unwrap()], &[])
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `countersign serve --channel` of `ch`.
+fn serve_channel(ch: &TestChannel) -> Served {
+    Served::start(&ch.home, &["--channel", ch.dir.to_str().unwrap()], &[])
 }
 
 /// A role token of `role`, made in the channel's home.
 fn token(ch: &TestChannel, role: &str) -> String {
-    let out = ch.cli(&["--role", role, "token", "create"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let secret = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    assert!(secret.starts_with("cst_"), "{secret}");
-    secret
+    serve::token(&ch.home, &ch.dir, role)
 }
 
 /// What one run gave.
@@ -199,9 +150,9 @@ fn get(url: &str, secret: &str) -> (u16, Value, Option<String>) {
 fn status_through_the_server_is_the_local_status_before_and_after_mail() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     let secret = token(&ch, "backend");
-    let server = Served::channel(&ch);
+    let server = serve_channel(&ch);
     let away = Away::new();
-    let url = format!("{}/mcp/", server.url);
+    let url = server.url("/mcp/");
 
     for round in ["quiet", "a debt arrived"] {
         let here = local(&ch, "backend", &["status"], "");
@@ -236,12 +187,12 @@ fn status_through_the_server_is_the_local_status_before_and_after_mail() {
 fn the_stop_hook_through_the_server_decides_as_the_local_one() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     let secret = token(&ch, "backend");
-    let server = Served::channel(&ch);
+    let server = serve_channel(&ch);
     let away = Away::new();
     let first = r#"{"stop_hook_active": false}"#;
     let retry = r#"{"stop_hook_active": true}"#;
 
-    let there = away.run(&["hook", "stop"], &server.url, &secret, first);
+    let there = away.run(&["hook", "stop"], &server.url(""), &secret, first);
     assert_eq!(
         (there.code, there.stdout.as_str()),
         (0, ""),
@@ -251,7 +202,7 @@ fn the_stop_hook_through_the_server_decides_as_the_local_one() {
 
     send_debt(&ch, "frontend", "backend", "review the schema");
     let here = local(&ch, "backend", &["hook", "stop"], first);
-    let there = away.run(&["hook", "stop"], &server.url, &secret, first);
+    let there = away.run(&["hook", "stop"], &server.url(""), &secret, first);
     assert_eq!(there.code, 0);
     assert_eq!(there.stdout, here.stdout, "{}", there.stderr);
     let block: Value = serde_json::from_str(&there.stdout).unwrap();
@@ -265,7 +216,7 @@ fn the_stop_hook_through_the_server_decides_as_the_local_one() {
     );
 
     // The retry: nothing new since the reminder → the stop passes.
-    let there = away.run(&["hook", "stop"], &server.url, &secret, retry);
+    let there = away.run(&["hook", "stop"], &server.url(""), &secret, retry);
     assert_eq!(
         (there.code, there.stdout.as_str()),
         (0, ""),
@@ -273,10 +224,10 @@ fn the_stop_hook_through_the_server_decides_as_the_local_one() {
         there.stderr
     );
     // A new reminder chain, then something new arrives before the retry.
-    let there = away.run(&["hook", "stop"], &server.url, &secret, first);
+    let there = away.run(&["hook", "stop"], &server.url(""), &secret, first);
     assert!(there.stdout.contains("block"));
     send_debt(&ch, "frontend", "backend", "and the index");
-    let there = away.run(&["hook", "stop"], &server.url, &secret, retry);
+    let there = away.run(&["hook", "stop"], &server.url(""), &secret, retry);
     assert!(
         there
             .stdout
@@ -303,11 +254,11 @@ fn a_wrong_or_revoked_token_fails_status_and_lets_the_stop_pass_with_a_word() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     let secret = token(&ch, "backend");
     send_debt(&ch, "frontend", "backend", "pending");
-    let server = Served::channel(&ch);
+    let server = serve_channel(&ch);
     let away = Away::new();
 
     let refused = |bad: &str| {
-        let st = away.run(&["status"], &server.url, bad, "");
+        let st = away.run(&["status"], &server.url(""), bad, "");
         assert_eq!(st.code, 2, "{}", st.stdout);
         assert!(st.stdout.is_empty());
         assert!(
@@ -315,7 +266,7 @@ fn a_wrong_or_revoked_token_fails_status_and_lets_the_stop_pass_with_a_word() {
             "{}",
             st.stderr
         );
-        let hook = away.run(&["hook", "stop"], &server.url, bad, "{}");
+        let hook = away.run(&["hook", "stop"], &server.url(""), bad, "{}");
         assert_eq!((hook.code, hook.stdout.as_str()), (0, ""), "fails open");
         assert!(
             hook.stderr.contains("COUNTERSIGN_URL") && hook.stderr.contains("NOT checked"),
@@ -325,7 +276,7 @@ fn a_wrong_or_revoked_token_fails_status_and_lets_the_stop_pass_with_a_word() {
     };
     refused("cst_0000000000000000000000000000000000000000000");
 
-    assert_eq!(away.run(&["status"], &server.url, &secret, "").code, 1);
+    assert_eq!(away.run(&["status"], &server.url(""), &secret, "").code, 1);
     let list = String::from_utf8(ch.cli(&["token", "list"]).stdout).unwrap();
     let id = list.split_whitespace().next().unwrap().to_owned();
     let out = ch.cli(&["token", "revoke", &id]);
@@ -450,7 +401,7 @@ fn only_a_role_token_reads_status_and_hook_status() {
         &[("COUNTERSIGN_ADMIN_TOKEN", admin)],
     );
     for route in ["status", "hook-status"] {
-        let url = format!("{}/{route}", server.url);
+        let url = server.url(&format!("/{route}"));
         for (who, secret) in [("admin", admin), ("view key", view_secret.as_str())] {
             let (code, body, _) = get(&url, secret);
             assert_eq!(code, 403, "{who} on /{route}: {body}");
@@ -466,7 +417,7 @@ fn only_a_role_token_reads_status_and_hook_status() {
         assert_eq!(body["role"], "a");
         assert_eq!(body["channel"], "team");
     }
-    let (_, hook, _) = get(&format!("{}/hook-status", server.url), &role_secret);
+    let (_, hook, _) = get(&server.url("/hook-status"), &role_secret);
     assert_eq!(
         hook.as_object().unwrap().keys().collect::<Vec<_>>(),
         ["channel", "role", "counts"]
@@ -478,12 +429,12 @@ fn only_a_role_token_reads_status_and_hook_status() {
 fn a_waiting_status_answers_when_mail_arrives_and_waiting_is_bounded() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     let secret = token(&ch, "backend");
-    let server = Served::channel(&ch);
-    let url = format!("{}/status?wait=30", server.url);
+    let server = serve_channel(&ch);
+    let url = server.url("/status?wait=30");
 
     // Quiet: a wait of 1 s holds about that long and answers the report.
     let started = Instant::now();
-    let (code, body, _) = get(&format!("{}/status?wait=1", server.url), &secret);
+    let (code, body, _) = get(&server.url("/status?wait=1"), &secret);
     assert_eq!(code, 200);
     assert_eq!(body["counts"]["unread"], 0);
     assert!(started.elapsed() >= Duration::from_millis(900));
@@ -513,12 +464,12 @@ fn a_waiting_status_answers_when_mail_arrives_and_waiting_is_bounded() {
     let quiet = token(&ch, "frontend");
     let waiting: Vec<_> = (0..8)
         .map(|_| {
-            let (url, quiet) = (format!("{}/status?wait=4", server.url), quiet.clone());
+            let (url, quiet) = (server.url("/status?wait=4"), quiet.clone());
             std::thread::spawn(move || get(&url, &quiet).0)
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
-    let (code, body, retry) = get(&format!("{}/status?wait=4", server.url), &quiet);
+    let (code, body, retry) = get(&server.url("/status?wait=4"), &quiet);
     assert_eq!(code, 429, "{body}");
     assert_eq!(retry.as_deref(), Some("5"));
     // Another token still gets its place.
@@ -527,7 +478,7 @@ fn a_waiting_status_answers_when_mail_arrives_and_waiting_is_bounded() {
         assert_eq!(w.join().unwrap(), 200);
     }
     // Their places are given back.
-    assert_eq!(get(&format!("{}/status?wait=1", server.url), &quiet).0, 200);
+    assert_eq!(get(&server.url("/status?wait=1"), &quiet).0, 200);
 }
 
 /// The folder of the pinned clients' executables (`.ci/clients.sh`), as
@@ -606,7 +557,7 @@ fn claude_mcp_list(home: &Path, project: &Path, env: &[(&str, &str)]) -> String 
 fn install_claude_url_wires_claude_code_to_the_server_and_uninstall_takes_it_out() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     let secret = token(&ch, "frontend");
-    let server = Served::channel(&ch);
+    let server = serve_channel(&ch);
     // The machine of the agent: a HOME, a git project, no channel folder.
     let machine = tempfile::tempdir().unwrap();
     let home = machine.path().join("home");
@@ -625,7 +576,7 @@ fn install_claude_url_wires_claude_code_to_the_server_and_uninstall_takes_it_out
         let env = [("HOME", home.to_str().unwrap())];
         run_in(&project, &home.join("cs"), args, &env, "")
     };
-    let url = format!("{}/mcp", server.url);
+    let url = server.url("/mcp");
     let r = cs(&[
         "install",
         "claude",
@@ -647,7 +598,7 @@ fn install_claude_url_wires_claude_code_to_the_server_and_uninstall_takes_it_out
     let key = project.canonicalize().unwrap().display().to_string();
     assert_eq!(
         user["projects"][&key]["mcpServers"]["channel"],
-        json!({"type": "http", "url": format!("{}/mcp", server.url),
+        json!({"type": "http", "url": server.url("/mcp"),
                "headers": {"Authorization": "Bearer ${CS_TOKEN}"}})
     );
     let settings = std::fs::read_to_string(project.join(".claude/settings.local.json")).unwrap();
@@ -659,7 +610,7 @@ fn install_claude_url_wires_claude_code_to_the_server_and_uninstall_takes_it_out
     assert!(
         stop.starts_with(&format!(
             "COUNTERSIGN_URL={} COUNTERSIGN_TOKEN=\"$CS_TOKEN\" ",
-            server.url
+            server.url("")
         )),
         "{stop}"
     );
@@ -745,10 +696,10 @@ fn install_url_refuses_a_token_for_a_variable_and_codex() {
 fn status_watch_through_the_server_wakes_when_mail_arrives() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     let secret = token(&ch, "backend");
-    let server = Served::channel(&ch);
+    let server = serve_channel(&ch);
     let away = Away::new();
     let (url, home, cwd) = (
-        server.url.clone(),
+        server.url(""),
         away.tmp.path().join("home"),
         away.tmp.path().to_path_buf(),
     );

@@ -5,13 +5,17 @@
 use std::time::{Duration, Instant};
 
 use crate::common::machines::World;
-use crate::serve_proxy::serve_at;
+use crate::common::serve::Served;
 
 #[test]
 fn a_server_with_sync_every_publishes_its_machines_writes_by_itself() {
     let w = World::git(2, &["frontend", "backend"]);
     let (a, b) = (&w.machines[0], &w.machines[1]);
-    let (_server, _port) = serve_at(&a.home, &a.dir, &["--sync-every", "1s"]);
+    let _server = Served::start(
+        &a.home,
+        &["--channel", a.dir.to_str().unwrap(), "--sync-every", "1s"],
+        &[],
+    );
     // A write on the server's machine, by another process (as an HTTP
     // agent's write would be by the server itself): the server's folder
     // watcher sees it and its sync loop publishes it.

@@ -47,6 +47,8 @@ impl Served {
             .env_remove("COUNTERSIGN_ROLE")
             .env_remove("AI_AGENT_CHANNEL_ROLE")
             .env_remove("COUNTERSIGN_CHANNEL")
+            .env_remove("COUNTERSIGN_URL")
+            .env_remove("COUNTERSIGN_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
