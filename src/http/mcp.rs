@@ -143,7 +143,9 @@ async fn admin(state: &Shared, request: Request) -> Response {
                 if let Some(state) = weak.upgrade()
                     && let Some(dir) = state.hosting.find(name)
                 {
-                    state.syncing.start(&dir, &state.home);
+                    state
+                        .syncing
+                        .start(&dir, &state.home, state.watchers.of(&dir));
                 }
             });
             let service = AdminService::new(
@@ -167,9 +169,10 @@ async fn role_service(state: &Shared, token: &RoleToken) -> Result<Service, Resp
         .hosting
         .find_ref(&token.channel)
         .ok_or_else(|| not_hosted(token))?;
+    let watcher = state.watchers.of(&dir);
     let session = role_session(&state.home, dir, token).await?;
     let server = Hosted::new(
-        Server::new(session),
+        Server::new(session).with_watcher(watcher),
         state.home.access_db(),
         token.channel.clone(),
         token.role.clone(),

@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod status;
 pub mod syncing;
 pub mod throttle;
+pub mod watchers;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -80,6 +81,8 @@ pub struct State {
     pub board: board::reader::Readers,
     /// The sessions and waiting places of `/status` and `/hook-status`.
     pub status: status::Status,
+    /// The folder watcher of each channel, shared by all of the above.
+    pub watchers: watchers::Watchers,
 }
 
 impl State {
@@ -109,6 +112,7 @@ impl State {
             shutdown: CancellationToken::new(),
             board: board::reader::Readers::default(),
             status: status::Status::default(),
+            watchers: watchers::Watchers::default(),
         }))
     }
 }
@@ -150,7 +154,9 @@ pub async fn serve(
         ..config
     })?;
     for dir in state.hosting.channels() {
-        state.syncing.start(&dir, &state.home);
+        state
+            .syncing
+            .start(&dir, &state.home, state.watchers.of(&dir));
     }
     ready(listener.local_addr()?);
     let shutdown = state.shutdown.clone();

@@ -27,7 +27,6 @@ use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use serde::Serialize;
-use tokio::sync::watch;
 
 use super::Shared;
 use super::guard::refuse;
@@ -50,34 +49,20 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// What a 429 asks the caller to wait, in seconds.
 const RETRY_AFTER_S: u64 = 5;
 
-/// The sessions, folder watchers and waiting places of a server's status
+/// The sessions and waiting places of a server's status
 /// routes.
 #[derive(Default)]
 pub struct Status {
     opened: Mutex<HashMap<(String, String), Arc<Opened>>>,
-    /// One per channel id, started by its first wait (`None`: the folder
-    /// cannot be watched, and waits look every second).
-    watchers: Mutex<HashMap<String, Option<Watcher>>>,
     waiting: Mutex<Waiting>,
 }
 
 /// One role's session, kept open between requests.
 struct Opened {
     session: Mutex<Session>,
-    channel_id: String,
-    feeds: std::path::PathBuf,
-}
-
-impl Status {
-    /// The change signal of a channel's feeds folder, its watcher started
-    /// on first use.
-    fn changes(&self, opened: &Opened) -> Option<watch::Receiver<u64>> {
-        lock(&self.watchers)
-            .entry(opened.channel_id.clone())
-            .or_insert_with(|| Watcher::start(&opened.feeds).ok())
-            .as_ref()
-            .map(Watcher::subscribe)
-    }
+    /// The channel's shared folder watcher (`None`: the folder cannot be
+    /// watched, and waits look every second).
+    watcher: Option<Arc<Watcher>>,
 }
 
 #[derive(Default)]
@@ -155,7 +140,7 @@ pub async fn status(
         return answer;
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
-    let mut changes = state.status.changes(&opened);
+    let mut changes = opened.watcher.as_deref().map(Watcher::subscribe);
     loop {
         if let Some(rx) = &mut changes {
             rx.borrow_and_update();
@@ -239,12 +224,11 @@ async fn open(state: &Shared, token: &RoleToken) -> Result<Arc<Opened>, Response
     if let Some(o) = lock(&state.status.opened).get(&key) {
         return Ok(o.clone());
     }
-    let feeds = dir.feeds();
+    let watcher = state.watchers.of(&dir);
     let session = role_session(&state.home, dir, token).await?;
     let opened = Arc::new(Opened {
         session: Mutex::new(session),
-        channel_id: token.channel.id.clone(),
-        feeds,
+        watcher,
     });
     Ok(lock(&state.status.opened)
         .entry(key)

@@ -5,13 +5,16 @@
 //! without anyone running `countersign sync`.
 //!
 //! Owns which channels have a sync loop running (one each, started when the
-//! server starts or when a channel is created) and their folder watchers.
+//! server starts or when a channel is created); the folder watchers they
+//! listen to are the server's shared ones (`watchers`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::mcp::syncer;
+use std::sync::Arc;
+
 use crate::store::watcher::Watcher;
 use crate::store::{ChannelDir, Home};
 
@@ -20,7 +23,7 @@ use crate::store::{ChannelDir, Home};
 pub struct Syncing {
     every: Option<Duration>,
     /// Channel id → the watcher its loop listens to (kept alive here).
-    running: Mutex<HashMap<String, Option<Watcher>>>,
+    running: Mutex<HashMap<String, Option<Arc<Watcher>>>>,
 }
 
 impl Syncing {
@@ -32,9 +35,10 @@ impl Syncing {
         }
     }
 
-    /// Starts the background sync of `dir` with `home`, unless syncing is
-    /// off or it runs already. Must be called inside the server's runtime.
-    pub fn start(&self, dir: &ChannelDir, home: &Home) {
+    /// Starts the background sync of `dir` with `home`, woken by `watcher`
+    /// (on its interval alone when `None`), unless syncing is off or it runs
+    /// already. Must be called inside the server's runtime.
+    pub fn start(&self, dir: &ChannelDir, home: &Home, watcher: Option<Arc<Watcher>>) {
         let Some(every) = self.every else {
             return;
         };
@@ -42,14 +46,7 @@ impl Syncing {
         if running.contains_key(dir.id()) {
             return;
         }
-        let watcher = match Watcher::start(&dir.feeds()) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!("{e}; {} syncs on its interval alone", dir.root().display());
-                None
-            }
-        };
-        let changes = watcher.as_ref().map(Watcher::subscribe);
+        let changes = watcher.as_deref().map(Watcher::subscribe);
         tokio::spawn(syncer::run(dir.clone(), home.clone(), every, changes));
         running.insert(dir.id().to_owned(), watcher);
     }

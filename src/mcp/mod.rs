@@ -110,7 +110,7 @@ const TOOL_ORDER: &[&str] = &[
 pub struct Server {
     session: Arc<Mutex<Session>>,
     feeds: PathBuf,
-    watcher: Arc<OnceLock<Option<Watcher>>>,
+    watcher: Arc<OnceLock<Option<Arc<Watcher>>>>,
     sync_every: Option<std::time::Duration>,
     /// Tool calls started so far: the idle tidier runs only when none came
     /// after the one that scheduled it.
@@ -167,6 +167,14 @@ impl Server {
             served,
             published: Arc::new(published),
         }
+    }
+
+    /// Wakes its waits with `watcher`, a folder watcher shared with others
+    /// (`countersign serve` keeps one per channel), instead of starting its
+    /// own on first use; `None`: the folder cannot be watched.
+    pub fn with_watcher(mut self, watcher: Option<Arc<Watcher>>) -> Self {
+        self.watcher = Arc::new(OnceLock::from(watcher));
+        self
     }
 
     /// Also syncs the channel with its remote in the background, every
@@ -251,13 +259,13 @@ impl Server {
         let started = self
             .watcher
             .get_or_init(|| match Watcher::start(&self.feeds) {
-                Ok(w) => Some(w),
+                Ok(w) => Some(Arc::new(w)),
                 Err(e) => {
                     tracing::warn!("{e}; waits fall back to rescanning on their poll interval");
                     None
                 }
             });
-        started.as_ref().map(Watcher::subscribe)
+        started.as_deref().map(Watcher::subscribe)
     }
 }
 

@@ -574,3 +574,32 @@ async fn sigterm_while_sends_are_in_flight_loses_nothing() {
     );
     assert_verified(&tc.home, &tc.dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_folder_watcher_serves_every_role_the_status_waits_and_the_sync() {
+    let roles = ["frontend", "backend", "infra"];
+    let tc = TestChannel::new(&roles);
+    let server = Served::start(
+        &tc.home,
+        &["--channel", tc.dir.to_str().unwrap(), "--sync-every", "1h"],
+        &[],
+    );
+    for role in roles {
+        let secret = token(&tc.home, &tc.dir, role);
+        let client = server.client(&secret).await;
+        // A wait makes the role's service watch the folder.
+        let v = client
+            .call(
+                "wait_for_mail",
+                json!({"timeout_s": 1, "poll_interval_s": 0.5}),
+            )
+            .await
+            .ok();
+        assert_eq!(v["timed_out"], true, "{v}");
+        let (code, body) = server.get("/status?wait=1", Some(&secret));
+        assert_eq!(code, 200, "{body}");
+    }
+    // Three role services, the status waits and the background sync share
+    // one watcher: one inotify instance, not one per consumer and role.
+    assert_eq!(server.inotify_instances(), 1, "{}", server.stderr());
+}

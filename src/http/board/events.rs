@@ -16,9 +16,9 @@ use futures::Stream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::reader::Reader;
 use super::viewer::{Credential, still_open};
 use crate::http::Shared;
+use crate::store::watcher::Watcher;
 
 /// How long a burst of changes is gathered into one event.
 pub const GATHER: Duration = Duration::from_millis(150);
@@ -31,17 +31,18 @@ struct Stream_ {
     changes: watch::Receiver<u64>,
     shutdown: CancellationToken,
     recheck: tokio::time::Interval,
-    // Keeps the reader (and its watcher) alive while the stream is.
-    _reader: Arc<Reader>,
+    // Keeps the watcher alive while the stream is.
+    _watcher: Arc<Watcher>,
 }
 
-/// The event stream of `reader`'s channel for a viewer with `credential`.
+/// The event stream of the channel `watcher` watches, for a viewer with
+/// `credential`.
 pub fn stream(
     state: Shared,
-    reader: Arc<Reader>,
+    watcher: Arc<Watcher>,
     credential: Credential,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let mut changes = reader.changes();
+    let mut changes = watcher.subscribe();
     changes.mark_unchanged();
     let mut recheck = tokio::time::interval(RECHECK);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -51,7 +52,7 @@ pub fn stream(
         credential,
         changes,
         recheck,
-        _reader: reader,
+        _watcher: watcher,
     };
     let events = futures::stream::unfold(s, |mut s| async move {
         loop {

@@ -90,9 +90,12 @@ async fn events(
         Ok(v) => v,
         Err(refused) => return refused,
     };
-    match open(&state, &viewer).await {
-        Ok(reader) => events::stream(state.clone(), reader, viewer.credential).into_response(),
-        Err(refused) => refused,
+    match state.watchers.of(&viewer.dir) {
+        Some(watcher) => events::stream(state.clone(), watcher, viewer.credential).into_response(),
+        None => refusal::broken(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "This channel's folder cannot be watched: the page refreshes itself every 30 seconds.",
+        ),
     }
 }
 

@@ -1,32 +1,26 @@
 //! The channels the board reads: each opened once with the server's home
-//! (a session with no role: a person looks, nobody writes), with a watcher
-//! on its folder that wakes the board's event streams.
+//! (a session with no role: a person looks, nobody writes). The event
+//! streams listen to the server's shared folder watcher (`http::watchers`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::watch;
-
 use super::page;
 use crate::app::Session;
 use crate::app::board;
-use crate::store::watcher::Watcher;
 use crate::store::{Channel, ChannelDir, Home};
 
 /// One channel as the board reads it.
 pub struct Reader {
     session: Mutex<Session>,
-    watcher: Watcher,
 }
 
 impl Reader {
-    /// Opens `dir` with `home` and starts watching its folder.
+    /// Opens `dir` with `home`.
     pub fn open(dir: ChannelDir, home: Home) -> anyhow::Result<Self> {
-        let watcher = Watcher::start(&dir.feeds())?;
         let session = Session::new(Channel::open(dir, home)?, None)?;
         Ok(Self {
             session: Mutex::new(session),
-            watcher,
         })
     }
 
@@ -36,11 +30,6 @@ impl Reader {
         let mut s = self.session.lock().unwrap_or_else(PoisonError::into_inner);
         let view = board::board(&mut s, now_ms)?;
         Ok(page::render(&view))
-    }
-
-    /// A receiver that changes whenever something in the folder did.
-    pub fn changes(&self) -> watch::Receiver<u64> {
-        self.watcher.subscribe()
     }
 }
 

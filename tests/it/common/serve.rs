@@ -249,6 +249,19 @@ pub fn serve_output(home: &Path, args: &[&str], env: &[(&str, &str)]) -> std::pr
 // serve_load).
 
 impl Served {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// How many inotify instances (folder watchers) the process holds.
+    pub fn inotify_instances(&self) -> usize {
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.pid())).expect("/proc/PID/fd");
+        fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().contains("inotify"))
+            .count()
+    }
+
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.addr.port()
