@@ -16,6 +16,7 @@ mod invite;
 mod join;
 mod log;
 mod mcp;
+mod note;
 pub(crate) mod mcp_client;
 mod reindex;
 mod remote;
@@ -91,6 +92,9 @@ enum Command {
     Send(send::Args),
     /// Show the messages addressed to --role (records delivery, never marks read).
     Inbox(inbox::Args),
+    /// Add a note to the channel's memory as --role (`note "text"`). Everyone who can read
+    /// the channel folder can read it, for good.
+    Note(note::Args),
     /// Print every record of the channel in readable form, with verification marks.
     Log(log::Args),
     /// Check every signature and chain from the files: exit 0 clean, 1 problems, 2 unreadable.
@@ -151,6 +155,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Board(a) => board::run(&cli, a),
         Command::Send(a) => send::run(&cli, a),
         Command::Inbox(a) => inbox::run(&cli, a),
+        Command::Note(a) => note::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
