@@ -593,3 +593,26 @@ fn install_record_adds_the_hooks_says_who_reads_and_can_be_taken_out() {
     assert_eq!(hooks.len(), 2, "{hooks:?}");
     assert!(hooks.iter().all(|h| h.contains("--agent codex") && !h.contains("--role")));
 }
+
+#[tokio::test]
+async fn the_message_search_never_returns_a_note() {
+    let t = channel();
+    let out = t.cli(&["--role", "frontend", "note", "the quokka migration is paused"]);
+    assert!(out.status.success());
+    let c = t.client("frontend").await;
+    c.send("backend", "Quokka", "the quokka migration starts Monday").await;
+    let hits = c
+        .call("search_messages", json!({"query": "quokka migration"}))
+        .await
+        .ok();
+    let rows = hits["result"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{hits}");
+    assert_eq!(rows[0]["topic"], "Quokka");
+    // A scan (a query trigrams cannot serve) does not see notes either.
+    let scan = c
+        .call("search_messages", json!({"query": "is paused"}))
+        .await
+        .ok();
+    assert_eq!(scan["result"].as_array().map_or(0, Vec::len), 0, "{scan}");
+    c.close().await;
+}
