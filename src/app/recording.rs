@@ -91,8 +91,8 @@ fn deliver_one(
 ) -> AppResult<bool> {
     let kind = NoteKind::parse(&e.kind)
         .ok_or_else(|| AppError::value(format!("'{}' is no kind of note", e.kind)))?;
-    let role = Role::new(&e.role)
-        .map_err(|_| AppError::value(format!("'{}' is no role name", e.role)))?;
+    let role =
+        Role::new(&e.role).map_err(|_| AppError::value(format!("'{}' is no role name", e.role)))?;
     let key = (e.channel.clone(), e.role.clone());
     if !sessions.contains_key(&key) {
         let dir = ChannelDir::open(&e.channel)?;

@@ -15,11 +15,11 @@ use countersign::core::genesis::{FORMAT, Genesis, channel_id};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId, Role};
 use countersign::core::invitation::{self, InviteCode};
+use countersign::core::memory::note::{self, NoteKind};
 use countersign::core::op::{
     Ack, Admit, Backfill, BodyRef, Claim, FeedInit, Ids, Invite, MemoryNote, Note, Op, PinSet,
     Revise, Seal, Send, Summary, Target, UndoBackfill, UploadChunk, WorkStatusMove,
 };
-use countersign::core::memory::note::{self, NoteKind};
 use countersign::core::record::{self, Header, encode, pubkey_hex};
 use countersign::core::vocab::{Decision, Kind, WorkStatus};
 use ed25519_dalek::SigningKey;
@@ -594,7 +594,12 @@ fn note_records() -> Vec<String> {
         Op::Note(MemoryNote {
             kind: NoteKind::Prompt,
             text: "Make the login form show the server's error.\nKeep the layout.".into(),
-            event: Some(note::event_id(&["claude", "golden-session", "UserPromptSubmit", "1"])),
+            event: Some(note::event_id(&[
+                "claude",
+                "golden-session",
+                "UserPromptSubmit",
+                "1",
+            ])),
             agent: Some("claude".into()),
             session: Some(note::session_hash("golden-session")),
         }),

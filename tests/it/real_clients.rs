@@ -954,7 +954,8 @@ fn claude_code_records_the_prompt_and_the_final_reply_as_notes() {
         "{notes:?}"
     );
     assert!(
-        w.inbox(PEER).contains(&(ME.to_owned(), "recorded".to_owned())),
+        w.inbox(PEER)
+            .contains(&(ME.to_owned(), "recorded".to_owned())),
         "the message itself was not sent\n{context}"
     );
 }

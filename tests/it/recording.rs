@@ -61,10 +61,19 @@ fn feed_notes(dir: &Path, role: &str) -> Vec<(String, String)> {
 fn notes_are_items_of_the_memory_sorted_among_messages() {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");
-    send(&mut s, "b", "Login", "Which fields does POST /login return?");
+    send(
+        &mut s,
+        "b",
+        "Login",
+        "Which fields does POST /login return?",
+    );
     let noted = write_note(
         &mut s,
-        note(NoteKind::Prompt, "make the login\nform show errors", Some("ev1")),
+        note(
+            NoteKind::Prompt,
+            "make the login\nform show errors",
+            Some("ev1"),
+        ),
     )
     .unwrap();
     assert!(noted.written);
@@ -91,7 +100,12 @@ fn notes_are_items_of_the_memory_sorted_among_messages() {
     assert_eq!(hits[0].key.id.hex(), noted.id);
     assert_eq!(hits[0].role, "a");
     assert_eq!(hits[0].kind, NoteKind::Prompt);
-    assert!(s.index().search_notes("\"fields does\"", 10).unwrap().is_empty());
+    assert!(
+        s.index()
+            .search_notes("\"fields does\"", 10)
+            .unwrap()
+            .is_empty()
+    );
 
     // Another machine reading the folder holds the same items and digest.
     let mut other = countersign::app::Session::new(
@@ -110,7 +124,14 @@ fn notes_are_items_of_the_memory_sorted_among_messages() {
         .map(|l| l.shown)
         .collect();
     assert_eq!(there, shown);
-    assert_eq!(other.index().search_notes("\"the login\"", 10).unwrap().len(), 1);
+    assert_eq!(
+        other
+            .index()
+            .search_notes("\"the login\"", 10)
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -120,24 +141,45 @@ fn one_recorded_event_is_written_once_and_bad_notes_write_nothing() {
     let first = write_note(&mut s, note(NoteKind::Reply, "done", Some("ev-1"))).unwrap();
     let again = write_note(&mut s, note(NoteKind::Reply, "done", Some("ev-1"))).unwrap();
     assert!(first.written && !again.written);
-    assert_eq!(again.id, first.id, "the second delivery answers the note that stands");
+    assert_eq!(
+        again.id, first.id,
+        "the second delivery answers the note that stands"
+    );
     // The event is per role: b's feed may record an event of the same id.
     let mut b = l.session("b");
-    assert!(write_note(&mut b, note(NoteKind::Reply, "done", Some("ev-1"))).unwrap().written);
+    assert!(
+        write_note(&mut b, note(NoteKind::Reply, "done", Some("ev-1")))
+            .unwrap()
+            .written
+    );
     // A note without an event is never a duplicate.
-    assert!(write_note(&mut s, note(NoteKind::Note, "x", None)).unwrap().written);
-    assert!(write_note(&mut s, note(NoteKind::Note, "x", None)).unwrap().written);
+    assert!(
+        write_note(&mut s, note(NoteKind::Note, "x", None))
+            .unwrap()
+            .written
+    );
+    assert!(
+        write_note(&mut s, note(NoteKind::Note, "x", None))
+            .unwrap()
+            .written
+    );
     assert_eq!(feed_notes(&l.dir, "a").len(), 3);
 
     for (req, needle) in [
         (note(NoteKind::Note, "  \n ", None), "empty"),
-        (note(NoteKind::Note, &"x".repeat(MAX_NOTE_BYTES + 1), None), "bytes"),
+        (
+            note(NoteKind::Note, &"x".repeat(MAX_NOTE_BYTES + 1), None),
+            "bytes",
+        ),
         (note(NoteKind::Note, "bell\u{7}", None), "control character"),
         (note(NoteKind::Note, "x", Some("not an id")), "event id"),
     ] {
         match write_note(&mut s, req) {
             Err(AppError::Value(m)) => {
-                assert!(m.contains(needle) && m.contains("Nothing was written"), "{m}")
+                assert!(
+                    m.contains(needle) && m.contains("Nothing was written"),
+                    "{m}"
+                )
             }
             other => panic!("expected a ValueError with {needle}, got {other:?}"),
         }
@@ -155,26 +197,41 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
         session: None,
     };
     let shapes: Vec<(&str, MemoryNote)> = vec![
-        ("bytes (at most", MemoryNote {
-            text: "x".repeat(100_000),
-            ..base()
-        }),
-        ("control character", MemoryNote {
-            text: "a\u{1b}[2Jb".into(),
-            ..base()
-        }),
-        ("empty", MemoryNote {
-            text: String::new(),
-            ..base()
-        }),
-        ("event id", MemoryNote {
-            event: Some("../../etc".into()),
-            ..base()
-        }),
-        ("session", MemoryNote {
-            session: Some("the raw session id".into()),
-            ..base()
-        }),
+        (
+            "bytes (at most",
+            MemoryNote {
+                text: "x".repeat(100_000),
+                ..base()
+            },
+        ),
+        (
+            "control character",
+            MemoryNote {
+                text: "a\u{1b}[2Jb".into(),
+                ..base()
+            },
+        ),
+        (
+            "empty",
+            MemoryNote {
+                text: String::new(),
+                ..base()
+            },
+        ),
+        (
+            "event id",
+            MemoryNote {
+                event: Some("../../etc".into()),
+                ..base()
+            },
+        ),
+        (
+            "session",
+            MemoryNote {
+                session: Some("the raw session id".into()),
+                ..base()
+            },
+        ),
     ];
     for (why, shape) in shapes {
         let l = Local::new(&["a", "b"]);
@@ -213,7 +270,10 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
             .map(|p| p.reason)
             .collect();
         assert_eq!(quarantined.len(), 1, "{why}: {quarantined:?}");
-        assert!(quarantined[0].starts_with("note refused"), "{quarantined:?}");
+        assert!(
+            quarantined[0].starts_with("note refused"),
+            "{quarantined:?}"
+        );
         assert!(quarantined[0].contains(why), "{why}: {quarantined:?}");
         assert!(reader.index().notes().unwrap().is_empty(), "{why}");
         let session = countersign::app::Session::new(reader, None).unwrap();
@@ -262,7 +322,12 @@ fn failed(t: &TestChannel) -> Vec<String> {
 
 /// Runs `hook record EVENT` as `frontend` with `input` on stdin (extra
 /// environment `env`); returns the exit code, stderr and how long it took.
-fn hook_record(t: &TestChannel, event: &str, input: &str, env: &[(&str, &str)]) -> (i32, String, Duration) {
+fn hook_record(
+    t: &TestChannel,
+    event: &str,
+    input: &str,
+    env: &[(&str, &str)],
+) -> (i32, String, Duration) {
     let mut c = Command::new(bin());
     c.env("COUNTERSIGN_HOME", &t.home)
         .env_remove("COUNTERSIGN_ROLE")
@@ -317,11 +382,16 @@ fn note_by_hand_says_who_reads_it_and_refuses_bad_text() {
     let help = t.cli(&["note", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(
-        help.contains("everyone who can read the channel folder") && help.contains("cannot be taken back"),
+        help.contains("everyone who can read the channel folder")
+            && help.contains("cannot be taken back"),
         "{help}"
     );
     let out = t.cli(&["--role", "frontend", "note", "staging is down until Monday"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["written"], true);
     assert_eq!(v["id"].as_str().unwrap().len(), 64);
@@ -341,10 +411,12 @@ fn note_by_hand_says_who_reads_it_and_refuses_bad_text() {
 fn an_event_spooled_before_a_crash_is_delivered_by_the_next_run() {
     let t = channel();
     // Spooled, then no delivery: what a crash right after spooling leaves.
-    let (code, _, _) = hook_record(&t, "UserPromptSubmit", &prompt_input("first prompt"), &[(
-        "COUNTERSIGN_SPOOL_ONLY",
-        "1",
-    )]);
+    let (code, _, _) = hook_record(
+        &t,
+        "UserPromptSubmit",
+        &prompt_input("first prompt"),
+        &[("COUNTERSIGN_SPOOL_ONLY", "1")],
+    );
     assert_eq!(code, 0);
     assert_eq!(spooled(&t).len(), 1);
     assert!(feed_notes(&t.dir, "frontend").is_empty());
@@ -374,11 +446,20 @@ fn an_event_spooled_before_a_crash_is_delivered_by_the_next_run() {
 fn a_second_delivery_of_one_event_adds_nothing() {
     let t = channel();
     let input = prompt_input("only once");
-    hook_record(&t, "UserPromptSubmit", &input, &[("COUNTERSIGN_SPOOL_ONLY", "1")]);
+    hook_record(
+        &t,
+        "UserPromptSubmit",
+        &input,
+        &[("COUNTERSIGN_SPOOL_ONLY", "1")],
+    );
     let file = spooled(&t).pop().unwrap();
     let kept = fs::read(&file).unwrap();
     // Delivered (by `countersign note`, which drains the spool first) …
-    assert!(t.cli(&["--role", "frontend", "note", "by hand"]).status.success());
+    assert!(
+        t.cli(&["--role", "frontend", "note", "by hand"])
+            .status
+            .success()
+    );
     assert!(spooled(&t).is_empty());
     // … then found again, as after a crash between the write and the removal.
     fs::write(&file, &kept).unwrap();
@@ -386,7 +467,12 @@ fn a_second_delivery_of_one_event_adds_nothing() {
     assert!(out.status.success());
     assert!(spooled(&t).is_empty(), "the duplicate left the spool");
     // The same hook input twice (a client calling the hook again) is one event too.
-    hook_record(&t, "UserPromptSubmit", &input, &[("COUNTERSIGN_SPOOL_ONLY", "1")]);
+    hook_record(
+        &t,
+        "UserPromptSubmit",
+        &input,
+        &[("COUNTERSIGN_SPOOL_ONLY", "1")],
+    );
     hook_record(&t, "UserPromptSubmit", &input, &[]);
     wait_delivered(&t, 2);
     std::thread::sleep(Duration::from_millis(300));
@@ -405,8 +491,16 @@ fn an_input_that_makes_no_event_is_kept_in_failed_and_the_hook_exits_0() {
     let t = channel();
     for (event, input, why) in [
         ("Stop", "not json at all", "not JSON"),
-        ("UserPromptSubmit", r#"{"session_id":"s"}"#, "without a prompt"),
-        ("PreToolUse", r#"{"session_id":"s"}"#, "no event that records"),
+        (
+            "UserPromptSubmit",
+            r#"{"session_id":"s"}"#,
+            "without a prompt",
+        ),
+        (
+            "PreToolUse",
+            r#"{"session_id":"s"}"#,
+            "no event that records",
+        ),
     ] {
         let (code, stderr, _) = hook_record(&t, event, input, &[]);
         assert_eq!(code, 0, "{stderr}");
@@ -419,7 +513,10 @@ fn an_input_that_makes_no_event_is_kept_in_failed_and_the_hook_exits_0() {
         .filter(|n| n.ends_with(".reason"))
         .map(|n| fs::read_to_string(spool(&t).join("failed").join(n)).unwrap())
         .collect();
-    assert!(reasons.iter().any(|r| r.contains("not JSON")), "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("not JSON")),
+        "{reasons:?}"
+    );
     let inputs: Vec<Vec<u8>> = kept
         .iter()
         .filter(|n| n.ends_with(".input"))
@@ -500,7 +597,10 @@ fn a_stop_records_the_reply_and_the_turns_tool_calls_from_the_transcript() {
         .flat_map(|d| list_segments(&d.path()).unwrap())
         .map(|s| fs::read_to_string(s.path).unwrap())
         .collect::<String>();
-    assert!(!raw.contains("s-9") && raw.contains(r#""agent":"claude""#), "{raw}");
+    assert!(
+        !raw.contains("s-9") && raw.contains(r#""agent":"claude""#),
+        "{raw}"
+    );
 }
 
 /// `install claude --record` in a throwaway project and HOME.
@@ -522,8 +622,8 @@ fn install(project: &Path, home: &Path, args: &[&str]) -> String {
 }
 
 fn record_hooks(settings: &Path) -> Vec<String> {
-    let v: Value = serde_json::from_str(&fs::read_to_string(settings).unwrap_or("{}".into()))
-        .unwrap();
+    let v: Value =
+        serde_json::from_str(&fs::read_to_string(settings).unwrap_or("{}".into())).unwrap();
     let mut out = Vec::new();
     for (event, groups) in v["hooks"].as_object().into_iter().flatten() {
         for g in groups.as_array().into_iter().flatten() {
@@ -545,18 +645,35 @@ fn install_record_adds_the_hooks_says_who_reads_and_can_be_taken_out() {
     let (home, project) = (tmp.path().join("home"), tmp.path().join("project"));
     fs::create_dir_all(&home).unwrap();
     fs::create_dir_all(&project).unwrap();
-    assert!(Command::new("git").args(["init", "-q"]).current_dir(&project).status().unwrap().success());
-    install(&project, &home, &["init", "--roles", "frontend,backend", "--name", "r"]);
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&project)
+            .status()
+            .unwrap()
+            .success()
+    );
+    install(
+        &project,
+        &home,
+        &["init", "--roles", "frontend,backend", "--name", "r"],
+    );
     let settings = project.join(".claude/settings.local.json");
 
-    let plain = install(&project, &home, &["--role", "frontend", "install", "claude", "--apply"]);
+    let plain = install(
+        &project,
+        &home,
+        &["--role", "frontend", "install", "claude", "--apply"],
+    );
     assert!(record_hooks(&settings).is_empty());
     assert!(!plain.contains("Recording is on"), "{plain}");
 
     let out = install(
         &project,
         &home,
-        &["--role", "frontend", "install", "claude", "--record", "--apply"],
+        &[
+            "--role", "frontend", "install", "claude", "--record", "--apply",
+        ],
     );
     assert!(
         out.contains("Everyone who can read the channel folder can read them")
@@ -572,13 +689,30 @@ fn install_record_adds_the_hooks_says_who_reads_and_can_be_taken_out() {
     assert!(text.contains(" hook stop --role frontend"), "{text}");
 
     // Without --record again: the recording hooks go, the others stay.
-    let again = install(&project, &home, &["--role", "frontend", "install", "claude", "--apply"]);
-    assert!(again.contains("nothing is recorded without --record"), "{again}");
+    let again = install(
+        &project,
+        &home,
+        &["--role", "frontend", "install", "claude", "--apply"],
+    );
+    assert!(
+        again.contains("nothing is recorded without --record"),
+        "{again}"
+    );
     assert!(record_hooks(&settings).is_empty());
-    assert!(fs::read_to_string(&settings).unwrap().contains(" hook stop "));
+    assert!(
+        fs::read_to_string(&settings)
+            .unwrap()
+            .contains(" hook stop ")
+    );
 
     // uninstall takes them out with the rest.
-    install(&project, &home, &["--role", "frontend", "install", "claude", "--record", "--apply"]);
+    install(
+        &project,
+        &home,
+        &[
+            "--role", "frontend", "install", "claude", "--record", "--apply",
+        ],
+    );
     install(&project, &home, &["uninstall", "--apply"]);
     assert!(record_hooks(&settings).is_empty());
 
@@ -586,21 +720,33 @@ fn install_record_adds_the_hooks_says_who_reads_and_can_be_taken_out() {
     let out = install(
         &project,
         &home,
-        &["--role", "frontend", "install", "codex", "--record", "--apply"],
+        &[
+            "--role", "frontend", "install", "codex", "--record", "--apply",
+        ],
     );
     assert!(out.contains("Recording is on"), "{out}");
     let hooks = record_hooks(&home.join(".codex/hooks.json"));
     assert_eq!(hooks.len(), 2, "{hooks:?}");
-    assert!(hooks.iter().all(|h| h.contains("--agent codex") && !h.contains("--role")));
+    assert!(
+        hooks
+            .iter()
+            .all(|h| h.contains("--agent codex") && !h.contains("--role"))
+    );
 }
 
 #[tokio::test]
 async fn the_message_search_never_returns_a_note() {
     let t = channel();
-    let out = t.cli(&["--role", "frontend", "note", "the quokka migration is paused"]);
+    let out = t.cli(&[
+        "--role",
+        "frontend",
+        "note",
+        "the quokka migration is paused",
+    ]);
     assert!(out.status.success());
     let c = t.client("frontend").await;
-    c.send("backend", "Quokka", "the quokka migration starts Monday").await;
+    c.send("backend", "Quokka", "the quokka migration starts Monday")
+        .await;
     let hits = c
         .call("search_messages", json!({"query": "quokka migration"}))
         .await

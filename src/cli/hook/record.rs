@@ -84,12 +84,12 @@ pub fn record(cli: &Cli, event: Option<&str>, agent: Option<&str>) {
     }
     // Delivered by a detached child: what this run spooled, and whatever
     // an earlier run left (a crash, a channel that was out of reach).
-    if std::env::var_os(SPOOL_ONLY_VAR).is_none_or(|v| v.is_empty()) {
-        if let Err(e) = start_delivery(&home, &spool) {
-            let why = one_line(&format!("{e:#}"));
-            log(&spool, &format!("hook record: no delivery started ({why})"));
-            eprintln!("countersign hook record: no delivery started ({why}); the next run will");
-        }
+    if std::env::var_os(SPOOL_ONLY_VAR).is_none_or(|v| v.is_empty())
+        && let Err(e) = start_delivery(&home, &spool)
+    {
+        let why = one_line(&format!("{e:#}"));
+        log(&spool, &format!("hook record: no delivery started ({why})"));
+        eprintln!("countersign hook record: no delivery started ({why}); the next run will");
     }
 }
 
@@ -104,10 +104,16 @@ pub fn deliver(cli: &Cli) {
     match recording::deliver(&home, true) {
         Ok(Some(d)) => {
             for (path, why) in &d.failed {
-                log(&spool, &format!("deliver: {} failed: {why}", path.display()));
+                log(
+                    &spool,
+                    &format!("deliver: {} failed: {why}", path.display()),
+                );
             }
             for (path, why) in &d.left {
-                log(&spool, &format!("deliver: {} left for later: {why}", path.display()));
+                log(
+                    &spool,
+                    &format!("deliver: {} left for later: {why}", path.display()),
+                );
             }
         }
         Ok(None) => {}
@@ -146,7 +152,10 @@ fn spool_event(
         None if input.get("turn_id").is_some() => "codex",
         None => "claude",
     };
-    anyhow::ensure!(AGENTS.contains(&agent), "unknown agent '{agent}' (claude or codex)");
+    anyhow::ensure!(
+        AGENTS.contains(&agent),
+        "unknown agent '{agent}' (claude or codex)"
+    );
     super::enter_session_folder(&input);
     let role = Session::role_from(cli.role_arg()?.as_deref())?
         .context("no role: this folder has no project binding (run `countersign install`)")?;

@@ -216,9 +216,14 @@ fn codex_command(v: &Value) -> Option<String> {
 /// The files an `apply_patch` patch touches.
 fn patch_files(patch: &str) -> impl Iterator<Item = &str> {
     patch.lines().filter_map(|l| {
-        ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "]
-            .iter()
-            .find_map(|p| l.strip_prefix(p))
+        [
+            "*** Add File: ",
+            "*** Update File: ",
+            "*** Delete File: ",
+            "*** Move to: ",
+        ]
+        .iter()
+        .find_map(|p| l.strip_prefix(p))
     })
 }
 
@@ -380,7 +385,11 @@ mod tests {
         std::fs::write(&p, &text).unwrap();
         let lines = tail_lines(&p);
         assert_eq!(lines.last().unwrap()["type"], "last");
-        assert!(lines.iter().all(|l| l["type"] == "filler" || l["type"] == "last"));
+        assert!(
+            lines
+                .iter()
+                .all(|l| l["type"] == "filler" || l["type"] == "last")
+        );
         assert!(tail_lines(&dir.path().join("absent")).is_empty());
         assert_eq!(size(&p), text.len() as u64);
     }

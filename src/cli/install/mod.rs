@@ -267,7 +267,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Tool::Codex => {
             edits.push(codex_toml(&codex_config()?, Some(&entry))?);
             // One user file for every project: no role in it, the binding says.
-            let mut hooks: Vec<HookCommand> = hook_commands(&exe, None, home_root.as_deref()).into();
+            let mut hooks: Vec<HookCommand> =
+                hook_commands(&exe, None, home_root.as_deref()).into();
             if a.record {
                 hooks.extend(record_commands(&exe, "codex", None, home_root.as_deref()));
             }

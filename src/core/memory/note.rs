@@ -92,7 +92,10 @@ pub fn check(n: &MemoryNote) -> Result<(), BadNote> {
     if n.text.len() > MAX_NOTE_BYTES {
         return Err(BadNote::TooLong(n.text.len()));
     }
-    if n.text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    if n.text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
         return Err(BadNote::Control);
     }
     if let Some(e) = &n.event {
@@ -114,7 +117,8 @@ pub fn check(n: &MemoryNote) -> Result<(), BadNote> {
         }
     }
     if let Some(s) = &n.session {
-        let ok = s.len() == SESSION_HEX && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let ok =
+            s.len() == SESSION_HEX && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         if !ok {
             return Err(BadNote::Session);
         }
@@ -249,7 +253,12 @@ mod tests {
 
     #[test]
     fn kinds_round_trip() {
-        for k in [NoteKind::Prompt, NoteKind::Reply, NoteKind::Turn, NoteKind::Note] {
+        for k in [
+            NoteKind::Prompt,
+            NoteKind::Reply,
+            NoteKind::Turn,
+            NoteKind::Note,
+        ] {
             assert_eq!(NoteKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(NoteKind::parse("message"), None);

@@ -39,8 +39,9 @@ const NOTE_COLUMNS: &str = "id, ms, c, role, kind, text, event, agent, session";
 fn note_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<NoteRow>> {
     let id: String = r.get(0)?;
     let kind: String = r.get(4)?;
-    Ok(
-        RecordId::parse(&id).zip(NoteKind::parse(&kind)).map(|(id, kind)| NoteRow {
+    Ok(RecordId::parse(&id)
+        .zip(NoteKind::parse(&kind))
+        .map(|(id, kind)| NoteRow {
             key: OrderKey {
                 hlc: Hlc(r.get(1).unwrap_or(0), r.get(2).unwrap_or(0)),
                 id,
@@ -51,8 +52,7 @@ fn note_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<NoteRow>> {
             event: r.get(6).unwrap_or(None),
             agent: r.get(7).unwrap_or(None),
             session: r.get(8).unwrap_or(None),
-        }),
-    )
+        }))
 }
 
 impl Index {
@@ -107,7 +107,9 @@ impl Index {
             return Ok(());
         };
         self.conn
-            .prepare_cached("INSERT INTO notes_fts(notes_fts, rowid, text) VALUES ('delete', ?1, ?2)")
+            .prepare_cached(
+                "INSERT INTO notes_fts(notes_fts, rowid, text) VALUES ('delete', ?1, ?2)",
+            )
             .and_then(|mut st| st.execute(params![n, text]))
             .db(&self.path)?;
         self.conn
@@ -144,10 +146,7 @@ impl Index {
     /// table), best first, at most `limit`. The message search never reads
     /// this table; a memory search reads it beside the messages'.
     pub fn search_notes(&self, fts: &str, limit: usize) -> StoreResult<Vec<NoteRow>> {
-        let cols: Vec<String> = NOTE_COLUMNS
-            .split(", ")
-            .map(|c| format!("n.{c}"))
-            .collect();
+        let cols: Vec<String> = NOTE_COLUMNS.split(", ").map(|c| format!("n.{c}")).collect();
         self.conn
             .prepare_cached(&format!(
                 "SELECT {} FROM notes_fts JOIN notes n ON n.n = notes_fts.rowid \
