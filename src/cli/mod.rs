@@ -134,7 +134,8 @@ enum Command {
     Status(status::Args),
     /// Agent-session hooks (always exit 0): `hook session-start` prints how a session begins,
     /// `hook stop` is the Stop hook (Claude Code, Codex) and holds a stop while something
-    /// actionable waits. Both take the session's folder from the JSON on stdin (`cwd`).
+    /// actionable waits, `hook record EVENT` records prompts and replies as notes (install
+    /// --record). All take the session's folder from the JSON on stdin (`cwd`).
     Hook(hook::Args),
     /// Wire Claude Code or Codex to the channel as --role: the project binding (role and
     /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;
