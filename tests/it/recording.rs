@@ -762,3 +762,21 @@ async fn the_message_search_never_returns_a_note() {
     assert_eq!(scan["result"].as_array().map_or(0, Vec::len), 0, "{scan}");
     c.close().await;
 }
+
+#[test]
+fn a_hook_returns_at_once_while_the_delivery_waits() {
+    let t = channel();
+    // Another delivery holds the spool (as a slow channel would hold it).
+    let spool = countersign::store::spool::Spool::of(&Home::at(t.home.clone()));
+    let held = spool.lock().unwrap();
+    let (code, stderr, took) = hook_record(&t, "UserPromptSubmit", &prompt_input("quick"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(took < Duration::from_secs(3), "the hook waited {took:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(feed_notes(&t.dir, "frontend").is_empty());
+    assert_eq!(spooled(&t).len(), 1, "spooled before any delivery");
+    // Once the other delivery is done, the detached one delivers it.
+    drop(held);
+    let notes = wait_delivered(&t, 1);
+    assert_eq!(notes, [("prompt".to_owned(), "quick".to_owned())]);
+}
