@@ -17,6 +17,8 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use serde::{Deserialize, Serialize};
 
 use super::clock::now_ms;
@@ -30,6 +32,9 @@ pub const MAX_EVENT_FILE: u64 = 512 * 1024;
 /// The most events one delivery takes from the spool: a spool that grew
 /// past it (a channel unreachable for long) is drained over several runs.
 pub const MAX_PER_PASS: usize = 500;
+
+/// The order of the events this process spooled.
+static PUT_ORDER: AtomicU32 = AtomicU32::new(0);
 
 /// One recorded event, as spooled: everything its delivery needs, so it
 /// never depends on the folder the hook ran in.
@@ -90,9 +95,12 @@ impl Spool {
     /// Writes `event` durably; returns its file.
     pub fn put(&self, event: &SpooledEvent) -> StoreResult<PathBuf> {
         let bytes = serde_json::to_vec(event).expect("an event serializes");
-        // Names sort by time, so a drain delivers in the order recorded.
+        // Names sort by time, then by the order this process spooled them
+        // (a reply before its turn record), so a drain delivers in the
+        // order recorded.
         let short: String = event.event.chars().take(16).collect();
-        let name = format!("{:016}-{short}.json", now_ms());
+        let n = PUT_ORDER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{:016}-{n:06}-{short}.json", now_ms());
         write_durably(&self.dir, &name, &bytes)
     }
 
