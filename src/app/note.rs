@@ -72,9 +72,9 @@ pub fn write_note(s: &mut Session, req: NoteRequest) -> AppResult<Noted> {
             created_at: format_rfc3339(rec.header.hlc.ms()),
             written: true,
         }),
-        (None, Some(id)) => Ok(Noted {
+        (None, Some((id, ms))) => Ok(Noted {
             id: id.hex(),
-            created_at: String::new(),
+            created_at: format_rfc3339(ms),
             written: false,
         }),
         (None, None) => Err(AppError::value("nothing to write")),

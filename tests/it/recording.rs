@@ -145,6 +145,7 @@ fn one_recorded_event_is_written_once_and_bad_notes_write_nothing() {
         again.id, first.id,
         "the second delivery answers the note that stands"
     );
+    assert_eq!(again.created_at, first.created_at);
     // The event is per role: b's feed may record an event of the same id.
     let mut b = l.session("b");
     assert!(

@@ -119,16 +119,20 @@ impl Index {
         Ok(())
     }
 
-    /// The note of `role` that recorded `event`, if one arrived.
-    pub fn note_of_event(&self, role: &str, event: &str) -> StoreResult<Option<RecordId>> {
-        let id: Option<String> = self
+    /// The note of `role` that recorded `event`, if one arrived: its id and
+    /// its clock time (ms).
+    pub fn note_of_event(&self, role: &str, event: &str) -> StoreResult<Option<(RecordId, i64)>> {
+        let row: Option<(String, i64)> = self
             .conn
             .prepare_cached(
-                "SELECT id FROM notes WHERE role = ?1 AND event = ?2 ORDER BY ms, c, id LIMIT 1",
+                "SELECT id, ms FROM notes WHERE role = ?1 AND event = ?2 ORDER BY ms, c, id LIMIT 1",
             )
-            .and_then(|mut st| st.query_row([role, event], |r| r.get(0)).optional())
+            .and_then(|mut st| {
+                st.query_row([role, event], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
             .db(&self.path)?;
-        Ok(id.as_deref().and_then(RecordId::parse))
+        Ok(row.and_then(|(id, ms)| Some((RecordId::parse(&id)?, ms))))
     }
 
     /// Every note, in the total order.
