@@ -67,6 +67,8 @@ fn notes_are_items_of_the_memory_sorted_among_messages() {
         "Login",
         "Which fields does POST /login return?",
     );
+    s.catch_up().unwrap();
+    let before = s.index().digest().unwrap();
     let noted = write_note(
         &mut s,
         note(
@@ -77,6 +79,12 @@ fn notes_are_items_of_the_memory_sorted_among_messages() {
     )
     .unwrap();
     assert!(noted.written);
+    s.catch_up().unwrap();
+    assert_ne!(
+        s.index().digest().unwrap(),
+        before,
+        "a note is in the state digest"
+    );
     send(&mut s, "b", "Later", "after the note");
     let m = Memory::load_at(&s, None).unwrap();
     let shown: Vec<String> = m
