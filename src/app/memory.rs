@@ -16,13 +16,13 @@ use super::refusal::{AppError, AppResult};
 use super::session::Session;
 use crate::core::hlc::OrderKey;
 use crate::core::ids::RecordId;
-use crate::core::memory::sequence::{self, ItemKind, Peer, own_line};
+use crate::core::memory::sequence::{self, Peer, own_line};
 use crate::core::memory::summary::{self, line_of};
 use crate::core::memory::tree::{self, Tree};
 use crate::core::op::{Op, Summary};
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::now_ms;
-use crate::store::index::MemoryMessage;
+use crate::store::index::MemoryItem;
 
 /// The memory as it stands here: the settled items, their tree, their own
 /// lines and the standing summaries.
@@ -45,11 +45,11 @@ impl Memory {
     /// Reads the memory with the items before `horizon` (all of them with
     /// `None`), as the index holds them now.
     pub fn load_at(s: &Session, horizon: Option<i64>) -> AppResult<Self> {
-        let messages = s.index().memory_messages()?;
-        let items = sequence::sequence(&messages, |m: &MemoryMessage| m.key, horizon);
+        let all = s.index().memory_items()?;
+        let items = sequence::sequence(&all, |m: &MemoryItem| m.key, horizon);
         let own = items
             .iter()
-            .map(|m| own_line(ItemKind::Message, &m.role, &m.topic, &m.body))
+            .map(|m| own_line(m.kind, &m.role, &m.topic, &m.body))
             .collect();
         let keys: Vec<OrderKey> = items.iter().map(|m| m.key).collect();
         Ok(Self {

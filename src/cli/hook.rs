@@ -1,5 +1,6 @@
-//! `countersign hook session-start|stop`: the agent-session hooks that
-//! `countersign install` wires into Claude Code and Codex.
+//! `countersign hook session-start|stop|record`: the agent-session hooks
+//! that `countersign install` wires into Claude Code and Codex (`record`
+//! only with `install --record`: the `record` module).
 //!
 //! Both clients pass the hook a JSON object on stdin naming the session's
 //! folder (`cwd`). Without --role and --channel, the hook takes them from the
@@ -28,6 +29,9 @@ use crate::app::status::{TRIAGE, summary};
 use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 
+mod record;
+mod transcript;
+
 /// Arguments of `hook`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -35,11 +39,23 @@ pub struct Args {
     /// `stop`: the Stop hook (Claude Code, Codex) — holds the stop while something
     /// actionable waits for --role. Both read the client's JSON on stdin, whose `cwd` (the
     /// session's folder) is where the project binding is looked for without --role.
+    /// `record EVENT`: the recording hook of `install --record` — spools the event
+    /// (UserPromptSubmit: the prompt; Stop: the final reply and the turn's tool calls) as
+    /// notes of --role's feed and delivers them in the background.
     #[arg(value_name = "HOOK")]
     pub which: Option<String>,
+    /// With `record`: the client's hook event (UserPromptSubmit, Stop); default: the
+    /// input's hook_event_name.
+    #[arg(value_name = "EVENT")]
+    pub event: Option<String>,
+    /// With `record`: the client (claude, codex); default: codex when the input has a
+    /// turn_id, else claude.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
 }
 
-const USAGE: &str = "usage: countersign hook session-start|stop [--role ROLE] [--channel DIR]";
+const USAGE: &str =
+    "usage: countersign hook session-start|stop|record EVENT [--role ROLE] [--channel DIR]";
 
 /// Runs a hook; always exit 0.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
@@ -49,6 +65,9 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             say(&session_text(cli));
         }
         Some("stop") => stop(cli),
+        Some("record") => record::record(cli, a.event.as_deref(), a.agent.as_deref()),
+        // Started detached by `record`: drains the spool of this home.
+        Some("deliver") => record::deliver(cli),
         _ => eprintln!("{USAGE}"),
     }
     Ok(ExitCode::SUCCESS)

@@ -123,5 +123,6 @@ fn describe(op: &Op) -> String {
         ),
         Op::Seal(s) => format!(" {} sha256 {}", s.upload.short(), one_line(&s.sha256)),
         Op::Summary(s) => format!(" {} ({} bytes)", short(&s.covers), s.text.len()),
+        Op::Note(n) => format!(" {} ({} bytes)", n.kind.as_str(), n.text.len()),
     }
 }

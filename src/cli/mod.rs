@@ -17,6 +17,7 @@ mod join;
 mod log;
 mod mcp;
 pub(crate) mod mcp_client;
+mod note;
 mod reindex;
 mod remote;
 mod remote_channel;
@@ -91,6 +92,9 @@ enum Command {
     Send(send::Args),
     /// Show the messages addressed to --role (records delivery, never marks read).
     Inbox(inbox::Args),
+    /// Add a note to the channel's memory as --role (`note "text"`). Everyone who can read
+    /// the channel folder can read it, for good.
+    Note(note::Args),
     /// Print every record of the channel in readable form, with verification marks.
     Log(log::Args),
     /// Check every signature and chain from the files: exit 0 clean, 1 problems, 2 unreadable.
@@ -130,7 +134,8 @@ enum Command {
     Status(status::Args),
     /// Agent-session hooks (always exit 0): `hook session-start` prints how a session begins,
     /// `hook stop` is the Stop hook (Claude Code, Codex) and holds a stop while something
-    /// actionable waits. Both take the session's folder from the JSON on stdin (`cwd`).
+    /// actionable waits, `hook record EVENT` records prompts and replies as notes (install
+    /// --record). All take the session's folder from the JSON on stdin (`cwd`).
     Hook(hook::Args),
     /// Wire Claude Code or Codex to the channel as --role: the project binding (role and
     /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;
@@ -151,6 +156,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Board(a) => board::run(&cli, a),
         Command::Send(a) => send::run(&cli, a),
         Command::Inbox(a) => inbox::run(&cli, a),
+        Command::Note(a) => note::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),

@@ -622,7 +622,8 @@ impl Message {
             | Op::UndoBackfill(_)
             | Op::UploadChunk(_)
             | Op::Seal(_)
-            | Op::Summary(_) => {}
+            | Op::Summary(_)
+            | Op::Note(_) => {}
         }
     }
 }

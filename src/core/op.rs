@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ids::{FeedId, RecordId, Role};
+use super::memory::note::NoteKind;
 use super::vocab::{Decision, Kind, WorkStatus};
 
 /// One operation. The serialized form is `"op":"<name>","data":{...}`.
@@ -64,6 +65,9 @@ pub enum Op {
     Seal(Seal),
     /// A line of the memory's summary tree (`core::memory`).
     Summary(Summary),
+    /// A note of the memory (`core::memory::note`): a prompt, a final reply,
+    /// a turn's tool calls, or a note by hand.
+    Note(MemoryNote),
 }
 
 impl Op {
@@ -92,6 +96,7 @@ impl Op {
             Self::UploadChunk(_) => "upload_chunk",
             Self::Seal(_) => "seal",
             Self::Summary(_) => "summary",
+            Self::Note(_) => "note",
         }
     }
 
@@ -122,6 +127,7 @@ impl Op {
             "upload_chunk" => Self::UploadChunk(from_str(data)?),
             "seal" => Self::Seal(from_str(data)?),
             "summary" => Self::Summary(from_str(data)?),
+            "note" => Self::Note(from_str(data)?),
             _ => return Ok(None),
         }))
     }
@@ -149,7 +155,8 @@ impl Op {
             | Self::UndoBackfill(_)
             | Self::UploadChunk(_)
             | Self::Seal(_)
-            | Self::Summary(_) => &[],
+            | Self::Summary(_)
+            | Self::Note(_) => &[],
         }
     }
 }
@@ -470,4 +477,24 @@ pub struct Summary {
     pub covers: Vec<RecordId>,
     /// The line: one line of text, at most 512 bytes.
     pub text: String,
+}
+
+/// Data of `note`: one note of the memory, in its writer's feed
+/// (`core::memory::note` checks it, at write and at read).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryNote {
+    /// What it records.
+    pub kind: NoteKind,
+    /// The text, word for word (at most 64 KiB).
+    pub text: String,
+    /// The recorded event it came from, so a second delivery adds nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// The agent that recorded it (`claude`, `codex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// A short hash of the agent's session id (never the id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }

@@ -249,7 +249,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
         | Op::UndoBackfill(_)
         | Op::UploadChunk(_)
         | Op::Seal(_)
-        | Op::Summary(_) => Err(Refusal::Value(
+        | Op::Summary(_)
+        | Op::Note(_) => Err(Refusal::Value(
             "this op does not act on a message".to_owned(),
         )),
     }

@@ -185,6 +185,12 @@ impl Home {
         self.state.join("remote")
     }
 
+    /// Folder of the recording spool: hook events kept until they are
+    /// delivered as notes (`store::spool`).
+    pub fn spool_dir(&self) -> PathBuf {
+        self.state.join("spool")
+    }
+
     /// Folder of the index, journal, locks and prefs of one channel.
     pub fn state_dir(&self, channel_id: &str) -> PathBuf {
         self.state.join("state").join(channel_id)

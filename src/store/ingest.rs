@@ -1234,6 +1234,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
             if op == "summary" {
                 self.index.forget_summary(*n)?;
             }
+            if op == "note" {
+                self.index.forget_note(*n)?;
+            }
             self.touched
                 .extend(targets.iter().filter_map(|t| RecordId::parse(t)));
             if op == "send"
@@ -1459,6 +1462,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     self.index.record_summary(n, rec.order_key(), &line, sm)?;
                 }
             }
+            // `misplaced` refused a note that fails its checks.
+            Op::Note(note) => {
+                self.index
+                    .record_note(n, rec.order_key(), role.as_str(), note)?;
+            }
             Op::FeedInit(_) | Op::AddRole(_) => {}
         }
         Ok(())
@@ -1560,6 +1568,9 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
         Op::Summary(sm) if !feed.is_owner() => memory::summary::check(sm)
             .err()
             .map(|e| format!("summary refused: {e}")),
+        Op::Note(note) if !feed.is_owner() => memory::note::check(note)
+            .err()
+            .map(|e| format!("note refused: {e}")),
         _ if feed.is_owner() => Some(format!(
             "op '{}' does not belong in the owner's feed",
             rec.op_name

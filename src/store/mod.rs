@@ -26,6 +26,7 @@ pub mod message;
 pub mod message_rows;
 pub mod prefs;
 pub mod records;
+pub mod spool;
 pub mod sync_outcome;
 pub mod upload;
 pub mod watcher;

@@ -15,9 +15,10 @@ use countersign::core::genesis::{FORMAT, Genesis, channel_id};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId, Role};
 use countersign::core::invitation::{self, InviteCode};
+use countersign::core::memory::note::{self, NoteKind};
 use countersign::core::op::{
-    Ack, Admit, Backfill, BodyRef, Claim, FeedInit, Ids, Invite, Note, Op, PinSet, Revise, Seal,
-    Send, Summary, Target, UndoBackfill, UploadChunk, WorkStatusMove,
+    Ack, Admit, Backfill, BodyRef, Claim, FeedInit, Ids, Invite, MemoryNote, Note, Op, PinSet,
+    Revise, Seal, Send, Summary, Target, UndoBackfill, UploadChunk, WorkStatusMove,
 };
 use countersign::core::record::{self, Header, encode, pubkey_hex};
 use countersign::core::vocab::{Decision, Kind, WorkStatus};
@@ -576,4 +577,69 @@ fn memory_summary_lines_are_frozen_and_verify() {
             countersign::core::memory::summary::check(s).expect("a frozen summary passes");
         }
     }
+}
+
+/// The memory's note records: a prompt and a reply recorded by a hook (with
+/// their event, agent and session hash) and a note by hand, on a feed of
+/// their own.
+fn note_records() -> Vec<String> {
+    let ch = channel_id(&genesis().to_bytes());
+    let feed = FeedId::new("backend", "golden-000005").unwrap();
+    let ops = vec![
+        Op::FeedInit(FeedInit {
+            role: role("backend"),
+            pubkey: pubkey_hex(&backend().verifying_key()),
+            device_name: "golden".into(),
+        }),
+        Op::Note(MemoryNote {
+            kind: NoteKind::Prompt,
+            text: "Make the login form show the server's error.\nKeep the layout.".into(),
+            event: Some(note::event_id(&[
+                "claude",
+                "golden-session",
+                "UserPromptSubmit",
+                "1",
+            ])),
+            agent: Some("claude".into()),
+            session: Some(note::session_hash("golden-session")),
+        }),
+        Op::Note(MemoryNote {
+            kind: NoteKind::Reply,
+            text: "The form now shows the error under the password field.".into(),
+            event: Some(note::event_id(&["claude", "golden-session", "Stop", "2"])),
+            agent: Some("claude".into()),
+            session: Some(note::session_hash("golden-session")),
+        }),
+        Op::Note(MemoryNote {
+            kind: NoteKind::Note,
+            text: "staging is down until Monday".into(),
+            event: None,
+            agent: None,
+            session: None,
+        }),
+    ];
+    chain(&ch, &feed, ops, 1_796_000_004_000)
+}
+
+#[test]
+fn memory_note_lines_are_frozen_and_verify() {
+    let lines = note_records();
+    check("notes.jsonl", &lines.concat());
+    let ids: String = lines
+        .iter()
+        .map(|l| format!("{}\n", record::decode(l.trim_end().as_bytes()).unwrap().id))
+        .collect();
+    check("notes.ids", &ids);
+    let text = std::fs::read_to_string(format!("{DIR}/notes.jsonl")).unwrap();
+    let mut notes = 0;
+    for (i, line) in text.lines().enumerate() {
+        let rec = record::decode(line.as_bytes()).unwrap();
+        assert_eq!(rec.to_line(), format!("{line}\n"), "line {i} re-encodes");
+        assert!(rec.verify(&backend().verifying_key()), "line {i} verifies");
+        if let Some(Op::Note(n)) = &rec.op {
+            note::check(n).expect("a frozen note passes");
+            notes += 1;
+        }
+    }
+    assert_eq!(notes, 3);
 }

@@ -34,6 +34,7 @@ mod membership;
 mod memory;
 mod python_client;
 mod real_clients;
+mod recording;
 mod search_catch_up;
 mod search_grammar;
 mod search_snippet;

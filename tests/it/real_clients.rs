@@ -573,6 +573,11 @@ fn claude_code_connects_the_installed_server_without_an_approval() {
 /// stand-in, whose scripted call sends `topic` to PEER), then `install codex --apply`,
 /// whose output comes third.
 fn codex_world(topic: &str) -> (World, ModelApi, String) {
+    codex_world_with(topic, &[])
+}
+
+/// [`codex_world`] with `extra` arguments to `install codex`.
+fn codex_world_with(topic: &str, extra: &[&str]) -> (World, ModelApi, String) {
     let w = World::new("codex");
     let api = ModelApi::start(
         w.tmp.path(),
@@ -594,7 +599,9 @@ fn codex_world(topic: &str) -> (World, ModelApi, String) {
         ),
     )
     .unwrap();
-    let installed = w.cs_ok(&["--role", ME, "install", "codex", "--apply"]);
+    let mut args = vec!["--role", ME, "install", "codex", "--apply"];
+    args.extend(extra);
+    let installed = w.cs_ok(&args);
     (w, api, installed)
 }
 
@@ -858,4 +865,134 @@ fn codex_runs_the_hooks_install_wrote_once_they_are_trusted() {
          --- hook text ---\n{session_start}\n{context}"
     );
     assert_stop_held_once(turns, &context);
+}
+
+// ---------------------------------------------------------------------------------------
+// Recording (`install … --record`)
+
+/// The notes in `role`'s feeds of the project's channel: (kind, text, agent).
+fn feed_notes(w: &World, role: &str) -> Vec<(String, String, String)> {
+    use countersign::core::op::Op;
+    let mut out = Vec::new();
+    let feeds = w.project.join(".countersign/feeds").join(role);
+    for device in fs::read_dir(&feeds).into_iter().flatten().flatten() {
+        for seg in countersign::store::feed::list_segments(&device.path()).unwrap() {
+            for line in fs::read_to_string(&seg.path).unwrap().lines() {
+                let rec = countersign::core::record::decode(line.as_bytes()).unwrap();
+                if let Some(Op::Note(n)) = rec.op {
+                    out.push((
+                        n.kind.as_str().to_owned(),
+                        n.text,
+                        n.agent.unwrap_or_default(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Waits (at most 30 s: the hooks deliver in the background) until ME's feed holds a
+/// prompt note and a reply note; returns the notes.
+fn wait_for_notes(w: &World, context: &str) -> Vec<(String, String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let notes = feed_notes(w, ME);
+        let has = |k: &str| notes.iter().any(|(kind, _, _)| kind == k);
+        if has("prompt") && has("reply") {
+            return notes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the recording hooks left no prompt and reply in {ME}'s feed: {notes:?}\n{context}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `install claude --record --apply`, then `claude -p`: the prompt and the final reply
+/// are notes in the role's feed, word for word, and the debts' Stop hook still runs.
+#[test]
+fn claude_code_records_the_prompt_and_the_final_reply_as_notes() {
+    let w = World::new("claude");
+    let installed = w.cs_ok(&["--role", ME, "install", "claude", "--record", "--apply"]);
+    assert!(
+        installed.contains("Everyone who can read the channel folder can read them"),
+        "{installed}"
+    );
+    let api = ModelApi::start(
+        w.tmp.path(),
+        &json!({"to": PEER, "topic": "recorded", "body": "sent while recording"}),
+    );
+    let mut c = w.command("claude");
+    c.args(["-p", "Tell the backend hello.", "--output-format", "json"])
+        .args(["--allowedTools", "mcp__channel"])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        // The tools in the first request, so the stand-in plays its script.
+        .env("ENABLE_TOOL_SEARCH", "false");
+    let ran = run_bounded(c, "claude -p", CLIENT_TIMEOUT);
+    let context = ran.shown();
+    assert_eq!(ran.code, Some(0), "claude -p failed\n{context}");
+    let notes = wait_for_notes(&w, &context);
+    assert!(
+        notes.contains(&(
+            "prompt".into(),
+            "Tell the backend hello.".into(),
+            "claude".into()
+        )),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&(
+            "reply".into(),
+            "Done: the message is sent.".into(),
+            "claude".into()
+        )),
+        "{notes:?}"
+    );
+    assert!(
+        w.inbox(PEER)
+            .contains(&(ME.to_owned(), "recorded".to_owned())),
+        "the message itself was not sent\n{context}"
+    );
+}
+
+/// `install codex --record --apply`, the hooks trusted as Codex's review does, then
+/// `codex exec`: the prompt and the final reply are notes in the role's feed.
+#[test]
+fn codex_records_the_prompt_and_the_final_reply_as_notes() {
+    let (w, api, installed) = codex_world_with("recorded by codex", &["--record"]);
+    assert!(installed.contains("Recording is on"), "{installed}");
+    let cwd = w.project.canonicalize().unwrap();
+    let mut app = AppServer::start(&w);
+    let ours: Vec<Value> = app.hooks(&cwd).into_iter().filter(is_ours).collect();
+    let events: Vec<String> = our_hooks(&ours).into_iter().map(|(e, _, _)| e).collect();
+    assert_eq!(
+        events,
+        ["sessionStart", "userPromptSubmit", "stop", "stop"],
+        "Codex does not list countersign's four hooks"
+    );
+    app.trust(&ours);
+    drop(app);
+    let (_, _, context) = codex_exec(&w, &api, &[]);
+    let notes = wait_for_notes(&w, &context);
+    assert!(
+        notes.contains(&(
+            "prompt".into(),
+            "Tell the backend hello.".into(),
+            "codex".into()
+        )),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&(
+            "reply".into(),
+            "Done: the message is sent.".into(),
+            "codex".into()
+        )),
+        "{notes:?}"
+    );
 }

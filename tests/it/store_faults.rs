@@ -1059,6 +1059,58 @@ fn a_fork_is_kept_as_proof_frozen_after_the_last_common_record_and_reported() {
     assert!(text.contains("alarms:") && text.contains("fork"), "{text}");
 }
 
+/// Notes are records like messages: a fork takes a note back, from the
+/// memory's items and from the notes' full-text table, on every machine.
+#[test]
+fn a_fork_takes_its_notes_back_everywhere() {
+    use countersign::app::note::{NoteRequest, write_note};
+    use countersign::core::memory::note::NoteKind;
+    let note = |s: &mut Session, text: &str| {
+        write_note(
+            s,
+            NoteRequest {
+                kind: NoteKind::Note,
+                text: text.into(),
+                event: None,
+                agent: None,
+                session: None,
+            },
+        )
+        .unwrap();
+    };
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "common", "x");
+    drop(s);
+    let home2 = l.tmp.path().join("home-copy");
+    copy_dir(&l.home_root(), &home2);
+    let dir2 = l.tmp.path().join("channel-copy");
+    copy_dir(&l.dir, &dir2);
+    let mut s1 = l.session("a");
+    note(&mut s1, "branch one noted");
+    let mut s2 = session_on(local::open(&dir2, &Home::at(home2)), "a");
+    note(&mut s2, "branch two noted");
+    let seg = segment(&l.feed_dir("a"));
+    let rel = seg.strip_prefix(&l.dir).unwrap().to_path_buf();
+    // A reader that took in branch one before the other arrived.
+    let mut early = reader(&l, "early");
+    early.catch_up().unwrap();
+    assert_eq!(early.index().notes().unwrap().len(), 1);
+    let one = lines_of(&seg);
+    let two = lines_of(&dir2.join(&rel));
+    let merged: Vec<u8> = one.iter().chain(&two[2..]).flatten().copied().collect();
+    fs::write(&seg, merged).unwrap();
+    let mut fresh = reader(&l, "fresh");
+    for ch in [&mut early, &mut fresh] {
+        ch.catch_up().unwrap();
+        assert!(ch.index().notes().unwrap().is_empty(), "no branch stands");
+        assert!(ch.index().search_notes("\"noted\"", 10).unwrap().is_empty());
+        let items = ch.index().memory_items().unwrap();
+        assert_eq!(items.len(), 1, "only the common message: {items:?}");
+    }
+    assert_eq!(digest(&mut early), digest(&mut fresh));
+}
+
 #[test]
 fn a_fork_between_two_votes_takes_both_back_and_folds_consent_alike_everywhere() {
     use countersign::core::op::Ack;

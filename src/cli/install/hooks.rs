@@ -1,7 +1,9 @@
-//! The SessionStart and Stop hooks, in Claude Code's settings format
-//! (`.claude/settings*.json`, and Codex's `hooks.json`, which takes the same
-//! format): their commands, and adding or taking out countersign's. It must
-//! not touch a hook that does not run `countersign hook`.
+//! The SessionStart and Stop hooks, and with `install --record` the
+//! recording hooks (UserPromptSubmit and a second Stop hook running `hook
+//! record`), in Claude Code's settings format (`.claude/settings*.json`, and
+//! Codex's `hooks.json`, which takes the same format): their commands, and
+//! adding or taking out countersign's. It must not touch a hook that does
+//! not run `countersign hook`.
 
 use std::path::Path;
 
@@ -16,6 +18,34 @@ use crate::cli::remote_channel::{TOKEN_VAR, URL_VAR};
 /// The hooks: settings.json event and `countersign hook` name.
 const HOOKS: [(&str, &str); 2] = [("SessionStart", "session-start"), ("Stop", "stop")];
 
+/// The recording hooks (`install --record`): the events whose input they
+/// record, each running `countersign hook record <event>`.
+const RECORD_HOOKS: [(&str, &str); 2] = [("UserPromptSubmit", "record"), ("Stop", "record")];
+
+/// One hook to set: its event, its `countersign hook` name, its command.
+pub(super) type HookCommand = (&'static str, &'static str, String);
+
+/// The recording hooks' commands for `agent` (claude, codex); `bound` and
+/// `home` as for [`hook_commands`].
+pub(super) fn record_commands(
+    exe: &str,
+    agent: &str,
+    bound: Option<(&str, &str)>,
+    home: Option<&str>,
+) -> [HookCommand; 2] {
+    RECORD_HOOKS.map(|(event, name)| {
+        let mut words = vec![exe, "hook", name, event, "--agent", agent];
+        if let Some((role, dir)) = bound {
+            words.extend(["--role", role, "--channel", dir]);
+        }
+        if let Some(h) = home {
+            words.extend(["--home", h]);
+        }
+        let cmd: Vec<String> = words.iter().map(|w| sh_quote(w)).collect();
+        (event, name, cmd.join(" "))
+    })
+}
+
 /// The hook commands (event, hook name, shell command). `bound` (role,
 /// channel) is written into a project's own settings only; a user-level
 /// file (Codex's) names neither, and the hook takes them from the binding
@@ -24,7 +54,7 @@ pub(super) fn hook_commands(
     exe: &str,
     bound: Option<(&str, &str)>,
     home: Option<&str>,
-) -> [(&'static str, &'static str, String); 2] {
+) -> [HookCommand; 2] {
     HOOKS.map(|(event, name)| {
         let mut words = vec![exe, "hook", name];
         if let Some((role, dir)) = bound {
@@ -48,7 +78,7 @@ pub(super) fn served_hook_commands(
     base: &str,
     token_var: &str,
     home: Option<&str>,
-) -> [(&'static str, &'static str, String); 2] {
+) -> [HookCommand; 2] {
     HOOKS.map(|(event, name)| {
         let mut words = vec![exe, "hook", name];
         if let Some(h) = home {
@@ -92,10 +122,9 @@ pub(super) fn remove_hooks(groups: &mut Vec<Value>, name: &str) -> usize {
 }
 
 /// Adds (`Some`: event, hook name, command) or removes (`None`) the hooks.
-pub(super) fn settings(
-    path: &Path,
-    hooks: Option<&[(&str, &str, String); 2]>,
-) -> anyhow::Result<Edit> {
+/// Adding takes out the recording hooks `hooks` does not name, so an
+/// install without `--record` stops recording.
+pub(super) fn settings(path: &Path, hooks: Option<&[HookCommand]>) -> anyhow::Result<Edit> {
     let (before, orig) = read_object(path)?;
     let mut root = orig.clone();
     let mut notes = Vec::new();
@@ -125,10 +154,27 @@ pub(super) fn settings(
                     if replaced { "replace the" } else { "add a" }
                 ));
             }
+            let unnamed = RECORD_HOOKS
+                .iter()
+                .filter(|(e, n)| !hooks.iter().any(|(he, hn, _)| he == e && hn == n));
+            for (event, name) in unnamed {
+                let Some(Value::Array(groups)) = all.get_mut(*event) else {
+                    continue;
+                };
+                if remove_hooks(groups, name) > 0 {
+                    notes.push(format!(
+                        "remove the {event} hook (countersign hook {name}): nothing is recorded \
+                         without --record"
+                    ));
+                    if groups.is_empty() {
+                        all.remove(*event);
+                    }
+                }
+            }
         }
         None => {
             if let Some(Value::Object(all)) = root.get_mut("hooks") {
-                for (event, name) in HOOKS {
+                for (event, name) in HOOKS.into_iter().chain(RECORD_HOOKS) {
                     let Some(Value::Array(groups)) = all.get_mut(event) else {
                         continue;
                     };

@@ -56,7 +56,7 @@ use claude::{claude_project, claude_user_config, mcp_json};
 use codex::{codex_config, codex_hooks, codex_toml};
 use edit::{plain_file, report};
 use git::{exclude_block, git_exclude};
-use hooks::{hook_commands, settings};
+use hooks::{HookCommand, hook_commands, record_commands, settings};
 use note::{Whose, section, section_text};
 use server_entry::ServerEntry;
 
@@ -138,7 +138,22 @@ pub struct Args {
     /// starts.
     #[arg(long, value_name = "VAR", requires = "url")]
     pub token_env: Option<String>,
+    /// Also record, as notes in --role's feed: the prompts the user types and the agent's
+    /// final replies, word for word, and one short record of each turn's tool calls (files
+    /// changed, commands that failed). Everyone who can read the channel folder can read
+    /// them, for good. Without it nothing is recorded (and an install without it takes the
+    /// recording hooks out).
+    #[arg(long, conflicts_with = "url")]
+    pub record: bool,
 }
+
+/// What `install --record` says about who reads what it records.
+const RECORD_NOTICE: &str = "Recording is on: the prompts typed in these sessions and the \
+    agent's final replies, word for word, and one short record of each turn's tool calls (files \
+    changed, commands that failed) become notes in the role's feed. Everyone who can read the \
+    channel folder can read them — every role, every machine the folder syncs to, anyone with a \
+    copy — and they are permanent: a note is a signed record, like a message, and cannot be \
+    taken back. Install again without --record to stop recording.";
 
 /// Arguments of `uninstall`.
 #[derive(Debug, clap::Args)]
@@ -214,7 +229,16 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     match a.tool {
         Tool::Claude => {
-            let hooks = hook_commands(&exe, Some((&role, &dir)), home_root.as_deref());
+            let mut hooks: Vec<HookCommand> =
+                hook_commands(&exe, Some((&role, &dir)), home_root.as_deref()).into();
+            if a.record {
+                hooks.extend(record_commands(
+                    &exe,
+                    "claude",
+                    Some((&role, &dir)),
+                    home_root.as_deref(),
+                ));
+            }
             let (settings_file, note_file) = if personal {
                 let key = claude_project(&cwd);
                 edits.push(mcp_json(
@@ -243,7 +267,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Tool::Codex => {
             edits.push(codex_toml(&codex_config()?, Some(&entry))?);
             // One user file for every project: no role in it, the binding says.
-            let hooks = hook_commands(&exe, None, home_root.as_deref());
+            let mut hooks: Vec<HookCommand> =
+                hook_commands(&exe, None, home_root.as_deref()).into();
+            if a.record {
+                hooks.extend(record_commands(&exe, "codex", None, home_root.as_deref()));
+            }
             let edit = settings(&codex_hooks()?, Some(&hooks))?;
             codex_hooks_changed = edit.changed();
             edits.push(edit);
@@ -292,6 +320,15 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         ),
     };
     println!("How it resolves: {how}");
+    if a.record {
+        println!("{RECORD_NOTICE}");
+        if a.tool == Tool::Codex {
+            println!(
+                "Codex's hooks are one user file: every project bound on this machine that \
+                 Codex runs in is recorded, each in its own role's feed."
+            );
+        }
+    }
     if a.tool == Tool::Codex {
         let when = if codex_hooks_changed {
             "Trust the hooks once"

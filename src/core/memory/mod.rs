@@ -6,9 +6,10 @@
 //! of the times passed in: the same records give the same sequence, tree and
 //! view on every machine. It owns the sequence rule (`sequence`), the shape of
 //! the tree and the choice of the view (`tree`), and what a summary may hold
-//! (`summary`). It must not read files, the index or the clock, and it never
+//! (`summary`) and a note (`note`). It must not read files, the index or the clock, and it never
 //! writes summaries: agents do, through the app.
 
+pub mod note;
 pub mod sequence;
 pub mod summary;
 pub mod tree;

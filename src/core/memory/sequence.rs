@@ -21,9 +21,9 @@ pub const AWAY_MS: i64 = 10 * 60 * 1000;
 pub enum ItemKind {
     /// A message of the channel (a `send`).
     Message,
-    /// A note recorded for the memory (a prompt, a final reply, a note by
-    /// hand). No record writes one yet: its place is kept so that notes sort
-    /// among messages by the same rule.
+    /// A note recorded for the memory (a prompt, a final reply, a turn's
+    /// tool calls, a note by hand: a `note` record), sorted among messages
+    /// by the same rule.
     Note,
 }
 

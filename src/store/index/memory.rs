@@ -1,5 +1,5 @@
-//! The memory as the index holds it: the items of the sequence and the
-//! summaries ingested, by the line they name.
+//! The memory as the index holds it: the items of the sequence (messages
+//! and notes) and the summaries ingested, by the line they name.
 //!
 //! Owns the `summaries` table and the queries the memory reads. It keeps
 //! every summary record (two of one line both stay); which one stands is
@@ -14,19 +14,22 @@ use rusqlite::params;
 use super::Index;
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
+use crate::core::memory::sequence::ItemKind;
 use crate::core::op::Summary;
 use crate::store::error::{SqlContext as _, StoreResult};
 
-/// A message as the memory takes it in.
+/// An item as the memory takes it in: a message or a note.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemoryMessage {
+pub struct MemoryItem {
     /// Its place in the total order.
     pub key: OrderKey,
+    /// A message or a note.
+    pub kind: ItemKind,
     /// Its author's role.
     pub role: String,
-    /// Its topic.
+    /// A message's topic; a note's kind (`prompt`, `reply`, `turn`, `note`).
     pub topic: String,
-    /// Its body as it stands.
+    /// Its text as it stands (a message's current body, a note's text).
     pub body: String,
 }
 
@@ -127,10 +130,11 @@ impl Index {
             })
     }
 
-    /// The messages that are items of the memory (not deleted), in the
-    /// total order, with the text they stand with.
-    pub fn memory_messages(&self) -> StoreResult<Vec<MemoryMessage>> {
-        self.conn
+    /// The items of the memory, in the total order: the messages that are
+    /// not deleted, with the text they stand with, and every note.
+    pub fn memory_items(&self) -> StoreResult<Vec<MemoryItem>> {
+        let mut items: Vec<MemoryItem> = self
+            .conn
             .prepare_cached(
                 "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
                  WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
@@ -149,21 +153,33 @@ impl Index {
                 })?
                 .collect::<Result<Vec<_>, _>>()
             })
-            .db(&self.path)
-            .map(|rows| {
-                rows.into_iter()
-                    .filter_map(|(id, ms, c, role, topic, body)| {
-                        Some(MemoryMessage {
-                            key: OrderKey {
-                                hlc: Hlc(ms, c),
-                                id: RecordId::parse(&id)?,
-                            },
-                            role,
-                            topic,
-                            body,
-                        })
-                    })
-                    .collect()
+            .db(&self.path)?
+            .into_iter()
+            .filter_map(|(id, ms, c, role, topic, body)| {
+                Some(MemoryItem {
+                    key: OrderKey {
+                        hlc: Hlc(ms, c),
+                        id: RecordId::parse(&id)?,
+                    },
+                    kind: ItemKind::Message,
+                    role,
+                    topic,
+                    body,
+                })
             })
+            .collect();
+        let notes = self.notes()?;
+        if notes.is_empty() {
+            return Ok(items);
+        }
+        items.extend(notes.into_iter().map(|n| MemoryItem {
+            key: n.key,
+            kind: ItemKind::Note,
+            role: n.role,
+            topic: n.kind.as_str().to_owned(),
+            body: n.text,
+        }));
+        items.sort_by_key(|i| i.key);
+        Ok(items)
     }
 }

@@ -20,6 +20,7 @@ mod events;
 mod feeds;
 mod memory;
 mod messages;
+mod notes;
 mod pins;
 mod problems;
 mod proposals;
@@ -32,8 +33,9 @@ pub use debts::{DebtLine, DebtPage, DebtSpan, DebtState, OpenDebt, PendingResolu
 pub use deliveries::UnreadMail;
 pub use events::EventRow;
 pub use feeds::{AdmittedFeed, RecordLine};
-pub use memory::MemoryMessage;
+pub use memory::MemoryItem;
 pub use messages::{MessageFilter, MessageRow, PrefixMatch, TrafficLine, like_pattern};
+pub use notes::NoteRow;
 pub use pins::{PinSelect, PinVersion};
 pub use problems::{Problem, ProblemKind};
 pub use proposals::{AwaitedProposal, CastVote, OpenProposal};
@@ -51,7 +53,7 @@ use crate::core::ids::RecordId;
 use crate::core::message::Conflict;
 
 /// The schema version; part of the file name.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// FTS5's own default for `hashsize`, kept outside bulk passes: an ordinary
 /// pass holds a few bodies, and a server's memory stays small.
@@ -240,6 +242,18 @@ CREATE TABLE IF NOT EXISTS summaries(
     n INTEGER PRIMARY KEY, line TEXT NOT NULL, id TEXT NOT NULL UNIQUE, ms INTEGER NOT NULL,
     c INTEGER NOT NULL, covers TEXT NOT NULL, text TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS summaries_line ON summaries(line, ms, c, id);
+-- Notes of the memory (core::memory::note), `n` the record each came in;
+-- `event` is the recorded event, looked up per role to deliver it once.
+CREATE TABLE IF NOT EXISTS notes(
+    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, role TEXT NOT NULL, ms INTEGER NOT NULL,
+    c INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, event TEXT, agent TEXT,
+    session TEXT);
+CREATE INDEX IF NOT EXISTS notes_event ON notes(role, event) WHERE event IS NOT NULL;
+-- The notes' own full-text table: the message search never sees a note, a
+-- memory search reads both. Notes are few (a few per turn), so each is
+-- indexed as it is ingested.
+CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+    text, content='notes', content_rowid='n', tokenize='trigram');
 "#;
 
 /// Tables emptied by a rebuild (everything folded from the feeds).
@@ -263,6 +277,7 @@ const DERIVED_TABLES: &[&str] = &[
     "body_refs",
     "claims",
     "summaries",
+    "notes",
 ];
 
 /// An open index connection.
@@ -421,6 +436,9 @@ impl Index {
                 "INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')",
                 [],
             )
+            .db(&self.path)?;
+        self.conn
+            .execute("INSERT INTO notes_fts(notes_fts) VALUES ('delete-all')", [])
             .db(&self.path)?;
         self.conn
             .execute("DELETE FROM meta WHERE key = 'fts_rowid'", [])
@@ -664,7 +682,7 @@ impl Index {
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
-    /// state, events, votes, pins, conflicts, uploads and memory summaries, keyed by full record
+    /// state, events, votes, pins, conflicts, uploads, memory summaries and notes, keyed by full record
     /// ids with times from the records' clocks. Cursors, local ingest numbers, problems and the
     /// search tables are left out, so equal feeds give equal digests anywhere.
     pub fn digest(&self) -> StoreResult<String> {
@@ -731,6 +749,11 @@ impl Index {
         // from their order.
         dump(
             "SELECT id, line, ms, c, covers, text FROM summaries ORDER BY id",
+            &mut h,
+        )?;
+        // Every note, by record (its local ingest number left out).
+        dump(
+            "SELECT id, role, ms, c, kind, text, event, agent, session FROM notes ORDER BY id",
             &mut h,
         )?;
         Ok(hex::encode(h.finalize()))

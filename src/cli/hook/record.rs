@@ -1,0 +1,262 @@
+//! `countersign hook record EVENT`: the recording hooks `install --record`
+//! wires into Claude Code and Codex, and `hook deliver`, which drains the
+//! spool they fill.
+//!
+//! A recording hook reads the client's hook input (JSON on stdin, bounded),
+//! makes the notes of the event — the prompt on `UserPromptSubmit`; the
+//! final reply and one short record of the turn's tool calls on `Stop`, from
+//! the input and the end of the transcript file it names — and writes each
+//! to the spool of this home, fsynced, before anything else. Then it starts
+//! a detached `hook deliver` and returns: a turn never waits for the channel.
+//! Whatever fails, the hook exits 0 and says why on stderr and in
+//! `spool/record.log`. An input that makes no event is kept in
+//! `spool/failed/`.
+//!
+//! Each event has an id made from the agent, its session, the event and
+//! what tells two events of a session apart (Codex's turn id; for Claude
+//! Code, which gives none, the transcript's length when the hook ran), so a
+//! second delivery of one event adds nothing. With `COUNTERSIGN_SPOOL_ONLY`
+//! set the hook spools and starts no delivery, as if it had crashed there:
+//! the next hook run (or `countersign note`) delivers what it left.
+
+use std::fs::OpenOptions;
+use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+use super::super::Cli;
+use super::transcript::{self, Turn};
+use crate::app::Session;
+use crate::app::recording;
+use crate::core::memory::note::{self, NoteKind};
+use crate::core::peer_text::one_line;
+use crate::store::Home;
+use crate::store::spool::{Spool, SpooledEvent};
+
+/// The most of stdin a recording hook reads (a prompt is at most what the
+/// client accepts; past this the input is cut and the event fails).
+const MAX_INPUT: u64 = 4 * 1024 * 1024;
+
+/// The environment variable that makes a recording hook spool only.
+pub const SPOOL_ONLY_VAR: &str = "COUNTERSIGN_SPOOL_ONLY";
+
+/// The log of the recording hooks and of the deliveries they start, in the
+/// spool folder; cut when it passes this size.
+const MAX_LOG: u64 = 1024 * 1024;
+
+/// The agent clients whose hooks record.
+const AGENTS: [&str; 2] = ["claude", "codex"];
+
+/// Runs `hook record EVENT`: spools the event's notes and starts their
+/// delivery. Never fails.
+pub fn record(cli: &Cli, event: Option<&str>, agent: Option<&str>) {
+    let home = match cli.home() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("countersign hook record: no home ({e:#}); nothing was recorded");
+            return;
+        }
+    };
+    let spool = Spool::of(&home);
+    let raw = read_raw();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        spool_event(cli, &spool, &raw, event, agent)
+    }));
+    let outcome = match result {
+        Ok(Ok(n)) => Ok(n),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(_) => Err("internal error".to_owned()),
+    };
+    match outcome {
+        Ok(_) => {}
+        Err(why) => {
+            let why = one_line(&why);
+            let kept = spool
+                .put_failed(&raw, &why)
+                .map(|p| format!("the input is kept in {}", p.display()))
+                .unwrap_or_else(|e| format!("the input could not be kept ({e})"));
+            log(&spool, &format!("hook record: {why}; {kept}"));
+            eprintln!("countersign hook record: {why}; {kept}");
+        }
+    }
+    // Delivered by a detached child: what this run spooled, and whatever
+    // an earlier run left (a crash, a channel that was out of reach).
+    if std::env::var_os(SPOOL_ONLY_VAR).is_none_or(|v| v.is_empty())
+        && let Err(e) = start_delivery(&home, &spool)
+    {
+        let why = one_line(&format!("{e:#}"));
+        log(&spool, &format!("hook record: no delivery started ({why})"));
+        eprintln!("countersign hook record: no delivery started ({why}); the next run will");
+    }
+}
+
+/// Runs `hook deliver`: drains the spool, waiting for a delivery running
+/// elsewhere. Never fails; what it did goes to stderr.
+pub fn deliver(cli: &Cli) {
+    let Ok(home) = cli.home() else {
+        eprintln!("countersign hook deliver: no home");
+        return;
+    };
+    let spool = Spool::of(&home);
+    match recording::deliver(&home, true) {
+        Ok(Some(d)) => {
+            for (path, why) in &d.failed {
+                log(
+                    &spool,
+                    &format!("deliver: {} failed: {why}", path.display()),
+                );
+            }
+            for (path, why) in &d.left {
+                log(
+                    &spool,
+                    &format!("deliver: {} left for later: {why}", path.display()),
+                );
+            }
+        }
+        Ok(None) => {}
+        Err(e) => log(&spool, &format!("deliver: {}", one_line(&e.to_string()))),
+    }
+}
+
+/// Stdin, bounded; empty from a terminal.
+fn read_raw() -> Vec<u8> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Vec::new();
+    }
+    let mut raw = Vec::new();
+    let _ = stdin.lock().take(MAX_INPUT).read_to_end(&mut raw);
+    raw
+}
+
+/// Makes the event's notes and spools them; returns how many.
+fn spool_event(
+    cli: &Cli,
+    spool: &Spool,
+    raw: &[u8],
+    event: Option<&str>,
+    agent: Option<&str>,
+) -> anyhow::Result<usize> {
+    let input: Value = serde_json::from_slice(raw).context("the hook input is not JSON")?;
+    anyhow::ensure!(input.is_object(), "the hook input is not a JSON object");
+    let s = |k: &str| input.get(k).and_then(Value::as_str);
+    let event = event
+        .or(s("hook_event_name"))
+        .context("no event: name it (`hook record UserPromptSubmit`) or pass hook_event_name")?;
+    // Codex gives every turn-scoped hook a turn id; Claude Code gives none.
+    let agent = match agent {
+        Some(a) => a,
+        None if input.get("turn_id").is_some() => "codex",
+        None => "claude",
+    };
+    anyhow::ensure!(
+        AGENTS.contains(&agent),
+        "unknown agent '{agent}' (claude or codex)"
+    );
+    super::enter_session_folder(&input);
+    let role = Session::role_from(cli.role_arg()?.as_deref())?
+        .context("no role: this folder has no project binding (run `countersign install`)")?;
+    let root = cli.channel_dir()?.root().to_path_buf();
+    let channel = root.canonicalize().unwrap_or(root);
+    let session_id = s("session_id").unwrap_or_default();
+    let transcript_path = s("transcript_path").map(PathBuf::from);
+    // What tells two events of one session apart.
+    let when = match s("turn_id") {
+        Some(t) => t.to_owned(),
+        None => transcript_path
+            .as_deref()
+            .map_or(0, transcript::size)
+            .to_string(),
+    };
+    let cwd = s("cwd").unwrap_or_default();
+    let mut notes: Vec<(NoteKind, String, &str)> = Vec::new();
+    match event {
+        "UserPromptSubmit" => {
+            let prompt = s("prompt").context("UserPromptSubmit without a prompt")?;
+            notes.push((NoteKind::Prompt, prompt.to_owned(), "prompt"));
+        }
+        "Stop" => {
+            let lines = transcript_path
+                .as_deref()
+                .map(transcript::tail_lines)
+                .unwrap_or_default();
+            let turn = match agent {
+                "codex" => transcript::codex_turn(&lines, cwd),
+                _ => transcript::claude_turn(&lines, cwd),
+            };
+            let reply = s("last_assistant_message")
+                .map(str::to_owned)
+                .or_else(|| turn.reply.clone());
+            if let Some(r) = reply.filter(|r| !r.trim().is_empty()) {
+                notes.push((NoteKind::Reply, r, "reply"));
+            }
+            if let Some(t) = Turn::record(&turn) {
+                notes.push((NoteKind::Turn, t, "turn"));
+            }
+        }
+        other => anyhow::bail!("'{other}' is no event that records (UserPromptSubmit, Stop)"),
+    }
+    let session = (!session_id.is_empty()).then(|| note::session_hash(session_id));
+    let mut spooled = 0;
+    for (kind, text, part) in notes {
+        let e = SpooledEvent {
+            channel: channel.clone(),
+            role: role.to_string(),
+            kind: kind.as_str().to_owned(),
+            text: note::cut(&text),
+            event: note::event_id(&[agent, session_id, event, &when, part]),
+            agent: agent.to_owned(),
+            session: session.clone(),
+        };
+        spool.put(&e)?;
+        spooled += 1;
+    }
+    Ok(spooled)
+}
+
+/// Starts `countersign hook deliver` detached: its own process group, no
+/// terminal, stdin closed, stderr to the log, nobody waiting for it.
+fn start_delivery(home: &Home, spool: &Spool) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt as _;
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    std::fs::create_dir_all(spool.dir())?;
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path(spool))?;
+    let mut c = Command::new(exe);
+    if let Some(root) = home.root() {
+        c.arg("--home").arg(root);
+    }
+    c.args(["hook", "deliver"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0);
+    c.spawn().context("cannot start the delivery")?;
+    Ok(())
+}
+
+fn log_path(spool: &Spool) -> PathBuf {
+    spool.dir().join("record.log")
+}
+
+/// Appends a line to the spool's log (cut when too large); a log that
+/// cannot be written is not worth failing over.
+fn log(spool: &Spool, line: &str) {
+    let path = log_path(spool);
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_LOG) {
+        let _ = std::fs::remove_file(&path);
+    }
+    let _ = std::fs::create_dir_all(spool.dir());
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = writeln!(
+            f,
+            "{} {line}",
+            crate::core::timestamp::format_rfc3339(crate::store::channel::now_ms())
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Notes of the memory as the index holds them: the `notes` table, its
+//! full-text table, and the lookups recording and the memory make.
+//!
+//! Owns every statement on `notes` and `notes_fts`. A note is stored as
+//! ingested (already checked by `core::memory::note`); it must not decide
+//! whether a note may be written (the app does) nor where it sits in the
+//! memory (`core::memory` does).
+
+use rusqlite::{OptionalExtension as _, params};
+
+use super::Index;
+use crate::core::hlc::{Hlc, OrderKey};
+use crate::core::ids::RecordId;
+use crate::core::memory::note::NoteKind;
+use crate::core::op::MemoryNote;
+use crate::store::error::{SqlContext as _, StoreResult};
+
+/// A note as the index holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoteRow {
+    /// Its place in the total order (its record id and clock).
+    pub key: OrderKey,
+    /// The role whose feed holds it.
+    pub role: String,
+    /// What it records.
+    pub kind: NoteKind,
+    /// The text.
+    pub text: String,
+    /// The recorded event, if a hook wrote it.
+    pub event: Option<String>,
+    /// The agent that recorded it.
+    pub agent: Option<String>,
+    /// The short hash of the agent's session.
+    pub session: Option<String>,
+}
+
+const NOTE_COLUMNS: &str = "id, ms, c, role, kind, text, event, agent, session";
+
+fn note_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<NoteRow>> {
+    let id: String = r.get(0)?;
+    let kind: String = r.get(4)?;
+    Ok(RecordId::parse(&id)
+        .zip(NoteKind::parse(&kind))
+        .map(|(id, kind)| NoteRow {
+            key: OrderKey {
+                hlc: Hlc(r.get(1).unwrap_or(0), r.get(2).unwrap_or(0)),
+                id,
+            },
+            role: r.get(3).unwrap_or_default(),
+            kind,
+            text: r.get(5).unwrap_or_default(),
+            event: r.get(6).unwrap_or(None),
+            agent: r.get(7).unwrap_or(None),
+            session: r.get(8).unwrap_or(None),
+        }))
+}
+
+impl Index {
+    /// Stores a note record (already checked) of `role`, ingested as record
+    /// `n`, and indexes its text.
+    pub fn record_note(
+        &self,
+        n: i64,
+        key: OrderKey,
+        role: &str,
+        note: &MemoryNote,
+    ) -> StoreResult<()> {
+        let added = self
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO notes(n, id, role, ms, c, kind, text, event, agent, session) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    n,
+                    key.id.hex(),
+                    role,
+                    key.hlc.0,
+                    key.hlc.1,
+                    note.kind.as_str(),
+                    note.text,
+                    note.event,
+                    note.agent,
+                    note.session
+                ])
+            })
+            .db(&self.path)?;
+        if added == 1 {
+            self.conn
+                .prepare_cached("INSERT INTO notes_fts(rowid, text) VALUES (?1, ?2)")
+                .and_then(|mut st| st.execute(params![n, note.text]))
+                .db(&self.path)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the note ingested as record `n` (a fork took it back), from
+    /// the full-text table too.
+    pub fn forget_note(&self, n: i64) -> StoreResult<()> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT text FROM notes WHERE n = ?1")
+            .and_then(|mut st| st.query_row([n], |r| r.get(0)).optional())
+            .db(&self.path)?;
+        let Some(text) = text else {
+            return Ok(());
+        };
+        self.conn
+            .prepare_cached(
+                "INSERT INTO notes_fts(notes_fts, rowid, text) VALUES ('delete', ?1, ?2)",
+            )
+            .and_then(|mut st| st.execute(params![n, text]))
+            .db(&self.path)?;
+        self.conn
+            .prepare_cached("DELETE FROM notes WHERE n = ?1")
+            .and_then(|mut st| st.execute([n]))
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    /// The note of `role` that recorded `event`, if one arrived: its id and
+    /// its clock time (ms).
+    pub fn note_of_event(&self, role: &str, event: &str) -> StoreResult<Option<(RecordId, i64)>> {
+        let row: Option<(String, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT id, ms FROM notes WHERE role = ?1 AND event = ?2 ORDER BY ms, c, id LIMIT 1",
+            )
+            .and_then(|mut st| {
+                st.query_row([role, event], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .db(&self.path)?;
+        Ok(row.and_then(|(id, ms)| Some((RecordId::parse(&id)?, ms))))
+    }
+
+    /// Every note, in the total order.
+    pub fn notes(&self) -> StoreResult<Vec<NoteRow>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {NOTE_COLUMNS} FROM notes ORDER BY ms, c, id"
+            ))
+            .and_then(|mut st| st.query_map([], note_row)?.collect::<Result<Vec<_>, _>>())
+            .db(&self.path)
+            .map(|rows| rows.into_iter().flatten().collect())
+    }
+
+    /// The notes whose text matches `fts` (an FTS5 query over the trigram
+    /// table), best first, at most `limit`. The message search never reads
+    /// this table; a memory search reads it beside the messages'.
+    pub fn search_notes(&self, fts: &str, limit: usize) -> StoreResult<Vec<NoteRow>> {
+        let cols: Vec<String> = NOTE_COLUMNS.split(", ").map(|c| format!("n.{c}")).collect();
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM notes_fts JOIN notes n ON n.n = notes_fts.rowid \
+                 WHERE notes_fts MATCH ?1 ORDER BY bm25(notes_fts), n.ms DESC, n.c DESC, n.id DESC \
+                 LIMIT ?2",
+                cols.join(", ")
+            ))
+            .and_then(|mut st| {
+                st.query_map(params![fts, limit as i64], note_row)?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| rows.into_iter().flatten().collect())
+    }
+}
