@@ -9,6 +9,7 @@
 //! (`summary`). It must not read files, the index or the clock, and it never
 //! writes summaries: agents do, through the app.
 
+pub mod queue;
 pub mod sequence;
 pub mod summary;
 pub mod tree;
