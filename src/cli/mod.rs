@@ -16,6 +16,8 @@ mod invite;
 mod join;
 mod log;
 mod mcp;
+mod memory;
+mod memory_status;
 pub(crate) mod mcp_client;
 mod reindex;
 mod remote;
@@ -136,6 +138,8 @@ enum Command {
     /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;
     /// --apply makes them, keeping the files as they were in the countersign home.
     Install(install::Args),
+    /// The channel's memory: `memory status [--statusline]`, how much waits for a compaction.
+    Memory(memory::Args),
     /// Take out what `install` added (the channel folder stays), putting back byte for byte
     /// every file nobody changed since. Prints every change; --apply makes them.
     Uninstall(install::UninstallArgs),
@@ -168,6 +172,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Hook(a) => hook::run(&cli, a),
         Command::Install(a) => install::run(&cli, a),
         Command::Uninstall(a) => install::run_uninstall(&cli, a),
+        Command::Memory(a) => memory::run(&cli, a),
     };
     match result {
         Ok(code) => code,

@@ -389,3 +389,83 @@ async fn leases_are_shared_by_the_servers_of_a_home_expire_and_failures_pause_a_
         c.close().await;
     }
 }
+
+/// Runs `countersign memory status …` with `input` on stdin.
+fn memory_status(ch: &TestChannel, args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut c = std::process::Command::new(bin());
+    c.env("COUNTERSIGN_HOME", &ch.home)
+        .env_remove("COUNTERSIGN_ROLE")
+        .env_remove("COUNTERSIGN_CHANNEL")
+        .args(["memory", "status"])
+        .args(args)
+        .arg("--channel")
+        .arg(&ch.dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_status_counts_what_waits_and_the_status_line_keeps_the_one_before() {
+    let ch = TestChannel::new(&["a", "b"]);
+    let a = ch.client("a").await;
+    for i in 0..3 {
+        a.send("b", "long", &body(i, 1_000)).await;
+    }
+    let input = json!({"cwd": ch.tmp.path(), "model": {"display_name": "M"}}).to_string();
+    // Fewer than 30 wait: the status line prints nothing of ours.
+    let out = memory_status(&ch, &["--statusline"], &input);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    // The status line that was there before is kept, and sees the same input.
+    let out = memory_status(&ch, &["--statusline", "--with", "echo before; cat >/dev/null"], &input);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "before\n");
+
+    for i in 3..35 {
+        a.send("b", "long", &body(i, 1_000)).await;
+    }
+    a.close().await;
+    let out = memory_status(&ch, &[], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("items:          35"), "{text}");
+    assert!(text.contains("35 ready now"), "{text}");
+    let json: Value = serde_json::from_slice(&memory_status(&ch, &["--json"], "").stdout).unwrap();
+    assert_eq!(json["items_waiting"], 35);
+    assert_eq!(json["leased"], 0);
+
+    let out = memory_status(&ch, &["--statusline"], &input);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "memory: 35 items wait (/countersign-compact)\n"
+    );
+    let out = memory_status(
+        &ch,
+        &["--statusline", "--with", "grep -o '\"display_name\": *\"M\"' | head -c 100 >/dev/null; printf 'model M'"],
+        &input,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "model M · memory: 35 items wait (/countersign-compact)\n"
+    );
+
+    // Trouble prints nothing and never fails: no channel there.
+    let out = std::process::Command::new(bin())
+        .env("COUNTERSIGN_HOME", &ch.home)
+        .args(["memory", "status", "--statusline", "--channel"])
+        .arg(ch.tmp.path().join("nowhere"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+}
