@@ -34,6 +34,7 @@
 mod block;
 mod claude;
 mod codex;
+mod compactor;
 mod edit;
 mod file;
 mod git;
@@ -43,6 +44,7 @@ mod note;
 mod served;
 mod server_entry;
 mod shell;
+mod statusline;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -52,7 +54,9 @@ use anyhow::bail;
 use super::Cli;
 use crate::store::backup::{Backups, Saved};
 use crate::store::binding::{self, Binding};
-use claude::{claude_project, claude_user_config, mcp_json};
+use claude::{claude_project, claude_user_config, claude_user_settings, mcp_json};
+use compactor::{AGENT_FILE, COMMAND_FILE, agent_file, command_file};
+use statusline::statusline;
 use codex::{codex_config, codex_hooks, codex_toml};
 use edit::{plain_file, report};
 use git::{exclude_block, git_exclude};
@@ -231,9 +235,26 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                 )?);
                 ("settings.json", "CLAUDE.md")
             };
-            edits.push(settings(
-                &cwd.join(".claude").join(settings_file),
-                Some(&hooks),
+            let claude_dir = cwd.join(".claude");
+            let project_settings = claude_dir.join("settings.json");
+            let user_settings = claude_user_settings().ok();
+            let mut lower: Vec<&Path> = Vec::new();
+            if personal {
+                lower.push(&project_settings);
+            }
+            lower.extend(user_settings.as_deref());
+            edits.push(statusline(
+                settings(&claude_dir.join(settings_file), Some(&hooks))?,
+                &lower,
+                Some((&exe, home_root.as_deref())),
+            )?);
+            edits.push(plain_file(
+                &claude_dir.join(AGENT_FILE),
+                Some(&agent_file(&exe, &role, &dir, home_root.as_deref())),
+            )?);
+            edits.push(plain_file(
+                &claude_dir.join(COMMAND_FILE),
+                Some(&command_file()),
             )?);
             edits.push(section(
                 &cwd.join(note_file),
@@ -339,8 +360,18 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
     let mut edits = vec![
         plain_file(&binding_path, None)?,
         mcp_json(&cwd.join(".mcp.json"), &[], None)?,
-        settings(&cwd.join(".claude").join("settings.json"), None)?,
-        settings(&cwd.join(".claude").join("settings.local.json"), None)?,
+        statusline(
+            settings(&cwd.join(".claude").join("settings.json"), None)?,
+            &[],
+            None,
+        )?,
+        statusline(
+            settings(&cwd.join(".claude").join("settings.local.json"), None)?,
+            &[],
+            None,
+        )?,
+        plain_file(&cwd.join(".claude").join(AGENT_FILE), None)?,
+        plain_file(&cwd.join(".claude").join(COMMAND_FILE), None)?,
         section(&cwd.join("CLAUDE.md"), None)?,
         section(&cwd.join("CLAUDE.local.md"), None)?,
         section(&cwd.join("AGENTS.md"), None)?,
