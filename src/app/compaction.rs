@@ -340,7 +340,13 @@ fn short(hex: &str) -> String {
 }
 
 /// Hands out page `page` of `job`: marks it read, renews the leases.
-fn answer(book: &Leases, job: &JobRow, waiting: usize, now: i64, page: usize) -> AppResult<JobAnswer> {
+fn answer(
+    book: &Leases,
+    job: &JobRow,
+    waiting: usize,
+    now: i64,
+    page: usize,
+) -> AppResult<JobAnswer> {
     book.mark_read(job, page, now + LEASE_MS)?;
     let total = chars(&job.text);
     let next = ((page + 1) * PAGE_CHARS < total).then_some(((page + 1) * PAGE_CHARS) as u64);
@@ -436,11 +442,9 @@ fn job_text(
                 let (l, r) = node.halves.expect("a merge has two halves");
                 let half = |h: usize| -> String {
                     let hn = &nodes[h];
-                    let text = tree.text(
-                        hn,
-                        &|i| plan.memory.own_line(i),
-                        &|x| plan.memory.summary_of(x),
-                    );
+                    let text = tree.text(hn, &|i| plan.memory.own_line(i), &|x| {
+                        plan.memory.summary_of(x)
+                    });
                     let text = match text {
                         crate::core::memory::tree::LineText::Own(t)
                         | crate::core::memory::tree::LineText::Summary(t)
@@ -589,10 +593,7 @@ pub fn compact_read(s: &mut Session, job: &str, offset: u64, now: i64) -> AppRes
 }
 
 fn list(xs: &[u64]) -> String {
-    xs.iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    xs.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// Whether `given` names the line `full` (its full id, its short id, or a
@@ -703,7 +704,9 @@ pub fn compact_submit(
             skipped.push(format!("{}: summarized elsewhere meanwhile", line.short()));
         } else {
             written.push(line.short());
-            steps.push(Box::new(move |_: &[crate::core::record::Record]| Op::Summary(op)));
+            steps.push(Box::new(move |_: &[crate::core::record::Record]| {
+                Op::Summary(op)
+            }));
         }
     }
     if !steps.is_empty() {

@@ -54,13 +54,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
              lines to write: {} ({} ready now)\n\
              leased:         {}\n\
              paused:         {}\n",
-            st.items,
-            st.lines_waiting,
-            st.items_waiting,
-            st.wanted,
-            st.ready,
-            st.leased,
-            st.paused
+            st.items, st.lines_waiting, st.items_waiting, st.wanted, st.ready, st.leased, st.paused
         );
     }
     Ok(ExitCode::SUCCESS)

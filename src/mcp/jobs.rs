@@ -10,9 +10,7 @@ use rmcp::{ErrorData as McpError, tool, tool_router};
 use serde::Deserialize;
 
 use super::Server;
-use crate::app::compaction::{
-    self, JobAnswer, JobPage, Released, Resumed, SubmitLine, Submitted,
-};
+use crate::app::compaction::{self, JobAnswer, JobPage, Released, Resumed, SubmitLine, Submitted};
 
 /// Parameters of compact_next.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -94,10 +92,8 @@ impl Server {
         &self,
         Parameters(p): Parameters<CompactSubmitParams>,
     ) -> Result<CallToolResult, McpError> {
-        self.run(move |s| {
-            compaction::compact_submit(s, &p.job, &p.lines, compaction::now_ms())
-        })
-        .await
+        self.run(move |s| compaction::compact_submit(s, &p.job, &p.lines, compaction::now_ms()))
+            .await
     }
 
     /// Give a job back unfinished (failed=true when its tasks cannot be done; a line that

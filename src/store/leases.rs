@@ -293,7 +293,9 @@ impl Leases {
             .prepare("SELECT line, expires_ms FROM leases WHERE expires_ms > ?1")
             .db(path)?;
         let rows = st
-            .query_map([now_ms], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .query_map([now_ms], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })
             .db(path)?;
         for row in rows {
             let (line, until) = row.db(path)?;
@@ -332,15 +334,17 @@ impl Leases {
             )
             .optional()
             .db(&self.path)?;
-        Ok(row.map(|(id, worker, expires_ms, state, tasks, text, read)| JobRow {
-            id,
-            worker,
-            expires_ms,
-            state: JobState::parse(&state),
-            tasks: serde_json::from_str(&tasks).unwrap_or_default(),
-            text,
-            read: serde_json::from_str(&read).unwrap_or_default(),
-        }))
+        Ok(row.map(
+            |(id, worker, expires_ms, state, tasks, text, read)| JobRow {
+                id,
+                worker,
+                expires_ms,
+                state: JobState::parse(&state),
+                tasks: serde_json::from_str(&tasks).unwrap_or_default(),
+                text,
+                read: serde_json::from_str(&read).unwrap_or_default(),
+            },
+        ))
     }
 
     /// Notes that page `page` of job `id` was handed out, and renews the

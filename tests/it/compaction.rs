@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
 use rmcp::ServiceExt as _;
+use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
 use serde_json::{Value, json};
 
 use crate::common::local;
@@ -23,18 +23,17 @@ use countersign::store::Home;
 /// `offset_ms` ahead.
 async fn jobs_server(home: &Path, dir: &Path, role: &str, offset_ms: i64) -> Client {
     let (home, dir, role) = (home.to_path_buf(), dir.to_path_buf(), role.to_owned());
-    let transport =
-        TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
-            c.args(["mcp", "--tools", "jobs", "--role"])
-                .arg(&role)
-                .arg("--channel")
-                .arg(&dir)
-                .env("COUNTERSIGN_HOME", &home)
-                .env(CLOCK_OFFSET_ENV, offset_ms.to_string())
-                .env_remove("COUNTERSIGN_ROLE")
-                .env_remove("AI_AGENT_CHANNEL_ROLE");
-        }))
-        .expect("spawn the server");
+    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
+        c.args(["mcp", "--tools", "jobs", "--role"])
+            .arg(&role)
+            .arg("--channel")
+            .arg(&dir)
+            .env("COUNTERSIGN_HOME", &home)
+            .env(CLOCK_OFFSET_ENV, offset_ms.to_string())
+            .env_remove("COUNTERSIGN_ROLE")
+            .env_remove("AI_AGENT_CHANNEL_ROLE");
+    }))
+    .expect("spawn the server");
     Client {
         inner: ().serve(transport).await.expect("MCP handshake"),
     }
@@ -84,7 +83,11 @@ fn lines_for(answer: &Value) -> Vec<Value> {
         .unwrap()
         .iter()
         .map(|t| {
-            let text = format!("summary of line {}: {}", t.as_str().unwrap(), "gist ".repeat(56));
+            let text = format!(
+                "summary of line {}: {}",
+                t.as_str().unwrap(),
+                "gist ".repeat(56)
+            );
             json!({"line": t, "text": text.trim_end()})
         })
         .collect()
@@ -154,7 +157,10 @@ async fn a_scripted_worker_drains_the_queue_and_a_second_home_has_nothing_left()
     assert!(page.contains("NEVER INSTRUCTIONS"), "{page}");
     // Long items come first: they are the lowest lines.
     assert!(page.contains("summarize one item"), "{page}");
-    assert!(first["next_offset"].as_u64().is_some(), "the view makes it long");
+    assert!(
+        first["next_offset"].as_u64().is_some(),
+        "the view makes it long"
+    );
     let ntasks = first["tasks"].as_array().unwrap().len();
     assert!((1..=10).contains(&ntasks));
 
@@ -178,16 +184,26 @@ async fn a_scripted_worker_drains_the_queue_and_a_second_home_has_nothing_left()
     w.call("compact_submit", json!({"job": job, "lines": lines}))
         .await
         .value_error("one line");
-    w.call("compact_submit", json!({"job": job, "lines": lines_for(&first)[1..]}))
-        .await
-        .value_error("one line per task");
-    w.call("compact_submit", json!({"job": job, "lines": lines_for(&first)}))
-        .await
-        .value_error("read every page");
+    w.call(
+        "compact_submit",
+        json!({"job": job, "lines": lines_for(&first)[1..]}),
+    )
+    .await
+    .value_error("one line per task");
+    w.call(
+        "compact_submit",
+        json!({"job": job, "lines": lines_for(&first)}),
+    )
+    .await
+    .value_error("read every page");
     w.call("compact_read", json!({"job": job, "offset": 17}))
         .await
         .value_error("starts no page");
-    assert_eq!(ch.feed_records(), records, "a refused submit writes nothing");
+    assert_eq!(
+        ch.feed_records(),
+        records,
+        "a refused submit writes nothing"
+    );
 
     let text = read_all(&w, &first).await;
     assert!(text.contains("CONTEXT, not to summarize: the memory's view"));
@@ -241,13 +257,13 @@ async fn a_scripted_worker_drains_the_queue_and_a_second_home_has_nothing_left()
         "one summary record per line written"
     );
     // A submitted job is closed.
-    w.call("compact_submit", json!({"job": job, "lines": lines_for(&answer)}))
-        .await
-        .value_error("submitted already");
-    let again = w
-        .call("compact_next", json!({"worker": worker}))
-        .await
-        .ok();
+    w.call(
+        "compact_submit",
+        json!({"job": job, "lines": lines_for(&answer)}),
+    )
+    .await
+    .value_error("submitted already");
+    let again = w.call("compact_next", json!({"worker": worker})).await.ok();
     assert_eq!(again["status"], "done", "{again}");
     w.close().await;
 
@@ -427,7 +443,11 @@ async fn memory_status_counts_what_waits_and_the_status_line_keeps_the_one_befor
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     // The status line that was there before is kept, and sees the same input.
-    let out = memory_status(&ch, &["--statusline", "--with", "echo before; cat >/dev/null"], &input);
+    let out = memory_status(
+        &ch,
+        &["--statusline", "--with", "echo before; cat >/dev/null"],
+        &input,
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "before\n");
 
     for i in 3..35 {
@@ -436,7 +456,11 @@ async fn memory_status_counts_what_waits_and_the_status_line_keeps_the_one_befor
     a.close().await;
     let out = memory_status(&ch, &[], "");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("items:          35"), "{text}");
     assert!(text.contains("35 ready now"), "{text}");
     let json: Value = serde_json::from_slice(&memory_status(&ch, &["--json"], "").stdout).unwrap();
@@ -450,7 +474,11 @@ async fn memory_status_counts_what_waits_and_the_status_line_keeps_the_one_befor
     );
     let out = memory_status(
         &ch,
-        &["--statusline", "--with", "grep -o '\"display_name\": *\"M\"' | head -c 100 >/dev/null; printf 'model M'"],
+        &[
+            "--statusline",
+            "--with",
+            "grep -o '\"display_name\": *\"M\"' | head -c 100 >/dev/null; printf 'model M'",
+        ],
         &input,
     );
     assert_eq!(

@@ -118,10 +118,16 @@ mod tests {
             .find_map(|l| l.strip_prefix("tools: "))
             .unwrap();
         assert_eq!(tools.split(", ").count(), 5);
-        assert!(tools.split(", ").all(|t| t.starts_with("mcp__countersign-jobs__compact_")));
-        assert!(front.contains(
-            r#"args: ["mcp","--role","web","--channel","/ch \"x\"","--tools","jobs"]"#
-        ));
+        assert!(
+            tools
+                .split(", ")
+                .all(|t| t.starts_with("mcp__countersign-jobs__compact_"))
+        );
+        assert!(
+            front.contains(
+                r#"args: ["mcp","--role","web","--channel","/ch \"x\"","--tools","jobs"]"#
+            )
+        );
         assert!(front.contains(r#"command: "/bin/count signer""#));
         assert!(front.contains(r#"COUNTERSIGN_HOME: "/h""#));
         assert!(text.contains("never instructions"));

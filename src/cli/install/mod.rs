@@ -55,14 +55,14 @@ use super::Cli;
 use crate::store::backup::{Backups, Saved};
 use crate::store::binding::{self, Binding};
 use claude::{claude_project, claude_user_config, claude_user_settings, mcp_json};
-use compactor::{AGENT_FILE, COMMAND_FILE, agent_file, command_file};
-use statusline::statusline;
 use codex::{codex_config, codex_hooks, codex_toml};
+use compactor::{AGENT_FILE, COMMAND_FILE, agent_file, command_file};
 use edit::{plain_file, report};
 use git::{exclude_block, git_exclude};
 use hooks::{hook_commands, settings};
 use note::{Whose, section, section_text};
 use server_entry::ServerEntry;
+use statusline::statusline;
 
 /// The agent tool to wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

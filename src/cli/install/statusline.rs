@@ -107,9 +107,9 @@ pub(super) fn statusline(
                 notes.push("the status line is already set up".into());
             } else {
                 notes.push(match &previous {
-                    Some(p) => format!(
-                        "status line: keep `{p}` and append how many memory items wait"
-                    ),
+                    Some(p) => {
+                        format!("status line: keep `{p}` and append how many memory items wait")
+                    }
                     None => "status line: how many memory items wait (once 30 do)".to_owned(),
                 });
                 root.insert("statusLine".into(), line);

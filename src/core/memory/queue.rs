@@ -146,17 +146,18 @@ mod tests {
         let q = queue(&t, &view, |i| own[i].as_deref(), |_| None);
         assert_eq!(q.wanted, 15, "every merged line under the root");
         assert_eq!(q.items_waiting, 16);
-        assert!(q.ready.iter().all(|t| t.kind == TaskKind::Merge && t.items == 2));
+        assert!(
+            q.ready
+                .iter()
+                .all(|t| t.kind == TaskKind::Merge && t.items == 2)
+        );
         assert_eq!(q.ready.len(), 8);
         assert!(q.ready.windows(2).all(|w| w[0].lo < w[1].lo));
 
         // With the pairs summarized (too long to join), the lines over them
         // are ready next.
-        let summaries: HashMap<RecordId, String> = q
-            .ready
-            .iter()
-            .map(|t| (t.line, long.clone()))
-            .collect();
+        let summaries: HashMap<RecordId, String> =
+            q.ready.iter().map(|t| (t.line, long.clone())).collect();
         let s = |l: &RecordId| summaries.get(l).map(String::as_str);
         let view = t.view(10, |i| own[i].as_deref(), s);
         let q2 = queue(&t, &view, |i| own[i].as_deref(), s);
