@@ -527,6 +527,42 @@ fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
     );
 }
 
+/// The pinned Claude Code takes the compactor `install claude` adds: the subagent is offered
+/// to the model, and the session itself is offered none of the job tools.
+#[test]
+fn claude_code_offers_the_compactor_and_the_session_no_job_tool() {
+    let w = World::new("claude");
+    w.cs_ok(&["--role", ME, "install", "claude", "--apply"]);
+    let api = ModelApi::start(
+        w.tmp.path(),
+        &json!({"to": PEER, "topic": "compactor", "body": "installed"}),
+    );
+    let mut c = w.command("claude");
+    c.args(["-p", "Tell the backend hello.", "--output-format", "json"])
+        .args(["--allowedTools", "mcp__channel"])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false");
+    let ran = run_bounded(c, "claude -p", CLIENT_TIMEOUT);
+    let turns = conversation(&api);
+    let context = ran.shown();
+    assert_eq!(ran.code, Some(0), "claude -p failed\n{context}");
+    let first = turns
+        .first()
+        .unwrap_or_else(|| panic!("Claude Code never offered the channel's tools\n{context}"));
+    let tools = offered_tools(first);
+    assert!(
+        tools.iter().all(|t| !t.contains("compact_")),
+        "the session was offered job tools: {tools:?}"
+    );
+    assert!(
+        contains_text(first, "countersign-compactor"),
+        "Claude Code does not offer the countersign-compactor subagent\n{context}"
+    );
+}
+
 /// `claude mcp list` in the project, as this HOME: the line naming the `channel` server.
 fn claude_mcp_list_line(w: &World) -> String {
     let mut c = w.command("claude");
