@@ -313,6 +313,14 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         ),
     };
     println!("How it resolves: {how}");
+    if a.tool == Tool::Claude {
+        println!(
+            "The memory's compactor: /countersign-compact starts the subagent \
+             countersign-compactor, whose own server ({exe} mcp --tools jobs) serves it the job \
+             tools and no other session. Claude Code connects a project subagent's servers only \
+             in a folder you trust: start claude here once and accept the trust dialog."
+        );
+    }
     if a.tool == Tool::Codex {
         let when = if codex_hooks_changed {
             "Trust the hooks once"
