@@ -216,3 +216,34 @@ pub struct Summarized {
     /// The summary record.
     pub record: String,
 }
+
+// used by compaction
+impl Memory {
+    /// Item `i`'s own line, when it is short enough to have one.
+    pub fn own_line(&self, i: usize) -> Option<&str> {
+        self.own.get(i).and_then(Option::as_deref)
+    }
+
+    /// The standing summary of `line`, when it has one.
+    pub fn summary_of(&self, line: &RecordId) -> Option<&str> {
+        self.summaries.get(line).map(String::as_str)
+    }
+
+    /// The view's lines within `budget` bytes, with their nodes in the tree.
+    pub fn view_lines(&self, budget: usize) -> Vec<tree::ViewLine> {
+        self.tree
+            .view(budget, |i| self.own_line(i), |l| self.summary_of(l))
+    }
+
+    /// The full text of the items `ids` held here, by id: author, topic and
+    /// body as they stand.
+    pub fn originals(s: &Session, ids: &[RecordId]) -> AppResult<HashMap<RecordId, MemoryMessage>> {
+        let wanted: std::collections::HashSet<&RecordId> = ids.iter().collect();
+        Ok(s.index()
+            .memory_messages()?
+            .into_iter()
+            .filter(|m| wanted.contains(&m.key.id))
+            .map(|m| (m.key.id, m))
+            .collect())
+    }
+}

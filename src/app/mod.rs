@@ -11,6 +11,7 @@ pub mod backfill;
 pub mod board;
 pub mod body;
 pub mod budget;
+pub mod compaction;
 pub mod delete;
 pub mod hosting;
 pub mod inbox;

@@ -19,7 +19,8 @@ pub struct Args {
     /// Sync with the channel's remote in the background this often (e.g. 30s, 2m, 500ms).
     #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub sync_every: Option<Duration>,
-    /// Serve only these toolsets: mail, debts, consent, uploads, all (the default).
+    /// Serve only these toolsets: mail, debts, consent, uploads, jobs (the compactor's,
+    /// never in all), all (the default).
     #[arg(long, value_name = "SET[,SET...]", default_value = "all",
           value_parser = Toolsets::parse, long_help = toolset::help())]
     pub tools: Toolsets,

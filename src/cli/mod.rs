@@ -17,6 +17,8 @@ mod join;
 mod log;
 mod mcp;
 pub(crate) mod mcp_client;
+mod memory;
+mod memory_status;
 mod note;
 mod reindex;
 mod remote;
@@ -141,6 +143,8 @@ enum Command {
     /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;
     /// --apply makes them, keeping the files as they were in the countersign home.
     Install(install::Args),
+    /// The channel's memory: `memory status [--statusline]`, how much waits for a compaction.
+    Memory(memory::Args),
     /// Take out what `install` added (the channel folder stays), putting back byte for byte
     /// every file nobody changed since. Prints every change; --apply makes them.
     Uninstall(install::UninstallArgs),
@@ -174,6 +178,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Hook(a) => hook::run(&cli, a),
         Command::Install(a) => install::run(&cli, a),
         Command::Uninstall(a) => install::run_uninstall(&cli, a),
+        Command::Memory(a) => memory::run(&cli, a),
     };
     match result {
         Ok(code) => code,

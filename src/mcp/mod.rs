@@ -19,6 +19,7 @@ mod browse;
 mod consent;
 mod debts;
 pub mod hosted;
+mod jobs;
 pub mod line_transport;
 mod messaging;
 pub mod schema;
@@ -103,6 +104,11 @@ const TOOL_ORDER: &[&str] = &[
     "server_build",
     "get_protocol",
     "get_charter_template",
+    "compact_next",
+    "compact_read",
+    "compact_submit",
+    "compact_release",
+    "compact_resume",
 ];
 
 /// The MCP server of one session.
@@ -141,7 +147,8 @@ impl Server {
             + Self::uploads_router()
             + Self::consent_router()
             + Self::wait_router()
-            + Self::about_router();
+            + Self::about_router()
+            + Self::jobs_router();
         let mut published: Vec<Tool> = tool_router
             .list_all()
             .into_iter()

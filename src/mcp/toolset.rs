@@ -73,7 +73,19 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
             "server_build",
         ],
     ),
-    ("all", "every tool (the default)", &[]),
+    (
+        "jobs",
+        "compaction jobs for a compactor agent; never in `all`",
+        &[
+            "compact_next",
+            "compact_read",
+            "compact_submit",
+            "compact_release",
+            "compact_resume",
+            "server_build",
+        ],
+    ),
+    ("all", "every tool but the jobs (the default)", &[]),
 ];
 
 /// The sets a server serves, in the order given.
@@ -113,7 +125,7 @@ impl Toolsets {
     pub fn serves(&self, tool: &str) -> bool {
         self.0
             .iter()
-            .any(|set| *set == "all" || tools_of(set).contains(&tool))
+            .any(|set| (*set == "all" && !is_job(tool)) || tools_of(set).contains(&tool))
     }
 }
 
@@ -121,6 +133,12 @@ impl fmt::Display for Toolsets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0.join(","))
     }
+}
+
+/// Whether `tool` is a job tool: only `--tools jobs` serves those, so a
+/// session that works on the channel never loads them.
+fn is_job(tool: &str) -> bool {
+    tools_of("jobs").contains(&tool) && tool != "server_build"
 }
 
 /// Every set's name.
@@ -172,9 +190,14 @@ mod tests {
         assert!(s.serves("send_message") && s.serves("resolve_message"));
         assert!(!s.serves("pin_set"));
         assert!(Toolsets::default().serves("pin_set"));
+        // The job tools are served only by name.
+        assert!(!Toolsets::default().serves("compact_next"));
+        let jobs = Toolsets::parse("jobs").unwrap();
+        assert!(jobs.serves("compact_submit") && jobs.serves("server_build"));
+        assert!(!jobs.serves("send_message"));
         let e = Toolsets::parse("mail,votes").unwrap_err();
         assert!(
-            e.contains("'votes'") && e.contains("mail, debts, consent, uploads, all"),
+            e.contains("'votes'") && e.contains("mail, debts, consent, uploads, jobs, all"),
             "{e}"
         );
     }

@@ -21,6 +21,7 @@ pub mod home;
 pub mod index;
 pub mod ingest;
 pub mod invitation;
+pub mod leases;
 pub mod lock;
 pub mod message;
 pub mod message_rows;

@@ -16,6 +16,13 @@ cannot put it out of step):
     with the arguments given by --send (a JSON object);
   - any later turn is answered with the final text (--final).
 
+With --compact it plays a compaction instead, for the compactor subagent of Claude Code:
+  - a request offering the job tools (`...compact_next`, the subagent's) starts a worker,
+    then submits one line per task of each job it is answered (jobs of one page), until an
+    answer's status is not `job`; then it answers with that status as its final text;
+  - a request offering the Agent tool and no job tool (the session) calls the subagent
+    `countersign-compactor` once, then answers with the final text.
+
 Every request is appended to --record as one JSON line ({"method", "path", "body"}),
 before it is answered, so a test can assert on what the client sent.
 
@@ -90,6 +97,62 @@ def has_tool_result(body):
             ):
                 return True
     return False
+
+
+def tool_named(body, name):
+    """The offered tool called `name` (or `<server>__name`), by its full name, or None."""
+    for _, n in tool_names(body):
+        if n == name or n.endswith("__" + name):
+            return n
+    return None
+
+
+def last_results(body):
+    """The texts of the tool results in the conversation's last message that is not a
+    system note (Anthropic)."""
+    messages = [
+        m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") != "system"
+    ]
+    if not messages:
+        return []
+    out = []
+    for block in messages[-1].get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            c = block.get("content")
+            if isinstance(c, list):
+                c = "".join(x.get("text", "") for x in c if isinstance(x, dict))
+            out.append(c if isinstance(c, str) else "")
+    return out
+
+
+def compact_turn(body, final):
+    """The compaction script's turn for this request (see the module's text)."""
+    next_tool = tool_named(body, "compact_next")
+    if next_tool is not None:
+        results = last_results(body)
+        if not results:
+            return ("tool", next_tool, {}, None)
+        try:
+            answer = json.loads(results[-1])
+        except ValueError:
+            return ("text", "stopped: " + results[-1][:200])
+        answer = answer.get("next", answer)
+        if answer.get("status") != "job":
+            return ("text", "compaction " + str(answer.get("status")))
+        lines = [{"line": t, "text": "summary of " + t} for t in answer.get("tasks", [])]
+        return ("tool", tool_named(body, "compact_submit"), {"job": answer["job"], "lines": lines}, None)
+    agent = tool_named(body, "Agent") or tool_named(body, "Task")
+    if agent is None:
+        return ("text", "ok")
+    if has_tool_result(body):
+        return ("text", final)
+    args = {
+        "subagent_type": "countersign-compactor",
+        "description": "Compact the memory",
+        "prompt": "Compact the channel's memory.",
+        "run_in_background": False,
+    }
+    return ("tool", agent, args, None)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -170,6 +233,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def turn(self, body):
         """("text", text) or ("tool", name, arguments) for this request."""
+        if self.server.compact:
+            return compact_turn(body, self.server.final)
         tool = send_tool(body)
         if tool is None:
             return ("text", "ok")
@@ -313,12 +378,14 @@ def main():
     p.add_argument("--record", required=True, help="file to append every request to")
     p.add_argument("--send", required=True, help="the send_message arguments, a JSON object")
     p.add_argument("--final", default="Done: the message is sent.", help="the final text")
+    p.add_argument("--compact", action="store_true", help="play a compaction (see above)")
     a = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     server.record = a.record
     server.send_args = json.loads(a.send)
     server.final = a.final
+    server.compact = a.compact
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
 

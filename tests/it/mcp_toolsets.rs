@@ -202,7 +202,7 @@ fn an_unknown_toolset_is_refused_at_startup_with_the_known_ones() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("unknown toolset 'votes'")
-            && err.contains("mail, debts, consent, uploads, all"),
+            && err.contains("mail, debts, consent, uploads, jobs, all"),
         "{err}"
     );
     // --help says what each set holds.

@@ -251,6 +251,11 @@ struct ModelApi {
 impl ModelApi {
     /// Starts it with the `send_message` arguments its scripted tool call carries.
     fn start(dir: &Path, send: &Value) -> Self {
+        Self::start_with(dir, send, &[])
+    }
+
+    /// Starts it with extra arguments (`--compact`: the compaction script).
+    fn start_with(dir: &Path, send: &Value, extra: &[&str]) -> Self {
         use std::io::BufRead as _;
         let record = dir.join("requests.jsonl");
         let mut child = Command::new("python3")
@@ -259,6 +264,7 @@ impl ModelApi {
             .arg(&record)
             .arg("--send")
             .arg(send.to_string())
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -525,6 +531,125 @@ fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
         json!(false),
         "claude ended with an error\n{context}"
     );
+}
+
+/// The pinned Claude Code takes the compactor `install claude` adds: the subagent is offered
+/// to the model, and the session itself is offered none of the job tools.
+#[test]
+fn claude_code_offers_the_compactor_and_the_session_no_job_tool() {
+    let w = World::new("claude");
+    w.cs_ok(&["--role", ME, "install", "claude", "--apply"]);
+    let api = ModelApi::start(
+        w.tmp.path(),
+        &json!({"to": PEER, "topic": "compactor", "body": "installed"}),
+    );
+    let mut c = w.command("claude");
+    c.args(["-p", "Tell the backend hello.", "--output-format", "json"])
+        .args(["--allowedTools", "mcp__channel"])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false");
+    let ran = run_bounded(c, "claude -p", CLIENT_TIMEOUT);
+    let turns = conversation(&api);
+    let context = ran.shown();
+    assert_eq!(ran.code, Some(0), "claude -p failed\n{context}");
+    let first = turns
+        .first()
+        .unwrap_or_else(|| panic!("Claude Code never offered the channel's tools\n{context}"));
+    let tools = offered_tools(first);
+    assert!(
+        tools.iter().all(|t| !t.contains("compact_")),
+        "the session was offered job tools: {tools:?}"
+    );
+    assert!(
+        contains_text(first, "countersign-compactor"),
+        "Claude Code does not offer the countersign-compactor subagent\n{context}"
+    );
+}
+
+/// `/countersign-compact` in the pinned Claude Code: the session starts the compactor
+/// subagent, which connects its own job server from its frontmatter and works the jobs
+/// (the model is a script), so every long message gets its summary record.
+#[test]
+fn claude_code_compacts_the_memory_through_the_subagent() {
+    let w = World::new("claude");
+    w.cs_ok(&["--role", ME, "install", "claude", "--apply"]);
+    let long = "the whole deployment plan, step by step. ".repeat(30);
+    for i in 0..3 {
+        // From the session's role: nothing waits for it, so its Stop hook lets it stop.
+        w.cs_ok(&[
+            "--role",
+            ME,
+            "send",
+            "--to",
+            PEER,
+            "--topic",
+            &format!("plan {i}"),
+            "--body",
+            &long,
+        ]);
+    }
+    // Claude Code connects a project subagent's own servers only in a folder the user
+    // trusts (its first interactive start there asks); a user who has run it here has.
+    let config = w.home.join(".claude.json");
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(&config).unwrap()).unwrap();
+    let key = w.project.canonicalize().unwrap().display().to_string();
+    v["projects"][&key]["hasTrustDialogAccepted"] = json!(true);
+    fs::write(&config, v.to_string()).unwrap();
+    let waiting = |w: &World| -> Value {
+        serde_json::from_str(&w.cs_ok(&["memory", "status", "--json"])).unwrap()
+    };
+    assert_eq!(waiting(&w)["ready"], 3);
+    let api = ModelApi::start_with(w.tmp.path(), &json!({}), &["--compact"]);
+    let mut c = w.command("claude");
+    c.args(["-p", "/countersign-compact", "--output-format", "json"])
+        .args(["--allowedTools", "mcp__countersign-jobs,Agent,Task"])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false");
+    let ran = run_bounded(c, "claude -p /countersign-compact", CLIENT_TIMEOUT);
+    let requests = api.requests();
+    let ends: Vec<String> = requests
+        .iter()
+        .map(|(_, b)| {
+            let last = b["messages"].as_array().and_then(|m| m.last()).cloned();
+            let t = last.unwrap_or_default().to_string();
+            t.chars().take(600).collect()
+        })
+        .collect();
+    let context = format!(
+        "{}\n--- {} requests, ending with:\n{}",
+        ran.shown(),
+        requests.len(),
+        ends.join("\n")
+    );
+    assert_eq!(ran.code, Some(0), "claude -p failed\n{context}");
+    // The subagent's requests offer the job tools and nothing of the channel's.
+    let sub: Vec<&Value> = requests
+        .iter()
+        .map(|(_, b)| b)
+        .filter(|b| offered_tools(b).iter().any(|t| t.ends_with("compact_next")))
+        .collect();
+    assert!(
+        !sub.is_empty(),
+        "the subagent never ran with the job tools\n{context}"
+    );
+    for b in &sub {
+        let tools = offered_tools(b);
+        assert!(
+            tools
+                .iter()
+                .all(|t| t.starts_with("mcp__countersign-jobs__")),
+            "the subagent was offered more than the job tools: {tools:?}"
+        );
+    }
+    let st = waiting(&w);
+    assert_eq!(st["wanted"], 0, "{st}\n{context}");
+    assert_eq!(st["items_waiting"], 0, "{st}");
 }
 
 /// `claude mcp list` in the project, as this HOME: the line naming the `channel` server.

@@ -669,3 +669,149 @@ async fn a_server_started_without_its_home_says_so() {
     assert!(message.contains("from the project binding"), "{message}");
     server.close().await;
 }
+
+/// `install claude` adds the compactor: a subagent whose own server serves the job tools
+/// only, the command that starts it, and a status line that runs the user's own first; the
+/// session's server still serves no job tool; uninstall takes it all out and gives the user's
+/// status line back, also from a file changed since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_claude_adds_the_compactor_and_keeps_the_status_line() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    let user_settings = m.home().join(".claude/settings.json");
+    fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
+    let mine =
+        r#"{"statusLine": {"type": "command", "command": "echo 'mine here'", "padding": 0}}"#;
+    fs::write(&user_settings, mine).unwrap();
+
+    let (code, out) = m.cs(&project, &["--role", "web", "install", "claude", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(fs::read_to_string(&user_settings).unwrap(), mine);
+
+    // The subagent: only the job tools, from a server of its own.
+    let agent =
+        fs::read_to_string(project.join(".claude/agents/countersign-compactor.md")).unwrap();
+    let front = agent.split("---\n").nth(1).unwrap();
+    let tools: Vec<&str> = front
+        .lines()
+        .find_map(|l| l.strip_prefix("tools: "))
+        .unwrap()
+        .split(", ")
+        .collect();
+    assert_eq!(tools.len(), 5);
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.starts_with("mcp__countersign-jobs__compact_"))
+    );
+    let field = |name: &str| -> Value {
+        let line = front
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{name}: ")))
+            .unwrap();
+        serde_json::from_str(line).unwrap()
+    };
+    let args: Vec<String> = serde_json::from_value(field("args")).unwrap();
+    assert_eq!(&args[..3], ["mcp", "--role", "web"]);
+    assert_eq!(&args[5..], ["--tools", "jobs"]);
+    let command = project.join(".claude/commands/countersign-compact.md");
+    assert!(
+        fs::read_to_string(&command)
+            .unwrap()
+            .contains("countersign-compactor")
+    );
+
+    // Its server, started as Claude Code starts it, serves the job tools; the session's own
+    // server (the channel entry) none of them.
+    let exe = field("command");
+    let transport = TokioChildProcess::new(
+        tokio::process::Command::new(exe.as_str().unwrap()).configure(|c| {
+            c.args(&args).current_dir(&project).env_clear().envs(
+                m.env()
+                    .into_iter()
+                    .filter(|(k, _)| *k == "HOME" || *k == "PATH"),
+            );
+        }),
+    )
+    .unwrap();
+    let jobs = Client {
+        inner: ().serve(transport).await.expect("MCP handshake"),
+    };
+    let listed: Vec<String> = jobs
+        .inner
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .filter(|n| n.starts_with("compact_"))
+        .collect();
+    assert_eq!(listed.len(), 5, "{listed:?}");
+    let done = jobs.call("compact_next", json!({})).await.ok();
+    assert_eq!(done["status"], "done", "{done}");
+    jobs.close().await;
+    let session = m.server_in(&project).await;
+    let names: Vec<String> = session
+        .inner
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with("compact_")),
+        "{names:?}"
+    );
+    session.close().await;
+
+    // The status line runs the user's first, and adds nothing while little waits.
+    let local = project.join(".claude/settings.local.json");
+    let line = read_json(&local)["statusLine"].clone();
+    assert_eq!(line["padding"], 0);
+    let cmd = line["command"].as_str().unwrap();
+    assert!(cmd.contains("memory status --statusline --with"), "{cmd}");
+    let input = json!({"cwd": project}).to_string();
+    let shown = m.sh(&m.root(), &format!("echo '{input}' | {cmd}"));
+    assert_eq!(shown, "mine here\n");
+
+    // Uninstall: everything goes, the user's file never changed.
+    let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!project.join(".claude").exists(), "{out}");
+    assert_eq!(fs::read_to_string(&user_settings).unwrap(), mine);
+
+    // A project's own status line, wrapped, and the file changed after install: uninstall
+    // gives that status line back and keeps the change.
+    let shared = project.join(".claude/settings.json");
+    fs::create_dir_all(shared.parent().unwrap()).unwrap();
+    fs::write(
+        &shared,
+        r#"{"statusLine": {"type": "command", "command": "team-line"}}"#,
+    )
+    .unwrap();
+    let (code, out) = m.cs(
+        &project,
+        &[
+            "--role", "web", "install", "claude", "--scope", "project", "--apply",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let mut v = read_json(&shared);
+    assert!(
+        v["statusLine"]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("--statusline --with team-line"),
+        "{v}"
+    );
+    v["model"] = json!("opus");
+    fs::write(&shared, serde_json::to_string(&v).unwrap()).unwrap();
+    let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        read_json(&shared),
+        json!({"statusLine": {"type": "command", "command": "team-line"}, "model": "opus"})
+    );
+}

@@ -965,7 +965,8 @@ fn install_claude_prints_then_applies_then_uninstall_reverses() {
     // Backups of the files changed go to the countersign home, none to the project tree.
     assert!(p.backups().is_empty(), "{:?}", p.backups());
     let saved = saved_in(&ch.home);
-    assert_eq!(saved.len(), 3, "{saved:?}\n{}", r.stdout);
+    // .mcp.json, settings.json, CLAUDE.md, the compactor subagent and its command.
+    assert_eq!(saved.len(), 5, "{saved:?}\n{}", r.stdout);
     let mcp_saved = saved
         .iter()
         .find(|s| s["path"].as_str().unwrap().ends_with("/.mcp.json"))

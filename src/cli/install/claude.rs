@@ -25,6 +25,17 @@ pub(super) fn claude_user_config() -> anyhow::Result<PathBuf> {
     Ok(home.join(".claude.json"))
 }
 
+/// Claude Code's user settings (where a user's status line usually is):
+/// `$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json`.
+pub(super) fn claude_user_settings() -> anyhow::Result<PathBuf> {
+    if let Some(d) = env_path("CLAUDE_CONFIG_DIR") {
+        return Ok(d.join("settings.json"));
+    }
+    let home = env_path("HOME")
+        .context("cannot find Claude Code's configuration: set CLAUDE_CONFIG_DIR or HOME")?;
+    Ok(home.join(".claude").join("settings.json"))
+}
+
 /// The project Claude Code files the local scope of a session in `dir`
 /// under: the main worktree of its git repository (all worktrees of a
 /// repository share it, as Claude Code 2.1 does), else `dir` itself.

@@ -125,10 +125,17 @@ pub(super) fn report(
             None => {
                 fs::remove_file(&e.path)
                     .with_context(|| format!("cannot remove {}", e.path.display()))?;
-                // The .claude folder install made goes too once empty (a
-                // folder with anything left in it stays: remove_dir refuses).
-                if let Some(dir) = e.path.parent().filter(|d| d.ends_with(".claude")) {
-                    let _ = fs::remove_dir(dir);
+                // The .claude folder install made goes too once empty, and
+                // its agents/ and commands/ (a folder with anything left in
+                // it stays: remove_dir refuses).
+                let mut dir = e.path.parent();
+                while let Some(d) = dir {
+                    let inside = d.ends_with(".claude")
+                        || d.parent().is_some_and(|p| p.ends_with(".claude"));
+                    if !inside || fs::remove_dir(d).is_err() {
+                        break;
+                    }
+                    dir = d.parent();
                 }
             }
         }

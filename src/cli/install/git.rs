@@ -15,6 +15,8 @@ const EXCLUDE_BLOCK: &str = "# countersign:begin (personal files of `countersign
     .countersign.local.json\n\
     CLAUDE.local.md\n\
     **/.claude/settings.local.json\n\
+    **/.claude/agents/countersign-compactor.md\n\
+    **/.claude/commands/countersign-compact.md\n\
     # countersign:end\n";
 
 /// The `.git/info/exclude` of the repository `dir` is in (shared by its

@@ -19,7 +19,7 @@ pub(super) fn read_object(path: &Path) -> anyhow::Result<(Option<String>, Map<St
     Ok((before, orig))
 }
 
-fn parse_object(path: &Path, text: Option<&str>) -> anyhow::Result<Map<String, Value>> {
+pub(super) fn parse_object(path: &Path, text: Option<&str>) -> anyhow::Result<Map<String, Value>> {
     let text = text.unwrap_or_default();
     if text.trim().is_empty() {
         return Ok(Map::new());

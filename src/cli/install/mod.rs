@@ -34,6 +34,7 @@
 mod block;
 mod claude;
 mod codex;
+mod compactor;
 mod edit;
 mod file;
 mod git;
@@ -43,6 +44,7 @@ mod note;
 mod served;
 mod server_entry;
 mod shell;
+mod statusline;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -52,13 +54,15 @@ use anyhow::bail;
 use super::Cli;
 use crate::store::backup::{Backups, Saved};
 use crate::store::binding::{self, Binding};
-use claude::{claude_project, claude_user_config, mcp_json};
+use claude::{claude_project, claude_user_config, claude_user_settings, mcp_json};
 use codex::{codex_config, codex_hooks, codex_toml};
+use compactor::{AGENT_FILE, COMMAND_FILE, agent_file, command_file};
 use edit::{plain_file, report};
 use git::{exclude_block, git_exclude};
 use hooks::{HookCommand, hook_commands, record_commands, settings};
 use note::{Whose, section, section_text};
 use server_entry::ServerEntry;
+use statusline::statusline;
 
 /// The agent tool to wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -255,9 +259,26 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                 )?);
                 ("settings.json", "CLAUDE.md")
             };
-            edits.push(settings(
-                &cwd.join(".claude").join(settings_file),
-                Some(&hooks),
+            let claude_dir = cwd.join(".claude");
+            let project_settings = claude_dir.join("settings.json");
+            let user_settings = claude_user_settings().ok();
+            let mut lower: Vec<&Path> = Vec::new();
+            if personal {
+                lower.push(&project_settings);
+            }
+            lower.extend(user_settings.as_deref());
+            edits.push(statusline(
+                settings(&claude_dir.join(settings_file), Some(&hooks))?,
+                &lower,
+                Some((&exe, home_root.as_deref())),
+            )?);
+            edits.push(plain_file(
+                &claude_dir.join(AGENT_FILE),
+                Some(&agent_file(&exe, &role, &dir, home_root.as_deref())),
+            )?);
+            edits.push(plain_file(
+                &claude_dir.join(COMMAND_FILE),
+                Some(&command_file()),
             )?);
             edits.push(section(
                 &cwd.join(note_file),
@@ -329,6 +350,14 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    if a.tool == Tool::Claude {
+        println!(
+            "The memory's compactor: /countersign-compact starts the subagent \
+             countersign-compactor, whose own server ({exe} mcp --tools jobs) serves it the job \
+             tools and no other session. Claude Code connects a project subagent's servers only \
+             in a folder you trust: start claude here once and accept the trust dialog."
+        );
+    }
     if a.tool == Tool::Codex {
         let when = if codex_hooks_changed {
             "Trust the hooks once"
@@ -376,8 +405,18 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
     let mut edits = vec![
         plain_file(&binding_path, None)?,
         mcp_json(&cwd.join(".mcp.json"), &[], None)?,
-        settings(&cwd.join(".claude").join("settings.json"), None)?,
-        settings(&cwd.join(".claude").join("settings.local.json"), None)?,
+        statusline(
+            settings(&cwd.join(".claude").join("settings.json"), None)?,
+            &[],
+            None,
+        )?,
+        statusline(
+            settings(&cwd.join(".claude").join("settings.local.json"), None)?,
+            &[],
+            None,
+        )?,
+        plain_file(&cwd.join(".claude").join(AGENT_FILE), None)?,
+        plain_file(&cwd.join(".claude").join(COMMAND_FILE), None)?,
         section(&cwd.join("CLAUDE.md"), None)?,
         section(&cwd.join("CLAUDE.local.md"), None)?,
         section(&cwd.join("AGENTS.md"), None)?,

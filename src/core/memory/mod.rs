@@ -10,6 +10,7 @@
 //! writes summaries: agents do, through the app.
 
 pub mod note;
+pub mod queue;
 pub mod sequence;
 pub mod summary;
 pub mod tree;

@@ -203,7 +203,9 @@ impl Tree {
         shown.into_values().collect()
     }
 
-    fn text<'a>(
+    /// What `node` says: an item's own line, the line's summary, its two
+    /// halves joined when they fit, or nothing yet.
+    pub fn text<'a>(
         &self,
         node: &Node,
         own: &impl Fn(usize) -> Option<&'a str>,

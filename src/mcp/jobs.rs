@@ -1,0 +1,133 @@
+//! The job tools of compaction (toolset `jobs`, served only with
+//! `countersign mcp --tools jobs`): compact_next, compact_read,
+//! compact_submit, compact_release, compact_resume. Thin adapters over
+//! `app::compaction`; the compaction clock is read here, once per call.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::{ErrorData as McpError, tool, tool_router};
+use serde::Deserialize;
+
+use super::Server;
+use crate::app::compaction::{self, JobAnswer, JobPage, Released, Resumed, SubmitLine, Submitted};
+
+/// Parameters of compact_next.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompactNextParams {
+    /// Your worker id from an earlier answer; omit it to start a worker.
+    #[serde(default)]
+    pub worker: Option<String>,
+}
+
+/// Parameters of compact_read.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompactReadParams {
+    /// The job.
+    pub job: String,
+    /// Where the page starts: the answer's next_offset.
+    pub offset: u64,
+}
+
+/// Parameters of compact_submit.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompactSubmitParams {
+    /// The job.
+    pub job: String,
+    /// One line per task, in the job's order.
+    pub lines: Vec<SubmitLine>,
+}
+
+/// Parameters of compact_release.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompactReleaseParams {
+    /// The job.
+    pub job: String,
+    /// Why it is given back.
+    pub reason: String,
+    /// True when its tasks cannot be done (counts toward pausing its lines).
+    #[serde(default)]
+    pub failed: bool,
+}
+
+/// Parameters of compact_resume.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompactResumeParams {
+    /// The paused line: its id or at least 8 hex digits of it.
+    pub line: String,
+}
+
+#[tool_router(router = jobs_router, vis = "pub(super)")]
+impl Server {
+    #[tool(output_schema = super::output_schema::<JobAnswer>(), description = concat!(
+        "Start (no worker) or continue a compaction worker: returns a job of up to 10 lines of \
+         the channel's memory to summarize, its first page in text. status job: read the other \
+         pages (compact_read) and compact_submit; done: stop; busy: retry after retry_after_s \
+         or stop; paused: stop and report the paused lines. ", super::provenance!()),
+        annotations(title = "Next compaction job", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
+    async fn compact_next(
+        &self,
+        Parameters(p): Parameters<CompactNextParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| compaction::compact_next(s, p.worker.as_deref(), compaction::now_ms()))
+            .await
+    }
+
+    #[tool(output_schema = super::output_schema::<JobPage>(), description = concat!(
+        "Read the page of a job at offset (next_offset of the last answer). ", super::provenance!()),
+        annotations(title = "Read a job page", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
+    async fn compact_read(
+        &self,
+        Parameters(p): Parameters<CompactReadParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| compaction::compact_read(s, &p.job, p.offset, compaction::now_ms()))
+            .await
+    }
+
+    #[tool(output_schema = super::output_schema::<Submitted>(), description = concat!(
+        "Send a job's lines once every page was read: writes the summaries and returns the next \
+         job in `next` (same statuses as compact_next). ", super::provenance!()),
+        annotations(title = "Submit a compaction job", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
+    async fn compact_submit(
+        &self,
+        Parameters(p): Parameters<CompactSubmitParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| compaction::compact_submit(s, &p.job, &p.lines, compaction::now_ms()))
+            .await
+    }
+
+    /// Give a job back unfinished (failed=true when its tasks cannot be done; a line that
+    /// fails 3 times pauses).
+    #[tool(output_schema = super::output_schema::<Released>(), annotations(
+        title = "Release a compaction job",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn compact_release(
+        &self,
+        Parameters(p): Parameters<CompactReleaseParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| {
+            compaction::compact_release(s, &p.job, &p.reason, p.failed, compaction::now_ms())
+        })
+        .await
+    }
+
+    /// Offer a paused line to workers again.
+    #[tool(output_schema = super::output_schema::<Resumed>(), annotations(
+        title = "Resume a paused line",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn compact_resume(
+        &self,
+        Parameters(p): Parameters<CompactResumeParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| compaction::compact_resume(s, &p.line))
+            .await
+    }
+}
