@@ -237,10 +237,10 @@ impl Memory {
 
     /// The full text of the items `ids` held here, by id: author, topic and
     /// body as they stand.
-    pub fn originals(s: &Session, ids: &[RecordId]) -> AppResult<HashMap<RecordId, MemoryMessage>> {
+    pub fn originals(s: &Session, ids: &[RecordId]) -> AppResult<HashMap<RecordId, MemoryItem>> {
         let wanted: std::collections::HashSet<&RecordId> = ids.iter().collect();
         Ok(s.index()
-            .memory_messages()?
+            .memory_items()?
             .into_iter()
             .filter(|m| wanted.contains(&m.key.id))
             .map(|m| (m.key.id, m))
