@@ -25,6 +25,8 @@ from typing import Any
 try:
     import anyio
     import httpx2
+    from checks import (TOOLS, CheckFailed, at, call_ok, expect, leaf_failures, ok, run_checks,
+                        text_of)
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 except ImportError as e:  # pragma: no cover - depends on the environment
@@ -34,62 +36,8 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 TIMEOUT_S = 120
 
-# The tools of a role token: the stdio server's, in its order.
-TOOLS = [
-    "send_message", "read_inbox", "mark_read", "delete_message", "list_messages",
-    "search_messages", "resolve_message", "confirm_resolution", "reopen_message",
-    "open_obligations", "set_work_status", "ready_work", "awaiting_ack", "get_thread",
-    "upload_content", "seal_content", "get_content", "revise_message", "message_history",
-    "pin_set", "pin_get", "pin_list", "pin_history", "acknowledge", "get_acknowledgements",
-    "backfill_superseded", "undo_backfill", "list_roles", "channel_status", "wait_for_reply",
-    "wait_for_mail", "server_build", "get_protocol", "get_charter_template",
-]
-
-
-# Over HTTP a role token also gets the board's link (issue 11, point 4).
+# Over HTTP a role token also gets the board's link.
 HTTP_ONLY = {"board_link"}
-
-
-class CheckFailed(Exception):
-    pass
-
-
-step = "starting"
-
-
-def at(what: str) -> None:
-    global step
-    step = what
-
-
-def ok(name: str, detail: str = "") -> None:
-    print(f"ok   {name}" + (f": {detail}" if detail else ""), flush=True)
-
-
-def expect(cond: bool, name: str, why: str) -> None:
-    if not cond:
-        raise CheckFailed(f"{name}: {why}")
-
-
-def text_of(res: Any, name: str) -> str:
-    expect(bool(res.content), name, f"no content in the result: {res!r}")
-    first = res.content[0]
-    expect(getattr(first, "type", None) == "text", name, f"content[0] is not text: {first!r}")
-    return first.text
-
-
-async def call_ok(session: ClientSession, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Calls a tool that must succeed; returns its structured content (validated by the SDK
-    against the tool's outputSchema, and equal to the text content's JSON)."""
-    at(tool)
-    res = await session.call_tool(tool, args)
-    expect(res.is_error is not True, tool, f"refused: {res.structured_content!r} {res.content!r}")
-    sc = res.structured_content
-    expect(isinstance(sc, dict), tool, f"structured_content is not an object: {sc!r}")
-    as_text = json.loads(text_of(res, tool))
-    wrapped = as_text if isinstance(as_text, dict) else {"result": as_text}
-    expect(wrapped == sc, tool, f"text content {as_text!r} differs from structured {sc!r}")
-    return sc
 
 
 async def refused(session: ClientSession, tool: str, args: dict[str, Any], kind: str, needle: str) -> str:
@@ -213,13 +161,6 @@ async def run(url: str, fe_token: str, be_token: str) -> dict[str, str]:
     return {"debt": debt, "reply": reply["id"]}
 
 
-def leaf_failures(e: BaseException) -> list[BaseException]:
-    inner = getattr(e, "exceptions", None)
-    if inner:
-        return [x for sub in inner for x in leaf_failures(sub)]
-    return [e]
-
-
 def main() -> int:
     if len(sys.argv) != 2:
         print(f"usage: {sys.argv[0]} URL (tokens in COUNTERSIGN_TOKEN_FRONTEND and "
@@ -233,22 +174,10 @@ def main() -> int:
         return 2
     out: dict[str, str] = {}
 
-    async def bounded() -> None:
-        with anyio.fail_after(TIMEOUT_S):
-            out.update(await run(url, fe_token, be_token))
+    async def checks() -> None:
+        out.update(await run(url, fe_token, be_token))
 
-    try:
-        anyio.run(bounded)
-    except BaseException as e:  # noqa: BLE001 - report whatever stopped the run
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
-        for leaf in leaf_failures(e):
-            if isinstance(leaf, CheckFailed):
-                print(f"FAIL {leaf}", flush=True)
-            elif isinstance(leaf, TimeoutError):
-                print(f"FAIL timed out after {TIMEOUT_S} s during {step}", flush=True)
-            else:
-                print(f"FAIL {step}: unexpected {type(leaf).__name__}: {leaf}", flush=True)
+    if not run_checks(checks, TIMEOUT_S):
         return 1
     print("http_check: all checks passed", flush=True)
     print(json.dumps(out), flush=True)
