@@ -17,6 +17,7 @@ mod join;
 mod log;
 mod mcp;
 pub(crate) mod mcp_client;
+pub(crate) mod memory;
 mod reindex;
 mod remote;
 mod remote_channel;
@@ -93,6 +94,10 @@ enum Command {
     Inbox(inbox::Args),
     /// Print every record of the channel in readable form, with verification marks.
     Log(log::Args),
+    /// Read the channel's memory: the whole history as one-line summaries (`memory view`),
+    /// a line opened (`memory zoom ID N`), a search (`memory search QUERY`), one HTML page
+    /// of every level (`memory export FILE.html`).
+    Memory(memory::Args),
     /// Check every signature and chain from the files: exit 0 clean, 1 problems, 2 unreadable.
     Verify(verify::Args),
     /// Rebuild this device's index of the channel from the feeds.
@@ -152,6 +157,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Send(a) => send::run(&cli, a),
         Command::Inbox(a) => inbox::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),
+        Command::Memory(a) => memory::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
         Command::Compress(a) => compress::run(&cli, a),

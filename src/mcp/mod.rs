@@ -20,6 +20,7 @@ mod consent;
 mod debts;
 pub mod hosted;
 pub mod line_transport;
+mod memory;
 mod messaging;
 pub mod schema;
 pub mod syncer;
@@ -103,6 +104,12 @@ const TOOL_ORDER: &[&str] = &[
     "server_build",
     "get_protocol",
     "get_charter_template",
+    "memory_view",
+    "memory_zoom",
+    "memory_read",
+    "memory_search",
+    "memory_thread",
+    "memory_date",
 ];
 
 /// The MCP server of one session.
@@ -141,7 +148,8 @@ impl Server {
             + Self::uploads_router()
             + Self::consent_router()
             + Self::wait_router()
-            + Self::about_router();
+            + Self::about_router()
+            + Self::memory_router();
         let mut published: Vec<Tool> = tool_router
             .list_all()
             .into_iter()

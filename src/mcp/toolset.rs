@@ -73,6 +73,19 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
             "server_build",
         ],
     ),
+    (
+        "memory",
+        "the channel's history as one-line summaries: view, open, read, search",
+        &[
+            "memory_view",
+            "memory_zoom",
+            "memory_read",
+            "memory_search",
+            "memory_thread",
+            "memory_date",
+            "server_build",
+        ],
+    ),
     ("all", "every tool (the default)", &[]),
 ];
 
@@ -174,7 +187,7 @@ mod tests {
         assert!(Toolsets::default().serves("pin_set"));
         let e = Toolsets::parse("mail,votes").unwrap_err();
         assert!(
-            e.contains("'votes'") && e.contains("mail, debts, consent, uploads, all"),
+            e.contains("'votes'") && e.contains("mail, debts, consent, uploads, memory, all"),
             "{e}"
         );
     }

@@ -32,7 +32,7 @@ pub use debts::{DebtLine, DebtPage, DebtSpan, DebtState, OpenDebt, PendingResolu
 pub use deliveries::UnreadMail;
 pub use events::EventRow;
 pub use feeds::{AdmittedFeed, RecordLine};
-pub use memory::MemoryMessage;
+pub use memory::{MemoryMessage, MemoryStamp, SummaryRow};
 pub use messages::{MessageFilter, MessageRow, PrefixMatch, TrafficLine, like_pattern};
 pub use pins::{PinSelect, PinVersion};
 pub use problems::{Problem, ProblemKind};
