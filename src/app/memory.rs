@@ -610,7 +610,7 @@ pub struct Original {
 
 /// A short line naming one item: `id|kind@role date: text`, the text on one
 /// line and cut at [`SHORT_TEXT_BYTES`].
-pub fn short_line(id: &RecordId, kind: ItemKind, role: &str, at: &str, text: &str) -> String {
+pub fn short_line(id: &str, kind: ItemKind, role: &str, at: &str, text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut cut = flat.as_str();
     if cut.len() > SHORT_TEXT_BYTES {
@@ -621,7 +621,8 @@ pub fn short_line(id: &RecordId, kind: ItemKind, role: &str, at: &str, text: &st
         cut = &cut[..end];
     }
     let more = if cut.len() < flat.len() { "…" } else { "" };
-    format!("{}|{}@{role} {at}: {cut}{more}", id.short(), kind.as_str())
+    let id = id.get(..12).unwrap_or(id);
+    format!("{id}|{}@{role} {at}: {cut}{more}", kind.as_str())
 }
 
 fn topic_and(topic: &str, text: &str) -> String {
@@ -651,16 +652,15 @@ pub fn memory_search(
         .result
         .iter()
         .filter_map(|p| p.whole())
-        .filter_map(|m| {
-            let id = RecordId::parse(&m.id)?;
+        .map(|m| {
             let text = m.snippet.as_deref().unwrap_or(&m.body);
-            Some(short_line(
-                &id,
+            short_line(
+                &m.id,
                 ItemKind::Message,
                 &m.from,
                 &m.created_at,
                 &topic_and(&m.topic, text),
-            ))
+            )
         })
         .collect();
     Ok(ItemLines {
@@ -685,7 +685,7 @@ pub fn memory_thread(s: &mut Session, id: &str, n: i64) -> AppResult<ItemLines> 
         // An item deleted since the memory was read is left out.
         if let Some(m) = s.index().memory_message(&id)? {
             lines.push(short_line(
-                &id,
+                &id.short(),
                 ItemKind::Message,
                 &m.role,
                 &format_rfc3339(m.key.hlc.ms()),
