@@ -305,7 +305,8 @@ impl Memory {
             Some((p, n)) => {
                 let n: usize = n.trim().parse().map_err(|_| {
                     AppError::value(format!(
-                        "{field}: '{raw}' is not a line: write it as the view does,                          <id>+<items>, or the id alone"
+                        "{field}: '{raw}' is not a line: write it as the view does, \
+                         <id>+<items>, or the id alone"
                     ))
                 })?;
                 (p.trim().to_ascii_lowercase(), Some(n))
@@ -314,7 +315,8 @@ impl Memory {
         };
         if !(8..=64).contains(&prefix.len()) || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(AppError::value(format!(
-                "{field}: '{raw}' is not a line id: give the hex characters shown before '+'                  in memory_view or memory_search (at least 8 of them)"
+                "{field}: '{raw}' is not a line id: give the hex characters shown before '+' \
+                 in memory_view or memory_search (at least 8 of them)"
             )));
         }
         let items = match (items, written) {
@@ -352,7 +354,8 @@ impl Memory {
                 items.unwrap_or(0)
             ))),
             [] => Err(AppError::value(format!(
-                "{field}: no line {prefix} in the memory here: it may still be tentative,                  deleted, or renamed by a late item; read memory_view (or memory_search) again"
+                "{field}: no line {prefix} in the memory here: it may still be tentative, \
+                 deleted, or renamed by a late item; read memory_view (or memory_search) again"
             ))),
             many => Err(AppError::value(format!(
                 "{field}: '{prefix}' is ambiguous: it names {}; give more characters or n",
@@ -653,7 +656,13 @@ pub fn memory_search(
         .iter()
         .filter_map(|p| p.whole())
         .map(|m| {
-            let text = m.snippet.as_deref().unwrap_or(&m.body);
+            // A text short enough is shown whole; a longer one by the
+            // snippet around what matched.
+            let whole = topic_and(&m.topic, &m.body);
+            let text = match m.snippet.as_deref() {
+                Some(cut) if whole.len() > SHORT_TEXT_BYTES => cut,
+                _ => &m.body,
+            };
             short_line(
                 &m.id,
                 ItemKind::Message,
@@ -894,4 +903,84 @@ pub struct Summarized {
     pub items: u64,
     /// The summary record.
     pub record: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::hlc::Hlc;
+
+    fn memory_of(ids: &[[u8; 32]]) -> Memory {
+        let keys: Vec<OrderKey> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| OrderKey {
+                hlc: Hlc(1_000 + i as i64 * 1000, 0),
+                id: RecordId::from_bytes(*id),
+            })
+            .collect();
+        let mut cache = Cache {
+            items: Arc::new(Items {
+                own: keys.iter().map(|_| Some("msg@a: x".to_owned())).collect(),
+                keys,
+            }),
+            ..Cache::default()
+        };
+        cache.memory(None)
+    }
+
+    fn refusal(r: AppResult<usize>) -> String {
+        match r {
+            Err(AppError::Value(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_prefix_naming_two_lines_is_refused_naming_both() {
+        let mut a = [0x11u8; 32];
+        let mut b = [0x11u8; 32];
+        a[4] = 0x22;
+        b[4] = 0x33;
+        let m = memory_of(&[a, b, [0x44; 32]]);
+        let both = refusal(m.resolve("id", "11111111", None));
+        assert!(
+            both.contains("'11111111' is ambiguous")
+                && both.contains("1111111122")
+                && both.contains("1111111133"),
+            "{both}"
+        );
+        let one = m.resolve("id", "1111111133", None).unwrap();
+        assert_eq!(m.tree().nodes()[one].line, RecordId::from_bytes(b));
+        // The full id, upper case, and the `<id>+<items>` form are taken.
+        let full = RecordId::from_bytes(a).hex().to_uppercase();
+        assert!(m.resolve("id", &full, Some(1)).is_ok());
+        assert!(m.resolve("id", "1111111122+1", None).is_ok());
+        let wrong = refusal(m.resolve("id", "1111111122", Some(3)));
+        assert!(
+            wrong.starts_with("n: line 1111111122 covers 1 item(s)"),
+            "{wrong}"
+        );
+    }
+
+    #[test]
+    fn the_kept_memory_changes_only_when_the_settled_items_do() {
+        let m = memory_of(&[[1; 32], [2; 32], [3; 32]]);
+        let mut cache = Cache {
+            items: Arc::clone(&m.items),
+            ..Cache::default()
+        };
+        let all = cache.memory(None);
+        let again = cache.memory(None);
+        assert!(Arc::ptr_eq(&all.tree, &again.tree), "nothing built again");
+        let generation = cache.generation;
+        // A horizon that settles the same items keeps the tree.
+        let same = cache.memory(Some(10_000));
+        assert!(Arc::ptr_eq(&all.tree, &same.tree));
+        assert_eq!(cache.generation, generation);
+        // One that leaves the newest item tentative builds it again.
+        let fewer = cache.memory(Some(3_000));
+        assert_eq!(fewer.tree().keys().len(), 2);
+        assert!(cache.generation > generation);
+    }
 }
