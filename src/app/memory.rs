@@ -41,7 +41,7 @@ use crate::store::index::{MemoryMessage, MemoryStamp};
 
 /// Every item held here, tentative ones included, in the total order: its
 /// key and its own line (`None` when it is too long to be one).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Items {
     keys: Vec<OrderKey>,
     own: Vec<Option<String>>,
@@ -59,11 +59,66 @@ impl Items {
         }
     }
 
+    /// Adds newly sent messages (in any order, none held already).
+    fn add(&mut self, messages: &[MemoryMessage]) {
+        let new = Self::of(messages);
+        if new.keys.is_empty() {
+            return;
+        }
+        // Most arrive after every item held: appended. A late one is merged
+        // into its place.
+        if self.keys.last().is_none_or(|last| *last < new.keys[0]) {
+            self.keys.extend(new.keys);
+            self.own.extend(new.own);
+            return;
+        }
+        let old_keys = std::mem::take(&mut self.keys);
+        let old_own = std::mem::take(&mut self.own);
+        let mut a = old_keys.into_iter().zip(old_own).peekable();
+        let mut b = new.keys.into_iter().zip(new.own).peekable();
+        loop {
+            let take_a = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => x.0 <= y.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let (k, o) = if take_a { a.next() } else { b.next() }.expect("peeked");
+            if self.keys.last() != Some(&k) {
+                self.keys.push(k);
+                self.own.push(o);
+            }
+        }
+    }
+
     /// How many items are settled under `horizon` (they come first).
     fn settled(&self, horizon: Option<i64>) -> usize {
         self.keys.partition_point(|k| sequence::settled(k, horizon))
     }
 }
+
+/// Ops whose records change no item of the memory: what they fold into is
+/// read state, debts, votes, pins, keys, uploads not yet sealed, summaries.
+const LEAVE_ITEMS: &[&str] = &[
+    "feed_init",
+    "admit",
+    "invite",
+    "claim",
+    "opened",
+    "read",
+    "resolve",
+    "confirm",
+    "reopen",
+    "work_status",
+    "add_role",
+    "replace_key",
+    "ack",
+    "pin_set",
+    "backfill",
+    "undo_backfill",
+    "upload_chunk",
+    "summary",
+];
 
 /// The standing summary of each line that has one, and its place in the
 /// total order (a later summary of the same line stands only if it sorts
@@ -140,12 +195,24 @@ impl Cache {
             },
             _ => None,
         };
-        let items_changed = match grown_from {
-            Some(from) => ix.records_besides_summaries_after(from)?,
-            None => true,
+        // What the new records may do to the items: nothing, add sent
+        // messages, or anything (a deletion, a revision, a sealed upload
+        // shown as a body, an op this list does not know): read them all.
+        let ops = match grown_from {
+            Some(from) => ix.ops_after(from)?,
+            None => vec!["?".to_owned()],
         };
-        if items_changed {
-            self.items = Arc::new(Items::of(&ix.memory_messages()?));
+        if ops.iter().any(|op| !LEAVE_ITEMS.contains(&op.as_str())) {
+            if ops
+                .iter()
+                .all(|op| op == "send" || LEAVE_ITEMS.contains(&op.as_str()))
+            {
+                let from = grown_from.expect("ops are read after a known record");
+                let sent = ix.memory_messages_sent_after(from)?;
+                Arc::make_mut(&mut self.items).add(&sent);
+            } else {
+                self.items = Arc::new(Items::of(&ix.memory_messages()?));
+            }
             self.tree = None;
         }
         match grown_from {
@@ -365,6 +432,15 @@ impl Memory {
                     .join(" and ")
             ))),
         }
+    }
+
+    /// The node of the line named exactly `line`.
+    fn node(&self, line: &RecordId) -> Option<usize> {
+        let at = self.names.partition_point(|(n, _)| n < line);
+        self.names
+            .get(at)
+            .filter(|(n, _)| n == line)
+            .map(|(_, i)| *i)
     }
 
     /// The item at place `i` of the sequence, with its whole text, from the
@@ -863,9 +939,14 @@ pub fn summarize(s: &mut Session, covers: &[String], text: &str) -> AppResult<Su
     let line = line_of(&op).expect("a checked summary names a line");
     // Checked against every item held here, tentative ones included: a line
     // a late record renames later keeps its summary unused, never wrong.
-    s.catch_up()?;
-    let memory = Memory::load_at(s, None)?;
-    let Some(node) = memory.tree().find(&line) else {
+    // The kept memory (settled items) is asked first, so a compaction run
+    // does not read the history once per summary; only a line it lacks is
+    // looked for among the tentative items too.
+    let mut memory = Memory::load(s)?;
+    if memory.node(&line).is_none() && memory.horizon.is_some() {
+        memory = Memory::load_at(s, None)?;
+    }
+    let Some(node) = memory.node(&line).map(|i| &memory.tree().nodes()[i]) else {
         return Err(AppError::value(format!(
             "covers names no line of the memory here (line {}): read the view again",
             line.short()
@@ -961,6 +1042,43 @@ mod tests {
             wrong.starts_with("n: line 1111111122 covers 1 item(s)"),
             "{wrong}"
         );
+    }
+
+    fn message(ms: i64, tag: u8, body: &str) -> MemoryMessage {
+        MemoryMessage {
+            key: OrderKey {
+                hlc: Hlc(ms, 0),
+                id: RecordId::from_bytes([tag; 32]),
+            },
+            role: "a".into(),
+            topic: String::new(),
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn sent_messages_join_the_kept_items_in_their_place() {
+        let mut items = Items::of(&[message(10, 1, "one"), message(30, 3, "three")]);
+        // After everything held: appended.
+        items.add(&[message(40, 4, "four")]);
+        // Late, and one already held: merged into place, once.
+        items.add(&[message(20, 2, "two"), message(30, 3, "three")]);
+        let ms: Vec<i64> = items.keys.iter().map(|k| k.hlc.ms()).collect();
+        assert_eq!(ms, [10, 20, 30, 40]);
+        let own: Vec<&str> = items.own.iter().map(|o| o.as_deref().unwrap()).collect();
+        assert_eq!(
+            own,
+            ["msg@a: one", "msg@a: two", "msg@a: three", "msg@a: four"]
+        );
+        // The same as reading them all at once.
+        let all = Items::of(&[
+            message(40, 4, "four"),
+            message(20, 2, "two"),
+            message(10, 1, "one"),
+            message(30, 3, "three"),
+        ]);
+        assert_eq!(all.keys, items.keys);
+        assert_eq!(all.own, items.own);
     }
 
     #[test]

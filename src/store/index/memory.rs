@@ -221,12 +221,53 @@ impl Index {
             .db(&self.path)
     }
 
-    /// True when a record other than a summary was ingested after `n`.
-    pub fn records_besides_summaries_after(&self, n: i64) -> StoreResult<bool> {
+    /// The ops of the records ingested after `n`, each once.
+    pub fn ops_after(&self, n: i64) -> StoreResult<Vec<String>> {
         self.conn
-            .prepare_cached("SELECT 1 FROM records WHERE n > ?1 AND op != 'summary' LIMIT 1")
-            .and_then(|mut st| st.exists([n]))
+            .prepare_cached("SELECT DISTINCT op FROM records WHERE n > ?1")
+            .and_then(|mut st| st.query_map([n], |r| r.get(0))?.collect())
             .db(&self.path)
+    }
+
+    /// The messages sent in records ingested after `n` that are items of the
+    /// memory (not deleted), with the text they stand with, in no order.
+    pub fn memory_messages_sent_after(&self, n: i64) -> StoreResult<Vec<MemoryMessage>> {
+        self.conn
+            .prepare_cached(
+                "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
+                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
+                 FROM records r JOIN messages m ON m.id = r.id \
+                 WHERE r.n > ?1 AND r.op = 'send' AND m.deleted_ms IS NULL",
+            )
+            .and_then(|mut st| {
+                st.query_map([n], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, u32>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| {
+                rows.into_iter()
+                    .filter_map(|(id, ms, c, role, topic, body)| {
+                        Some(MemoryMessage {
+                            key: OrderKey {
+                                hlc: Hlc(ms, c),
+                                id: RecordId::parse(&id)?,
+                            },
+                            role,
+                            topic,
+                            body,
+                        })
+                    })
+                    .collect()
+            })
     }
 
     /// Every summary ingested after `n`, in ingest order.
