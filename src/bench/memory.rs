@@ -26,6 +26,8 @@ use crate::store::channel::now_ms;
 
 /// Builds of the memory timed in this process.
 const BUILDS: usize = 3;
+/// Views timed right after a send.
+const AFTER_SEND: usize = 10;
 /// Summary records written per flush of the bulk feed.
 const BATCH: usize = 2048;
 
@@ -48,6 +50,9 @@ pub struct MemoryBench {
     pub pages: Vec<Duration>,
     /// memory_zoom of the line over everything.
     pub zoom: Vec<Duration>,
+    /// memory_view right after a send_message (the kept memory takes the
+    /// new item in and builds the tree again).
+    pub after_send: Vec<Duration>,
     /// Lines of the view and how many wait for a compaction.
     pub lines: usize,
     pub waiting: usize,
@@ -125,8 +130,21 @@ impl MemoryBench {
             |_| json!({"id": root}),
         )
         .await?;
+        let mut after_send = Vec::new();
+        for i in 0..AFTER_SEND {
+            call(
+                &client,
+                "send_message",
+                json!({"to": "backend", "topic": format!("memory bench {i}"), "body": "one more item"}),
+            )
+            .await?;
+            let t = Instant::now();
+            call(&client, "memory_view", json!({})).await?;
+            after_send.push(t.elapsed());
+        }
         let _ = client.cancel().await;
         Ok(Self {
+            after_send,
             ingest_plain,
             records_plain,
             summaries,

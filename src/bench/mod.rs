@@ -317,6 +317,15 @@ fn memory_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
         },
     );
     line(
+        "memory_view right after a send_message (takes the item in)",
+        format!(
+            "p50 {:.1} ms, p99 {:.1} ms (n={})",
+            ms(p(&m.after_send, 50)),
+            ms(p(&m.after_send, 99)),
+            m.after_send.len()
+        ),
+    );
+    line(
         "memory_zoom of the first line",
         format!(
             "p50 {:.3} ms, p99 {:.3} ms (n={})",
