@@ -14,9 +14,10 @@
 //! settled items and the views rendered from it. A call checks where the
 //! index stands ([`MemoryStamp`]: two lookups by key) and where the horizon
 //! falls among the items (a binary search); when neither moved, nothing is
-//! read again. Summaries that arrive alone are added to what is kept; any
-//! other record reads the items again; a fork (records taken back) reads
-//! everything again.
+//! read again. New summaries and newly sent messages are added to what is
+//! kept; a record that may change an item held (a deletion, a revision, a
+//! sealed upload, an op it does not know) reads the items again; a fork
+//! (records taken back) reads everything again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
