@@ -92,7 +92,12 @@ async fn a_line_opens_down_to_its_original_and_a_long_one_reads_in_pages() {
         .unwrap()
         .id
         .hex();
-    summarize(&mut s, &[long_full.clone()], "the login spec, in full").unwrap();
+    summarize(
+        &mut s,
+        std::slice::from_ref(&long_full),
+        "the login spec, in full",
+    )
+    .unwrap();
     let root = tree.root().unwrap().clone();
     let halves = tree.covers(&root);
 
