@@ -751,7 +751,7 @@ pub fn memory_search(
         .collect();
     Ok(ItemLines {
         lines,
-        more: found.truncated.is_some(),
+        more: found.truncated.is_some().then_some(true),
     })
 }
 
@@ -781,7 +781,7 @@ pub fn memory_thread(s: &mut Session, id: &str, n: i64) -> AppResult<ItemLines> 
     }
     Ok(ItemLines {
         lines,
-        more: to < total,
+        more: (to < total).then_some(true),
     })
 }
 
@@ -790,8 +790,9 @@ pub fn memory_thread(s: &mut Session, id: &str, n: i64) -> AppResult<ItemLines> 
 pub struct ItemLines {
     /// `id|kind@role date: text`, one item each.
     pub lines: Vec<String>,
-    /// True when more items follow (or match).
-    pub more: bool,
+    /// True when more items follow (or match); absent when none do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more: Option<bool>,
 }
 
 /// When the items of line `id` were written.

@@ -129,7 +129,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             for l in &found.lines {
                 println!("{}", one_line(l));
             }
-            if found.more {
+            if found.more == Some(true) {
                 println!("(more match: raise --limit, at most 100, or add words)");
             }
         }

@@ -30,6 +30,7 @@ fn five() -> i64 {
 /// Parameters of memory_view.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryViewParams {
+    /// 0 or next_offset.
     #[serde(default)]
     pub offset: i64,
 }
@@ -37,7 +38,9 @@ pub struct MemoryViewParams {
 /// Parameters of memory_zoom.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryZoomParams {
+    /// Line id.
     pub id: String,
+    /// Its items.
     #[serde(default)]
     pub n: Option<i64>,
 }
@@ -45,7 +48,9 @@ pub struct MemoryZoomParams {
 /// Parameters of memory_read.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryReadParams {
+    /// Item id.
     pub id: String,
+    /// 0 or next_offset.
     #[serde(default)]
     pub offset: i64,
 }
@@ -53,7 +58,9 @@ pub struct MemoryReadParams {
 /// Parameters of memory_search.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemorySearchParams {
+    /// Words.
     pub query: String,
+    /// 1-100.
     #[serde(default = "ten")]
     pub limit: i64,
 }
@@ -61,7 +68,9 @@ pub struct MemorySearchParams {
 /// Parameters of memory_thread.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryThreadParams {
+    /// Line id.
     pub id: String,
+    /// 1-30.
     #[serde(default = "five")]
     pub n: i64,
 }
@@ -69,13 +78,14 @@ pub struct MemoryThreadParams {
 /// Parameters of memory_date.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryDateParams {
+    /// Line id.
     pub id: String,
 }
 
 #[tool_router(router = memory_router, vis = "pub(super)")]
 impl Server {
-    #[tool(output_schema = super::output_schema::<MemoryPage>(), description = concat!("All history in one-line summaries, older ones broader; pages: next_offset. ", super::provenance!()),
-        annotations(read_only_hint = true))]
+    #[tool(output_schema = super::output_schema::<MemoryPage>(), description = concat!("History as one-line summaries. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_view(
         &self,
         Parameters(p): Parameters<MemoryViewParams>,
@@ -84,8 +94,8 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<Zoomed>(), description = concat!("Open line id+n into its halves; n=1: the original. ", super::provenance!()),
-        annotations(read_only_hint = true))]
+    #[tool(output_schema = super::output_schema::<Zoomed>(), description = concat!("A line's halves, or an item's text. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_zoom(
         &self,
         Parameters(p): Parameters<MemoryZoomParams>,
@@ -93,8 +103,8 @@ impl Server {
         self.run(move |s| memory::memory_zoom(s, &p.id, p.n)).await
     }
 
-    #[tool(output_schema = super::output_schema::<Original>(), description = concat!("An item's original, from offset. ", super::provenance!()),
-        annotations(read_only_hint = true))]
+    #[tool(output_schema = super::output_schema::<Original>(), description = concat!("An item's text. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_read(
         &self,
         Parameters(p): Parameters<MemoryReadParams>,
@@ -103,8 +113,8 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Search the memory: lines id|kind@role date: text. ", super::provenance!()),
-        annotations(read_only_hint = true))]
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Search the memory. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_search(
         &self,
         Parameters(p): Parameters<MemorySearchParams>,
@@ -120,7 +130,7 @@ impl Server {
     }
 
     #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id. ", super::provenance!()),
-        annotations(read_only_hint = true))]
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_thread(
         &self,
         Parameters(p): Parameters<MemoryThreadParams>,
@@ -129,8 +139,8 @@ impl Server {
             .await
     }
 
-    /// When line id's items were written.
-    #[tool(output_schema = super::output_schema::<Dated>(), annotations(read_only_hint = true))]
+    /// A line's dates.
+    #[tool(output_schema = super::output_schema::<Dated>(), annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_date(
         &self,
         Parameters(p): Parameters<MemoryDateParams>,

@@ -86,8 +86,14 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
             "server_build",
         ],
     ),
-    ("all", "every tool (the default)", &[]),
+    ("all", "every tool but memory_date (the default)", &[]),
 ];
+
+/// Tools that `all` leaves out: served only when a set naming them is asked
+/// for (`--tools all,memory`). The default list must fit its byte budget
+/// (tests/it/mcp_toolsets.rs), and every line the memory shows already
+/// carries its date.
+const OUTSIDE_ALL: &[&str] = &["memory_date"];
 
 /// The sets a server serves, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,9 +130,9 @@ impl Toolsets {
 
     /// Whether `tool` is served.
     pub fn serves(&self, tool: &str) -> bool {
-        self.0
-            .iter()
-            .any(|set| *set == "all" || tools_of(set).contains(&tool))
+        self.0.iter().any(|set| {
+            (*set == "all" && !OUTSIDE_ALL.contains(&tool)) || tools_of(set).contains(&tool)
+        })
     }
 }
 
@@ -185,6 +191,8 @@ mod tests {
         assert!(s.serves("send_message") && s.serves("resolve_message"));
         assert!(!s.serves("pin_set"));
         assert!(Toolsets::default().serves("pin_set"));
+        assert!(!Toolsets::default().serves("memory_date"));
+        assert!(Toolsets::parse("all,memory").unwrap().serves("memory_date"));
         let e = Toolsets::parse("mail,votes").unwrap_err();
         assert!(
             e.contains("'votes'") && e.contains("mail, debts, consent, uploads, memory, all"),

@@ -97,7 +97,7 @@ fn tools_list_fits_its_budget_and_writes_no_type_list() {
     );
     let all: Value = serde_json::from_str(&all).unwrap();
     let tools = all["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 40);
+    assert_eq!(tools.len(), 39);
     let mut found = Vec::new();
     for t in tools {
         let name = t["name"].as_str().unwrap();
@@ -186,7 +186,7 @@ async fn a_toolset_limits_what_is_listed_and_what_may_be_called() {
 
     // The default is every tool.
     let c = ch.client("frontend").await;
-    assert_eq!(listed(&c).await.len(), 40);
+    assert_eq!(listed(&c).await.len(), 39);
     assert_eq!(
         c.call("server_build", json!({})).await.ok()["toolsets"],
         json!(["all"])
