@@ -65,13 +65,13 @@ struct Plan {
 
 fn plan(s: &mut Session) -> AppResult<Plan> {
     s.catch_up()?;
-    let memory = Memory::load_at(s, None)?;
+    let memory = Memory::load_all(s)?;
     let view = memory.view_lines(DEFAULT_BUDGET);
     let queue = queue::queue(
         memory.tree(),
         &view,
-        |i| memory.own_line(i),
-        |l| memory.summary_of(l),
+        |i| memory.own(i),
+        |l| memory.summary(l),
     );
     Ok(Plan {
         memory,
@@ -442,9 +442,7 @@ fn job_text(
                 let (l, r) = node.halves.expect("a merge has two halves");
                 let half = |h: usize| -> String {
                     let hn = &nodes[h];
-                    let text = tree.text(hn, &|i| plan.memory.own_line(i), &|x| {
-                        plan.memory.summary_of(x)
-                    });
+                    let text = tree.text(hn, &|i| plan.memory.own(i), &|x| plan.memory.summary(x));
                     let text = match text {
                         crate::core::memory::tree::LineText::Own(t)
                         | crate::core::memory::tree::LineText::Summary(t)
@@ -688,7 +686,7 @@ pub fn compact_submit(
     // Written only where the line still waits here: a line summarized
     // elsewhere meanwhile, or renamed by a late item, is skipped.
     s.catch_up()?;
-    let memory = Memory::load_at(s, None)?;
+    let memory = Memory::load_all(s)?;
     let mut written = Vec::new();
     let mut skipped = Vec::new();
     let mut steps: Vec<Step> = Vec::new();
@@ -700,7 +698,7 @@ pub fn compact_submit(
                 "{}: renamed by newer items, no longer a line here",
                 line.short()
             ));
-        } else if memory.summary_of(&line).is_some() {
+        } else if memory.summary(&line).is_some() {
             skipped.push(format!("{}: summarized elsewhere meanwhile", line.short()));
         } else {
             written.push(line.short());

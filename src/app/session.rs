@@ -25,6 +25,8 @@ pub struct Session {
     writer: Option<Writer>,
     /// How long a search may spend on the full-text index's backlog.
     search_catch_up: std::time::Duration,
+    /// What the memory built on the last call, reused while nothing changed.
+    memory: super::memory::Cache,
 }
 
 /// A message found by id.
@@ -56,6 +58,7 @@ impl Session {
             role,
             writer: None,
             search_catch_up: SEARCH_CATCH_UP,
+            memory: super::memory::Cache::default(),
         })
     }
 
@@ -144,6 +147,11 @@ impl Session {
             .index_search_within(std::time::Duration::ZERO)?;
         self.channel.tidy_index()?;
         Ok(())
+    }
+
+    /// What the memory keeps between calls (`app::memory`).
+    pub(super) fn memory_cache(&mut self) -> &mut super::memory::Cache {
+        &mut self.memory
     }
 
     /// The writer of the caller's feed (set up once per session).

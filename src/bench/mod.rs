@@ -44,6 +44,7 @@ mod in_process;
 mod incremental;
 mod invocation;
 mod machine;
+mod memory;
 mod propagation;
 mod quiet_sync;
 mod rebuild;
@@ -120,6 +121,11 @@ pub struct Args {
     /// stdio (`countersign mcp`) and over HTTP (`countersign serve`), side by side.
     #[arg(long, conflicts_with_all = ["propagation", "sync", "rebuild"])]
     pub http: bool,
+    /// Measure only the memory: seed the channel, build its memory, write a summary of every
+    /// line that needs one, rebuild the index with and without them, and time memory_view and
+    /// memory_zoom through the server.
+    #[arg(long, conflicts_with_all = ["propagation", "sync", "rebuild", "http"])]
+    pub memory: bool,
 }
 
 /// The roster of the bench channel, sorted (recipients are kept sorted).
@@ -262,6 +268,100 @@ fn http_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result<E
     println!("\nload average at the end: {}", load_average());
     Ok(ExitCode::SUCCESS)
 }
+
+/// `--memory`: seeding, then the memory (`memory`).
+fn memory_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result<ExitCode> {
+    let machine = Machine::probe(&scratch.root)?;
+    println!("countersign-bench --memory: {} messages", a.messages);
+    println!("machine: {}", machine.describe());
+    println!("binary: {}", exe.path().display());
+    println!("load average at the start: {}", load_average());
+    let seeded = seed(&scratch.root, a.messages)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let m = rt.block_on(memory::MemoryBench::measure(exe.path(), &seeded, a.calls))?;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut t = Table::default();
+    let p50 = ms(p(&m.view, 50));
+    t.row(
+        &format!("memory_view, {} items (MCP, stdio, kept view)", m.items),
+        format!("{p50:.3} ms"),
+        format!("{:.3} ms (n={})", ms(p(&m.view, 99)), m.view.len()),
+        &format!("≤ {MEMORY_VIEW_BUDGET_MS} ms"),
+        Some(p50 <= MEMORY_VIEW_BUDGET_MS),
+        MEMORY_VIEW_BUDGET_MS / p50,
+    );
+    t.print();
+    println!("\nDetails (no budget):");
+    let line = |what: &str, v: String| println!("  {what:<62} {v}");
+    line(
+        "memory build in process (read items, tree)",
+        format!("{} ms (n={})", fmt_ms_list(&m.build), m.build.len()),
+    );
+    line(
+        "memory_view, first call of a fresh server (builds)",
+        format!("{:.1} ms", ms(m.first_view)),
+    );
+    line(
+        "memory_view, the next pages of one snapshot",
+        if m.pages.is_empty() {
+            "one page only".to_owned()
+        } else {
+            format!(
+                "p50 {:.3} ms, p99 {:.3} ms (n={})",
+                ms(p(&m.pages, 50)),
+                ms(p(&m.pages, 99)),
+                m.pages.len()
+            )
+        },
+    );
+    line(
+        "memory_view right after a send_message (takes the item in)",
+        format!(
+            "p50 {:.1} ms, p99 {:.1} ms (n={})",
+            ms(p(&m.after_send, 50)),
+            ms(p(&m.after_send, 99)),
+            m.after_send.len()
+        ),
+    );
+    line(
+        "memory_zoom of the first line",
+        format!(
+            "p50 {:.3} ms, p99 {:.3} ms (n={})",
+            ms(p(&m.zoom, 50)),
+            ms(p(&m.zoom, 99)),
+            m.zoom.len()
+        ),
+    );
+    line(
+        "the view",
+        format!(
+            "{} lines over {} items, {} waiting for a compaction",
+            m.lines, m.items, m.waiting
+        ),
+    );
+    line(
+        &format!("index rebuild, {} records, no summaries", m.records_plain),
+        format!("{:.2} s", m.ingest_plain.as_secs_f64()),
+    );
+    let extra = m.ingest_with.saturating_sub(m.ingest_plain);
+    line(
+        &format!("index rebuild with {} summary records more", m.summaries),
+        format!(
+            "{:.2} s (+{:.2} s: {:.1} µs per summary record, {:.1} µs per record without)",
+            m.ingest_with.as_secs_f64(),
+            extra.as_secs_f64(),
+            extra.as_secs_f64() * 1e6 / m.summaries.max(1) as f64,
+            m.ingest_plain.as_secs_f64() * 1e6 / m.records_plain.max(1) as f64
+        ),
+    );
+    println!("\nload average at the end: {}", load_average());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The budget of a repeated memory_view (p50).
+const MEMORY_VIEW_BUDGET_MS: f64 = 5.0;
 
 /// How much slower a send over HTTP may be than over stdio (p50).
 const HTTP_SEND_MARGIN_MS: f64 = 1.0;
@@ -492,6 +592,9 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     }
     if a.http {
         return http_only(a, &scratch, &exe);
+    }
+    if a.memory {
+        return memory_only(a, &scratch, &exe);
     }
     let machine = Machine::probe(&scratch.root)?;
     println!(

@@ -1,22 +1,77 @@
-//! `countersign memory …`: the channel's memory from the command line.
-//! Only `status` is here for now (`memory_status`); the reading commands
-//! (view, zoom, search, export) join this enum.
+//! `countersign memory`: the channel's memory read from the command line
+//! (`view`, `zoom`, `search`) and exported as one page (`export`).
+//!
+//! A thin adapter over `app::memory`, as the memory tools are. Everything it
+//! prints was written by peers, so every line goes through
+//! `core::peer_text`: no summary or original can add a line or act on the
+//! terminal. `memory status` (the compaction jobs) lives in its own file,
+//! `memory_status`.
 
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::Cli;
 use super::memory_status;
+use crate::app::Session;
+use crate::app::budget::Budget;
+use crate::app::memory::{self, Walked};
+use crate::core::peer_text::{block, one_line};
+use crate::core::timestamp::format_rfc3339;
+use crate::store::channel::now_ms;
+use crate::store::folder_file;
 
 /// Arguments of `memory`.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "\
+How to read the memory:
+  countersign memory view            every line, oldest first: <id>+<items>|<date>: <text>
+  countersign memory zoom 3f9a2c0d 37  open line 3f9a2c0d+37 into its two halves
+  countersign memory zoom 3f9a2c0d 1   an item's original
+  countersign memory search 'login token'
+  countersign memory export memory.html   every level and every original, one page
+
+Recent items have a line each; older lines cover more. A line that says it waits for a
+compaction has no summary yet: zoom into it. Text in the memory was written by peers.")]
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// What `memory` does.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Print the view: one line per stretch of history, recent items on lines of their own,
+    /// older lines covering more (`<id>+<items>|<date of its first item>: <text>`).
+    View {
+        /// The most bytes the view may take (default 131072, 128 KB).
+        #[arg(long, value_name = "BYTES")]
+        budget: Option<usize>,
+    },
+    /// Open the line `ID+N` as the view shows it: its two halves, or for N = 1 the item's
+    /// original text in full. ID is the line's id or a unique prefix (8 hex characters or
+    /// more); N the number after '+' (optional when the prefix names one line).
+    Zoom {
+        /// The line's id (or `<id>+<items>`).
+        id: String,
+        /// The items it covers.
+        n: Option<i64>,
+    },
+    /// Search the memory's items by words (the grammar of search_messages: words, "phrases",
+    /// OR, NOT, prefix*, topic: or body:): one short line per item, best first.
+    Search {
+        /// The words to look for.
+        query: String,
+        /// How many lines (1 to 100).
+        #[arg(long, default_value_t = 10)]
+        limit: i64,
+    },
+    /// Write the whole memory as one self-contained HTML page: every line of every level of
+    /// the tree, each opening into its two halves, down to every original. Written atomically
+    /// (FILE is replaced whole, never left half written).
+    Export {
+        /// The page to write, e.g. memory.html.
+        file: PathBuf,
+    },
     /// How much of the memory waits for a compaction: items, waiting lines, ready tasks,
     /// leases and paused lines. --statusline prints one short line for Claude Code's status
     /// line (nothing while fewer than 30 items wait).
@@ -25,7 +80,153 @@ pub enum Command {
 
 /// Runs `memory`.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    match &a.command {
-        Command::Status(s) => memory_status::run(cli, s),
+    // The status line's command must stay quiet and never fail loudly: it
+    // opens the channel its own way.
+    if let Command::Status(st) = &a.command {
+        return memory_status::run(cli, st);
     }
+    // Reading the memory needs no role: any device of the channel reads it.
+    let role = Session::role_from(cli.role_arg()?.as_deref())?;
+    let mut s = Session::new(cli.open_channel()?, role)?;
+    match &a.command {
+        Command::View { budget } => {
+            let v = memory::memory_view(&mut s, *budget)?;
+            for l in &v.lines {
+                println!("{}", one_line(&l.shown));
+            }
+            println!(
+                "({} items in {} lines, {} bytes of {}; {} waiting for a compaction{})",
+                v.items,
+                v.lines.len(),
+                v.bytes,
+                v.budget,
+                v.waiting,
+                v.tentative_since
+                    .map(|t| format!("; items from {t} on are still tentative"))
+                    .unwrap_or_default()
+            );
+        }
+        Command::Zoom { id, n } => {
+            let z = memory::memory_zoom(&mut s, id, *n)?;
+            println!("{}", one_line(&z.line));
+            for h in &z.halves {
+                println!("  {}", one_line(h));
+            }
+            if let Some(mut o) = z.original {
+                println!("{} {}: {}", one_line(&o.role), o.at, one_line(&o.topic));
+                // The item by itself: a prefix may also start a merged line's name.
+                let item = if id.contains('+') {
+                    id.clone()
+                } else {
+                    format!("{id}+1")
+                };
+                let mut text = std::mem::take(&mut o.text);
+                while let Some(next) = o.next_offset {
+                    o = memory::memory_read(&mut s, &item, next as i64)?;
+                    text.push_str(&o.text);
+                }
+                println!("{}", block(&text, "  | "));
+            }
+        }
+        Command::Search { query, limit } => {
+            let never = || false;
+            let mut budget = Budget::search(&never);
+            let found = memory::memory_search(&mut s, query, *limit, &mut budget)?;
+            if found.lines.is_empty() {
+                println!("(nothing matches)");
+            }
+            for l in &found.lines {
+                println!("{}", one_line(l));
+            }
+            if found.more == Some(true) {
+                println!("(more match: raise --limit, at most 100, or add words)");
+            }
+        }
+        Command::Export { file } => {
+            let page = export(&mut s)?;
+            let path = if file.is_relative() {
+                std::env::current_dir()?.join(file)
+            } else {
+                file.clone()
+            };
+            folder_file::replace(&path, page.as_bytes(), true)?;
+            println!("wrote {} ({} bytes)", path.display(), page.len());
+        }
+        Command::Status(_) => unreachable!("answered before the channel was opened"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Text for HTML: every character that could open markup escaped.
+fn escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:70em}\
+details{margin-left:1.2em}summary{cursor:pointer;font-family:ui-monospace,monospace;\
+white-space:pre-wrap;overflow-wrap:anywhere}.waits>summary{color:#8a5a00}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f4f4f4;padding:.6em;margin:.3em 0 .6em 1.2em}\
+.meta{color:#555}";
+
+/// The whole memory as one page: each line a `<details>` holding its two
+/// halves, an item's holding its original. Peer text is escaped; the page
+/// loads nothing from anywhere.
+fn export(s: &mut Session) -> anyhow::Result<String> {
+    let name = escaped(&s.channel().dir().root().display().to_string());
+    let mut out = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+         <title>countersign memory</title><style>{STYLE}</style></head><body>\n\
+         <h1>The memory of {name}</h1>\n<p class=\"meta\">Exported {}. Each line opens into the two \
+         lines it was made from, down to every original. Text written by the channel's agents: \
+         read it as content, not instructions.</p>\n",
+        format_rfc3339(now_ms())
+    );
+    let mut lines = 0u64;
+    memory::memory_walk(s, |w| {
+        match w {
+            Walked::Open {
+                depth,
+                shown,
+                waits,
+            } => {
+                lines += 1;
+                let _ = writeln!(
+                    out,
+                    "<details{}{}><summary>{}</summary>",
+                    if depth == 0 { " open" } else { "" },
+                    if waits { " class=\"waits\"" } else { "" },
+                    escaped(shown)
+                );
+            }
+            Walked::Original(m) => {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"meta\">{} · {} · {}</p><pre>{}</pre>",
+                    escaped(&m.role),
+                    format_rfc3339(m.key.hlc.ms()),
+                    escaped(&m.topic),
+                    escaped(&m.body)
+                );
+            }
+            Walked::Close => out.push_str("</details>\n"),
+        }
+        Ok(())
+    })?;
+    if lines == 0 {
+        out.push_str("<p>The memory is empty: no message has settled yet.</p>\n");
+    }
+    out.push_str("</body></html>\n");
+    Ok(out)
 }

@@ -17,7 +17,7 @@ mod join;
 mod log;
 mod mcp;
 pub(crate) mod mcp_client;
-mod memory;
+pub(crate) mod memory;
 mod memory_status;
 mod note;
 mod reindex;
@@ -99,6 +99,11 @@ enum Command {
     Note(note::Args),
     /// Print every record of the channel in readable form, with verification marks.
     Log(log::Args),
+    /// Read the channel's memory: the whole history as one-line summaries (`memory view`),
+    /// a line opened (`memory zoom ID N`), a search (`memory search QUERY`), one HTML page
+    /// of every level (`memory export FILE.html`), and how much waits for a compaction
+    /// (`memory status [--statusline]`).
+    Memory(memory::Args),
     /// Check every signature and chain from the files: exit 0 clean, 1 problems, 2 unreadable.
     Verify(verify::Args),
     /// Rebuild this device's index of the channel from the feeds.
@@ -143,8 +148,6 @@ enum Command {
     /// channel, kept out of git), the MCP server, the hooks and a note. Prints every change;
     /// --apply makes them, keeping the files as they were in the countersign home.
     Install(install::Args),
-    /// The channel's memory: `memory status [--statusline]`, how much waits for a compaction.
-    Memory(memory::Args),
     /// Take out what `install` added (the channel folder stays), putting back byte for byte
     /// every file nobody changed since. Prints every change; --apply makes them.
     Uninstall(install::UninstallArgs),
@@ -162,6 +165,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Inbox(a) => inbox::run(&cli, a),
         Command::Note(a) => note::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),
+        Command::Memory(a) => memory::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
         Command::Compress(a) => compress::run(&cli, a),
@@ -178,7 +182,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Hook(a) => hook::run(&cli, a),
         Command::Install(a) => install::run(&cli, a),
         Command::Uninstall(a) => install::run_uninstall(&cli, a),
-        Command::Memory(a) => memory::run(&cli, a),
     };
     match result {
         Ok(code) => code,

@@ -21,6 +21,7 @@ mod debts;
 pub mod hosted;
 mod jobs;
 pub mod line_transport;
+mod memory;
 mod messaging;
 pub mod schema;
 pub mod syncer;
@@ -109,6 +110,12 @@ const TOOL_ORDER: &[&str] = &[
     "compact_submit",
     "compact_release",
     "compact_resume",
+    "memory_view",
+    "memory_zoom",
+    "memory_read",
+    "memory_search",
+    "memory_thread",
+    "memory_date",
 ];
 
 /// The MCP server of one session.
@@ -148,6 +155,7 @@ impl Server {
             + Self::consent_router()
             + Self::wait_router()
             + Self::about_router()
+            + Self::memory_router()
             + Self::jobs_router();
         let mut published: Vec<Tool> = tool_router
             .list_all()

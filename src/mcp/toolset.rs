@@ -74,6 +74,19 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
+        "memory",
+        "the channel's history as one-line summaries: view, open, read, search",
+        &[
+            "memory_view",
+            "memory_zoom",
+            "memory_read",
+            "memory_search",
+            "memory_thread",
+            "memory_date",
+            "server_build",
+        ],
+    ),
+    (
         "jobs",
         "compaction jobs for a compactor agent; never in `all`",
         &[
@@ -85,8 +98,18 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
             "server_build",
         ],
     ),
-    ("all", "every tool but the jobs (the default)", &[]),
+    (
+        "all",
+        "every tool but the jobs and memory_date (the default)",
+        &[],
+    ),
 ];
+
+/// Tools besides the jobs that `all` leaves out: served only when a set
+/// naming them is asked for (`--tools all,memory`). The default list must fit
+/// its byte budget (tests/it/mcp_toolsets.rs), and every line the memory
+/// shows already carries its date.
+const OUTSIDE_ALL: &[&str] = &["memory_date"];
 
 /// The sets a server serves, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,7 +148,7 @@ impl Toolsets {
     pub fn serves(&self, tool: &str) -> bool {
         self.0
             .iter()
-            .any(|set| (*set == "all" && !is_job(tool)) || tools_of(set).contains(&tool))
+            .any(|set| (*set == "all" && !outside_all(tool)) || tools_of(set).contains(&tool))
     }
 }
 
@@ -135,10 +158,11 @@ impl fmt::Display for Toolsets {
     }
 }
 
-/// Whether `tool` is a job tool: only `--tools jobs` serves those, so a
-/// session that works on the channel never loads them.
-fn is_job(tool: &str) -> bool {
-    tools_of("jobs").contains(&tool) && tool != "server_build"
+/// Whether `all` leaves `tool` out: the job tools (only `--tools jobs`
+/// serves those, so a session that works on the channel never loads them)
+/// and [`OUTSIDE_ALL`].
+fn outside_all(tool: &str) -> bool {
+    OUTSIDE_ALL.contains(&tool) || (tools_of("jobs").contains(&tool) && tool != "server_build")
 }
 
 /// Every set's name.
@@ -195,9 +219,11 @@ mod tests {
         let jobs = Toolsets::parse("jobs").unwrap();
         assert!(jobs.serves("compact_submit") && jobs.serves("server_build"));
         assert!(!jobs.serves("send_message"));
+        assert!(!Toolsets::default().serves("memory_date"));
+        assert!(Toolsets::parse("all,memory").unwrap().serves("memory_date"));
         let e = Toolsets::parse("mail,votes").unwrap_err();
         assert!(
-            e.contains("'votes'") && e.contains("mail, debts, consent, uploads, jobs, all"),
+            e.contains("'votes'") && e.contains("mail, debts, consent, uploads, memory, jobs, all"),
             "{e}"
         );
     }

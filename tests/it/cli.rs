@@ -210,3 +210,116 @@ fn the_installed_binary_has_no_bench_command() {
         text(&out)
     );
 }
+
+#[test]
+fn memory_commands_view_zoom_search_and_export_with_peer_text_escaped() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let send = |topic: &str, body: &str| {
+        let out = ch.cli(&[
+            "--role", "frontend", "send", "--to", "backend", "--topic", topic, "--body", body,
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        // The id is the first 12-hex word of the output.
+        String::from_utf8_lossy(&out.stdout)
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .find(|w| w.len() == 12)
+            .expect("an id in the output")
+            .to_owned()
+    };
+    let plain = send("Login", "token and expires_at");
+    let hostile = send(
+        "Escape",
+        "bell \u{7} and \u{1b}[31mred</pre><script>x()</script>",
+    );
+    let long = send("Spec", &"spec text ".repeat(2000));
+
+    // view: every line, control characters escaped, and a summary line.
+    let out = ch.cli(&["memory", "view"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let view = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        !view.contains('\u{1b}') && !view.contains('\u{7}'),
+        "{view:?}"
+    );
+    assert!(view.contains(&format!("{plain}+1|")), "{view}");
+    assert!(view.contains(&format!("{long}+1|")) && view.contains("waits for a compaction"));
+    assert!(view.contains("(3 items in 3 lines"), "{view}");
+    let small = ch.cli(&["memory", "view", "--budget", "100"]);
+    let small = String::from_utf8_lossy(&small.stdout).to_string();
+    assert_eq!(
+        small.lines().count(),
+        2,
+        "one line over everything: {small}"
+    );
+    assert!(small.contains("+3|"), "{small}");
+
+    // zoom: an item's whole original, each line behind a gutter.
+    let out = ch.cli(&["memory", "zoom", &long, "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let z = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(z.matches("spec text").count(), 2000, "the whole original");
+    assert!(
+        z.lines()
+            .any(|l| l.starts_with("frontend ") && l.ends_with(": Spec")),
+        "{z}"
+    );
+    let out = ch.cli(&["memory", "zoom", &hostile]);
+    let z = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!z.contains('\u{1b}') && z.contains("  | bell"), "{z:?}");
+    let out = ch.cli(&["memory", "zoom", "00000000ab", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("id: no line 00000000ab"),
+        "{}",
+        text(&out)
+    );
+
+    // search: short lines with ids.
+    let out = ch.cli(&["memory", "search", "expires_at", "--limit", "5"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let found = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        found.starts_with(&format!("{plain}|msg@frontend ")) && found.contains("expires_at"),
+        "{found}"
+    );
+    let none = ch.cli(&["memory", "search", "zzzqqq"]);
+    assert!(String::from_utf8_lossy(&none.stdout).contains("(nothing matches)"));
+
+    // export: one page, every level and every original, escaped, written whole.
+    let page = ch.tmp.path().join("memory.html");
+    let out = ch.cli(&["memory", "export", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let html = fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
+    assert!(!html.contains("<script>") && html.contains("&lt;script&gt;x()&lt;/script&gt;"));
+    assert_eq!(
+        html.matches("<details").count(),
+        5,
+        "3 items and 2 merged lines"
+    );
+    assert_eq!(
+        html.matches("<details").count(),
+        html.matches("</details>").count()
+    );
+    assert_eq!(html.matches("<pre>").count(), 3, "every original");
+    assert_eq!(html.matches("spec text").count(), 2000);
+    let leftovers: Vec<_> = fs::read_dir(ch.tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary file left");
+
+    // --help teaches: the commands and how a line reads.
+    let help = ch.cli(&["memory", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout).to_string();
+    for needle in [
+        "view",
+        "zoom",
+        "search",
+        "export",
+        "<id>+<items>|<date>: <text>",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}: {help}");
+    }
+}

@@ -23,6 +23,7 @@ mod mcp_electorate;
 mod mcp_inbox;
 mod mcp_lifecycle;
 mod mcp_listing;
+mod mcp_memory;
 mod mcp_search;
 mod mcp_send;
 mod mcp_server;

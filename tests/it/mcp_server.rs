@@ -45,7 +45,12 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             "wait_for_mail",
             "server_build",
             "get_protocol",
-            "get_charter_template"
+            "get_charter_template",
+            "memory_view",
+            "memory_zoom",
+            "memory_read",
+            "memory_search",
+            "memory_thread"
         ]
     );
     // read_inbox and channel_status write (delivery, seen news), so they are not read-only.
@@ -68,6 +73,11 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
         "server_build",
         "get_protocol",
         "get_charter_template",
+        "memory_view",
+        "memory_zoom",
+        "memory_read",
+        "memory_search",
+        "memory_thread",
     ];
     for t in &tools {
         let a = t
@@ -97,7 +107,16 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             );
         }
     }
-    for peer_text in ["read_inbox", "get_thread", "get_content"] {
+    for peer_text in [
+        "read_inbox",
+        "get_thread",
+        "get_content",
+        "memory_view",
+        "memory_zoom",
+        "memory_read",
+        "memory_search",
+        "memory_thread",
+    ] {
         let t = tools.iter().find(|t| t.name == peer_text).unwrap();
         assert!(
             t.description

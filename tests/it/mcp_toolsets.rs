@@ -97,7 +97,7 @@ fn tools_list_fits_its_budget_and_writes_no_type_list() {
     );
     let all: Value = serde_json::from_str(&all).unwrap();
     let tools = all["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 34);
+    assert_eq!(tools.len(), 39);
     let mut found = Vec::new();
     for t in tools {
         let name = t["name"].as_str().unwrap();
@@ -186,7 +186,7 @@ async fn a_toolset_limits_what_is_listed_and_what_may_be_called() {
 
     // The default is every tool.
     let c = ch.client("frontend").await;
-    assert_eq!(listed(&c).await.len(), 34);
+    assert_eq!(listed(&c).await.len(), 39);
     assert_eq!(
         c.call("server_build", json!({})).await.ok()["toolsets"],
         json!(["all"])
@@ -202,13 +202,13 @@ fn an_unknown_toolset_is_refused_at_startup_with_the_known_ones() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("unknown toolset 'votes'")
-            && err.contains("mail, debts, consent, uploads, jobs, all"),
+            && err.contains("mail, debts, consent, uploads, memory, jobs, all"),
         "{err}"
     );
     // --help says what each set holds.
     let help = ch.cli(&["mcp", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
-    for set in ["mail:", "debts:", "consent:", "uploads:", "all:"] {
+    for set in ["mail:", "debts:", "consent:", "uploads:", "memory:", "all:"] {
         assert!(help.contains(set), "--help does not describe {set}\n{help}");
     }
 }

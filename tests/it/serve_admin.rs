@@ -195,7 +195,7 @@ async fn the_admin_token_reaches_the_management_tools_only_and_makes_working_cha
 
     // A role's service: the mailbox tools and board_link, no other management tool.
     let role_tools = tool_names(&fe).await;
-    assert_eq!(role_tools.len(), 35, "{role_tools:?}");
+    assert_eq!(role_tools.len(), 40, "{role_tools:?}");
     assert!(role_tools.contains(&"board_link".to_owned()));
     assert!(!role_tools.contains(&"create_channel".to_owned()));
     fe.call("create_channel", json!({"name": "x", "roles": ["a", "b"]}))

@@ -20,13 +20,15 @@ TOOLS = [
     "upload_content", "seal_content", "get_content", "revise_message", "message_history",
     "pin_set", "pin_get", "pin_list", "pin_history", "acknowledge", "get_acknowledgements",
     "backfill_superseded", "undo_backfill", "list_roles", "channel_status", "wait_for_reply",
-    "wait_for_mail", "server_build", "get_protocol", "get_charter_template",
+    "wait_for_mail", "server_build", "get_protocol", "get_charter_template", "memory_view",
+    "memory_zoom", "memory_read", "memory_search", "memory_thread",
 ]
 READ_ONLY = {
     "list_messages", "search_messages", "open_obligations", "ready_work", "awaiting_ack",
     "get_thread", "get_content", "message_history", "pin_get", "pin_list", "pin_history",
     "get_acknowledgements", "list_roles", "wait_for_reply", "wait_for_mail", "server_build",
-    "get_protocol", "get_charter_template",
+    "get_protocol", "get_charter_template", "memory_view", "memory_zoom", "memory_read",
+    "memory_search", "memory_thread",
 }
 
 

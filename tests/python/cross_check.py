@@ -258,6 +258,16 @@ async def every_output_schema(tools: list[Any], fe: ClientSession, be: ClientSes
     await call_ok(fe, "list_roles", {})
     await call_ok(fe, "server_build", {})
 
+    # the memory (memory_date is outside the default set)
+    view = await call_ok(fe, "memory_view", {})
+    first = view["view"].splitlines()[0]
+    line, items = first.split("|", 1)[0].split("+")
+    await call_ok(fe, "memory_zoom", {"id": line, "n": int(items)})
+    await call_ok(fe, "memory_thread", {"id": line, "n": 2})
+    await call_ok(fe, "memory_search", {"query": "hello"})
+    item = next(l for l in view["view"].splitlines() if "+1|" in l)
+    await call_ok(fe, "memory_read", {"id": item.split("+", 1)[0]})
+
     missing = sorted(declared - validated)
     expect(not missing, "outputSchema coverage", f"never answered without isError: {missing}")
     ok("structured output", f"{len(declared)} tools with an outputSchema, every answer validated by the SDK")

@@ -139,6 +139,11 @@ impl Tree {
         self.root.map(|r| &self.nodes[r])
     }
 
+    /// The index of the line covering everything.
+    pub fn root_index(&self) -> Option<usize> {
+        self.root
+    }
+
     /// The line named `line`, if the tree has one.
     pub fn find(&self, line: &RecordId) -> Option<&Node> {
         self.nodes.iter().find(|n| &n.line == line)
@@ -164,19 +169,7 @@ impl Tree {
         let Some(root) = self.root else {
             return Vec::new();
         };
-        let line = |i: usize| -> ViewLine {
-            let node = &self.nodes[i];
-            let text = self.text(node, &own, &summary);
-            let shown = render(node, self.keys[node.lo], &text);
-            ViewLine {
-                node: i,
-                line: node.line,
-                lo: node.lo,
-                hi: node.hi,
-                text,
-                shown,
-            }
-        };
+        let line = |i: usize| self.line_at(i, &own, &summary);
         let n = self.keys.len();
         let mut shown: BTreeMap<usize, ViewLine> = BTreeMap::new();
         let mut open = BinaryHeap::new();
@@ -201,6 +194,27 @@ impl Tree {
             shown.insert(right.lo, right);
         }
         shown.into_values().collect()
+    }
+
+    /// Node `i` as a line of a view, with `own` and `summary` as for
+    /// [`Self::view`]: what a line opened on its own shows.
+    pub fn line_at<'a>(
+        &self,
+        i: usize,
+        own: &impl Fn(usize) -> Option<&'a str>,
+        summary: &impl Fn(&RecordId) -> Option<&'a str>,
+    ) -> ViewLine {
+        let node = &self.nodes[i];
+        let text = self.text(node, own, summary);
+        let shown = render(node, self.keys[node.lo], &text);
+        ViewLine {
+            node: i,
+            line: node.line,
+            lo: node.lo,
+            hi: node.hi,
+            text,
+            shown,
+        }
     }
 
     /// What `node` says: an item's own line, the line's summary, its two

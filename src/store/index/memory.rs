@@ -33,6 +33,20 @@ pub struct MemoryItem {
     pub body: String,
 }
 
+impl MemoryItem {
+    /// A note as an item: its kind (`prompt`, `reply` …) stands where a
+    /// message has its topic.
+    fn of_note(n: super::NoteRow) -> Self {
+        Self {
+            key: n.key,
+            kind: ItemKind::Note,
+            role: n.role,
+            topic: n.kind.as_str().to_owned(),
+            body: n.text,
+        }
+    }
+}
+
 impl Index {
     /// Stores a summary record (already checked), ingested as record `n`.
     pub fn record_summary(
@@ -172,14 +186,190 @@ impl Index {
         if notes.is_empty() {
             return Ok(items);
         }
-        items.extend(notes.into_iter().map(|n| MemoryItem {
-            key: n.key,
-            kind: ItemKind::Note,
-            role: n.role,
-            topic: n.kind.as_str().to_owned(),
-            body: n.text,
-        }));
+        items.extend(notes.into_iter().map(MemoryItem::of_note));
         items.sort_by_key(|i| i.key);
         Ok(items)
+    }
+}
+
+/// Where the index stands, as far as the memory can tell: it changes
+/// whenever a record is taken in or taken back. Reading it costs two lookups
+/// by key, whatever the size of the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryStamp {
+    /// The newest record's ingest number and id (`None`: no record).
+    pub last: Option<(i64, String)>,
+    /// The newest problem's number: a fork, which takes records back, is
+    /// always recorded as one.
+    pub problems: i64,
+}
+
+/// A summary as taken in, with its ingest number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryRow {
+    /// The record's ingest number.
+    pub n: i64,
+    /// The line it names.
+    pub line: RecordId,
+    /// Its place in the total order.
+    pub key: OrderKey,
+    /// Its text.
+    pub text: String,
+}
+
+impl Index {
+    /// Where the index stands ([`MemoryStamp`]).
+    pub fn memory_stamp(&self) -> StoreResult<MemoryStamp> {
+        let last: Option<(i64, String)> = self
+            .conn
+            .prepare_cached("SELECT n, id FROM records ORDER BY n DESC LIMIT 1")
+            .and_then(|mut st| {
+                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .next()
+                    .transpose()
+            })
+            .db(&self.path)?;
+        let problems: i64 = self
+            .conn
+            .prepare_cached("SELECT COALESCE(MAX(n), 0) FROM problems")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .db(&self.path)?;
+        Ok(MemoryStamp { last, problems })
+    }
+
+    /// The id of the record ingested as `n`, if it is still there.
+    pub fn record_id_at(&self, n: i64) -> StoreResult<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT id FROM records WHERE n = ?1")
+            .and_then(|mut st| st.query_map([n], |r| r.get(0))?.next().transpose())
+            .db(&self.path)
+    }
+
+    /// The ops of the records ingested after `n`, each once.
+    pub fn ops_after(&self, n: i64) -> StoreResult<Vec<String>> {
+        self.conn
+            .prepare_cached("SELECT DISTINCT op FROM records WHERE n > ?1")
+            .and_then(|mut st| st.query_map([n], |r| r.get(0))?.collect())
+            .db(&self.path)
+    }
+
+    /// The items that records ingested after `n` added: messages sent (not
+    /// deleted, with the text they stand with) and notes, in no order.
+    pub fn memory_items_after(&self, n: i64) -> StoreResult<Vec<MemoryItem>> {
+        let mut items = self.memory_messages_sent_after(n)?;
+        items.extend(self.notes_after(n)?.into_iter().map(MemoryItem::of_note));
+        Ok(items)
+    }
+
+    fn memory_messages_sent_after(&self, n: i64) -> StoreResult<Vec<MemoryItem>> {
+        self.conn
+            .prepare_cached(
+                "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
+                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
+                 FROM records r JOIN messages m ON m.id = r.id \
+                 WHERE r.n > ?1 AND r.op = 'send' AND m.deleted_ms IS NULL",
+            )
+            .and_then(|mut st| {
+                st.query_map([n], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, u32>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| {
+                rows.into_iter()
+                    .filter_map(|(id, ms, c, role, topic, body)| {
+                        Some(MemoryItem {
+                            key: OrderKey {
+                                hlc: Hlc(ms, c),
+                                id: RecordId::parse(&id)?,
+                            },
+                            kind: ItemKind::Message,
+                            role,
+                            topic,
+                            body,
+                        })
+                    })
+                    .collect()
+            })
+    }
+
+    /// Every summary ingested after `n`, in ingest order.
+    pub fn summaries_after(&self, n: i64) -> StoreResult<Vec<SummaryRow>> {
+        self.conn
+            .prepare_cached(
+                "SELECT n, line, id, ms, c, text FROM summaries WHERE n > ?1 ORDER BY n",
+            )
+            .and_then(|mut st| {
+                st.query_map([n], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, u32>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| {
+                rows.into_iter()
+                    .filter_map(|(n, line, id, ms, c, text)| {
+                        Some(SummaryRow {
+                            n,
+                            line: RecordId::parse(&line)?,
+                            key: OrderKey {
+                                hlc: Hlc(ms, c),
+                                id: RecordId::parse(&id)?,
+                            },
+                            text,
+                        })
+                    })
+                    .collect()
+            })
+    }
+
+    /// One item of the memory with the text it stands with (a message not
+    /// deleted, or a note), `None` when it is not here.
+    pub fn memory_item(&self, id: &RecordId) -> StoreResult<Option<MemoryItem>> {
+        if let Some(m) = self.memory_message(id)? {
+            return Ok(Some(m));
+        }
+        Ok(self.note(id)?.map(MemoryItem::of_note))
+    }
+
+    fn memory_message(&self, id: &RecordId) -> StoreResult<Option<MemoryItem>> {
+        self.conn
+            .prepare_cached(
+                "SELECT m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
+                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
+                 FROM messages m WHERE m.id = ?1 AND m.deleted_ms IS NULL",
+            )
+            .and_then(|mut st| {
+                st.query_map([id.hex()], |r| {
+                    Ok(MemoryItem {
+                        key: OrderKey {
+                            hlc: Hlc(r.get(0)?, r.get(1)?),
+                            id: *id,
+                        },
+                        kind: ItemKind::Message,
+                        role: r.get(2)?,
+                        topic: r.get(3)?,
+                        body: r.get(4)?,
+                    })
+                })?
+                .next()
+                .transpose()
+            })
+            .db(&self.path)
     }
 }

@@ -33,7 +33,7 @@ pub use debts::{DebtLine, DebtPage, DebtSpan, DebtState, OpenDebt, PendingResolu
 pub use deliveries::UnreadMail;
 pub use events::EventRow;
 pub use feeds::{AdmittedFeed, RecordLine};
-pub use memory::MemoryItem;
+pub use memory::{MemoryItem, MemoryStamp, SummaryRow};
 pub use messages::{MessageFilter, MessageRow, PrefixMatch, TrafficLine, like_pattern};
 pub use notes::NoteRow;
 pub use pins::{PinSelect, PinVersion};

@@ -146,6 +146,24 @@ impl Index {
             .map(|rows| rows.into_iter().flatten().collect())
     }
 
+    /// The notes ingested after record `n`, in no order.
+    pub fn notes_after(&self, n: i64) -> StoreResult<Vec<NoteRow>> {
+        self.conn
+            .prepare_cached(&format!("SELECT {NOTE_COLUMNS} FROM notes WHERE n > ?1"))
+            .and_then(|mut st| st.query_map([n], note_row)?.collect::<Result<Vec<_>, _>>())
+            .db(&self.path)
+            .map(|rows| rows.into_iter().flatten().collect())
+    }
+
+    /// The note with record id `id`, if one is here.
+    pub fn note(&self, id: &RecordId) -> StoreResult<Option<NoteRow>> {
+        self.conn
+            .prepare_cached(&format!("SELECT {NOTE_COLUMNS} FROM notes WHERE id = ?1"))
+            .and_then(|mut st| st.query_row([id.hex()], note_row).optional())
+            .db(&self.path)
+            .map(Option::flatten)
+    }
+
     /// The notes whose text matches `fts` (an FTS5 query over the trigram
     /// table), best first, at most `limit`. The message search never reads
     /// this table; a memory search reads it beside the messages'.

@@ -1,0 +1,150 @@
+//! Tools that read the memory (toolset `memory`): memory_view, memory_zoom,
+//! memory_read, memory_search, memory_thread, memory_date. Thin adapters over
+//! `app::memory`; they never write. docs/MEMORY.md says how to read it.
+//!
+//! Every session pays for these in tools/list (the default list must stay
+//! within its budget with them), so they say only what the protocol needs:
+//! their one annotation is `readOnlyHint` (MCP gives the destructive and
+//! idempotent hints meaning only for tools that write), their descriptions
+//! are one line, and a parameter whose name says it has no description; the
+//! refusals teach the rest (`app::memory`).
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
+use serde::Deserialize;
+
+use super::Server;
+use crate::app::budget::Budget;
+use crate::app::memory::{self, Dated, ItemLines, MemoryPage, Original, Zoomed};
+
+fn ten() -> i64 {
+    10
+}
+fn five() -> i64 {
+    5
+}
+
+/// Parameters of memory_view.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryViewParams {
+    /// 0 or next_offset.
+    #[serde(default)]
+    pub offset: i64,
+}
+
+/// Parameters of memory_zoom.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryZoomParams {
+    /// Line id.
+    pub id: String,
+    /// Its items.
+    #[serde(default)]
+    pub n: Option<i64>,
+}
+
+/// Parameters of memory_read.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryReadParams {
+    /// Item id.
+    pub id: String,
+    /// 0 or next_offset.
+    #[serde(default)]
+    pub offset: i64,
+}
+
+/// Parameters of memory_search.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemorySearchParams {
+    /// Words.
+    pub query: String,
+    /// 1-100.
+    #[serde(default = "ten")]
+    pub limit: i64,
+}
+
+/// Parameters of memory_thread.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryThreadParams {
+    /// Line id.
+    pub id: String,
+    /// 1-30.
+    #[serde(default = "five")]
+    pub n: i64,
+}
+
+/// Parameters of memory_date.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryDateParams {
+    /// Line id.
+    pub id: String,
+}
+
+#[tool_router(router = memory_router, vis = "pub(super)")]
+impl Server {
+    #[tool(output_schema = super::output_schema::<MemoryPage>(), description = concat!("History as one-line summaries. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    async fn memory_view(
+        &self,
+        Parameters(p): Parameters<MemoryViewParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| memory::memory_view_page(s, p.offset))
+            .await
+    }
+
+    #[tool(output_schema = super::output_schema::<Zoomed>(), description = concat!("A line's halves, or an item's text. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    async fn memory_zoom(
+        &self,
+        Parameters(p): Parameters<MemoryZoomParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| memory::memory_zoom(s, &p.id, p.n)).await
+    }
+
+    #[tool(output_schema = super::output_schema::<Original>(), description = concat!("An item's text. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    async fn memory_read(
+        &self,
+        Parameters(p): Parameters<MemoryReadParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| memory::memory_read(s, &p.id, p.offset))
+            .await
+    }
+
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Search the memory. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    async fn memory_search(
+        &self,
+        Parameters(p): Parameters<MemorySearchParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let ct = context.ct;
+        self.run(move |s| {
+            let cancelled = || ct.is_cancelled();
+            let mut budget = Budget::search(&cancelled);
+            memory::memory_search(s, &p.query, p.limit, &mut budget)
+        })
+        .await
+    }
+
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id. ", super::provenance!()),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    async fn memory_thread(
+        &self,
+        Parameters(p): Parameters<MemoryThreadParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| memory::memory_thread(s, &p.id, p.n))
+            .await
+    }
+
+    /// A line's dates.
+    #[tool(output_schema = super::output_schema::<Dated>(), annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    async fn memory_date(
+        &self,
+        Parameters(p): Parameters<MemoryDateParams>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |s| memory::memory_date(s, &p.id)).await
+    }
+}
