@@ -170,7 +170,7 @@ impl MemoryBench {
 fn write_summaries(s: &mut Session, memory: &Memory) -> anyhow::Result<usize> {
     let long: std::collections::HashSet<_> = s
         .index()
-        .memory_messages()?
+        .memory_items()?
         .into_iter()
         .filter(|m| own_line(ItemKind::Message, &m.role, &m.topic, &m.body).is_none())
         .map(|m| m.key.id)
