@@ -16,7 +16,7 @@ use super::memory_status;
 use crate::app::Session;
 use crate::app::budget::Budget;
 use crate::app::memory::{self, Walked};
-use crate::core::peer_text::{block, one_line};
+use crate::core::peer_text::{block, html, one_line};
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::now_ms;
 use crate::store::folder_file;
@@ -157,22 +157,6 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Text for HTML: every character that could open markup escaped.
-fn escaped(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:70em}\
 details{margin-left:1.2em}summary{cursor:pointer;font-family:ui-monospace,monospace;\
 white-space:pre-wrap;overflow-wrap:anywhere}.waits>summary{color:#8a5a00}\
@@ -183,7 +167,7 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f4f4f4;padding:.6em;
 /// halves, an item's holding its original. Peer text is escaped; the page
 /// loads nothing from anywhere.
 fn export(s: &mut Session) -> anyhow::Result<String> {
-    let name = escaped(&s.channel().dir().root().display().to_string());
+    let name = html(&s.channel().dir().root().display().to_string());
     let mut out = format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
@@ -207,17 +191,17 @@ fn export(s: &mut Session) -> anyhow::Result<String> {
                     "<details{}{}><summary>{}</summary>",
                     if depth == 0 { " open" } else { "" },
                     if waits { " class=\"waits\"" } else { "" },
-                    escaped(shown)
+                    html(shown)
                 );
             }
             Walked::Original(m) => {
                 let _ = writeln!(
                     out,
                     "<p class=\"meta\">{} · {} · {}</p><pre>{}</pre>",
-                    escaped(&m.role),
+                    html(&m.role),
                     format_rfc3339(m.key.hlc.ms()),
-                    escaped(&m.topic),
-                    escaped(&m.body)
+                    html(&m.topic),
+                    html(&m.body)
                 );
             }
             Walked::Close => out.push_str("</details>\n"),

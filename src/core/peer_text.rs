@@ -94,6 +94,28 @@ fn push(out: &mut String, c: char) {
     }
 }
 
+/// `text` for an HTML document: every character that could end a text node
+/// or a quoted attribute written as a character reference (`&`, `<`, `>`,
+/// `"`, `'`). Controls other than tab and line breaks, and the hazards above
+/// (bidirectional controls that reorder what is shown), are written as
+/// U+FFFD, so no peer text can hide or disguise itself on a page.
+pub fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if is_hazard(c) => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,29 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::core::peer_text::is_hazard;
-
-/// `text` with every character that could end a text node or a quoted
-/// attribute written as a character reference (`&`, `<`, `>`, `"`, `'`).
-/// Controls other than tab and line breaks, and the bidirectional controls
-/// that reorder what is shown (`core::peer_text`'s hazards), are written as
-/// U+FFFD, so no peer text can hide or disguise itself.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if is_hazard(c) => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::core::peer_text::html as escape;
 
 /// Appends `text`, escaped, to `out`.
 pub fn push(out: &mut String, text: &str) {

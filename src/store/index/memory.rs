@@ -147,41 +147,10 @@ impl Index {
     /// The items of the memory, in the total order: the messages that are
     /// not deleted, with the text they stand with, and every note.
     pub fn memory_items(&self) -> StoreResult<Vec<MemoryItem>> {
-        let mut items: Vec<MemoryItem> = self
-            .conn
-            .prepare_cached(
-                "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
-                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
-                 FROM messages m WHERE m.deleted_ms IS NULL ORDER BY m.ms, m.c, m.id",
-            )
-            .and_then(|mut st| {
-                st.query_map([], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, u32>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, String>(5)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)?
-            .into_iter()
-            .filter_map(|(id, ms, c, role, topic, body)| {
-                Some(MemoryItem {
-                    key: OrderKey {
-                        hlc: Hlc(ms, c),
-                        id: RecordId::parse(&id)?,
-                    },
-                    kind: ItemKind::Message,
-                    role,
-                    topic,
-                    body,
-                })
-            })
-            .collect();
+        let mut items = self.memory_messages_where(
+            "FROM messages m WHERE m.deleted_ms IS NULL ORDER BY m.ms, m.c, m.id",
+            [],
+        )?;
         let notes = self.notes()?;
         if notes.is_empty() {
             return Ok(items);
@@ -262,43 +231,11 @@ impl Index {
     }
 
     fn memory_messages_sent_after(&self, n: i64) -> StoreResult<Vec<MemoryItem>> {
-        self.conn
-            .prepare_cached(
-                "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
-                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
-                 FROM records r JOIN messages m ON m.id = r.id \
-                 WHERE r.n > ?1 AND r.op = 'send' AND m.deleted_ms IS NULL",
-            )
-            .and_then(|mut st| {
-                st.query_map([n], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, u32>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, String>(5)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| {
-                rows.into_iter()
-                    .filter_map(|(id, ms, c, role, topic, body)| {
-                        Some(MemoryItem {
-                            key: OrderKey {
-                                hlc: Hlc(ms, c),
-                                id: RecordId::parse(&id)?,
-                            },
-                            kind: ItemKind::Message,
-                            role,
-                            topic,
-                            body,
-                        })
-                    })
-                    .collect()
-            })
+        self.memory_messages_where(
+            "FROM records r JOIN messages m ON m.id = r.id \
+             WHERE r.n > ?1 AND r.op = 'send' AND m.deleted_ms IS NULL",
+            [n],
+        )
     }
 
     /// Every summary ingested after `n`, in ingest order.
@@ -348,28 +285,55 @@ impl Index {
     }
 
     fn memory_message(&self, id: &RecordId) -> StoreResult<Option<MemoryItem>> {
+        Ok(self
+            .memory_messages_where(
+                "FROM messages m WHERE m.id = ?1 AND m.deleted_ms IS NULL",
+                [id.hex()],
+            )?
+            .pop())
+    }
+
+    /// Messages as items, with the text they stand with: `from` is the
+    /// query's FROM and WHERE over `messages m`.
+    fn memory_messages_where(
+        &self,
+        from: &str,
+        params: impl rusqlite::Params,
+    ) -> StoreResult<Vec<MemoryItem>> {
         self.conn
-            .prepare_cached(
-                "SELECT m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
-                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') \
-                 FROM messages m WHERE m.id = ?1 AND m.deleted_ms IS NULL",
-            )
+            .prepare_cached(&format!(
+                "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
+                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') {from}"
+            ))
             .and_then(|mut st| {
-                st.query_map([id.hex()], |r| {
-                    Ok(MemoryItem {
-                        key: OrderKey {
-                            hlc: Hlc(r.get(0)?, r.get(1)?),
-                            id: *id,
-                        },
-                        kind: ItemKind::Message,
-                        role: r.get(2)?,
-                        topic: r.get(3)?,
-                        body: r.get(4)?,
-                    })
+                st.query_map(params, |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, u32>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
                 })?
-                .next()
-                .transpose()
+                .collect::<Result<Vec<_>, _>>()
             })
             .db(&self.path)
+            .map(|rows| {
+                rows.into_iter()
+                    .filter_map(|(id, ms, c, role, topic, body)| {
+                        Some(MemoryItem {
+                            key: OrderKey {
+                                hlc: Hlc(ms, c),
+                                id: RecordId::parse(&id)?,
+                            },
+                            kind: ItemKind::Message,
+                            role,
+                            topic,
+                            body,
+                        })
+                    })
+                    .collect()
+            })
     }
 }
