@@ -28,7 +28,9 @@ use crate::core::op::{Op, Summary};
 use crate::core::peer_text::block;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::Step;
-use crate::store::leases::{Busy, FAILURES_TO_PAUSE, JobRow, JobState, LeasedTask, Leases, NewJob};
+use crate::store::leases::{
+    Busy, FAILURES_TO_PAUSE, Failed, JobRow, JobState, LeasedTask, Leases, NewJob,
+};
 
 /// The most tasks one job holds.
 pub const TASKS_PER_JOB: usize = 10;
@@ -729,11 +731,38 @@ pub fn compact_release(
     job: &str,
     reason: &str,
     failed: bool,
+    line: Option<&str>,
     now: i64,
 ) -> AppResult<Released> {
     let mut book = book(s)?;
     let row = open_job(&book, job)?;
     crate::app::refusal::check_length("reason", reason, 500)?;
+    let failed = match (failed, line) {
+        (false, None) => Failed::None,
+        (false, Some(_)) => {
+            return Err(AppError::value(
+                "line: names the line that failed; set failed=true with it, or leave it out",
+            ));
+        }
+        (true, None) => Failed::All,
+        (true, Some(given)) => {
+            let matching: Vec<&str> = row
+                .tasks
+                .iter()
+                .map(|t| t.line.as_str())
+                .filter(|l| names(given, l))
+                .collect();
+            match matching.as_slice() {
+                [one] => Failed::Line(one),
+                _ => {
+                    return Err(AppError::value(format!(
+                        "line '{given}' is not one task of this job: give the line of the task \
+                         that failed, as the job names it"
+                    )));
+                }
+            }
+        }
+    };
     let counts = book.release(&row, reason, failed, now)?;
     let paused: Vec<String> = counts
         .iter()

@@ -48,6 +48,10 @@ pub struct CompactReleaseParams {
     /// True when its tasks cannot be done (counts toward pausing its lines).
     #[serde(default)]
     pub failed: bool,
+    /// With failed: only this task's line failed (the others are given back
+    /// without a failure).
+    #[serde(default)]
+    pub line: Option<String>,
 }
 
 /// Parameters of compact_resume.
@@ -96,8 +100,8 @@ impl Server {
             .await
     }
 
-    /// Give a job back unfinished (failed=true when its tasks cannot be done; a line that
-    /// fails 3 times pauses).
+    /// Give a job back unfinished (failed=true when its tasks cannot be done, line= the one
+    /// task that cannot; a line that fails 3 times pauses).
     #[tool(output_schema = super::output_schema::<Released>(), annotations(
         title = "Release a compaction job",
         read_only_hint = false,
@@ -110,7 +114,14 @@ impl Server {
         Parameters(p): Parameters<CompactReleaseParams>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
-            compaction::compact_release(s, &p.job, &p.reason, p.failed, compaction::now_ms())
+            compaction::compact_release(
+                s,
+                &p.job,
+                &p.reason,
+                p.failed,
+                p.line.as_deref(),
+                compaction::now_ms(),
+            )
         })
         .await
     }

@@ -395,7 +395,7 @@ impl Leases {
         &mut self,
         job: &JobRow,
         reason: &str,
-        failed: bool,
+        failed: Failed<'_>,
         now_ms: i64,
     ) -> StoreResult<Vec<(String, i64)>> {
         let path = self.path.clone();
@@ -409,7 +409,7 @@ impl Leases {
             .db(&path)?;
         let mut counts = Vec::new();
         for t in &job.tasks {
-            if failed {
+            if failed.counts(&t.line) {
                 tx.execute(
                     "INSERT INTO failures(line, count, reason, at_ms) VALUES (?1, 1, ?2, ?3) \
                      ON CONFLICT(line) DO UPDATE SET count = count + 1, reason = ?2, at_ms = ?3",
@@ -471,6 +471,27 @@ impl Leases {
     }
 }
 
+/// Which lines of a job given back count a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failed<'a> {
+    /// None: the job is given back unfinished.
+    None,
+    /// Every line of the job.
+    All,
+    /// Only this line (full id): its neighbours in the job are innocent.
+    Line(&'a str),
+}
+
+impl Failed<'_> {
+    fn counts(self, line: &str) -> bool {
+        match self {
+            Self::None => false,
+            Self::All => true,
+            Self::Line(l) => l == line,
+        }
+    }
+}
+
 /// Explicit failures after which a line pauses until it is resumed.
 pub const FAILURES_TO_PAUSE: i64 = 3;
 
@@ -521,7 +542,7 @@ mod tests {
         .unwrap();
         // Failures pause a line after three; resume frees it.
         for _ in 0..3 {
-            a.release(&ja, "unreadable", true, 10).unwrap();
+            a.release(&ja, "unreadable", Failed::All, 10).unwrap();
         }
         assert_eq!(a.paused().unwrap().len(), 2);
         assert_eq!(a.failed_lines("l1").unwrap(), vec!["l1".to_owned()]);

@@ -407,6 +407,59 @@ async fn leases_are_shared_by_the_servers_of_a_home_expire_and_failures_pause_a_
 }
 
 /// Runs `countersign memory status …` with `input` on stdin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_naming_the_line_that_failed_pauses_that_line_alone() {
+    let ch = TestChannel::new(&["a", "b"]);
+    let a = ch.client("a").await;
+    for i in 0..3 {
+        a.send("b", "long", &body(i, 1_500)).await;
+    }
+    a.close().await;
+    let w = jobs_server(&ch.home, &ch.dir, "a", 0).await;
+    let mut worker = None;
+    let mut bad = String::new();
+    for round in 1..=3 {
+        let j = w.call("compact_next", json!({"worker": worker})).await.ok();
+        assert_eq!(j["status"], "job", "round {round}: {j}");
+        assert_eq!(j["tasks"].as_array().unwrap().len(), 3);
+        worker = Some(j["worker"].as_str().unwrap().to_owned());
+        bad = j["tasks"][1].as_str().unwrap().to_owned();
+        // A line of another job, or `line` without `failed`, is refused.
+        w.call(
+            "compact_release",
+            json!({"job": j["job"], "reason": "x", "failed": true, "line": "00000000"}),
+        )
+        .await
+        .value_error("not one task of this job");
+        w.call(
+            "compact_release",
+            json!({"job": j["job"], "reason": "x", "line": &bad[..8]}),
+        )
+        .await
+        .value_error("set failed=true");
+        let r = w
+            .call(
+                "compact_release",
+                json!({"job": j["job"], "reason": "unreadable", "failed": true, "line": &bad[..8]}),
+            )
+            .await
+            .ok();
+        let paused = r["paused"].as_array().unwrap();
+        assert_eq!(paused.len(), usize::from(round == 3), "{r}");
+    }
+    // The other two lines are offered again; the failed one is not.
+    let j = w.call("compact_next", json!({"worker": worker})).await.ok();
+    assert_eq!(j["status"], "job", "{j}");
+    let tasks: Vec<&str> = j["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.len(), 2, "{j}");
+    assert!(!tasks.contains(&bad.as_str()), "{tasks:?}");
+}
+
 fn memory_status(ch: &TestChannel, args: &[&str], input: &str) -> std::process::Output {
     use std::io::Write as _;
     let mut c = std::process::Command::new(bin());
