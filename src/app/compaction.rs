@@ -28,9 +28,11 @@ use crate::core::op::{Op, Summary};
 use crate::core::peer_text::block;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::Step;
+use crate::store::index::MemoryStamp;
 use crate::store::leases::{
     Busy, FAILURES_TO_PAUSE, Failed, JobRow, JobState, LeasedTask, Leases, NewJob,
 };
+use crate::store::state_file;
 
 /// The most tasks one job holds.
 pub const TASKS_PER_JOB: usize = 10;
@@ -810,6 +812,42 @@ pub fn compact_resume(s: &mut Session, line: &str) -> AppResult<Resumed> {
             many.iter().map(|l| short(l)).collect::<Vec<_>>().join(", ")
         ))),
     }
+}
+
+/// The file in the state folder that keeps [`items_waiting`]'s last answer.
+const WAITING_FILE: &str = "memory_waiting.json";
+
+/// [`items_waiting`]'s last answer and where the index stood for it.
+#[derive(Serialize, Deserialize)]
+struct KeptWaiting {
+    stamp: MemoryStamp,
+    items_waiting: u64,
+}
+
+/// The items under the view's waiting lines (what the status line shows),
+/// worked out again only when the index moved since the last answer, which
+/// a file in the state folder keeps: a status line redrawn every few seconds
+/// then costs a catch-up and two lookups on a quiet channel, not a pass over
+/// the history.
+pub fn items_waiting(s: &mut Session) -> AppResult<u64> {
+    s.catch_up()?;
+    let stamp = s.index().memory_stamp()?;
+    let dir = s.channel().state_dir().to_path_buf();
+    if let Some(kept) = state_file::load::<KeptWaiting>(&dir, WAITING_FILE)
+        && kept.stamp == stamp
+    {
+        return Ok(kept.items_waiting);
+    }
+    let items_waiting = plan(s)?.queue.items_waiting as u64;
+    let kept = KeptWaiting {
+        stamp,
+        items_waiting,
+    };
+    // Keeping it only saves the next run some work.
+    if let Err(e) = state_file::save(&dir, WAITING_FILE, &kept) {
+        tracing::debug!("keeping the memory's waiting count: {e}");
+    }
+    Ok(items_waiting)
 }
 
 /// The compaction state here: what the view waits for, what is ready,

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::Cli;
 use crate::app::Session;
-use crate::app::compaction::{CompactionStatus, compaction_status, now_ms};
+use crate::app::compaction::{CompactionStatus, compaction_status, items_waiting, now_ms};
 
 /// Items that must wait before the status line shows anything.
 pub const STATUSLINE_FROM: u64 = 30;
@@ -65,6 +65,11 @@ fn status(cli: &Cli) -> anyhow::Result<CompactionStatus> {
     Ok(compaction_status(&mut s, now_ms())?)
 }
 
+fn waiting(cli: &Cli) -> anyhow::Result<u64> {
+    let mut s = Session::new(cli.open_channel()?, None)?;
+    Ok(items_waiting(&mut s)?)
+}
+
 /// The status line: the previous one's output, then ours when enough waits.
 fn statusline(cli: &Cli, with: Option<&str>) {
     let input = read_input();
@@ -77,15 +82,10 @@ fn statusline(cli: &Cli, with: Option<&str>) {
             let _ = std::env::set_current_dir(d);
         }
     }
-    let ours = status(cli)
+    let ours = waiting(cli)
         .ok()
-        .filter(|st| st.items_waiting >= STATUSLINE_FROM)
-        .map(|st| {
-            format!(
-                "memory: {} items wait (/countersign-compact)",
-                st.items_waiting
-            )
-        });
+        .filter(|n| *n >= STATUSLINE_FROM)
+        .map(|n| format!("memory: {n} items wait (/countersign-compact)"));
     let line = match (before, ours) {
         (Some(b), Some(o)) => format!("{b} · {o}"),
         (Some(b), None) => b,

@@ -28,6 +28,7 @@ pub mod message_rows;
 pub mod prefs;
 pub mod records;
 pub mod spool;
+pub mod state_file;
 pub mod sync_outcome;
 pub mod upload;
 pub mod watcher;

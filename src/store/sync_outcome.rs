@@ -6,11 +6,15 @@
 //! tell. A missing or unreadable file reads as "no sync recorded": it must
 //! never stop a sync or a board.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{IoContext as _, StoreResult};
+use super::error::StoreResult;
+use super::state_file;
+
+/// The file's name in the state folder.
+const FILE: &str = "last_sync.json";
 
 /// The end of one sync on this device.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -28,10 +32,6 @@ pub struct SyncOutcome {
 const ERROR_BYTES: usize = 400;
 
 impl SyncOutcome {
-    fn path(state_dir: &Path) -> PathBuf {
-        state_dir.join("last_sync.json")
-    }
-
     /// A finished sync; `error` is cut to a bounded length.
     pub fn new(at_ms: i64, error: Option<&str>, attempts: u32) -> Self {
         let error = error.map(|e| {
@@ -50,23 +50,12 @@ impl SyncOutcome {
 
     /// The last sync recorded here, if any (an unreadable file is none).
     pub fn load(state_dir: &Path) -> Option<Self> {
-        // The file is this machine's own, but bound the read all the same.
-        let bytes = std::fs::read(Self::path(state_dir)).ok()?;
-        if bytes.len() > 4 * ERROR_BYTES {
-            return None;
-        }
-        serde_json::from_slice(&bytes).ok()
+        state_file::load(state_dir, FILE)
     }
 
     /// Records it atomically (temporary file, then rename).
     pub fn save(&self, state_dir: &Path) -> StoreResult<()> {
-        std::fs::create_dir_all(state_dir).at(state_dir)?;
-        let path = Self::path(state_dir);
-        let tmp = path.with_extension("json.tmp");
-        let bytes = serde_json::to_vec(self).expect("a sync outcome serializes");
-        std::fs::write(&tmp, bytes).at(&tmp)?;
-        std::fs::rename(&tmp, &path).at(&path)?;
-        Ok(())
+        state_file::save(state_dir, FILE, self)
     }
 }
 

@@ -164,7 +164,7 @@ impl Index {
 /// Where the index stands, as far as the memory can tell: it changes
 /// whenever a record is taken in or taken back. Reading it costs two lookups
 /// by key, whatever the size of the history.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MemoryStamp {
     /// The newest record's ingest number and id (`None`: no record).
     pub last: Option<(i64, String)>,
