@@ -188,6 +188,21 @@ fn tail(s: &str) -> &str {
     &s[start..]
 }
 
+/// `claude -p PROMPT` in the project against the model stand-in, with `tools` allowed
+/// without asking. Every tool goes with its full schema in the first request (no tool
+/// search behind ToolSearch): the stand-in plays its script from it, and tests inspect it.
+fn claude_print(w: &World, api: &ModelApi, prompt: &str, tools: &str) -> Ran {
+    let mut c = w.command("claude");
+    c.args(["-p", prompt, "--output-format", "json"])
+        .args(["--allowedTools", tools])
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false");
+    run_bounded(c, &format!("claude -p {prompt}"), CLIENT_TIMEOUT)
+}
+
 /// Runs `c` to completion or kills it (and everything it started) after `limit`, with a
 /// message naming `what`. Output goes to files, so nothing blocks on a full pipe.
 fn run_bounded(mut c: Command, what: &str, limit: Duration) -> Ran {
@@ -481,18 +496,7 @@ fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
         &json!({"to": PEER, "topic": topic, "body": "sent through the real client"}),
     );
 
-    let mut c = w.command("claude");
-    c.args(["-p", "Tell the backend hello.", "--output-format", "json"])
-        // Non-interactive: the user allows the channel's tools up front.
-        .args(["--allowedTools", "mcp__channel"])
-        .env("ANTHROPIC_BASE_URL", api.url())
-        .env("ANTHROPIC_API_KEY", "sk-stand-in")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        // Send every tool's full schema in the tool list (not deferred behind ToolSearch),
-        // which is what this test inspects.
-        .env("ENABLE_TOOL_SEARCH", "false");
-    let ran = run_bounded(c, "claude -p", CLIENT_TIMEOUT);
+    let ran = claude_print(&w, &api, "Tell the backend hello.", "mcp__channel");
     let turns = conversation(&api);
     let context = format!(
         "{}\n--- requests seen: {} in all, {} of the conversation",
@@ -543,15 +547,7 @@ fn claude_code_offers_the_compactor_and_the_session_no_job_tool() {
         w.tmp.path(),
         &json!({"to": PEER, "topic": "compactor", "body": "installed"}),
     );
-    let mut c = w.command("claude");
-    c.args(["-p", "Tell the backend hello.", "--output-format", "json"])
-        .args(["--allowedTools", "mcp__channel"])
-        .env("ANTHROPIC_BASE_URL", api.url())
-        .env("ANTHROPIC_API_KEY", "sk-stand-in")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("ENABLE_TOOL_SEARCH", "false");
-    let ran = run_bounded(c, "claude -p", CLIENT_TIMEOUT);
+    let ran = claude_print(&w, &api, "Tell the backend hello.", "mcp__channel");
     let turns = conversation(&api);
     let context = ran.shown();
     assert_eq!(ran.code, Some(0), "claude -p failed\n{context}");
@@ -603,15 +599,12 @@ fn claude_code_compacts_the_memory_through_the_subagent() {
     };
     assert_eq!(waiting(&w)["ready"], 3);
     let api = ModelApi::start_with(w.tmp.path(), &json!({}), &["--compact"]);
-    let mut c = w.command("claude");
-    c.args(["-p", "/countersign-compact", "--output-format", "json"])
-        .args(["--allowedTools", "mcp__countersign-jobs,Agent,Task"])
-        .env("ANTHROPIC_BASE_URL", api.url())
-        .env("ANTHROPIC_API_KEY", "sk-stand-in")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("ENABLE_TOOL_SEARCH", "false");
-    let ran = run_bounded(c, "claude -p /countersign-compact", CLIENT_TIMEOUT);
+    let ran = claude_print(
+        &w,
+        &api,
+        "/countersign-compact",
+        "mcp__countersign-jobs,Agent,Task",
+    );
     let requests = api.requests();
     let ends: Vec<String> = requests
         .iter()
@@ -1049,16 +1042,7 @@ fn claude_code_records_the_prompt_and_the_final_reply_as_notes() {
         w.tmp.path(),
         &json!({"to": PEER, "topic": "recorded", "body": "sent while recording"}),
     );
-    let mut c = w.command("claude");
-    c.args(["-p", "Tell the backend hello.", "--output-format", "json"])
-        .args(["--allowedTools", "mcp__channel"])
-        .env("ANTHROPIC_BASE_URL", api.url())
-        .env("ANTHROPIC_API_KEY", "sk-stand-in")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        // The tools in the first request, so the stand-in plays its script.
-        .env("ENABLE_TOOL_SEARCH", "false");
-    let ran = run_bounded(c, "claude -p", CLIENT_TIMEOUT);
+    let ran = claude_print(&w, &api, "Tell the backend hello.", "mcp__channel");
     let context = ran.shown();
     assert_eq!(ran.code, Some(0), "claude -p failed\n{context}");
     let notes = wait_for_notes(&w, &context);
