@@ -18,15 +18,12 @@ use crate::common::{TestChannel, bin};
 use countersign::app::AppError;
 use countersign::app::memory::Memory;
 use countersign::app::note::{NoteRequest, write_note};
-use countersign::core::hlc::Hlc;
 use countersign::core::memory::note::{MAX_NOTE_BYTES, NoteKind};
 use countersign::core::memory::tree::DEFAULT_BUDGET;
 use countersign::core::op::{MemoryNote, Op};
-use countersign::core::record::{self, Header};
+use countersign::core::record;
 use countersign::store::Home;
 use countersign::store::feed::list_segments;
-use countersign::store::home::KeyName;
-use countersign::store::index::ProblemKind;
 
 fn note(kind: NoteKind, text: &str, event: Option<&str>) -> NoteRequest {
     NoteRequest {
@@ -247,37 +244,11 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
         let mut s = l.session("a");
         send(&mut s, "b", "Hello", "one message");
         // The peer writes the note by hand, signed with the feed's real key.
-        let seg = list_segments(&l.feed_dir("a")).unwrap().pop().unwrap().path;
-        let ch = countersign::store::ChannelDir::open(&l.dir)
-            .unwrap()
-            .id()
-            .to_owned();
-        let role = countersign::core::ids::Role::new("a").unwrap();
-        let key = l.home.load_key(&ch, KeyName::Role(&role)).unwrap().unwrap();
-        let text = fs::read_to_string(&seg).unwrap();
-        let last = record::decode(text.lines().last().unwrap().as_bytes()).unwrap();
-        let header = Header {
-            ch: ch.clone(),
-            feed: last.header.feed.clone(),
-            seq: last.header.seq + 1,
-            prev: Some(last.id),
-            hlc: Hlc(last.header.hlc.0 + 1, 0),
-        };
-        let forged = record::encode(&header, &Op::Note(shape), &key);
-        let mut f = fs::OpenOptions::new().append(true).open(&seg).unwrap();
-        std::io::Write::write_all(&mut f, forged.to_line().as_bytes()).unwrap();
-        drop(f);
+        l.forge("a", &Op::Note(shape));
 
         let mut reader = local::open(&l.dir, &Home::at(l.tmp.path().join("reader")));
         reader.catch_up().unwrap();
-        let quarantined: Vec<String> = reader
-            .index()
-            .problems()
-            .unwrap()
-            .into_iter()
-            .filter(|p| p.kind == ProblemKind::Quarantine)
-            .map(|p| p.reason)
-            .collect();
+        let quarantined = local::quarantined(&reader);
         assert_eq!(quarantined.len(), 1, "{why}: {quarantined:?}");
         assert!(
             quarantined[0].starts_with("note refused"),

@@ -58,3 +58,46 @@ pub fn send(s: &mut Session, to: &str, topic: &str, body: &str) -> String {
     let out = send_message(s, SendRequest::new(to, topic, body)).unwrap();
     out.id
 }
+
+impl Local {
+    /// Appends to `role`'s own feed, by hand, a record of `op` signed with the
+    /// feed's real key and chained to its last record: what a peer writing the
+    /// folder directly could put there, past every check of the writer.
+    pub fn forge(&self, role: &str, op: &countersign::core::op::Op) {
+        use countersign::core::hlc::Hlc;
+        use countersign::core::record::{self, Header};
+        use countersign::store::home::KeyName;
+        let seg = countersign::store::feed::list_segments(&self.feed_dir(role))
+            .unwrap()
+            .pop()
+            .unwrap()
+            .path;
+        let ch = ChannelDir::open(&self.dir).unwrap().id().to_owned();
+        let r = Role::new(role).unwrap();
+        let key = self.home.load_key(&ch, KeyName::Role(&r)).unwrap().unwrap();
+        let text = std::fs::read_to_string(&seg).unwrap();
+        let last = record::decode(text.lines().last().unwrap().as_bytes()).unwrap();
+        let header = Header {
+            ch,
+            feed: last.header.feed.clone(),
+            seq: last.header.seq + 1,
+            prev: Some(last.id),
+            hlc: Hlc(last.header.hlc.0 + 1, 0),
+        };
+        let forged = record::encode(&header, op, &key);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&seg).unwrap();
+        std::io::Write::write_all(&mut f, forged.to_line().as_bytes()).unwrap();
+    }
+}
+
+/// The reasons of the quarantines `channel`'s index holds.
+pub fn quarantined(channel: &Channel) -> Vec<String> {
+    channel
+        .index()
+        .problems()
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.kind == countersign::store::index::ProblemKind::Quarantine)
+        .map(|p| p.reason)
+        .collect()
+}
