@@ -20,6 +20,8 @@
 //!   some clients (MCP Inspector 2.12) check it against the same schema and
 //!   show a validation error instead of the refusal.
 
+use std::borrow::Cow;
+
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 
@@ -149,8 +151,9 @@ fn lean_parameter(node: &Value, defs: &Value, described: bool) -> JsonObject {
 
 /// The published form of a derived output schema (see the module docs).
 pub fn lean_output(schema: &JsonObject) -> JsonObject {
-    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
-    let mut out = lean_result(&Value::Object(schema.clone()), &defs, 0);
+    let none = Value::Null;
+    let defs = schema.get("$defs").unwrap_or(&none);
+    let mut out = lean_result(&Value::Object(schema.clone()), defs, 0);
     // MCP wants an object at the root, also beside a root `anyOf`.
     out.insert("type".into(), json!("object"));
     out
@@ -278,17 +281,19 @@ fn admits_null(schema: &JsonObject) -> bool {
 }
 
 /// `node` with a `$ref` to `#/$defs/…` replaced by what it names (its other
-/// keys, such as a description, kept).
-fn resolve(node: &Value, defs: &Value) -> Value {
+/// keys, such as a description, kept). A node without one is borrowed, not
+/// copied: the passes above call this at every level, and copying each
+/// subtree there was most of a server's start-up.
+fn resolve<'a>(node: &'a Value, defs: &'a Value) -> Cow<'a, Value> {
     let Some(target) = node
         .get("$ref")
         .and_then(Value::as_str)
         .and_then(|r| r.strip_prefix("#/$defs/"))
         .and_then(|name| defs.get(name))
     else {
-        return node.clone();
+        return Cow::Borrowed(node);
     };
-    let mut merged = resolve(target, defs);
+    let mut merged = resolve(target, defs).into_owned();
     if let (Some(merged), Some(node)) = (merged.as_object_mut(), node.as_object()) {
         for (k, v) in node {
             if k != "$ref" {
@@ -296,7 +301,7 @@ fn resolve(node: &Value, defs: &Value) -> Value {
             }
         }
     }
-    merged
+    Cow::Owned(merged)
 }
 
 /// Doc comments wrap lines; a description is one paragraph.
