@@ -7,8 +7,6 @@
 //! the total order". It must not decide what the sequence or the tree is:
 //! `core::memory` does.
 
-use std::collections::HashMap;
-
 use rusqlite::params;
 
 use super::Index;
@@ -84,48 +82,6 @@ impl Index {
             .and_then(|mut st| st.execute([n]))
             .db(&self.path)?;
         Ok(())
-    }
-
-    /// The standing summary of each of `lines` that has one: the first in
-    /// the total order.
-    pub fn standing_summaries(&self, lines: &[RecordId]) -> StoreResult<HashMap<RecordId, String>> {
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT text FROM summaries WHERE line = ?1 ORDER BY ms, c, id LIMIT 1")
-            .db(&self.path)?;
-        let mut out = HashMap::new();
-        for line in lines {
-            let text: Option<String> = st
-                .query_map([line.hex()], |r| r.get(0))
-                .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
-                .db(&self.path)?
-                .into_iter()
-                .next();
-            if let Some(t) = text {
-                out.insert(*line, t);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The standing summary of every line that has one (the first of its
-    /// line in the total order).
-    pub fn all_standing_summaries(&self) -> StoreResult<HashMap<RecordId, String>> {
-        self.conn
-            .prepare_cached(
-                "SELECT s.line, s.text FROM summaries s WHERE NOT EXISTS (SELECT 1 FROM \
-                 summaries t WHERE t.line = s.line AND (t.ms, t.c, t.id) < (s.ms, s.c, s.id))",
-            )
-            .and_then(|mut st| {
-                st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| {
-                rows.into_iter()
-                    .filter_map(|(l, t)| RecordId::parse(&l).map(|l| (l, t)))
-                    .collect()
-            })
     }
 
     /// Every summary of `line`, standing first: `(record id, text)`.
