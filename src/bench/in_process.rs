@@ -69,7 +69,7 @@ impl InProcess {
             crate::app::inbox::read_inbox(&mut s, true, 50, None).map_err(err)
         })?;
         let (list, list_bytes) = timed_local(calls, || {
-            list_messages(&mut s, &ListFilter::default(), 100, None).map_err(err)
+            list_messages(&mut s, &ListFilter::default(), 50, None).map_err(err)
         })?;
         let (search, search_bytes) = timed_local(calls, || {
             let never = || false;

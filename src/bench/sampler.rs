@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 /// Calls per tool before timing starts.
-const WARMUP: usize = 5;
+pub const WARMUP: usize = 5;
 /// A tool stops being timed after this long (with at least `MIN_CALLS` samples),
 /// so a slow query cannot make the bench run for hours.
 const TIME_CAP: Duration = Duration::from_secs(20);

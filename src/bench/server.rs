@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::corpus::{Rng, body};
 use super::machine::vm_hwm_kb;
-use super::sampler::{MIN_CALLS, Sampler};
+use super::sampler::{MIN_CALLS, Sampler, WARMUP};
 use super::seed::Seeded;
 use super::{COMMON_TERM, RARE_TERM, RUN_BYTES, RUN_QUERY, SERVER_ROLE};
 use crate::cli::mcp_client::{self, Client, call};
@@ -25,6 +25,9 @@ pub struct Mcp {
     pub inbox: Vec<Duration>,
     pub inbox_headers: Vec<Duration>,
     pub list: Vec<Duration>,
+    pub resolve: Vec<Duration>,
+    pub obligations: Vec<Duration>,
+    pub status: Vec<Duration>,
     pub search: Vec<Duration>,
     pub search_common: Vec<Duration>,
     pub search_run: Vec<Duration>,
@@ -66,7 +69,24 @@ impl Mcp {
             |_| json!({"fields": "headers"}),
         )
         .await?;
-        let list = timed(&client, "list_messages", calls, MIN_CALLS, |_| json!({})).await?;
+        let list = timed(
+            &client,
+            "list_messages",
+            calls,
+            MIN_CALLS,
+            |_| json!({"limit": LIST_LIMIT}),
+        )
+        .await?;
+        let resolve = resolve_debts(exe, seeded, &client, calls).await?;
+        let obligations = timed(
+            &client,
+            "open_obligations",
+            calls,
+            MIN_CALLS,
+            |_| json!({"limit": LIST_LIMIT}),
+        )
+        .await?;
+        let status = timed(&client, "channel_status", calls, MIN_CALLS, |_| json!({})).await?;
         let search = timed(
             &client,
             "search_messages",
@@ -133,6 +153,9 @@ impl Mcp {
             inbox: inbox.0,
             inbox_headers: inbox_headers.0,
             list: list.0,
+            resolve,
+            obligations: obligations.0,
+            status: status.0,
             search: search.0,
             search_common: search_common.0,
             search_run,
@@ -143,6 +166,45 @@ impl Mcp {
             server_hwm_kb,
         })
     }
+}
+
+/// How many messages the listing rows ask for (`limit`), as the reference's
+/// figures were taken.
+const LIST_LIMIT: usize = 50;
+
+/// `resolve_message` timed: a server for `backend` sends `frontend` one debt
+/// per call (untimed), then `frontend` resolves each, newest first. Returns
+/// the samples.
+async fn resolve_debts(
+    exe: &Path,
+    seeded: &Seeded,
+    client: &Client,
+    calls: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let (author, _) = spawn(exe, seeded, "backend").await?;
+    let mut ids = Vec::with_capacity(calls + WARMUP);
+    for i in 0..calls + WARMUP {
+        let sent = call(
+            &author,
+            "send_message",
+            json!({"to": SERVER_ROLE, "topic": format!("debt {i}"),
+                   "body": "please look at the retry path", "action_required": true}),
+        )
+        .await?;
+        let id = sent["id"].as_str().context("send_message answered no id")?;
+        ids.push(id.to_owned());
+    }
+    let _ = author.cancel().await;
+    let (samples, last) = timed(client, "resolve_message", calls, calls, |_| {
+        let id = ids.pop().unwrap_or_default();
+        json!({"message_id": id, "resolution_note": "done"})
+    })
+    .await?;
+    ensure!(
+        last["already_resolved"] == Value::Bool(false),
+        "resolve_message did not resolve a fresh debt: {last}"
+    );
+    Ok(samples)
 }
 
 /// Spawns `countersign mcp` for `role` on the seeded channel, with the
