@@ -42,7 +42,7 @@ impl Server {
         open_world_hint = false
     ))]
     async fn server_build(&self) -> Result<CallToolResult, McpError> {
-        super::to_result(Ok(ServedBuild {
+        self.answer(Ok(ServedBuild {
             build: info::server_build(),
             toolsets: self.served.names().to_vec(),
         }))

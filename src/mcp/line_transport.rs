@@ -224,10 +224,7 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let line = serde_json::to_vec(&item).map(|mut line| {
-            line.push(b'\n');
-            line
-        });
+        let line = super::structured::line(item);
         let out = self.out.clone();
         async move { write_line(&out, line?).await }
     }

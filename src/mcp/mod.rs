@@ -24,6 +24,7 @@ pub mod line_transport;
 mod memory;
 mod messaging;
 pub mod schema;
+mod structured;
 pub mod syncer;
 pub mod toolset;
 mod uploads;
@@ -134,6 +135,9 @@ pub struct Server {
     /// What tools/list answers: the served tools in the protocol's order,
     /// their schemas in the published form.
     published: Arc<Vec<Tool>>,
+    /// Whether answers carry their structured content as their text, for the
+    /// stdio transport to splice in (`structured`); otherwise as a value.
+    structured_as_text: bool,
 }
 
 /// How long a server waits after a call before doing the work no answer
@@ -181,6 +185,7 @@ impl Server {
             tool_router,
             served,
             published: Arc::new(published),
+            structured_as_text: false,
         }
     }
 
@@ -211,7 +216,11 @@ impl Server {
             };
             tokio::spawn(syncer::run(dir, home, every, self.folder_changes()));
         }
-        let running = self.serve(line_transport::LineTransport::stdio()).await?;
+        let server = Self {
+            structured_as_text: true,
+            ..self
+        };
+        let running = server.serve(line_transport::LineTransport::stdio()).await?;
         running.waiting().await?;
         Ok(())
     }
@@ -223,7 +232,18 @@ impl Server {
         T: Serialize + Send + 'static,
         F: FnOnce(&mut Session) -> AppResult<T> + Send + 'static,
     {
-        to_result(self.blocking(f).await?)
+        self.answer(self.blocking(f).await?)
+    }
+
+    /// A use case's outcome as this server's transport carries it: the
+    /// structured content as the text over stdio (see `structured`), as a
+    /// value otherwise ([`to_result`]).
+    fn answer<T: Serialize>(&self, outcome: AppResult<T>) -> Result<CallToolResult, McpError> {
+        if self.structured_as_text {
+            structured::deferred(outcome)
+        } else {
+            to_result(outcome)
+        }
     }
 
     /// Runs `f` on the session on a blocking thread (SQLite and files block).

@@ -13,7 +13,7 @@ use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
 use serde::Deserialize;
 
-use super::{Server, to_result};
+use super::Server;
 use crate::app::wait::{
     MailNews, MailSnapshot, MailWait, ReplyWait, WAIT_CAP_S, check_wait, mail_snapshot,
     reply_check, reply_target, timed_out,
@@ -115,7 +115,7 @@ impl Server {
             .await?;
         let (parent, after_n) = match target {
             Ok(t) => t,
-            Err(e) => return to_result::<ReplyWait>(Err(e)),
+            Err(e) => return self.answer::<ReplyWait>(Err(e)),
         };
         let deadline = started + Duration::from_secs_f64(timeout.min(WAIT_CAP_S));
         let mut changes = self.folder_changes();
@@ -125,13 +125,13 @@ impl Server {
                 .blocking(move |s| reply_check(s, &parent, after_n, include_read))
                 .await?;
             match found {
-                Ok(Some(row)) => return to_result(Ok(ReplyWait::Reply(Box::new(row)))),
+                Ok(Some(row)) => return self.answer(Ok(ReplyWait::Reply(Box::new(row)))),
                 Ok(None) => {}
-                Err(e) => return to_result::<ReplyWait>(Err(e)),
+                Err(e) => return self.answer::<ReplyWait>(Err(e)),
             }
             if Instant::now() >= deadline {
                 let out = timed_out(started.elapsed().as_secs_f64(), "in reply");
-                return to_result(Ok(ReplyWait::TimedOut(out)));
+                return self.answer(Ok(ReplyWait::TimedOut(out)));
             }
             nap(&mut changes, Duration::from_secs_f64(interval), deadline).await;
         }
@@ -160,7 +160,7 @@ impl Server {
             .await?;
         let entry = match entry {
             Ok(e) => e,
-            Err(e) => return to_result::<MailWait>(Err(e)),
+            Err(e) => return self.answer::<MailWait>(Err(e)),
         };
         let pending_at_entry = entry.counts();
         let mut known = if p.ignore_backlog {
@@ -174,7 +174,7 @@ impl Server {
         loop {
             let news = now.news_since(&known);
             if !news.is_empty() {
-                return to_result(Ok(MailWait::News(MailNews {
+                return self.answer(Ok(MailWait::News(MailNews {
                     pending: news,
                     pending_at_entry,
                     timed_out: false,
@@ -184,12 +184,12 @@ impl Server {
             if Instant::now() >= deadline {
                 let mut out = timed_out(started.elapsed().as_secs_f64(), "for you");
                 out.pending_at_entry = Some(pending_at_entry);
-                return to_result(Ok(MailWait::TimedOut(out)));
+                return self.answer(Ok(MailWait::TimedOut(out)));
             }
             nap(&mut changes, Duration::from_secs_f64(interval), deadline).await;
             now = match self.blocking(mail_snapshot).await? {
                 Ok(s) => s,
-                Err(e) => return to_result::<MailWait>(Err(e)),
+                Err(e) => return self.answer::<MailWait>(Err(e)),
             };
         }
     }

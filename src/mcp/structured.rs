@@ -1,0 +1,188 @@
+//! How a tool's structured content travels over stdio: as the very text the
+//! answer already carries, not as a second tree.
+//!
+//! Every successful answer carries its JSON twice, as the text content and
+//! as `structuredContent` (the text is what clients read since before output
+//! schemas; the structured form is what they check against the schema). Built
+//! the plain way, an answer becomes a `serde_json::Value` tree (one allocation
+//! per field and string), is written out once as the text, and the tree is
+//! written out again inside the response: for a 60 kB inbox that was about a
+//! third of the server's time per call. Over stdio the server writes its own
+//! lines (`line_transport`), so [`deferred`] serializes the answer once, to
+//! the text, and leaves a mark where the structured content goes; [`line`]
+//! writes the response with the text itself spliced in as
+//! `structuredContent`. Same bytes on the wire as JSON values go, same
+//! meaning: a client parses one object either way.
+//!
+//! Owns the mark and the splice; must not change what an answer says. Other
+//! transports (HTTP, where rmcp writes the response) use
+//! [`super::to_result`], which builds the value.
+
+use rmcp::RoleServer;
+use rmcp::model::{CallToolResult, ContentBlock, JsonRpcMessage, ServerResult};
+use rmcp::service::TxJsonRpcMessage;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::app::AppResult;
+use rmcp::ErrorData as McpError;
+
+/// The key of the mark [`deferred`] leaves in `structuredContent`. No answer
+/// has a field of this name (it starts with a NUL), and the mark is an
+/// object, which rmcp keeps as it is for every protocol version.
+const MARK: &str = "\u{0}countersign:structured-is-the-text";
+
+/// What the text is, so the splice knows how to write it.
+const OBJECT: &str = "object";
+/// A value that is no object (a list): structured content must be an
+/// object, so it travels as `{"result": …}`, as [`super::to_result`] wraps it.
+const WRAPPED: &str = "wrapped";
+
+/// A tool's outcome as a result whose structured content is its text,
+/// marked for [`line`] to write; refusals and documents as
+/// [`super::to_result`] makes them.
+pub fn deferred<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, McpError> {
+    let v = match outcome {
+        Ok(v) => v,
+        Err(e) => return super::to_result::<()>(Err(e)),
+    };
+    let text = serde_json::to_string(&v)
+        .map_err(|e| McpError::internal_error(format!("serializing a tool result: {e}"), None))?;
+    let shape = match text.as_bytes().first() {
+        Some(b'{') => OBJECT,
+        // A document (get_protocol) travels as itself, not as a quoted string.
+        Some(b'"') => {
+            let doc: Value = serde_json::from_str(&text).map_err(|e| {
+                McpError::internal_error(format!("reading back a tool result: {e}"), None)
+            })?;
+            return super::to_result(Ok(doc));
+        }
+        _ => WRAPPED,
+    };
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(json!({ MARK: shape }));
+    Ok(r)
+}
+
+/// The shape a marked result's text has, if the result is marked.
+fn mark(r: &CallToolResult) -> Option<&'static str> {
+    let shape = r.structured_content.as_ref()?.as_object()?.get(MARK)?;
+    [OBJECT, WRAPPED].into_iter().find(|s| shape == *s)
+}
+
+/// One message as a line of JSON (newline included), a marked tool result
+/// with its text spliced in as `structuredContent`.
+pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8>> {
+    if let JsonRpcMessage::Response(resp) = &mut item
+        && let ServerResult::CallToolResult(r) = &mut resp.result
+        && let Some(shape) = mark(r)
+        && r.content.first().and_then(ContentBlock::as_text).is_some()
+    {
+        r.structured_content = None;
+        let r = &*r;
+        let text = r
+            .content
+            .first()
+            .and_then(ContentBlock::as_text)
+            .map_or(&b""[..], |t| t.text.as_bytes());
+        let mut out = Vec::with_capacity(2 * text.len() + 128);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, &resp.id)?;
+        out.extend_from_slice(br#","result":"#);
+        serde_json::to_writer(&mut out, r)?;
+        // The result is an object holding content: reopen it for one more field.
+        out.pop();
+        out.extend_from_slice(br#","structuredContent":"#);
+        if shape == WRAPPED {
+            out.extend_from_slice(br#"{"result":"#);
+            out.extend_from_slice(text);
+            out.push(b'}');
+        } else {
+            out.extend_from_slice(text);
+        }
+        out.extend_from_slice(b"}}\n");
+        return Ok(out);
+    }
+    plain(&item)
+}
+
+/// A message as serde writes it, newline included.
+fn plain(item: &TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(item)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{JsonRpcResponse, JsonRpcVersion2_0, NumberOrString};
+    use serde::Serialize;
+
+    #[derive(Serialize)]
+    struct Answer {
+        id: &'static str,
+        body: String,
+        tags: Vec<u32>,
+    }
+
+    fn response(r: CallToolResult) -> TxJsonRpcMessage<RoleServer> {
+        JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id: NumberOrString::Number(7),
+            result: ServerResult::CallToolResult(r),
+        })
+    }
+
+    /// The line of a deferred result and of the same result built as values
+    /// parse to the same JSON.
+    fn same_as_values<T: Serialize + Clone>(v: T) -> Value {
+        let spliced = line(response(deferred(Ok(v.clone())).unwrap())).unwrap();
+        assert_eq!(spliced.last(), Some(&b'\n'));
+        let built = line(response(super::super::to_result(Ok(v)).unwrap())).unwrap();
+        let (a, b): (Value, Value) = (
+            serde_json::from_slice(&spliced).unwrap(),
+            serde_json::from_slice(&built).unwrap(),
+        );
+        assert_eq!(a, b);
+        a
+    }
+
+    #[test]
+    fn an_object_travels_as_its_text_and_means_the_same() {
+        let a = Answer {
+            id: "m1",
+            body: "quotes \" and \\ and \n and \u{7f} and é".into(),
+            tags: vec![1, 2],
+        };
+        let v = same_as_values(serde_json::to_value(&a).unwrap());
+        assert_eq!(v["result"]["structuredContent"]["body"], json!(a.body));
+        let text = v["result"]["content"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(text).unwrap(),
+            v["result"]["structuredContent"]
+        );
+        assert_eq!(v["id"], json!(7));
+    }
+
+    #[test]
+    fn a_list_is_wrapped_and_a_document_is_its_own_text() {
+        let v = same_as_values(vec![json!({"a": 1}), json!("two")]);
+        assert_eq!(v["result"]["structuredContent"]["result"][1], json!("two"));
+        let v = same_as_values(Value::String("# A document\n".into()));
+        assert_eq!(v["result"]["content"][0]["text"], json!("# A document\n"));
+        assert_eq!(
+            v["result"]["structuredContent"]["result"],
+            json!("# A document\n")
+        );
+    }
+
+    #[test]
+    fn an_unmarked_message_is_written_as_serde_writes_it() {
+        let r = super::super::to_result(Ok(json!({"x": 1}))).unwrap();
+        let item = response(r);
+        let mut expected = serde_json::to_vec(&item).unwrap();
+        expected.push(b'\n');
+        assert_eq!(line(item).unwrap(), expected);
+    }
+}
