@@ -19,7 +19,6 @@ use super::session::Session;
 use crate::core::ids::FeedId;
 use crate::core::record::parse_pubkey;
 use crate::core::timestamp::format_rfc3339;
-use crate::store::feed::read_head;
 use crate::store::index::AdmittedFeed;
 
 /// One device's feed of one role, as seen from here.
@@ -46,7 +45,6 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
     let ix = s.index();
 
     let me = s.channel().device().id.clone();
-    let feeds_dir = s.channel().dir().feeds();
     let mut out = Vec::new();
     for AdmittedFeed {
         feed,
@@ -63,13 +61,7 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
             continue;
         }
         let records = seq.max(0) as u64;
-        let head = parse_pubkey(&pubkey).and_then(|key| {
-            read_head(
-                &feeds_dir.join(feed.role()).join(feed.device()),
-                &feed,
-                &key,
-            )
-        });
+        let head = parse_pubkey(&pubkey).and_then(|key| s.channel().feed_head(&feed, &key));
         let last_heard_ms = match (ms, head) {
             (Some(ms), Some(h)) => Some(ms.max(h.hlc.ms())),
             (ms, h) => ms.or(h.map(|h| h.hlc.ms())),

@@ -18,6 +18,7 @@ use super::channel_dir::ChannelDir;
 pub use super::clock::now_ms;
 use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
 use super::feed::{FeedWriter, Tails};
+use super::heads::Heads;
 use super::home::{Device, Home, KeyName};
 use super::index::{Index, SearchBacklog};
 use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
@@ -64,6 +65,8 @@ pub struct Channel {
     cache: ScanCache,
     /// Per own feed, what this process's last append left on disk.
     tails: HashMap<FeedId, Tails>,
+    /// The feeds' heads as last verified ([`Self::feed_head`]).
+    heads: Heads,
 }
 
 impl Channel {
@@ -86,6 +89,7 @@ impl Channel {
             state_dir,
             index,
             cache: ScanCache::default(),
+            heads: Heads::default(),
             tails: HashMap::new(),
         })
     }
@@ -296,6 +300,18 @@ impl Channel {
             self.cache.clear();
         }
         result
+    }
+
+    /// The signed head of `feed`, if its `head.json` is there and verifies
+    /// with `key` (a heartbeat and a hint, never trusted over the records);
+    /// the signature is checked again only when the file changed.
+    pub fn feed_head(
+        &self,
+        feed: &FeedId,
+        key: &ed25519_dalek::VerifyingKey,
+    ) -> Option<crate::core::record::HeadClaim> {
+        let dir = self.dir.feeds().join(feed.role()).join(feed.device());
+        self.heads.read(&dir, feed, key)
     }
 
     /// The second phase of a rebuild: indexes every body row the full-text

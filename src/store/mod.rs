@@ -17,6 +17,7 @@ pub mod error;
 pub mod feed;
 pub mod folder_file;
 pub mod fts_layout;
+pub mod heads;
 pub mod home;
 pub mod index;
 pub mod ingest;
