@@ -211,6 +211,8 @@ pub struct Ingest<'a, 'p> {
     /// True once this pass noted a claim or accepted an invite or an admit:
     /// the claims are reviewed again at its end.
     claims_changed: bool,
+    /// A pass over the feed this device just appended to ([`Self::run_own`]).
+    own_write: bool,
 }
 
 /// A record known to be signed by a key without checking: its id (the hash
@@ -256,6 +258,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         vouched: HashSet<Vouch>,
     ) -> StoreResult<IngestReport> {
         let mut me = Self::new(index, dir, None, now_ms(), vouched);
+        me.own_write = true;
         me.load()?;
         let path = dir.feeds().join(feed.role()).join(feed.device());
         me.ingest_feed(feed, &path, cache)?;
@@ -321,6 +324,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             cursors: None,
             torn: false,
             claims_changed: false,
+            own_write: false,
         }
     }
 
@@ -927,6 +931,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let state = self.feed_state(feed).clone();
         let applied = state.head.map_or(0, |h| h.seq);
         let claim = match (waits, state.frozen.is_some(), state.pubkey) {
+            // Right after this device's own append, the head is the one it
+            // just signed for the record it just applied: reading the file
+            // back and checking its signature would only cost time.
+            (false, false, Some(_)) if self.own_write => None,
             (false, false, Some(key)) => feed::read_head(dir, feed, &key),
             _ => None,
         };
