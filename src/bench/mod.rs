@@ -53,6 +53,7 @@ mod seed;
 mod server;
 mod table;
 mod wake;
+mod wire;
 
 use std::fs;
 use std::path::PathBuf;
@@ -76,6 +77,7 @@ use self::seed::{Scratch, Seeded, seed};
 use self::server::Mcp;
 use self::table::{Table, fmt_ms_list};
 use self::wake::Wake;
+use self::wire::Wire;
 use crate::store::Channel;
 
 /// countersign-bench: measure rebuild, ingest, tool latency and memory against the budgets,
@@ -600,6 +602,8 @@ fn growth_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
         .build()?;
     eprintln!("measuring through the MCP server…");
     let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
+    eprintln!("measuring the read tools on the wire…");
+    let wire = Wire::measure(exe.path(), &seeded, a.calls)?;
     let mut t = Table::default();
     rebuild_rows(&mut t, rebuilt.rate_rows(), rebuilt.rate_searchable());
     tool_rows(&mut t, &mcp);
@@ -630,8 +634,24 @@ fn growth_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
     }
     println!();
     t.print();
+    println!("\nDetails (no budget):");
+    wire_details(&wire);
     println!("\nload average at the end: {}", load_average());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The read tools on the wire (see `wire`).
+fn wire_details(wire: &Wire) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("  On the wire (raw JSON lines, the answer read but not parsed):");
+    for (tool, v) in &wire.rows {
+        println!(
+            "  {tool:<62} p50 {:>9.3} ms   p99 {:>9.3} ms   (n={})",
+            ms(p(v, 50)),
+            ms(p(v, 99)),
+            v.len()
+        );
+    }
 }
 
 /// How far a tool's p99 may be from its p50.
@@ -793,6 +813,8 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
+    eprintln!("measuring the read tools on the wire…");
+    let wire = Wire::measure(exe.path(), &seeded, a.calls)?;
     eprintln!("measuring send_message and read_inbox over HTTP…");
     let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls))?;
     // The channel now holds the run the MCP section sent.
@@ -941,6 +963,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         "spawn → first answer, each spawn (ms)",
         fmt_ms_list(&mcp.first_answer)
     );
+    wire_details(&wire);
     http_details(&http);
     println!("  The same app functions in-process (no MCP, no JSON text):");
     line(
