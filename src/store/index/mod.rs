@@ -316,6 +316,25 @@ const STATEMENT_CACHE: usize = 256;
 /// seldom crosses that one and pays for the checkpoint itself.
 const WAL_TIDY_BYTES: u64 = 1 << 20;
 
+/// What an index file's `user_version` holds once this build's schema
+/// batch ran on it: a digest of the batch's text (31 bits, never 0, which is
+/// what SQLite starts with). Parsing the whole batch of `CREATE … IF NOT
+/// EXISTS` took about a tenth of a server's start-up on every open; a file
+/// stamped with the same digest already holds all of it, and a build whose
+/// schema text differs in any byte runs the batch once and stamps the file.
+fn schema_stamp() -> i32 {
+    static STAMP: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *STAMP.get_or_init(|| {
+        use sha2::Digest as _;
+        let mut h = sha2::Sha256::new();
+        h.update(SCHEMA.as_bytes());
+        h.update(crate::store::invitation::SCHEMA.as_bytes());
+        let d = h.finalize();
+        let v = i32::from_be_bytes([d[0], d[1], d[2], d[3]]) & i32::MAX;
+        v.max(1)
+    })
+}
+
 impl Index {
     /// The index file of a channel inside its state folder.
     pub fn path_in(state_dir: &Path) -> PathBuf {
@@ -339,6 +358,13 @@ impl Index {
             path: path.to_path_buf(),
             search_batch: SEARCH_BATCH,
         };
+        let stamp: i32 = me
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .db(path)?;
+        if stamp == schema_stamp() {
+            return Ok(me);
+        }
         // Creating the schema races with other processes opening a new index;
         // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
         me.conn.execute_batch("BEGIN IMMEDIATE").db(path)?;
@@ -346,6 +372,7 @@ impl Index {
             .conn
             .execute_batch(SCHEMA)
             .and_then(|()| me.conn.execute_batch(crate::store::invitation::SCHEMA))
+            .and_then(|()| me.conn.pragma_update(None, "user_version", schema_stamp()))
             .db(path)
             .and_then(|()| {
                 me.conn
@@ -795,11 +822,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = Index::path_in(dir.path());
         drop(Index::open(&path, "c").unwrap());
-        // The counters' indexes as an index file made before held them.
+        // The counters' indexes as an index file made before held them (by a
+        // build that never stamped its files).
         Connection::open(&path)
             .unwrap()
             .execute_batch(
-                "DROP INDEX messages_debts_to; DROP INDEX messages_ws_to; \
+                "PRAGMA user_version = 0; DROP INDEX messages_debts_to; DROP INDEX messages_ws_to; \
                  DROP INDEX deliveries_unread_cover; \
                  CREATE INDEX messages_debts ON messages(status, deleted_ms, ms, c, id, taken, \
                  topic, confirmed, resolved_by, from_role) WHERE status IS NOT NULL; \
@@ -821,6 +849,31 @@ mod tests {
         for old in ["messages_debts", "messages_ws", "deliveries_unread"] {
             assert!(!names.iter().any(|n| n == old), "{old} left: {names:?}");
         }
+    }
+
+    #[test]
+    fn a_file_stamped_with_this_schema_is_opened_without_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Index::path_in(dir.path());
+        drop(Index::open(&path, "c").unwrap());
+        let stamp = |c: &Connection| -> i32 {
+            c.query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap()
+        };
+        let c = Connection::open(&path).unwrap();
+        assert_eq!(stamp(&c), schema_stamp());
+        // An index dropped behind the build's back stays dropped: the batch
+        // did not run again.
+        c.execute_batch("DROP INDEX messages_reply").unwrap();
+        drop(Index::open(&path, "c").unwrap());
+        assert!(
+            !index_names(&Index::open(&path, "c").unwrap()).contains(&"messages_reply".to_owned())
+        );
+        // Another schema's stamp: the batch runs and puts it back.
+        c.execute_batch("PRAGMA user_version = 12345").unwrap();
+        let ix = Index::open(&path, "c").unwrap();
+        assert!(index_names(&ix).contains(&"messages_reply".to_owned()));
+        assert_eq!(stamp(&c), schema_stamp());
     }
 
     #[test]
