@@ -41,7 +41,7 @@ use super::folder_file::{FolderError, Refusal};
 use super::index::{Index, ProblemKind};
 use super::invitation;
 use super::message::refold_with;
-use super::records::SendRow;
+use super::records::{Acting, SendRow};
 use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::Hlc;
@@ -184,6 +184,9 @@ pub struct Ingest<'a, 'p> {
     /// Sends accepted in this pass, kept decoded so re-folding them needs no
     /// second read and parse.
     fresh: HashMap<RecordId, SendRow>,
+    /// The records acting on messages accepted in this pass, kept decoded
+    /// likewise (used when the pass began with none in the index).
+    acting: Acting,
     /// The keys of the pin writes this pass accepted.
     pin_keys: BTreeSet<String>,
     report: IngestReport,
@@ -315,6 +318,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             touched: BTreeSet::new(),
             uploads: BTreeSet::new(),
             fresh: HashMap::new(),
+            acting: Acting::default(),
             pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
             ahead_key: None,
@@ -332,6 +336,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     /// Loads what a pass needs to know from the index.
     fn load(&mut self) -> StoreResult<()> {
+        self.acting = Acting::begin(self.index)?;
         self.load_feeds()?;
         self.load_pending_keys()?;
         self.load_held()
@@ -1231,6 +1236,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             conn.prepare_cached("DELETE FROM records WHERE n = ?1")
                 .and_then(|mut s| s.execute([n]))
                 .db(p)?;
+            self.acting.forget(*n);
             if op == "summary" {
                 self.index.forget_summary(*n)?;
             }
@@ -1402,6 +1408,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     ins.execute(params![t.hex(), n]).db(p)?;
                     self.touched.insert(*t);
                 }
+                self.acting.add(n, rec.order_key(), &role, op);
             }
             Op::ReplaceKey(r) => {
                 // `misplaced` made sure the record may change the key.
@@ -1493,7 +1500,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let fresh = std::mem::take(&mut self.fresh);
         for id in &touched {
-            if refold_with(self.index, id, fresh.get(id))? {
+            if refold_with(self.index, id, fresh.get(id), Some(&self.acting))? {
                 self.report.refolded += 1;
             }
         }
