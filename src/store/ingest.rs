@@ -51,6 +51,9 @@ use crate::core::memory;
 use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
 
+mod read_ahead;
+use read_ahead::{ReadAhead, verify_lines};
+
 /// The `feed` column of problems about the role and device folders
 /// themselves (files of one feed folder carry that feed's id).
 const FOLDER_SCOPE: &str = "feeds";
@@ -589,32 +592,50 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .is_some_and(|next| head + 1 >= next.first_seq);
             i < last && complete && cache.files.contains_key(&segments[i].path)
         };
-        let mut filled = 0;
+        // The files this pass reads whole (none has a cursor yet: a rebuild,
+        // or files new to this process's first pass) are read ahead.
+        let plan: Vec<PathBuf> = match &self.cursors {
+            Some(all) => segments[skip..]
+                .iter()
+                .filter(|s| !all.contains_key(&self.rel(&s.path)))
+                .map(|s| s.path.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        let (key, head_seq) = {
+            let st = self.feed_state(feed);
+            (st.pubkey, st.head.map_or(0, |h| h.seq))
+        };
         let mut waits = false;
         self.torn = false;
-        let mut i = skip;
-        while let Some(seg) = segments.get(i) {
-            if !listed_again && done(i, head, cache) {
-                i += 1;
-                continue;
-            }
-            self.gap = None;
-            if let Some(reason) = self.ingest_file(feed, &seg.path, cache)? {
-                // A record missing here may stand further on in the feed (put
-                // back by hand at the end, say): apply it, then read on.
-                if let Some(expected) = self.gap.take()
-                    && filled < MAX_GAP_FILLS
-                    && self.fill_gap(feed, &segments[i..], expected, cache)?
-                {
-                    filled += 1;
+        std::thread::scope(|scope| -> StoreResult<()> {
+            let mut ahead = ReadAhead::start(scope, plan, key, head_seq);
+            let mut filled = 0;
+            let mut i = skip;
+            while let Some(seg) = segments.get(i) {
+                if !listed_again && done(i, head, cache) {
+                    i += 1;
                     continue;
                 }
-                self.report.waiting.push(format!("{feed}: {reason}"));
-                waits = true;
-                break;
+                self.gap = None;
+                if let Some(reason) = self.ingest_file(feed, &seg.path, cache, &mut ahead)? {
+                    // A record missing here may stand further on in the feed (put
+                    // back by hand at the end, say): apply it, then read on.
+                    if let Some(expected) = self.gap.take()
+                        && filled < MAX_GAP_FILLS
+                        && self.fill_gap(feed, &segments[i..], expected, cache)?
+                    {
+                        filled += 1;
+                        continue;
+                    }
+                    self.report.waiting.push(format!("{feed}: {reason}"));
+                    waits = true;
+                    break;
+                }
+                i += 1;
             }
-            i += 1;
-        }
+            Ok(())
+        })?;
         // Remember how far the segments are complete and read, for the next pass.
         let before = head;
         let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
@@ -701,6 +722,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         feed: &FeedId,
         path: &Path,
         cache: &mut ScanCache,
+        ahead: &mut ReadAhead,
     ) -> StoreResult<Option<String>> {
         let meta = match fs::symlink_metadata(path) {
             Ok(m) => m,
@@ -752,7 +774,16 @@ impl<'a, 'p> Ingest<'a, 'p> {
             }
             _ => 0,
         };
-        let (lines, torn) = match feed::read_lines_and_rest(path, start) {
+        // Read ahead as this pass would read it, or read now.
+        let ahead = (start == 0)
+            .then(|| ahead.take(path))
+            .flatten()
+            .filter(|a| a.stamp == (len, mtime));
+        let (read, checked) = match ahead {
+            Some(a) => (Ok((a.lines, a.torn)), Some((a.key, a.verified))),
+            None => (feed::read_lines_and_rest(path, start), None),
+        };
+        let (lines, torn) = match read {
             Ok(read) => read,
             // Gone between the listing and the read (a segment replaced by
             // its gzip form, a checkout): the folder changed, so the next
@@ -795,7 +826,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if let Some(p) = self.progress.as_mut() {
             p(len.saturating_sub(start));
         }
-        let verified = self.verify_ahead(feed, &lines);
+        let verified = match checked {
+            // Checked with the key the feed has now.
+            Some((key, verified)) if key.is_some() && key == self.feed_state(feed).pubkey => {
+                self.ahead_key = key;
+                verified
+            }
+            _ => self.verify_ahead(feed, &lines),
+        };
         let mut consumed = start;
         let mut last_len = 0u64;
         let mut waited = None;
@@ -1012,27 +1050,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
             return Vec::new();
         };
         self.ahead_key = Some(key);
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 8);
-        let chunk = lines.len().div_ceil(threads);
-        let mut out = vec![None; lines.len()];
-        std::thread::scope(|scope| {
-            for (slot, part) in out.chunks_mut(chunk).zip(lines.chunks(chunk)) {
-                scope.spawn(move || {
-                    for (v, line) in slot.iter_mut().zip(part) {
-                        // Records at or below the head are known: the chain check skips them.
-                        *v = line
-                            .record
-                            .as_ref()
-                            .ok()
-                            .filter(|r| r.header.seq > head_seq)
-                            .map(|r| r.verify(&key));
-                    }
-                });
-            }
-        });
-        out
+        // Records at or below the head are known: the chain check skips them.
+        verify_lines(lines, &key, head_seq)
     }
 
     /// Decides one line. `verified` is the signature check if it was done
