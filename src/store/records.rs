@@ -66,11 +66,16 @@ pub(super) type Decoded = (OrderKey, Role, Op);
 /// Every record that acts on message `id`, decoded, in no particular order.
 pub(super) fn target_records(index: &Index, id: &RecordId) -> StoreResult<Vec<Decoded>> {
     let p = index.path();
+    // The CAST keeps the plan independent of the bound value. SQLite's
+    // planner looks at a bare `?1` here (is it 0 or 1?) and marks the
+    // statement to be compiled again once its bindings are cleared, which
+    // rusqlite's statement cache does after every use: it was re-prepared
+    // on every call. The plan is the same either way.
     let mut st = index
         .conn()
         .prepare_cached(
             "SELECT r.id, r.role, r.ms, r.c, r.body FROM targets t JOIN records r ON r.n = t.n \
-             WHERE t.target = ?1",
+             WHERE t.target = CAST(?1 AS TEXT)",
         )
         .db(p)?;
     let rows = st.query_map([id.hex()], decoded_row).db(p)?;
