@@ -41,7 +41,7 @@ use super::folder_file::{FolderError, Refusal};
 use super::index::{Index, ProblemKind};
 use super::invitation;
 use super::message::refold_with;
-use super::records::SendRow;
+use super::records::{Acting, SendRow};
 use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::Hlc;
@@ -50,6 +50,9 @@ use crate::core::invitation::Standing;
 use crate::core::memory;
 use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
+
+mod read_ahead;
+use read_ahead::{ReadAhead, verify_lines};
 
 /// The `feed` column of problems about the role and device folders
 /// themselves (files of one feed folder carry that feed's id).
@@ -184,6 +187,9 @@ pub struct Ingest<'a, 'p> {
     /// Sends accepted in this pass, kept decoded so re-folding them needs no
     /// second read and parse.
     fresh: HashMap<RecordId, SendRow>,
+    /// The records acting on messages accepted in this pass, kept decoded
+    /// likewise (used when the pass began with none in the index).
+    acting: Acting,
     /// The keys of the pin writes this pass accepted.
     pin_keys: BTreeSet<String>,
     report: IngestReport,
@@ -318,6 +324,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             touched: BTreeSet::new(),
             uploads: BTreeSet::new(),
             fresh: HashMap::new(),
+            acting: Acting::default(),
             pin_keys: BTreeSet::new(),
             report: IngestReport::default(),
             ahead_key: None,
@@ -336,6 +343,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     /// Loads what a pass needs to know from the index.
     fn load(&mut self) -> StoreResult<()> {
+        self.acting = Acting::begin(self.index)?;
         self.load_feeds()?;
         self.load_pending_keys()?;
         self.load_held()
@@ -588,32 +596,50 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .is_some_and(|next| head + 1 >= next.first_seq);
             i < last && complete && cache.files.contains_key(&segments[i].path)
         };
-        let mut filled = 0;
+        // The files this pass reads whole (none has a cursor yet: a rebuild,
+        // or files new to this process's first pass) are read ahead.
+        let plan: Vec<PathBuf> = match &self.cursors {
+            Some(all) => segments[skip..]
+                .iter()
+                .filter(|s| !all.contains_key(&self.rel(&s.path)))
+                .map(|s| s.path.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        let (key, head_seq) = {
+            let st = self.feed_state(feed);
+            (st.pubkey, st.head.map_or(0, |h| h.seq))
+        };
         let mut waits = false;
         self.torn = false;
-        let mut i = skip;
-        while let Some(seg) = segments.get(i) {
-            if !listed_again && done(i, head, cache) {
-                i += 1;
-                continue;
-            }
-            self.gap = None;
-            if let Some(reason) = self.ingest_file(feed, &seg.path, cache)? {
-                // A record missing here may stand further on in the feed (put
-                // back by hand at the end, say): apply it, then read on.
-                if let Some(expected) = self.gap.take()
-                    && filled < MAX_GAP_FILLS
-                    && self.fill_gap(feed, &segments[i..], expected, cache)?
-                {
-                    filled += 1;
+        std::thread::scope(|scope| -> StoreResult<()> {
+            let mut ahead = ReadAhead::start(scope, plan, key, head_seq);
+            let mut filled = 0;
+            let mut i = skip;
+            while let Some(seg) = segments.get(i) {
+                if !listed_again && done(i, head, cache) {
+                    i += 1;
                     continue;
                 }
-                self.report.waiting.push(format!("{feed}: {reason}"));
-                waits = true;
-                break;
+                self.gap = None;
+                if let Some(reason) = self.ingest_file(feed, &seg.path, cache, &mut ahead)? {
+                    // A record missing here may stand further on in the feed (put
+                    // back by hand at the end, say): apply it, then read on.
+                    if let Some(expected) = self.gap.take()
+                        && filled < MAX_GAP_FILLS
+                        && self.fill_gap(feed, &segments[i..], expected, cache)?
+                    {
+                        filled += 1;
+                        continue;
+                    }
+                    self.report.waiting.push(format!("{feed}: {reason}"));
+                    waits = true;
+                    break;
+                }
+                i += 1;
             }
-            i += 1;
-        }
+            Ok(())
+        })?;
         // Remember how far the segments are complete and read, for the next pass.
         let before = head;
         let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
@@ -700,6 +726,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         feed: &FeedId,
         path: &Path,
         cache: &mut ScanCache,
+        ahead: &mut ReadAhead,
     ) -> StoreResult<Option<String>> {
         let meta = match fs::symlink_metadata(path) {
             Ok(m) => m,
@@ -751,7 +778,16 @@ impl<'a, 'p> Ingest<'a, 'p> {
             }
             _ => 0,
         };
-        let (lines, torn) = match feed::read_lines_and_rest(path, start) {
+        // Read ahead as this pass would read it, or read now.
+        let ahead = (start == 0)
+            .then(|| ahead.take(path))
+            .flatten()
+            .filter(|a| a.stamp == (len, mtime));
+        let (read, checked) = match ahead {
+            Some(a) => (Ok((a.lines, a.torn)), Some((a.key, a.verified))),
+            None => (feed::read_lines_and_rest(path, start), None),
+        };
+        let (lines, torn) = match read {
             Ok(read) => read,
             // Gone between the listing and the read (a segment replaced by
             // its gzip form, a checkout): the folder changed, so the next
@@ -794,7 +830,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if let Some(p) = self.progress.as_mut() {
             p(len.saturating_sub(start));
         }
-        let verified = self.verify_ahead(feed, &lines);
+        let verified = match checked {
+            // Checked with the key the feed has now.
+            Some((key, verified)) if key.is_some() && key == self.feed_state(feed).pubkey => {
+                self.ahead_key = key;
+                verified
+            }
+            _ => self.verify_ahead(feed, &lines),
+        };
         let mut consumed = start;
         let mut last_len = 0u64;
         let mut waited = None;
@@ -1015,27 +1058,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
             return Vec::new();
         };
         self.ahead_key = Some(key);
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 8);
-        let chunk = lines.len().div_ceil(threads);
-        let mut out = vec![None; lines.len()];
-        std::thread::scope(|scope| {
-            for (slot, part) in out.chunks_mut(chunk).zip(lines.chunks(chunk)) {
-                scope.spawn(move || {
-                    for (v, line) in slot.iter_mut().zip(part) {
-                        // Records at or below the head are known: the chain check skips them.
-                        *v = line
-                            .record
-                            .as_ref()
-                            .ok()
-                            .filter(|r| r.header.seq > head_seq)
-                            .map(|r| r.verify(&key));
-                    }
-                });
-            }
-        });
-        out
+        // Records at or below the head are known: the chain check skips them.
+        verify_lines(lines, &key, head_seq)
     }
 
     /// Decides one line. `verified` is the signature check if it was done
@@ -1239,6 +1263,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             conn.prepare_cached("DELETE FROM records WHERE n = ?1")
                 .and_then(|mut s| s.execute([n]))
                 .db(p)?;
+            self.acting.forget(*n);
             if op == "summary" {
                 self.index.forget_summary(*n)?;
             }
@@ -1410,6 +1435,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     ins.execute(params![t.hex(), n]).db(p)?;
                     self.touched.insert(*t);
                 }
+                self.acting.add(n, rec.order_key(), &role, op);
             }
             Op::ReplaceKey(r) => {
                 // `misplaced` made sure the record may change the key.
@@ -1501,7 +1527,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let fresh = std::mem::take(&mut self.fresh);
         for id in &touched {
-            if refold_with(self.index, id, fresh.get(id))? {
+            if refold_with(self.index, id, fresh.get(id), Some(&self.acting))? {
                 self.report.refolded += 1;
             }
         }

@@ -10,14 +10,14 @@
 use super::consent;
 use super::error::StoreResult;
 use super::index::Index;
-use super::records::{SendRow, send_row, target_records};
+use super::records::{Acting, SendRow, send_row, target_records};
 use crate::core::ids::{RecordId, Role};
 use crate::core::message::{Applied, Message};
 
 /// The current state of one message, folded from its records (`None` when
 /// its `send` is not in the index). Use cases check their rules against it.
 pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResult<Option<Message>> {
-    let Some((m, _)) = fold_message(index, id, None)? else {
+    let Some((m, _)) = fold_message(index, id, None, None)? else {
         return Ok(None);
     };
     // A message that takes part in consent has facets (approval, retirement)
@@ -26,13 +26,15 @@ pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResul
 }
 
 /// Re-folds one message from its records and writes its rows. `false` when
-/// its `send` is not in the index (yet).
+/// its `send` is not in the index (yet). `known` is its `send` and `acting`
+/// the records an ingest pass accepted, when the caller has them decoded.
 pub(super) fn refold_with(
     index: &Index,
     id: &RecordId,
     known: Option<&SendRow>,
+    acting: Option<&Acting>,
 ) -> StoreResult<bool> {
-    let Some((m, n)) = fold_message(index, id, known)? else {
+    let Some((m, n)) = fold_message(index, id, known, acting)? else {
         return Ok(false);
     };
     index.write_message(&m, n)?;
@@ -43,6 +45,7 @@ fn fold_message(
     index: &Index,
     id: &RecordId,
     known: Option<&SendRow>,
+    acting: Option<&Acting>,
 ) -> StoreResult<Option<(Message, i64)>> {
     let loaded;
     let row = match known {
@@ -55,12 +58,19 @@ fn fold_message(
             None => return Ok(None),
         },
     };
-    let ops = target_records(index, id)?;
+    let read;
+    let ops = match acting.and_then(|a| a.of(id)) {
+        Some(ops) => ops,
+        None => {
+            read = target_records(index, id)?;
+            read.iter().collect()
+        }
+    };
     let m = Message::fold(
         row.key,
         &row.from,
         &row.send,
-        ops.iter().map(|(k, r, op)| Applied {
+        ops.into_iter().map(|(k, r, op)| Applied {
             key: *k,
             role: r,
             op,
@@ -133,7 +143,7 @@ mod tests {
                 ..Send::default()
             }),
         );
-        assert!(refold_with(&ix, &sent.id, None).unwrap());
+        assert!(refold_with(&ix, &sent.id, None, None).unwrap());
         let owed = ix.open_debts_for("b").unwrap();
         assert_eq!(owed.len(), 1);
         assert_eq!(owed[0].id, sent.id.hex());
@@ -148,13 +158,13 @@ mod tests {
                 note: None,
             }),
         );
-        assert!(refold_with(&ix, &sent.id, None).unwrap());
+        assert!(refold_with(&ix, &sent.id, None, None).unwrap());
         assert!(ix.open_debts_for("b").unwrap().is_empty());
         let waiting = ix.resolutions_for("a").unwrap();
         assert_eq!(waiting.len(), 1);
         assert_eq!(waiting[0].resolved_by, "b");
         // A message whose send is not here is not written.
         let other = crate::core::ids::RecordId::parse(&"0".repeat(64)).unwrap();
-        assert!(!refold_with(&ix, &other, None).unwrap());
+        assert!(!refold_with(&ix, &other, None, None).unwrap());
     }
 }

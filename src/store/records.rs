@@ -5,6 +5,8 @@
 //! is `core`, driven by `store::message` and `store::consent`). A row that
 //! cannot be decoded was never stored by ingest, so it is skipped here.
 
+use std::collections::HashMap;
+
 use rusqlite::OptionalExtension as _;
 
 use super::error::{SqlContext as _, StoreResult};
@@ -64,11 +66,16 @@ pub(super) type Decoded = (OrderKey, Role, Op);
 /// Every record that acts on message `id`, decoded, in no particular order.
 pub(super) fn target_records(index: &Index, id: &RecordId) -> StoreResult<Vec<Decoded>> {
     let p = index.path();
+    // The CAST keeps the plan independent of the bound value. SQLite's
+    // planner looks at a bare `?1` here (is it 0 or 1?) and marks the
+    // statement to be compiled again once its bindings are cleared, which
+    // rusqlite's statement cache does after every use: it was re-prepared
+    // on every call. The plan is the same either way.
     let mut st = index
         .conn()
         .prepare_cached(
             "SELECT r.id, r.role, r.ms, r.c, r.body FROM targets t JOIN records r ON r.n = t.n \
-             WHERE t.target = ?1",
+             WHERE t.target = CAST(?1 AS TEXT)",
         )
         .db(p)?;
     let rows = st.query_map([id.hex()], decoded_row).db(p)?;
@@ -79,6 +86,82 @@ pub(super) fn target_records(index: &Index, id: &RecordId) -> StoreResult<Vec<De
         }
     }
     Ok(ops)
+}
+
+/// The records acting on messages (reads, resolutions, revisions…) that one
+/// ingest pass accepted, kept decoded, with the messages each acts on.
+///
+/// A pass that began with no such record in the index (a rebuild, the first
+/// pass over a folder) holds every one there is, so re-folding a message
+/// takes them from here instead of reading and decoding its `targets` rows
+/// again: [`Self::of`] answers only then. It mirrors the `targets` rows the
+/// pass writes and takes back (a fork).
+#[derive(Default)]
+pub(super) struct Acting {
+    /// True when the index held no `targets` row as the pass began.
+    complete: bool,
+    /// By local ingest number.
+    ops: HashMap<i64, Decoded>,
+    /// The ingest numbers acting on each message, in acceptance order.
+    on: HashMap<RecordId, Vec<i64>>,
+}
+
+impl Acting {
+    /// Starts a pass: [`Self::of`] will answer if the index holds no
+    /// `targets` row yet.
+    pub fn begin(index: &Index) -> StoreResult<Self> {
+        let any: bool = index
+            .conn()
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM targets)")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .db(index.path())?;
+        Ok(Self {
+            complete: !any,
+            ..Self::default()
+        })
+    }
+
+    /// Notes record `n`, accepted with `targets` rows for each of
+    /// `op.targets()`. Decoded as [`decode_row`] would decode its row: a
+    /// role that is not one is skipped there, so here too.
+    pub fn add(&mut self, n: i64, key: OrderKey, role: &str, op: &Op) {
+        if !self.complete {
+            return;
+        }
+        let Ok(role) = Role::new(role) else {
+            return;
+        };
+        for t in op.targets() {
+            let list = self.on.entry(*t).or_default();
+            // `targets` holds one row per (message, record).
+            if !list.contains(&n) {
+                list.push(n);
+            }
+        }
+        self.ops.insert(n, (key, role, op.clone()));
+    }
+
+    /// Forgets record `n`, whose rows were taken back.
+    pub fn forget(&mut self, n: i64) {
+        let Some((_, _, op)) = self.ops.remove(&n) else {
+            return;
+        };
+        for t in op.targets() {
+            if let Some(list) = self.on.get_mut(t) {
+                list.retain(|m| *m != n);
+            }
+        }
+    }
+
+    /// Every record acting on message `id`, as [`target_records`] would read
+    /// them, or `None` when only the index knows them all.
+    pub fn of(&self, id: &RecordId) -> Option<Vec<&Decoded>> {
+        if !self.complete {
+            return None;
+        }
+        let ns = self.on.get(id).map_or(&[][..], Vec::as_slice);
+        Some(ns.iter().filter_map(|n| self.ops.get(n)).collect())
+    }
 }
 
 /// The columns `id, role, ms, c, body` of a records row.
@@ -225,6 +308,45 @@ mod tests {
         assert_eq!(*key, resolve.order_key());
         assert_eq!(role.as_str(), "b");
         assert!(matches!(op, Op::Resolve(n) if n.id == sent.id));
+    }
+
+    #[test]
+    fn a_pass_s_acting_records_are_the_ones_the_index_would_give() {
+        let ix = Index::in_memory("c").unwrap();
+        let sent = put(&ix, "a", 1, 1_000, &debt());
+        let resolve = |seq, ms| {
+            let op = Op::Resolve(Note {
+                id: sent.id,
+                note: None,
+            });
+            let rec = put(&ix, "b", seq, ms, &op);
+            (rec.order_key(), op)
+        };
+        let mut acting = Acting::begin(&ix).unwrap();
+        assert_eq!(acting.of(&sent.id).map(|v| v.len()), Some(0));
+        let (k1, op1) = resolve(1, 2_000);
+        acting.add(1, k1, "b", &op1);
+        // A read naming the message twice is one row, and one record here.
+        let twice = Op::Read(crate::core::op::Ids {
+            ids: vec![sent.id, sent.id],
+        });
+        acting.add(2, k1, "b", &twice);
+        assert_eq!(acting.of(&sent.id).unwrap().len(), 2);
+        // Taken back (a fork), then its number given to an unrelated record.
+        acting.forget(2);
+        acting.forget(1);
+        let other = RecordId::parse(&sha256_hex(b"other")).unwrap();
+        let unrelated = Op::Read(crate::core::op::Ids { ids: vec![other] });
+        acting.add(1, k1, "b", &unrelated);
+        assert_eq!(acting.of(&sent.id).unwrap().len(), 0);
+        assert_eq!(acting.of(&other).unwrap().len(), 1);
+        // A role the rows would not decode is left out, as `decode_row` does.
+        acting.add(3, k1, "Not A Role", &op1);
+        assert_eq!(acting.of(&sent.id).unwrap().len(), 0);
+        // Once the index holds acting records from before, only it knows them all.
+        put_target(&ix, &sent.id, &sent.id);
+        let later = Acting::begin(&ix).unwrap();
+        assert!(later.of(&sent.id).is_none());
     }
 
     #[test]

@@ -125,7 +125,7 @@ mod tests {
                 ..Send::default()
             }),
         );
-        assert!(refold_with(ix, &rec.id, None).unwrap());
+        assert!(refold_with(ix, &rec.id, None, None).unwrap());
         rec
     }
 
@@ -145,7 +145,7 @@ mod tests {
                 base: None,
             }),
         );
-        assert!(refold_with(ix, &task.id, None).unwrap());
+        assert!(refold_with(ix, &task.id, None, None).unwrap());
         let items = ix.ball_with("b").unwrap();
         let item = items.iter().find(|i| i.id == task.id.hex()).unwrap();
         assert_eq!(item.blocked_by, Some(blocker.hex()));
@@ -179,7 +179,7 @@ mod tests {
                 note: None,
             }),
         );
-        assert!(refold_with(&ix, &blocker.id, None).unwrap());
+        assert!(refold_with(&ix, &blocker.id, None, None).unwrap());
         assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Unblocked);
         // A blocker that is not here does not hold the task ("exists").
         let ix = Index::in_memory("c").unwrap();
