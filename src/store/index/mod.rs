@@ -353,6 +353,19 @@ impl Index {
         conn.pragma_update(None, "journal_mode", "WAL").db(path)?;
         conn.pragma_update(None, "synchronous", "NORMAL").db(path)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // The query planner stability guarantee: a statement keeps the plan
+        // it was prepared with whatever values are bound. Without it SQLite
+        // marks a statement whose plan looked at a bound value to be prepared
+        // again once its bindings are cleared, which the statement cache does
+        // every time it takes one back: many of a call's statements were
+        // compiled anew on every call. Every condition a partial index
+        // depends on is written as a literal, never a parameter, so no plan
+        // needs the values.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )
+        .db(path)?;
         let me = Self {
             conn,
             path: path.to_path_buf(),
@@ -398,6 +411,12 @@ impl Index {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().db(&path)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // As `open` does, so plans are the same in both.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )
+        .db(&path)?;
         conn.execute_batch(SCHEMA).db(&path)?;
         conn.execute_batch(crate::store::invitation::SCHEMA)
             .db(&path)?;
