@@ -315,20 +315,44 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     Ok(sum)
 }
 
-fn list(sum: &Summary, counter: &str) -> Vec<CounterItem> {
-    let items = sum
-        .items
+/// The most items channel_status lists under one counter (and of `conflicted`
+/// and `alarms`): a role with thousands of open items gets an answer of a
+/// bounded size. The counts stay exact, and `more` says what was left out.
+pub const LISTED: usize = 50;
+
+/// The first [`LISTED`] of `items`, noting in `more` how many were left out.
+fn bounded<T>(
+    items: impl ExactSizeIterator<Item = T>,
+    name: &'static str,
+    more: &mut BTreeMap<&'static str, usize>,
+) -> Vec<T> {
+    if items.len() > LISTED {
+        more.insert(name, items.len() - LISTED);
+    }
+    items.take(LISTED).collect()
+}
+
+/// The items behind `counter`, all of them.
+fn items<'s>(sum: &'s Summary, counter: &str) -> std::slice::Iter<'s, Item> {
+    sum.items
         .get(counter)
         .map(Vec::as_slice)
-        .unwrap_or_default();
-    items
+        .unwrap_or_default()
         .iter()
-        .map(|i| CounterItem {
-            id: short(&i.id),
-            topic: i.topic.clone(),
-            extra: i.extra.clone(),
-        })
-        .collect()
+}
+
+/// The items behind `counter` as channel_status lists them.
+fn list(
+    sum: &Summary,
+    counter: &'static str,
+    more: &mut BTreeMap<&'static str, usize>,
+) -> Vec<CounterItem> {
+    let listed = items(sum, counter).map(|i| CounterItem {
+        id: short(&i.id),
+        topic: i.topic.clone(),
+        extra: i.extra.clone(),
+    });
+    bounded(listed, counter, more)
 }
 
 /// What this role has waiting, plus the pinned rules and what is new in this build.
@@ -460,28 +484,25 @@ pub fn status_view(s: &mut Session) -> AppResult<(Summary, StatusView)> {
     let me = s.role()?;
     s.catch_up()?;
     let sum = summary(s.index(), &me)?;
-    let conflicted: Vec<Map<String, Value>> = sum
-        .items
-        .get("conflicted")
-        .into_iter()
-        .flatten()
-        .map(|i| i.extra.clone())
-        .collect();
-    let alarms = alarms(s.index())?;
+    let mut more = BTreeMap::new();
+    let conflicted = items(&sum, "conflicted").map(|i| i.extra.clone());
+    let conflicted = bounded(conflicted, "conflicted", &mut more);
+    let alarms = bounded(alarms(s.index())?.into_iter(), "alarms", &mut more);
     let held = held(s.index())?;
     let out = StatusView {
         counts: sum.counts(),
         unread: sum.count("unread"),
         open_obligations: sum.count("open_obligations"),
         awaiting_ack: sum.count("awaiting_ack"),
-        blocked: list(&sum, "blocked"),
-        unblocked: list(&sum, "unblocked"),
-        in_progress: list(&sum, "in_progress"),
-        needs_you: list(&sum, "needs_you"),
-        awaiting_done: list(&sum, "awaiting_done"),
-        resolved_for_you: list(&sum, "resolved_for_you"),
+        blocked: list(&sum, "blocked", &mut more),
+        unblocked: list(&sum, "unblocked", &mut more),
+        in_progress: list(&sum, "in_progress", &mut more),
+        needs_you: list(&sum, "needs_you", &mut more),
+        awaiting_done: list(&sum, "awaiting_done", &mut more),
+        resolved_for_you: list(&sum, "resolved_for_you", &mut more),
         conflicted: (!conflicted.is_empty()).then_some(conflicted),
         alarms: (!alarms.is_empty()).then_some(alarms),
+        more: (!more.is_empty()).then_some(more),
         held: (held > 0).then_some(held),
         tentative_since: super::presence::tentative_since(s)?.map(format_rfc3339),
         role: me,
@@ -522,6 +543,9 @@ pub struct StatusView {
     /// Trouble found in the folder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alarms: Option<Vec<Alarm>>,
+    /// The lists cut at [`LISTED`] items: list → how many it left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more: Option<BTreeMap<&'static str, usize>>,
     /// Records held for being dated ahead of this clock.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held: Option<i64>,
@@ -535,7 +559,7 @@ pub struct StatusView {
 
 /// What `countersign status` prints as JSON, and what `serve` answers on
 /// `/status` for a role token: the channel's name, the role's status view,
-/// and its open debts (at most 100) as headers. One type for both, so a
+/// and its open debts (at most 100, the rest counted in `more`) as headers. One type for both, so a
 /// status read through a server is the one read beside the folder.
 #[derive(Clone, Debug, Serialize)]
 pub struct StatusReport {
@@ -555,7 +579,7 @@ pub const REPORT_DEBTS: i64 = 100;
 /// comes back too, for the exit code or a wait.
 pub fn status_report(s: &mut Session) -> AppResult<(Summary, StatusReport)> {
     use super::rows::{FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, Projection};
-    let (sum, view) = status_view(s)?;
+    let (sum, mut view) = status_view(s)?;
     let headers = Projection::parse(
         Some(&FieldsArg::One("headers".into())),
         MESSAGE_FIELDS,
@@ -567,7 +591,12 @@ pub fn status_report(s: &mut Session) -> AppResult<(Summary, StatusReport)> {
         .into_iter()
         .filter_map(super::rows::Projected::into_whole)
         .map(|d| super::rows::project(headers.as_ref(), d))
-        .collect();
+        .collect::<Vec<_>>();
+    let owed = sum.count("open_obligations");
+    if owed > debts.len() {
+        let more = view.more.get_or_insert_default();
+        more.insert("debts", owed - debts.len());
+    }
     let report = StatusReport {
         channel: s.channel().dir().genesis().name.clone(),
         view,

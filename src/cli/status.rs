@@ -139,6 +139,9 @@ struct Shown {
     tentative_since: Option<String>,
     held: Option<i64>,
     alarms: Option<Vec<AlarmLine>>,
+    /// The lists cut short: list → how many it left out.
+    #[serde(default)]
+    more: Map<String, Value>,
 }
 
 /// A message in a list: `  #id topic`.
@@ -206,6 +209,7 @@ fn status_text(shown: &Shown, pending: &Counts) -> String {
         for l in rows {
             t.push_str(&format!("  #{} {}\n", one_line(&l.id), one_line(&l.topic)));
         }
+        t.push_str(&left_out(shown, section));
     }
     if let Some(since) = &shown.tentative_since {
         t.push_str(&format!(
@@ -229,8 +233,17 @@ fn status_text(shown: &Shown, pending: &Counts) -> String {
                 one_line(&a.reason)
             ));
         }
+        t.push_str(&left_out(shown, "alarms"));
     }
     t
+}
+
+/// `  … and N more` under a list the report cut short, else nothing.
+fn left_out(shown: &Shown, list: &str) -> String {
+    match shown.more.get(list).and_then(Value::as_u64) {
+        Some(n) => format!("  … and {n} more\n"),
+        None => String::new(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1166,3 +1166,72 @@ fn install_refuses_what_it_cannot_do_safely() {
     assert_eq!(p.files(), before);
     assert!(!p.dir.join("CLAUDE.md").exists());
 }
+
+/// A role with more open work than a status lists: every count stays exact,
+/// each list stops at its bound, and `more` (and the text form) says how much
+/// was left out.
+#[test]
+fn status_lists_are_bounded_and_say_what_they_left_out() {
+    use countersign::app::lifecycle::set_work_status;
+    use countersign::app::send::{SendRequest, send_message};
+    use countersign::app::status::{LISTED, REPORT_DEBTS, channel_status};
+
+    let l = crate::common::local::Local::new(&["frontend", "backend"]);
+    let n = REPORT_DEBTS as usize + 3;
+    let mut backend = l.session("backend");
+    let mut frontend = l.session("frontend");
+    for i in 0..n {
+        let mut req = SendRequest::new("frontend", format!("task {i}"), "b");
+        req.action_required = true;
+        let id = send_message(&mut backend, req).unwrap().id;
+        set_work_status(&mut frontend, &id, "in_progress", None, None).unwrap();
+    }
+    let st = serde_json::to_value(channel_status(&mut frontend).unwrap()).unwrap();
+    assert_eq!(st["counts"]["in_progress"], json!(n));
+    assert_eq!(st["open_obligations"], json!(n));
+    assert_eq!(st["in_progress"].as_array().unwrap().len(), LISTED);
+    assert_eq!(
+        st["in_progress"][0]["topic"],
+        json!("task 0"),
+        "the oldest first"
+    );
+    assert_eq!(st["more"], json!({"in_progress": n - LISTED}));
+
+    // A quiet list is not named in `more`; without a cut list there is none.
+    let quiet = serde_json::to_value(channel_status(&mut backend).unwrap()).unwrap();
+    assert!(quiet.get("more").is_none(), "{quiet}");
+
+    let home = l.home_root();
+    let home = home.to_str().unwrap();
+    let status = |args: &[&str]| {
+        let out = Command::new(bin())
+            .env("COUNTERSIGN_HOME", home)
+            .env_remove("COUNTERSIGN_ROLE")
+            .arg("--channel")
+            .arg(&l.dir)
+            .args(["--role", "frontend", "status"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "open debts are actionable");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let report: Value = serde_json::from_str(&status(&[])).unwrap();
+    assert_eq!(
+        report["debts"].as_array().unwrap().len(),
+        REPORT_DEBTS as usize
+    );
+    assert_eq!(
+        report["more"],
+        json!({"debts": n - REPORT_DEBTS as usize, "in_progress": n - LISTED})
+    );
+    let text = status(&["--text"]);
+    let debts: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "debts:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(debts.len(), REPORT_DEBTS as usize + 1, "{text}");
+    assert_eq!(debts.last().unwrap(), &"  … and 3 more");
+}
