@@ -7,7 +7,7 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::sampler::{MIN_CALLS, Sampler};
 use super::seed::Seeded;
 use super::{RARE_TERM, SERVER_ROLE};
+use crate::cli::mcp_client::server_command;
 
 /// Per tool: its name and the p50 and p99 on the wire.
 pub struct Wire {
@@ -33,12 +34,7 @@ struct Raw {
 
 impl Raw {
     fn spawn(exe: &Path, seeded: &Seeded) -> anyhow::Result<Self> {
-        let mut child = Command::new(exe)
-            .args(["mcp", "--role", SERVER_ROLE, "--channel"])
-            .arg(seeded.dir.root())
-            .env("COUNTERSIGN_HOME", &seeded.home_path)
-            .env_remove("COUNTERSIGN_ROLE")
-            .env_remove("COUNTERSIGN_CHANNEL")
+        let mut child = server_command(exe, seeded.dir.root(), &seeded.home_path, SERVER_ROLE, &[])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

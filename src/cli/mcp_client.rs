@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
-use rmcp::transport::{ConfigureCommandExt as _, TokioChildProcess};
+use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::Value;
 
@@ -35,22 +35,36 @@ pub async fn spawn_with(
     role: &str,
     extra: &[&str],
 ) -> anyhow::Result<(Client, Option<u32>)> {
-    let transport = TokioChildProcess::new(tokio::process::Command::new(exe).configure(|c| {
-        c.arg("mcp")
-            .args(extra)
-            .arg("--role")
-            .arg(role)
-            .arg("--channel")
-            .arg(dir)
-            .env("COUNTERSIGN_HOME", home)
-            .env_remove("COUNTERSIGN_ROLE")
-            .env_remove("AI_AGENT_CHANNEL_ROLE")
-            .env_remove("COUNTERSIGN_CHANNEL");
-    }))
-    .context("spawning the MCP server")?;
+    let command = server_command(exe, dir, home, role, extra);
+    let transport = TokioChildProcess::new(tokio::process::Command::from(command))
+        .context("spawning the MCP server")?;
     let pid = transport.id();
     let client = ().serve(transport).await.context("MCP handshake")?;
     Ok((client, pid))
+}
+
+/// The command that starts `exe mcp [extra] --role ROLE --channel DIR` with
+/// `COUNTERSIGN_HOME=home`, ignoring the role and channel variables of the
+/// caller's environment.
+pub fn server_command(
+    exe: &Path,
+    dir: &Path,
+    home: &Path,
+    role: &str,
+    extra: &[&str],
+) -> std::process::Command {
+    let mut c = std::process::Command::new(exe);
+    c.arg("mcp")
+        .args(extra)
+        .arg("--role")
+        .arg(role)
+        .arg("--channel")
+        .arg(dir)
+        .env("COUNTERSIGN_HOME", home)
+        .env_remove("COUNTERSIGN_ROLE")
+        .env_remove("AI_AGENT_CHANNEL_ROLE")
+        .env_remove("COUNTERSIGN_CHANNEL");
+    c
 }
 
 /// Calls a tool and returns its structured result; a refusal is an error.

@@ -310,7 +310,7 @@ impl Channel {
         feed: &FeedId,
         key: &ed25519_dalek::VerifyingKey,
     ) -> Option<crate::core::record::HeadClaim> {
-        let dir = self.dir.feeds().join(feed.role()).join(feed.device());
+        let dir = self.dir.feed_dir(feed);
         self.heads.read(&dir, feed, key)
     }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::error::{IoContext as _, StoreError, StoreResult};
 use super::folder_file;
 use crate::core::genesis::{Genesis, channel_id};
+use crate::core::ids::FeedId;
 
 /// Name of the folder `init` creates when no folder is given, and that
 /// discovery looks for while walking up from the working directory.
@@ -165,6 +166,11 @@ impl ChannelDir {
     /// The `feeds/` folder.
     pub fn feeds(&self) -> PathBuf {
         self.root.join("feeds")
+    }
+
+    /// The folder of one feed: `feeds/<role>/<device>`.
+    pub fn feed_dir(&self, feed: &FeedId) -> PathBuf {
+        super::feed::feed_dir(&self.feeds(), feed)
     }
 
     /// The genesis document.
