@@ -53,6 +53,9 @@ pub struct Segment {
     pub first_seq: u64,
     /// True for a sealed segment in gzip form (`.jsonl.gz`).
     pub gz: bool,
+    /// Its inode number as the folder's listing gave it (no `stat`): a file
+    /// replaced under the same name (a rename over it) has another.
+    pub ino: u64,
 }
 
 /// The name of the segment starting at `seq`.
@@ -134,7 +137,10 @@ impl Stray {
 
 /// The entries of a folder with their types as `lstat` gives them (no
 /// symlink followed), names that are not UTF-8 kept lossily.
-fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, FileKind)>, PathError> {
+/// A folder's entries: name, path, type (not following links) and inode
+/// number, all from the listing itself.
+fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, FileKind, u64)>, PathError> {
+    use std::os::unix::fs::DirEntryExt as _;
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
@@ -145,7 +151,8 @@ fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, FileKind)>, PathError> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e).at(&path),
         };
-        out.push((entry.file_name().to_string_lossy().into_owned(), path, kind));
+        let name = entry.file_name().to_string_lossy().into_owned();
+        out.push((name, path, kind, entry.ino()));
     }
     Ok(out)
 }
@@ -175,7 +182,7 @@ pub fn survey_feeds(feeds: &Path) -> Result<(Vec<FeedFolder>, Vec<Stray>), PathE
         Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return Ok((out, strays)),
         Err(e) => return Err(e),
     };
-    for (role_name, role_path, kind) in roles {
+    for (role_name, role_path, kind, _) in roles {
         match kind {
             FileKind::Directory => {}
             FileKind::Regular => {
@@ -196,7 +203,7 @@ pub fn survey_feeds(feeds: &Path) -> Result<(Vec<FeedFolder>, Vec<Stray>), PathE
             Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        for (dev_name, dev_path, kind) in devices {
+        for (dev_name, dev_path, kind, _) in devices {
             match (kind, FeedId::new(&role_name, &dev_name)) {
                 (FileKind::Directory, Some(feed)) => out.push((feed, dev_path)),
                 (FileKind::Directory | FileKind::Regular, _) => {
@@ -237,7 +244,7 @@ pub fn list_segments(dir: &Path) -> Result<Vec<Segment>, PathError> {
 pub fn survey_segments(dir: &Path) -> Result<(Vec<Segment>, Vec<Stray>), PathError> {
     let mut out = Vec::new();
     let mut strays = Vec::new();
-    for (name, path, kind) in entries(dir)? {
+    for (name, path, kind, ino) in entries(dir)? {
         let segment = parse_segment_file(&name);
         let known = segment.is_some() || name == HEAD_FILE;
         match (kind, segment) {
@@ -245,6 +252,7 @@ pub fn survey_segments(dir: &Path) -> Result<(Vec<Segment>, Vec<Stray>), PathErr
                 path,
                 first_seq,
                 gz,
+                ino,
             }),
             (FileKind::Regular, None) if known || is_in_flight(&name) => {}
             (FileKind::Regular, None) => strays.push(Stray::unknown(path)),
@@ -575,10 +583,15 @@ pub struct FeedWriter {
     former_keys: Vec<VerifyingKey>,
 }
 
+/// The folder of `feed` in `feeds_dir`: `<role>/<device>`.
+pub fn feed_dir(feeds_dir: &Path, feed: &FeedId) -> PathBuf {
+    feeds_dir.join(feed.role()).join(feed.device())
+}
+
 impl FeedWriter {
     /// The writer of `feed` in `feeds_dir`, with its journal and lock under `state_dir`.
     pub fn new(feeds_dir: &Path, state_dir: &Path, feed: FeedId) -> Self {
-        let dir = feeds_dir.join(feed.role()).join(feed.device());
+        let dir = feed_dir(feeds_dir, &feed);
         let journal = state_dir
             .join("journal")
             .join(format!("{}.jsonl", feed.role()));

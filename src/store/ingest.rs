@@ -154,7 +154,11 @@ struct DirScan {
     /// and the head has not gone back (a fork taken back), the next pass
     /// starts after them instead of looking each one up again: a feed of
     /// hundreds of segments then costs a pass two `stat` calls, not hundreds
-    /// of lookups.
+    /// of lookups. A folder listed again (its head replaced, a segment
+    /// added) keeps as many of them as it still lists as the same files
+    /// (name and inode, from the listing alone). As for an unchanged folder,
+    /// a complete segment rewritten in place under the same inode is not
+    /// read again until the process starts anew.
     checked: usize,
     checked_head: u64,
 }
@@ -266,7 +270,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut me = Self::new(index, dir, None, now_ms(), vouched);
         me.own_write = true;
         me.load()?;
-        let path = dir.feeds().join(feed.role()).join(feed.device());
+        let path = dir.feed_dir(feed);
         me.ingest_feed(feed, &path, cache)?;
         cache.settled &= me.quiet();
         me.finish()
@@ -553,6 +557,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 (Arc::clone(&d.segments), false, skip)
             }
             _ => {
+                let before = cache.dirs.get(dir).cloned();
                 let (segs, strays) = match feed::survey_segments(dir) {
                     Ok(survey) => survey,
                     // Gone since the feeds were listed (a checkout): nothing to read.
@@ -564,6 +569,22 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 self.report_strays(&feed.to_string(), &strays)?;
                 self.forget_oversize(feed, &segs)?;
                 let segs: Arc<[Segment]> = segs.into();
+                // The leading segments listed as before, each the same file
+                // (name and inode), that the last pass found complete and
+                // read: the folder changed elsewhere (its head replaced, a
+                // segment added), so they are not looked at again.
+                let skip = before.map_or(0, |d| {
+                    let same = segs
+                        .iter()
+                        .zip(d.segments.iter())
+                        .take_while(|(now, then)| now.path == then.path && now.ino == then.ino)
+                        .count();
+                    if head >= d.checked_head {
+                        d.checked.min(same)
+                    } else {
+                        0
+                    }
+                });
                 match dir_mtime {
                     Some(m) => {
                         cache.dirs.insert(
@@ -580,12 +601,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
                         cache.dirs.remove(dir);
                     }
                 }
-                (segs, true, 0)
+                (segs, true, skip)
             }
         };
         // While the folder is unchanged only the newest segment can grow. Once
-        // it changed (a new segment, a replaced file), every segment is looked
-        // at: the previous newest may have grown before the next one started.
+        // it changed (a new segment, a replaced file), every segment past the
+        // ones still known complete is looked at: the previous newest may have
+        // grown before the next one started.
         // An older segment whose records are not all in yet is looked at too:
         // its rest may be written in place (a copy in flight, `cp`), which
         // leaves the folder unchanged.

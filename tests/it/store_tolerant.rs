@@ -267,6 +267,57 @@ fn an_unknown_op_freezes_the_feed_with_an_upgrade_alarm() {
     );
 }
 
+/// Appends `n` small messages from `role` to `to` in one burst.
+fn burst(l: &Local, role: &str, to: &str, n: i64) {
+    use countersign::core::ids::Role;
+    let mut writer = l.channel();
+    let mut run = writer.bulk(&Role::new(role).unwrap(), 1).unwrap();
+    let now = countersign::store::channel::now_ms();
+    for i in 0..n {
+        let op = Op::Send(countersign::core::op::Send {
+            to: vec![Role::new(to).unwrap()],
+            topic: format!("bulk {i}"),
+            body: "x".into(),
+            decision_requested: true,
+            ..Default::default()
+        });
+        run.push(&op, now + i, Hlc(now, 0));
+    }
+    run.flush().unwrap();
+}
+
+#[test]
+fn a_complete_segment_replaced_under_its_name_is_read_again() {
+    // A reader skips the segments it found complete while the folder lists
+    // the same files, even once the folder changed (its head replaced). A
+    // file renamed over one of them is another file, and is read again: here
+    // to find the junk line it brought.
+    let l = Local::new(&["a", "b"]);
+    burst(&l, "a", "b", 700);
+    let segments = list_segments(&l.feed_dir("a")).unwrap();
+    assert!(segments.len() >= 2, "the burst filled a segment");
+    let mut reader = l.channel();
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 700);
+    // The writer goes on: its head is replaced, so the folder changed.
+    let mut s = l.session("a");
+    send(&mut s, "b", "after", "y");
+    reader.catch_up().unwrap();
+    assert_eq!(messages(&reader), 701);
+    assert!(problems(&reader).is_empty());
+    let first = &segments[0].path;
+    let mut bytes = fs::read(first).unwrap();
+    bytes.extend_from_slice(b"this is not json\n");
+    let tmp = first.with_extension("swap");
+    fs::write(&tmp, &bytes).unwrap();
+    fs::rename(&tmp, first).unwrap();
+    reader.catch_up().unwrap();
+    let p = problems(&reader);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "garbage", "{p:?}");
+    assert_eq!(messages(&reader), 701);
+}
+
 #[test]
 fn records_that_fill_a_segment_and_start_the_next_are_all_read() {
     // A reader that already knows the newest segment must notice that it grew
@@ -277,22 +328,7 @@ fn records_that_fill_a_segment_and_start_the_next_are_all_read() {
     let mut reader = l.channel();
     reader.catch_up().unwrap();
     assert_eq!(messages(&reader), 1);
-    let mut writer = l.channel();
-    let mut run = writer
-        .bulk(&countersign::core::ids::Role::new("a").unwrap(), 1)
-        .unwrap();
-    let now = countersign::store::channel::now_ms();
-    for i in 0..700 {
-        let op = Op::Send(countersign::core::op::Send {
-            to: vec![countersign::core::ids::Role::new("b").unwrap()],
-            topic: format!("bulk {i}"),
-            body: "x".into(),
-            decision_requested: true,
-            ..Default::default()
-        });
-        run.push(&op, now + i, Hlc(now, 0));
-    }
-    run.flush().unwrap();
+    burst(&l, "a", "b", 700);
     assert!(
         list_segments(&l.feed_dir("a")).unwrap().len() >= 2,
         "the burst started a new segment"
