@@ -80,17 +80,17 @@ pub enum Command {
 
 /// Runs `memory`.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    // The status line's command must stay quiet and never fail loudly: it
-    // opens the channel its own way.
-    if let Command::Status(st) = &a.command {
-        return memory_status::run(cli, st);
-    }
     // Reading the memory needs no role: any device of the channel reads it.
-    let role = Session::role_from(cli.role_arg()?.as_deref())?;
-    let mut s = Session::new(cli.open_channel()?, role)?;
+    let session = || -> anyhow::Result<Session> {
+        let role = Session::role_from(cli.role_arg()?.as_deref())?;
+        Ok(Session::new(cli.open_channel()?, role)?)
+    };
     match &a.command {
+        // The status line's command must stay quiet and never fail loudly: it
+        // opens the channel its own way.
+        Command::Status(st) => return memory_status::run(cli, st),
         Command::View { budget } => {
-            let v = memory::memory_view(&mut s, *budget)?;
+            let v = memory::memory_view(&mut session()?, *budget)?;
             for l in &v.lines {
                 println!("{}", one_line(&l.shown));
             }
@@ -107,6 +107,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             );
         }
         Command::Zoom { id, n } => {
+            let mut s = session()?;
             let z = memory::memory_zoom(&mut s, id, *n)?;
             println!("{}", one_line(&z.line));
             for h in &z.halves {
@@ -131,7 +132,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Command::Search { query, limit } => {
             let never = || false;
             let mut budget = Budget::search(&never);
-            let found = memory::memory_search(&mut s, query, *limit, &mut budget)?;
+            let found = memory::memory_search(&mut session()?, query, *limit, &mut budget)?;
             if found.lines.is_empty() {
                 println!("(nothing matches)");
             }
@@ -143,7 +144,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Export { file } => {
-            let page = export(&mut s)?;
+            let page = export(&mut session()?)?;
             let path = if file.is_relative() {
                 std::env::current_dir()?.join(file)
             } else {
@@ -152,7 +153,6 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             folder_file::replace(&path, page.as_bytes(), true)?;
             println!("wrote {} ({} bytes)", path.display(), page.len());
         }
-        Command::Status(_) => unreachable!("answered before the channel was opened"),
     }
     Ok(ExitCode::SUCCESS)
 }
