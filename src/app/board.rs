@@ -293,10 +293,13 @@ pub fn view(s: &Session, now_ms: i64) -> AppResult<Board> {
 
     let mut roles = Vec::new();
     for role in &roster {
+        // Counted row by row: a role may owe tens of thousands.
+        let mut owed = 0;
+        ix.each_open_debt_for(role, |_| owed += 1)?;
         roles.push(RoleCard {
             role: role.clone(),
             unread: ix.unread_mail(role)?.unread,
-            owed: ix.open_debts_for(role)?.len(),
+            owed,
             to_confirm: ix.resolutions_for(role)?.len(),
             votes_awaited: ix.awaiting_votes(role)?.len(),
         });

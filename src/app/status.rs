@@ -106,14 +106,33 @@ pub struct Item {
     pub extra: Map<String, Value>,
 }
 
-/// What a role has waiting for it: the messages behind each counter.
+/// What a role has waiting for it: each counter's number, what identifies
+/// each of its items, and the first [`LISTED`] of them to show. A role may
+/// have tens of thousands of open items; only the shown ones are kept whole.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
-    /// Counter name → the messages it counts.
+    /// Counter name → the first [`LISTED`] messages it counts, in the
+    /// index's order.
     pub items: BTreeMap<&'static str, Vec<Item>>,
+    /// Counter name → the [`Mark`] of every message it counts (their number
+    /// is the count).
+    pub marks: BTreeMap<&'static str, Vec<Mark>>,
     /// Counters kept as a number only (mail): counter → (count, a marker that
     /// changes whenever a new item enters the counter).
     pub tallies: BTreeMap<&'static str, (usize, String)>,
+}
+
+/// What tells one item of a counter from another, in 8 bytes: a hash of its
+/// full id (or of a tally's marker). Compared within one process only (a
+/// wait's snapshots), never stored.
+pub type Mark = u64;
+
+/// The [`Mark`] of an id or marker.
+pub fn mark(id: &str) -> Mark {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
 }
 
 impl Summary {
@@ -121,22 +140,28 @@ impl Summary {
     pub fn count(&self, counter: &str) -> usize {
         match self.tallies.get(counter) {
             Some((n, _)) => *n,
-            None => self.items.get(counter).map_or(0, Vec::len),
+            None => self.marks.get(counter).map_or(0, Vec::len),
         }
     }
 
-    /// What identifies the contents of a counter: the full ids behind it, or
-    /// for a tallied counter its marker (empty when the counter is zero). A
-    /// new item always brings a new id or marker.
-    pub fn ids(&self, counter: &str) -> Vec<&str> {
+    /// What identifies the contents of a counter: the marks of the ids
+    /// behind it, or for a tallied counter of its marker (none when the
+    /// counter is zero). A new item always brings a new mark.
+    pub fn marks(&self, counter: &str) -> Vec<Mark> {
         match self.tallies.get(counter) {
             Some((0, _)) => Vec::new(),
-            Some((_, marker)) => vec![marker.as_str()],
-            None => self
-                .items
-                .get(counter)
-                .map(|v| v.iter().map(|i| i.id.as_str()).collect())
-                .unwrap_or_default(),
+            Some((_, marker)) => vec![mark(marker)],
+            None => self.marks.get(counter).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Counts `item` under `counter`, keeping it whole while fewer than
+    /// [`LISTED`] are.
+    fn push(&mut self, counter: &'static str, item: Item) {
+        self.marks.entry(counter).or_default().push(mark(&item.id));
+        let shown = self.items.entry(counter).or_default();
+        if shown.len() < LISTED {
+            shown.push(item);
         }
     }
 
@@ -230,11 +255,10 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     sum.tallies.insert("unopened", (unopened, String::new()));
     sum.tallies
         .insert("opened_unmarked", (unread - unopened, String::new()));
-    let mut push =
-        |counter: &'static str, item: Item| sum.items.entry(counter).or_default().push(item);
+    let mut push = |counter: &'static str, item: Item| sum.push(counter, item);
 
     // Open debts addressed to the role; untaken = not (yet) taken by it.
-    for debt in ix.open_debts_for(me)? {
+    ix.each_open_debt_for(me, |debt| {
         let item = Item {
             id: debt.id,
             topic: debt.topic,
@@ -244,7 +268,7 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
             push("open_obligations_untaken", item.clone());
         }
         push("open_obligations", item);
-    }
+    })?;
 
     // Proposals waiting for this role's decision.
     for p in ix.awaiting_votes(me)? {
@@ -259,7 +283,7 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
     }
 
     // The ball: work whose next move is the role's.
-    for b in ix.ball_with(me)? {
+    ix.each_ball_with(me, |b| {
         let counter = match b.ball {
             Ball::InProgress => "in_progress",
             Ball::Unblocked => "unblocked",
@@ -282,7 +306,7 @@ pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
                 extra,
             },
         );
-    }
+    })?;
 
     // Resolutions by the other side that wait for this role's confirmation.
     for r in ix.resolutions_for(me)? {
@@ -332,13 +356,23 @@ fn bounded<T>(
     items.take(LISTED).collect()
 }
 
-/// The items behind `counter`, all of them.
-fn items<'s>(sum: &'s Summary, counter: &str) -> std::slice::Iter<'s, Item> {
-    sum.items
+/// The items of `counter` kept to be shown, noting in `more` how many it
+/// counts beyond them.
+fn shown<'s>(
+    sum: &'s Summary,
+    counter: &'static str,
+    more: &mut BTreeMap<&'static str, usize>,
+) -> &'s [Item] {
+    let shown = sum
+        .items
         .get(counter)
         .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
+        .unwrap_or_default();
+    let left_out = sum.count(counter) - shown.len();
+    if left_out > 0 {
+        more.insert(counter, left_out);
+    }
+    shown
 }
 
 /// The items behind `counter` as channel_status lists them.
@@ -347,12 +381,14 @@ fn list(
     counter: &'static str,
     more: &mut BTreeMap<&'static str, usize>,
 ) -> Vec<CounterItem> {
-    let listed = items(sum, counter).map(|i| CounterItem {
-        id: short(&i.id),
-        topic: i.topic.clone(),
-        extra: i.extra.clone(),
-    });
-    bounded(listed, counter, more)
+    shown(sum, counter, more)
+        .iter()
+        .map(|i| CounterItem {
+            id: short(&i.id),
+            topic: i.topic.clone(),
+            extra: i.extra.clone(),
+        })
+        .collect()
 }
 
 /// What this role has waiting, plus the pinned rules and what is new in this build.
@@ -485,8 +521,10 @@ pub fn status_view(s: &mut Session) -> AppResult<(Summary, StatusView)> {
     s.catch_up()?;
     let sum = summary(s.index(), &me)?;
     let mut more = BTreeMap::new();
-    let conflicted = items(&sum, "conflicted").map(|i| i.extra.clone());
-    let conflicted = bounded(conflicted, "conflicted", &mut more);
+    let conflicted: Vec<Map<String, Value>> = shown(&sum, "conflicted", &mut more)
+        .iter()
+        .map(|i| i.extra.clone())
+        .collect();
     let alarms = bounded(alarms(s.index())?.into_iter(), "alarms", &mut more);
     let held = held(s.index())?;
     let out = StatusView {

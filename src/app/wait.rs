@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::refusal::{AppError, AppResult};
 use super::rows::MessageView;
 use super::session::{Session, find_live};
-use super::status::{ACTIONABLE, summary};
+use super::status::{ACTIONABLE, Mark, summary};
 use crate::core::ids::RecordId;
 
 /// The longest a single wait call blocks, below common client timeouts.
@@ -37,8 +37,9 @@ pub fn check_wait(timeout_s: f64, poll_interval_s: f64) -> AppResult<()> {
 /// The ids behind each actionable counter, and the counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MailSnapshot {
-    /// Counter → what identifies its contents (ids, or a tally's marker).
-    pub ids: BTreeMap<&'static str, BTreeSet<String>>,
+    /// Counter → what identifies its contents (the marks of its ids, or of
+    /// a tally's marker).
+    pub ids: BTreeMap<&'static str, BTreeSet<Mark>>,
     /// Counter → count.
     pub counts: BTreeMap<&'static str, usize>,
 }
@@ -84,7 +85,7 @@ pub fn mail_snapshot(s: &mut Session) -> AppResult<MailSnapshot> {
     Ok(MailSnapshot {
         ids: ACTIONABLE
             .iter()
-            .map(|c| (*c, sum.ids(c).into_iter().map(str::to_owned).collect()))
+            .map(|c| (*c, sum.marks(c).into_iter().collect()))
             .collect(),
         counts: ACTIONABLE.iter().map(|c| (*c, sum.count(c))).collect(),
     })

@@ -1235,3 +1235,31 @@ fn status_lists_are_bounded_and_say_what_they_left_out() {
     assert_eq!(debts.len(), REPORT_DEBTS as usize + 1, "{text}");
     assert_eq!(debts.last().unwrap(), &"  … and 3 more");
 }
+
+/// A wait tells a new item from the old ones by every item a counter holds,
+/// not only the ones a status shows: the 56th debt wakes it as the first did.
+#[test]
+fn a_new_item_past_the_listed_ones_is_still_news_to_a_wait() {
+    use countersign::app::send::{SendRequest, send_message};
+    use countersign::app::status::LISTED;
+    use countersign::app::wait::mail_snapshot;
+
+    let l = crate::common::local::Local::new(&["frontend", "backend"]);
+    let mut backend = l.session("backend");
+    let mut frontend = l.session("frontend");
+    let mut debt = |i: usize| {
+        let mut req = SendRequest::new("frontend", format!("task {i}"), "b");
+        req.action_required = true;
+        send_message(&mut backend, req).unwrap();
+    };
+    for i in 0..LISTED + 5 {
+        debt(i);
+    }
+    let before = mail_snapshot(&mut frontend).unwrap();
+    assert_eq!(before.counts["open_obligations_untaken"], LISTED + 5);
+    assert!(before.news_since(&before).is_empty());
+    debt(LISTED + 5);
+    let after = mail_snapshot(&mut frontend).unwrap();
+    let news = after.news_since(&before);
+    assert_eq!(news.get("open_obligations_untaken"), Some(&(LISTED + 6)));
+}

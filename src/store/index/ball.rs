@@ -61,6 +61,14 @@ pub(super) fn ball_sql() -> String {
 impl Index {
     /// Every live message whose work status has the ball with `role`, in order.
     pub fn ball_with(&self, role: &str) -> StoreResult<Vec<BallItem>> {
+        let mut out = Vec::new();
+        self.each_ball_with(role, |b| out.push(b))?;
+        Ok(out)
+    }
+
+    /// Hands each live message whose work status has the ball with `role`
+    /// to `each`, in order, one row at a time.
+    pub fn each_ball_with(&self, role: &str, mut each: impl FnMut(BallItem)) -> StoreResult<()> {
         let sql = ball_sql();
         let p = &self.path;
         let mut st = self.conn.prepare_cached(&sql).db(p)?;
@@ -76,7 +84,6 @@ impl Index {
                 ))
             })
             .db(p)?;
-        let mut out = Vec::new();
         for row in rows {
             let (id, topic, ws, by, blocked_by, blocker_gone) = row.db(p)?;
             let mine = by.as_deref() == Some(role);
@@ -89,14 +96,14 @@ impl Index {
                 _ => continue,
             };
             let blocked_by = if ws == "blocked" { blocked_by } else { None };
-            out.push(BallItem {
+            each(BallItem {
                 id,
                 topic,
                 ball,
                 blocked_by,
             });
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -242,17 +242,32 @@ impl Index {
 
     /// Every open, live debt addressed to `role`, oldest first.
     pub fn open_debts_for(&self, role: &str) -> StoreResult<Vec<OpenDebt>> {
+        let mut out = Vec::new();
+        self.each_open_debt_for(role, |d| out.push(d))?;
+        Ok(out)
+    }
+
+    /// Hands each open, live debt addressed to `role` to `each`, oldest
+    /// first, one row at a time (a role may owe tens of thousands).
+    pub fn each_open_debt_for(
+        &self,
+        role: &str,
+        mut each: impl FnMut(OpenDebt),
+    ) -> StoreResult<()> {
         self.conn
             .prepare_cached(&open_debts_sql())
             .and_then(|mut st| {
-                st.query_map([role], |r| {
+                let rows = st.query_map([role], |r| {
                     Ok(OpenDebt {
                         id: r.get(0)?,
                         topic: r.get(1)?,
                         taken: r.get(2)?,
                     })
-                })?
-                .collect()
+                })?;
+                for debt in rows {
+                    each(debt?);
+                }
+                Ok(())
             })
             .db(&self.path)
     }
