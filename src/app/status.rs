@@ -597,8 +597,9 @@ pub struct StatusView {
 
 /// What `countersign status` prints as JSON, and what `serve` answers on
 /// `/status` for a role token: the channel's name, the role's status view,
-/// and its open debts (at most 100, the rest counted in `more`) as headers. One type for both, so a
-/// status read through a server is the one read beside the folder.
+/// and its open debts as headers (at most 100, the rest counted in `more`).
+/// One type for both, so a status read through a server is the one read
+/// beside the folder.
 #[derive(Clone, Debug, Serialize)]
 pub struct StatusReport {
     /// The channel's name (channel.json).

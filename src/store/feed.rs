@@ -136,9 +136,8 @@ impl Stray {
 }
 
 /// The entries of a folder with their types as `lstat` gives them (no
-/// symlink followed), names that are not UTF-8 kept lossily.
-/// A folder's entries: name, path, type (not following links) and inode
-/// number, all from the listing itself.
+/// symlink followed) and their inode numbers, both from the listing itself;
+/// names that are not UTF-8 kept lossily.
 fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, FileKind, u64)>, PathError> {
     use std::os::unix::fs::DirEntryExt as _;
     let mut out = Vec::new();
