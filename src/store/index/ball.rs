@@ -59,13 +59,6 @@ pub(super) fn ball_sql() -> String {
 }
 
 impl Index {
-    /// Every live message whose work status has the ball with `role`, in order.
-    pub fn ball_with(&self, role: &str) -> StoreResult<Vec<BallItem>> {
-        let mut out = Vec::new();
-        self.each_ball_with(role, |b| out.push(b))?;
-        Ok(out)
-    }
-
     /// Hands each live message whose work status has the ball with `role`
     /// to `each`, in order, one row at a time.
     pub fn each_ball_with(&self, role: &str, mut each: impl FnMut(BallItem)) -> StoreResult<()> {
@@ -153,7 +146,8 @@ mod tests {
             }),
         );
         assert!(refold_with(ix, &task.id, None, None).unwrap());
-        let items = ix.ball_with("b").unwrap();
+        let mut items = Vec::new();
+        ix.each_ball_with("b", |b| items.push(b)).unwrap();
         let item = items.iter().find(|i| i.id == task.id.hex()).unwrap();
         assert_eq!(item.blocked_by, Some(blocker.hex()));
         item.ball

@@ -240,13 +240,6 @@ impl Index {
             .db(&self.path)
     }
 
-    /// Every open, live debt addressed to `role`, oldest first.
-    pub fn open_debts_for(&self, role: &str) -> StoreResult<Vec<OpenDebt>> {
-        let mut out = Vec::new();
-        self.each_open_debt_for(role, |d| out.push(d))?;
-        Ok(out)
-    }
-
     /// Hands each open, live debt addressed to `role` to `each`, oldest
     /// first, one row at a time (a role may owe tens of thousands).
     pub fn each_open_debt_for(
