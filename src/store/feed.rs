@@ -967,15 +967,24 @@ impl FeedWriter {
         })
     }
 
-    /// Rewrites `head.json` for `rec`, by a temporary file renamed over it
-    /// (a planted symlink is replaced, never written through). The head is a
-    /// hint rebuilt on every append, so it is not fsynced, and failing to
-    /// write it does not fail the append (the record is durable by then):
-    /// something in its way is reported by ingest.
+    /// Rewrites `head.json` for `rec`. The head is a hint rebuilt on every
+    /// append, so it is not fsynced, and failing to write it does not fail
+    /// the append (the record is durable by then): something in its way is
+    /// reported by ingest.
+    ///
+    /// A head that stands as a plain file is written over in place: replacing
+    /// it by a rename cost more than the rest of the write on ext4 (a new
+    /// inode, the old one freed, the folder changed), and a reader that meets
+    /// a half-written head finds its signature wrong and ignores it, as it
+    /// ignores any head that fails. Anything else in its way (nothing there,
+    /// a symlink, a file with other names) is replaced by a temporary file
+    /// renamed over it, never written through.
     fn write_head(&self, rec: &Record, key: &SigningKey) {
         let text = record::encode_head(&self.feed, rec.header.seq, rec.id, rec.header.hlc, key);
         let path = self.dir.join(HEAD_FILE);
-        if let Err(e) = folder_file::replace(&path, text.as_bytes(), false) {
+        let written = folder_file::rewrite(&path, text.as_bytes())
+            .or_else(|_| folder_file::replace(&path, text.as_bytes(), false));
+        if let Err(e) = written {
             tracing::warn!("head of feed {} not written: {e}", self.feed);
         }
     }

@@ -107,6 +107,12 @@ pub enum Refusal {
         /// The most the format allows, decompressed.
         limit: u64,
     },
+    /// It has other names besides this one (hard links): writing it in
+    /// place would change them too.
+    Linked {
+        /// How many names it has.
+        links: u64,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -125,6 +131,10 @@ impl fmt::Display for Refusal {
                 f,
                 "decompresses to more than the {limit} bytes the channel format allows: it was \
                  not read"
+            ),
+            Self::Linked { links } => write!(
+                f,
+                "has {links} names (hard links): it was not written in place"
             ),
         }
     }
@@ -254,6 +264,24 @@ pub fn open_write(path: &Path) -> Result<File, FolderError> {
     open_regular(path, OpenOptions::new().write(true)).map(|(f, _)| f)
 }
 
+/// Writes `bytes` over the regular file at `path`, in place: from its start,
+/// then cut to their length. Not atomic (a reader may meet the old bytes, the
+/// new ones or a mix), so only for a file whose readers check what they read
+/// and ignore what fails (a signed hint). Refused, with nothing written, for
+/// anything [`open_write`] refuses and for a file with other names (a hard
+/// link would carry the bytes beyond the folder): [`replace`] is the way then.
+pub fn rewrite(path: &Path, bytes: &[u8]) -> Result<(), FolderError> {
+    use std::os::unix::fs::{FileExt as _, MetadataExt as _};
+    let f = open_write(path)?;
+    let links = f.metadata().at(path)?.nlink();
+    if links != 1 {
+        return Err(FolderError::refused(path, Refusal::Linked { links }));
+    }
+    f.write_all_at(bytes, 0).at(path)?;
+    f.set_len(bytes.len() as u64).at(path)?;
+    Ok(())
+}
+
 /// Replaces `path` with `bytes` atomically: a temporary file beside it
 /// (created new, so nothing planted there is written through), then a rename
 /// over the old name, which replaces whatever stood there as a name (a
@@ -350,6 +378,7 @@ mod tests {
             read(&link, 1 << 20).unwrap_err(),
             open_append(&link).map(|_| ()).unwrap_err(),
             open_write(&link).map(|_| ()).unwrap_err(),
+            rewrite(&link, b"new\n").unwrap_err(),
         ] {
             assert_eq!(
                 err.refusal(),
@@ -365,6 +394,28 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), b"secret\n");
         assert_eq!(fs::read(&link).unwrap(), b"new\n");
         assert_eq!(FileKind::at(&link).unwrap(), Some(FileKind::Regular));
+    }
+
+    #[test]
+    fn a_rewrite_is_in_place_and_never_through_another_name() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("head.json");
+        fs::write(&file, b"a longer first version\n").unwrap();
+        let inode = fs::metadata(&file).unwrap().ino();
+        rewrite(&file, b"shorter\n").unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"shorter\n");
+        assert_eq!(fs::metadata(&file).unwrap().ino(), inode);
+        // A second name: refused, both names keep their bytes.
+        let other = dir.path().join("elsewhere");
+        fs::hard_link(&file, &other).unwrap();
+        let err = rewrite(&file, b"new\n").unwrap_err();
+        assert_eq!(err.refusal(), Some(&Refusal::Linked { links: 2 }), "{err}");
+        assert_eq!(fs::read(&other).unwrap(), b"shorter\n");
+        // Nothing there: an error, and nothing made.
+        let missing = dir.path().join("missing");
+        assert!(rewrite(&missing, b"x").is_err());
+        assert!(!missing.exists());
     }
 
     #[test]

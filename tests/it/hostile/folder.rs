@@ -115,6 +115,23 @@ fn a_symlinked_head_is_replaced_never_written_through() {
 }
 
 #[test]
+fn a_hard_linked_head_is_replaced_never_written_through() {
+    // The head is written in place when it stands as a plain file of its
+    // own; a second name would carry those bytes out of the folder.
+    let tc = TestChannel::new(&["a", "b"]);
+    send_ok(&tc, "first");
+    let head = feed_dir(&tc, "a").join("head.json");
+    let victim = tc.tmp.path().join("victim.txt");
+    fs::remove_file(&head).unwrap();
+    fs::write(&victim, b"precious\n").unwrap();
+    fs::hard_link(&victim, &head).unwrap();
+    send_ok(&tc, "second");
+    assert_eq!(fs::read(&victim).unwrap(), b"precious\n");
+    let written = fs::read_to_string(&head).unwrap();
+    assert!(written.contains("\"seq\":3"), "{written}");
+}
+
+#[test]
 fn a_symlinked_segment_is_never_appended_to_and_is_an_alarm() {
     let tc = TestChannel::new(&["a", "b"]);
     send_ok(&tc, "first");
