@@ -149,6 +149,13 @@ impl Session {
         Ok(())
     }
 
+    /// Readies the session for a long life (a server): the index's
+    /// checkpoints move off the calls that write.
+    pub fn serve_long(&mut self) -> AppResult<()> {
+        self.channel.checkpoint_in_background()?;
+        Ok(())
+    }
+
     /// What the memory keeps between calls (`app::memory`).
     pub(super) fn memory_cache(&mut self) -> &mut super::memory::Cache {
         &mut self.memory

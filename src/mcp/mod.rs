@@ -151,7 +151,11 @@ impl Server {
     }
 
     /// A server acting through `session` that serves only the tools of `served`.
-    pub fn with_toolsets(session: Session, served: Toolsets) -> Self {
+    pub fn with_toolsets(mut session: Session, served: Toolsets) -> Self {
+        // A server keeps its session for as long as its client stays.
+        if let Err(e) = session.serve_long() {
+            tracing::warn!("{e}; the index's checkpoints stay in the calls that write");
+        }
         let tool_router = Self::messaging_router()
             + Self::browse_router()
             + Self::debts_router()

@@ -262,6 +262,12 @@ impl Channel {
         self.index.checkpoint_if_grown()
     }
 
+    /// Hands the index's checkpoints to a thread of their own, for a process
+    /// that keeps the channel open (`store::index::checkpoint`).
+    pub fn checkpoint_in_background(&mut self) -> StoreResult<()> {
+        self.index.checkpoint_in_background()
+    }
+
     /// Throws the index's derived content away and folds every feed again
     /// ([`Self::reindex_rows`]), then builds the full-text index
     /// ([`Self::complete_search_index`]). `progress` is told the bytes read

@@ -13,6 +13,7 @@
 //! writes is `store::message_rows`; ingest decides when.
 
 mod ball;
+mod checkpoint;
 mod conflicts;
 mod debts;
 mod deliveries;
@@ -287,6 +288,9 @@ pub struct Index {
     /// Body rows per step of a large full-text backlog
     /// ([`SEARCH_BATCH`] unless set: [`Self::set_search_batch`]).
     search_batch: i64,
+    /// The thread that checkpoints the log, in a long-lived process
+    /// ([`Self::checkpoint_in_background`]).
+    checkpointer: Option<checkpoint::Checkpointer>,
 }
 
 /// The `conflicts` column of a folded entity (a message, an upload): its
@@ -370,6 +374,7 @@ impl Index {
             conn,
             path: path.to_path_buf(),
             search_batch: SEARCH_BATCH,
+            checkpointer: None,
         };
         let stamp: i32 = me
             .conn
@@ -429,6 +434,7 @@ impl Index {
             conn,
             path,
             search_batch: SEARCH_BATCH,
+            checkpointer: None,
         })
     }
 
@@ -461,6 +467,9 @@ impl Index {
         match f(self) {
             Ok(v) => {
                 self.conn.execute_batch("COMMIT").db(&self.path)?;
+                if let Some(c) = &self.checkpointer {
+                    c.after_commit();
+                }
                 Ok(v)
             }
             Err(e) => {
@@ -683,6 +692,14 @@ impl Index {
                 .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
                 .db(&self.path)?;
         }
+        Ok(())
+    }
+
+    /// Moves this connection's checkpoints of the write-ahead log off its
+    /// commits, to a thread of their own ([`checkpoint`]): for a process that
+    /// keeps the index open.
+    pub fn checkpoint_in_background(&mut self) -> StoreResult<()> {
+        self.checkpointer = Some(checkpoint::Checkpointer::start(&mut self.conn, &self.path)?);
         Ok(())
     }
 

@@ -1,0 +1,135 @@
+//! The write-ahead log's checkpoints, taken off the commits of a long-lived
+//! process.
+//!
+//! SQLite copies its log back into the database file (a checkpoint) inside
+//! the commit that takes the log past 1,000 pages. A durable write commits
+//! about twenty pages, so in a burst of writes every fiftieth or so paid for
+//! the checkpoint too: 8 ms instead of 1.3. A process that keeps its index
+//! open (the MCP server, `serve`) hands the checkpoints to a thread of its
+//! own, with a connection of its own, which checkpoints passively: it copies
+//! what no reader still needs and never waits for anyone. Should the thread
+//! fall far behind, a commit checkpoints the log itself, as SQLite would,
+//! so the log stays bounded.
+//!
+//! Owns that thread and its connection; must not write rows.
+
+use std::os::raw::c_int;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use rusqlite::Connection;
+use rusqlite::wal::CheckpointMode;
+
+use crate::store::error::{IoContext as _, SqlContext as _, StoreResult};
+
+/// Log pages past which the thread is asked to checkpoint (SQLite's own
+/// threshold for a checkpoint inside the commit).
+const ASK_AT: c_int = 4_000;
+
+/// Log pages past which a commit checkpoints itself: the thread did not keep
+/// up (about 64 MB of log).
+const SELF_AT: c_int = 16 * ASK_AT;
+
+/// The thread that checkpoints one connection's log, and what that
+/// connection's commits tell it.
+pub struct Checkpointer {
+    /// The log's length in pages after the connection's last commit.
+    pages: Arc<AtomicI32>,
+    ask: SyncSender<()>,
+}
+
+impl Checkpointer {
+    /// Moves `conn`'s checkpoints to a thread with its own connection to
+    /// `path`; the thread ends when this is dropped.
+    pub fn start(conn: &mut Connection, path: &Path) -> StoreResult<Self> {
+        let (ask, asked) = sync_channel::<()>(1);
+        let db = path.to_path_buf();
+        std::thread::Builder::new()
+            .name("index-checkpoint".into())
+            .spawn(move || run(&db, &asked))
+            .at(path)?;
+        let pages = Arc::new(AtomicI32::new(0));
+        let seen = Arc::clone(&pages);
+        conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, n: c_int| {
+            seen.store(n, Ordering::Relaxed);
+            if n >= SELF_AT {
+                wal.checkpoint_v2(CheckpointMode::PASSIVE)?;
+            }
+            Ok(())
+        }))
+        .db(path)?;
+        Ok(Self { pages, ask })
+    }
+
+    /// Called once a commit has returned: asks the thread for a checkpoint
+    /// when the log has grown past [`ASK_AT`]. Not from inside the commit,
+    /// whose snapshot would keep the thread from copying anything back.
+    pub fn after_commit(&self) {
+        if self.pages.load(Ordering::Relaxed) >= ASK_AT {
+            // Already asked and not yet done: one request is enough.
+            let _ = self.ask.try_send(());
+        }
+    }
+}
+
+/// The thread: a passive checkpoint per request, until the requests end.
+fn run(path: &Path, asked: &Receiver<()>) {
+    let mut conn: Option<Connection> = None;
+    while asked.recv().is_ok() {
+        if conn.is_none() {
+            conn = Connection::open(path)
+                .inspect_err(|e| tracing::warn!("checkpoints of {}: {e}", path.display()))
+                .ok();
+        }
+        // The pragma, not `wal_checkpoint_v2`: a connection that has not
+        // read the database yet does not know it is in WAL mode, and the
+        // call does nothing; the pragma reads it first.
+        if let Some(c) = &conn
+            && let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        {
+            tracing::warn!("checkpoint of {}: {e}", path.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn a_commit_past_the_threshold_is_checkpointed_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ix.sqlite3");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE t(x BLOB)").unwrap();
+        let checkpoints = Checkpointer::start(&mut conn, &path).unwrap();
+        // One commit of well over ASK_AT pages of 4 KiB: the hook replaced
+        // SQLite's own checkpoint in the commit, so the database file grows
+        // only when the thread copies the log back.
+        conn.execute_batch("BEGIN").unwrap();
+        let rows = ASK_AT + 200;
+        for _ in 0..rows {
+            conn.execute("INSERT INTO t VALUES (zeroblob(4000))", [])
+                .unwrap();
+        }
+        conn.execute_batch("COMMIT").unwrap();
+        checkpoints.after_commit();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let len = std::fs::metadata(&path).unwrap().len();
+            if len > u64::try_from(rows).unwrap() * 4_000 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the database file holds {len} bytes"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
