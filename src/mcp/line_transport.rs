@@ -36,6 +36,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _,
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
+use super::stdio;
 use crate::core::upload::UPLOAD_MAX_BYTES;
 
 /// The longest input line read as one message, in bytes, its newline
@@ -87,10 +88,12 @@ pub struct LineTransport<R, W> {
     answering: Option<JoinHandle<io::Result<()>>>,
 }
 
-impl LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
-    /// The transport over this process's stdin and stdout.
+impl LineTransport<stdio::Input, stdio::Output> {
+    /// The transport over this process's stdin and stdout (polled by the
+    /// runtime when they are pipes or sockets: [`stdio`]). Must be called
+    /// inside the runtime.
     pub fn stdio() -> Self {
-        Self::new(tokio::io::stdin(), tokio::io::stdout())
+        Self::new(stdio::input(), stdio::output())
     }
 }
 

@@ -24,6 +24,7 @@ pub mod line_transport;
 mod memory;
 mod messaging;
 pub mod schema;
+mod stdio;
 mod structured;
 pub mod syncer;
 pub mod toolset;
