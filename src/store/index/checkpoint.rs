@@ -66,8 +66,9 @@ impl Checkpointer {
     }
 
     /// Called once a commit has returned: asks the thread for a checkpoint
-    /// when the log has grown past [`ASK_AT`]. Not from inside the commit,
-    /// whose snapshot would keep the thread from copying anything back.
+    /// when the log has grown past [`ASK_AT`]. Asked here rather than from
+    /// the hook, which runs inside the commit, so that the thread starts on
+    /// a log the commit is done with.
     pub fn after_commit(&self) {
         if self.pages.load(Ordering::Relaxed) >= ASK_AT {
             // Already asked and not yet done: one request is enough.
