@@ -960,6 +960,16 @@ mod tests {
     }
 
     #[test]
+    fn the_awaited_proposals_page_walks_the_awaiting_messages_not_the_mail() {
+        let ix = Index::in_memory("c").unwrap();
+        let page = plan_for(&ix, &proposals::awaiting_page_sql(), &["a", "b", "k", "51"]);
+        assert!(
+            page.contains("SCAN m USING INDEX messages_awaiting") && !page.contains("TEMP B-TREE"),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn the_boards_chart_reads_its_indexes_alone() {
         let ix = Index::in_memory("c").unwrap();
         let spans = plan_for(&ix, debts::DEBT_SPANS, &["0", "10"]);

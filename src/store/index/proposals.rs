@@ -135,12 +135,7 @@ impl Index {
         pin_key: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<MessageRow>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM messages m \
-             JOIN deliveries d ON d.message_id = m.id AND d.role = ?1 \
-             WHERE {AWAITING} AND (?2 IS NULL OR m.from_role = ?2) AND (?3 IS NULL OR m.pin_key = ?3) \
-             ORDER BY m.ms, m.c, m.id LIMIT ?4"
-        );
+        let sql = awaiting_page_sql();
         self.conn
             .prepare_cached(&sql)
             .and_then(|mut st| {
@@ -152,4 +147,18 @@ impl Index {
             })
             .db(&self.path)
     }
+}
+
+/// The statement of [`Index::awaiting_votes_page`]. CROSS JOIN keeps the
+/// messages outside: the planner walks the partial index of awaiting
+/// messages in page order and stops at the limit. Left to choose, it walked
+/// every delivery of the role (all of its mail: 6 ms at 10k messages, none
+/// of them awaiting) and sorted what it found.
+pub(super) fn awaiting_page_sql() -> String {
+    format!(
+        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM messages m \
+         CROSS JOIN deliveries d ON d.message_id = m.id AND d.role = ?1 \
+         WHERE {AWAITING} AND (?2 IS NULL OR m.from_role = ?2) AND (?3 IS NULL OR m.pin_key = ?3) \
+         ORDER BY m.ms, m.c, m.id LIMIT ?4"
+    )
 }
