@@ -57,11 +57,9 @@ enum Polled {
 }
 
 fn polled(fd: std::os::fd::BorrowedFd<'_>) -> Option<Polled> {
-    let fd = fd.try_clone_to_owned().ok()?;
-    let kind = std::fs::File::from(fd.try_clone().ok()?)
-        .metadata()
-        .ok()?
-        .file_type();
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let kind = file.metadata().ok()?.file_type();
+    let fd = OwnedFd::from(file);
     if kind.is_fifo() {
         Some(Polled::Pipe(fd))
     } else if kind.is_socket() {

@@ -39,14 +39,14 @@ const SELF_AT: c_int = 16_000;
 pub struct Checkpointer {
     /// The log's length in pages after the connection's last commit.
     pages: Arc<AtomicI32>,
-    ask: SyncSender<()>,
+    requests: SyncSender<()>,
 }
 
 impl Checkpointer {
     /// Moves `conn`'s checkpoints to a thread with its own connection to
     /// `path`; the thread ends when this is dropped.
     pub fn start(conn: &mut Connection, path: &Path) -> StoreResult<Self> {
-        let (ask, asked) = sync_channel::<()>(1);
+        let (requests, asked) = sync_channel::<()>(1);
         let db = path.to_path_buf();
         std::thread::Builder::new()
             .name("index-checkpoint".into())
@@ -62,7 +62,7 @@ impl Checkpointer {
             Ok(())
         }))
         .db(path)?;
-        Ok(Self { pages, ask })
+        Ok(Self { pages, requests })
     }
 
     /// Called once a commit has returned: asks the thread for a checkpoint
@@ -71,9 +71,15 @@ impl Checkpointer {
     /// a log the commit is done with.
     pub fn after_commit(&self) {
         if self.pages.load(Ordering::Relaxed) >= ASK_AT {
-            // Already asked and not yet done: one request is enough.
-            let _ = self.ask.try_send(());
+            self.ask();
         }
+    }
+
+    /// Asks the thread for a checkpoint now (an idle server whose log has
+    /// grown, [`super::Index::checkpoint_if_grown`]).
+    pub fn ask(&self) {
+        // Already asked and not yet done: one request is enough.
+        let _ = self.requests.try_send(());
     }
 }
 

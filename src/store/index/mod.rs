@@ -682,15 +682,22 @@ impl Index {
 
     /// A passive checkpoint of the write-ahead log once it holds more than
     /// [`WAL_TIDY_BYTES`]. Passive: it copies what no reader still needs and
-    /// never waits.
+    /// never waits. Where a checkpoint thread runs
+    /// ([`Self::checkpoint_in_background`]), it is asked to do it, so the
+    /// caller does not hold its session meanwhile.
     pub fn checkpoint_if_grown(&self) -> StoreResult<()> {
         let mut wal = self.path.clone().into_os_string();
         wal.push("-wal");
         let size = std::fs::metadata(&wal).map_or(0, |m| m.len());
-        if size > WAL_TIDY_BYTES {
-            self.conn
+        if size <= WAL_TIDY_BYTES {
+            return Ok(());
+        }
+        match &self.checkpointer {
+            Some(c) => c.ask(),
+            None => self
+                .conn
                 .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-                .db(&self.path)?;
+                .db(&self.path)?,
         }
         Ok(())
     }
