@@ -858,20 +858,34 @@ impl Channel {
                 prev = Some((rec.header.seq, rec.id, rec.header.hlc));
                 recs.push(rec);
             }
+            let vouched = recs.iter().map(|r| vouch(r, &key)).collect();
             let left = match recs.as_slice() {
-                [one] => Some(
-                    writer
-                        .feed
-                        .append_after(one, &writer.key, tails.as_ref())?
-                        .1,
-                ),
+                [one] => {
+                    let publishing = writer.feed.begin_append(one, tails.as_ref())?;
+                    // The ingest reads the line back while the disk makes it
+                    // durable in the feed, on another thread: the two took
+                    // turns before, and each is a third of a write. Nothing
+                    // of the ingest is kept unless the sync succeeds (the
+                    // transaction commits after both), so the index never
+                    // holds a record the feed may lose.
+                    let (published, ingested) = std::thread::scope(|s| {
+                        let syncing = s.spawn(|| publishing.finish(&writer.key));
+                        let ingested = Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched);
+                        let published = syncing
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                        (published, ingested)
+                    });
+                    let (_, left) = published?;
+                    ingested?;
+                    Some(left)
+                }
                 run => {
                     writer.feed.append_batch(run, &writer.key)?;
+                    Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
                     None
                 }
             };
-            let vouched = recs.iter().map(|r| vouch(r, &key)).collect();
-            Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
             Ok((recs, out, left))
         });
         match result {

@@ -564,6 +564,43 @@ fn stamp(path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
     Ok((m.len(), m.modified().ok()))
 }
 
+/// A record durable in the journal and written to its feed segment, not yet
+/// durably there ([`FeedWriter::begin_append`]).
+#[must_use = "the record is not durable in the feed until `finish`"]
+pub struct Publishing<'w> {
+    writer: &'w FeedWriter,
+    rec: &'w Record,
+    file: File,
+    at: Appended,
+    created: bool,
+    segment_first: u64,
+    journal_before: u64,
+}
+
+impl Publishing<'_> {
+    /// Waits until the line is durable in the feed, then rewrites the head
+    /// hint. Returns where the line landed and the tails the append leaves.
+    /// Should the sync fail, the journal is cut back as when writing the
+    /// line fails: the record the caller is told failed is never published
+    /// by a later reconcile.
+    pub fn finish(self, key: &SigningKey) -> StoreResult<(Appended, Tails)> {
+        let w = self.writer;
+        if let Err(e) = w.sync_published(&self.file, &self.at, self.created) {
+            return Err(w.unjournal(self.journal_before, &[self.rec], e));
+        }
+        w.write_head(self.rec, key);
+        let tails = Tails {
+            journal: stamp(&w.journal)?,
+            dir: stamp(&w.dir)?.1,
+            segment: self.at.path.clone(),
+            segment_first: self.segment_first,
+            segment_stamp: stamp(&self.at.path)?,
+            last: self.rec.clone(),
+        };
+        Ok((self.at, tails))
+    }
+}
+
 /// The newest segment of a feed as the writer knows it: its path, first seq
 /// and size.
 type NewestSegment = (PathBuf, u64, u64);
@@ -729,7 +766,8 @@ impl FeedWriter {
             if let Ok(rec) = line.record
                 && !published.contains(&(rec.id, rec.sig.to_bytes()))
             {
-                self.publish(&rec, None)?;
+                let (file, at, created) = self.publish(&rec, None)?;
+                self.sync_published(&file, &at, created)?;
                 n += 1;
             }
         }
@@ -830,26 +868,39 @@ impl FeedWriter {
         key: &SigningKey,
         tails: Option<&Tails>,
     ) -> StoreResult<(Appended, Tails)> {
-        let before = self.append_journal(rec.to_line().as_bytes())?;
+        self.begin_append(rec, tails)?.finish(key)
+    }
+
+    /// The first half of [`Self::append_after`]: the record is made durable in
+    /// the journal and written to the feed, not yet durably. The feed holds
+    /// it for readers as soon as this returns, so a caller may read it back
+    /// (ingest it) while [`Publishing::finish`] waits for the disk; what it
+    /// builds from it must not be kept unless `finish` succeeds.
+    pub fn begin_append<'w>(
+        &'w self,
+        rec: &'w Record,
+        tails: Option<&Tails>,
+    ) -> StoreResult<Publishing<'w>> {
+        let journal_before = self.append_journal(rec.to_line().as_bytes())?;
         let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
-        let at = match self.publish(rec, newest) {
-            Ok(at) => at,
-            Err(e) => return Err(self.unjournal(before, &[rec], e)),
+        let (file, at, created) = match self.publish(rec, newest) {
+            Ok(written) => written,
+            Err(e) => return Err(self.unjournal(journal_before, &[rec], e)),
         };
-        self.write_head(rec, key);
-        let tails = Tails {
-            journal: stamp(&self.journal)?,
-            dir: stamp(&self.dir)?.1,
-            segment: at.path.clone(),
-            segment_first: match &tails {
-                Some(t) if t.segment == at.path => t.segment_first,
-                _ => parse_segment_name(&at.path.file_name().unwrap_or_default().to_string_lossy())
-                    .unwrap_or(rec.header.seq),
-            },
-            segment_stamp: stamp(&at.path)?,
-            last: rec.clone(),
+        let segment_first = match tails {
+            Some(t) if t.segment == at.path => t.segment_first,
+            _ => parse_segment_name(&at.path.file_name().unwrap_or_default().to_string_lossy())
+                .unwrap_or(rec.header.seq),
         };
-        Ok((at, tails))
+        Ok(Publishing {
+            writer: self,
+            rec,
+            file,
+            at,
+            created,
+            segment_first,
+            journal_before,
+        })
     }
 
     /// Appends to the journal durably, making its folder on first use only
@@ -937,7 +988,11 @@ impl FeedWriter {
     /// Writes `rec` to the newest segment, starting a new one when it is full.
     /// `newest` is the newest segment (path, first seq, size) when the caller
     /// knows it; otherwise the folder is listed.
-    fn publish(&self, rec: &Record, newest: Option<NewestSegment>) -> StoreResult<Appended> {
+    fn publish(
+        &self,
+        rec: &Record,
+        newest: Option<NewestSegment>,
+    ) -> StoreResult<(File, Appended, bool)> {
         self.make_dir()?;
         let newest = match newest {
             Some(n) => Some((n, false)),
@@ -956,15 +1011,25 @@ impl FeedWriter {
             }
         };
         let line = rec.to_line();
-        let (offset, created) = append_durably(&path, line.as_bytes())?;
-        if created {
-            sync_dir(&self.dir)?;
-        }
-        Ok(Appended {
+        let (file, offset) = append_to(&path, line.as_bytes())?;
+        let at = Appended {
             path,
             offset,
             len: line.len() as u64,
-        })
+        };
+        // A new file starts empty; one that was there has bytes (segments never
+        // stand empty for long, and a wrongly empty one only costs a folder sync).
+        Ok((file, at, offset == 0))
+    }
+
+    /// Makes a line [`Self::publish`] wrote durable: the segment, and the
+    /// folder when the segment is new.
+    fn sync_published(&self, file: &File, at: &Appended, created: bool) -> StoreResult<()> {
+        file.sync_data().at(&at.path)?;
+        if created {
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
     }
 
     /// Rewrites `head.json` for `rec`. The head is a hint rebuilt on every
@@ -1003,13 +1068,20 @@ fn decode_tail(path: &Path, tail: Option<&Tail>) -> StoreResult<Option<Record>> 
     })
 }
 
-/// Appends bytes to a segment with one write and fsyncs; returns the offset
-/// they start at and whether the file was created. Only a regular file is
-/// written, never through a symlink.
-fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<(u64, bool)> {
+/// Appends bytes to a segment with one write, not synced; returns the file
+/// and the offset they start at. Only a regular file is written, never
+/// through a symlink.
+fn append_to(path: &Path, bytes: &[u8]) -> StoreResult<(File, u64)> {
     let mut f = folder_file::open_append(path)?;
     let offset = f.seek(SeekFrom::End(0)).at(path)?;
     f.write_all(bytes).at(path)?;
+    Ok((f, offset))
+}
+
+/// [`append_to`], then fsynced; returns the offset the bytes start at and
+/// whether the file was created.
+fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<(u64, bool)> {
+    let (f, offset) = append_to(path, bytes)?;
     f.sync_data().at(path)?;
     // A new file starts empty; one that was there has bytes (segments never
     // stand empty for long, and a wrongly empty one only costs a folder sync).
