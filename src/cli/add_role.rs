@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use super::Cli;
 use crate::app::membership::add_role;
+use crate::cli::output::outln;
 
 /// Arguments of `add-role`.
 #[derive(Debug, clap::Args)]
@@ -20,7 +21,7 @@ pub struct Args {
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     let out = add_role(&mut channel, &a.role)?;
-    println!(
+    outln!(
         "added role '{}'; roles now: {}",
         a.role,
         serde_json::to_string(&out.roles)?

@@ -6,6 +6,7 @@ use anyhow::Context as _;
 
 use super::Cli;
 use crate::app::membership::admit;
+use crate::cli::output::outln;
 
 /// Arguments of `admit`.
 #[derive(Debug, clap::Args)]
@@ -38,12 +39,13 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     let out = admit(&mut channel, &role, &a.pubkey, &device)?;
     if out.written {
-        println!(
+        outln!(
             "admitted {} with key {}; run `countersign sync` so the device receives it",
-            out.feed, a.pubkey
+            out.feed,
+            a.pubkey
         );
     } else {
-        println!(
+        outln!(
             "{} is already admitted with this key; nothing written",
             out.feed
         );

@@ -17,6 +17,7 @@ use super::Cli;
 use super::serve::DEFAULT_LISTEN;
 use crate::app::board::issue_link;
 use crate::app::hosting::channel_ref;
+use crate::cli::output::outln;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::access::Access;
 use crate::store::clock::now_ms;
@@ -77,7 +78,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let access = Access::open(&home.access_db())?;
     let link = issue_link(&access, &channel, "board", "cli", now_ms())?;
     let url = format!("{}{}", base.trim_end_matches('/'), link.path);
-    println!("{url}");
+    outln!("{url}");
     eprintln!(
         "the link opens the board of '{}' once, until {}; view key {} lasts until {} (end every \
          key of the channel with the revoke_board_access tool)",

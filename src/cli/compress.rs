@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use super::Cli;
+use crate::cli::output::outln;
 
 /// Arguments of `compress`.
 #[derive(Debug, clap::Args)]
@@ -14,8 +15,8 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
     let channel = cli.open_channel()?;
     let written = channel.gzip_own_segments()?;
     for p in &written {
-        println!("{}", p.display());
+        outln!("{}", p.display());
     }
-    println!("{} sealed segment(s) compressed", written.len());
+    outln!("{} sealed segment(s) compressed", written.len());
     Ok(ExitCode::SUCCESS)
 }

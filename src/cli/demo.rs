@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::Cli;
 use super::mcp_client::{self, Client};
 use crate::app::init::create_channel;
+use crate::cli::output::outln;
 use crate::store::Home;
 
 /// Arguments of `demo`.
@@ -33,11 +34,11 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         "demo",
         &Home::at(home.clone()),
     )?;
-    println!(
+    outln!(
         "A throwaway channel with two roles, frontend and backend, in {}",
         dir.display()
     );
-    println!(
+    outln!(
         "Each role is a real `countersign mcp` server on stdio; every step below is a tool call.\n"
     );
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -45,7 +46,7 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(play(&dir, &home))?;
-    println!("\nThe channel is a folder of signed feeds; anyone can read it offline:\n");
+    outln!("\nThe channel is a folder of signed feeds; anyone can read it offline:\n");
     let exe = std::env::current_exe()?;
     let status = std::process::Command::new(&exe)
         .args(["--channel"])
@@ -56,7 +57,7 @@ pub fn run(_cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(status.success(), "countersign log failed");
     if a.keep {
         let kept = tmp.keep();
-        println!(
+        outln!(
             "\nKept in {} (set COUNTERSIGN_HOME={} to act as its roles).",
             kept.display(),
             kept.join("home").display()
@@ -74,7 +75,7 @@ async fn spawn(dir: &Path, home: &Path, role: &str) -> anyhow::Result<Client> {
 }
 
 async fn call(c: &Client, who: &str, tool: &str, args: Value) -> anyhow::Result<Value> {
-    println!("{who:>8} → {tool}({})", compact(&args));
+    outln!("{who:>8} → {tool}({})", compact(&args));
     mcp_client::call(c, tool, args).await
 }
 
@@ -89,7 +90,7 @@ fn compact(v: &Value) -> String {
 }
 
 fn show(label: &str, text: &str) {
-    println!("{:>8}   {label}: {text}", "");
+    outln!("{:>8}   {label}: {text}", "");
 }
 
 async fn play(dir: &Path, home: &Path) -> anyhow::Result<()> {
@@ -189,7 +190,7 @@ async fn play(dir: &Path, home: &Path) -> anyhow::Result<()> {
             ),
         )
         .await?;
-    println!("{:>8} → send_message(to: frontend …)", "frontend");
+    outln!("{:>8} → send_message(to: frontend …)", "frontend");
     show(
         "refused",
         &refused.structured_content.unwrap_or(Value::Null)["message"].to_string(),

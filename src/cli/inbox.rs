@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use super::Cli;
 use crate::app::inbox::read_inbox;
 use crate::app::rows::{MessageView, Projected};
+use crate::cli::output::outln;
 use crate::core::peer_text;
 
 /// Arguments of `inbox`.
@@ -29,13 +30,13 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut session = cli.session_with_role()?;
     let out = read_inbox(&mut session, !a.all, a.limit, None)?;
     if a.json {
-        println!("{}", serde_json::to_string(&out)?);
+        outln!("{}", serde_json::to_string(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
     // No projection was asked for, so every row is whole.
     let rows: Vec<&MessageView> = out.result.iter().filter_map(Projected::whole).collect();
     if rows.is_empty() {
-        println!("(no {}messages)", if a.all { "" } else { "unread " });
+        outln!("(no {}messages)", if a.all { "" } else { "unread " });
     }
     for r in rows {
         let flag = if r.action_required {
@@ -43,7 +44,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         } else {
             ""
         };
-        println!(
+        outln!(
             "#{} {} from {}{flag}\n  {}\n{}\n",
             r.id,
             r.created_at,
@@ -53,7 +54,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(t) = &out.truncated {
-        println!("(more: {})", t.note);
+        outln!("(more: {})", t.note);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use super::Cli;
 use crate::app::init::create_channel;
 use crate::app::sync::set_remote;
+use crate::cli::output::{out, outln};
 use crate::core::ids::Role;
 use crate::store::channel_dir::DEFAULT_DIR;
 use crate::store::prefs::Remote;
@@ -44,11 +45,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         (None, Some(target)) => Some(Remote::Rclone(target.clone())),
         (None, None) => None,
     };
-    print!("{}", next_steps(&dir, &dir.genesis().roles));
+    out!("{}", next_steps(&dir, &dir.genesis().roles));
     if let Some(remote) = remote {
         let channel = Channel::open(dir.clone(), home)?;
         let note = set_remote(&channel, remote.clone())?;
-        println!(
+        outln!(
             "\nSync: {remote}. Run `countersign --channel {} sync` to publish; another machine \
              gets the channel with {} and then `countersign remote set ...` (see docs/SYNC.md).",
             dir.root().display(),
@@ -58,7 +59,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             }
         );
         if let Some(note) = note {
-            println!("Note: {note}.");
+            outln!("Note: {note}.");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::Cli;
 use crate::app::invitation::invite;
+use crate::cli::output::outln;
 
 /// Arguments of `invite`.
 #[derive(Debug, clap::Args)]
@@ -31,7 +32,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     let out = invite(&mut channel, &a.role, a.expires)?;
     let until = crate::core::timestamp::format_rfc3339(out.expires_ms);
-    println!("{}", out.code);
+    outln!("{}", out.code);
     eprintln!(
         "Invitation {} to join as '{}', until {until}. On the new machine, in its copy of the \
          channel:\n  countersign join --invite {}\nthen keep `countersign mcp --sync-every 30s` \

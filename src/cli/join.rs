@@ -10,6 +10,7 @@ use super::Cli;
 use crate::app::Session;
 use crate::app::invitation::{ClaimState, join_invite};
 use crate::app::membership::{JoinState, join};
+use crate::cli::output::outln;
 
 /// Arguments of `join` (the role is the global --role).
 #[derive(Debug, clap::Args)]
@@ -39,15 +40,15 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
     let out = join(&mut channel, &role)?;
     let command = out.owner_command.as_deref().unwrap_or_default();
-    println!("feed:   {}", out.feed);
-    println!("pubkey: {}", out.pubkey);
+    outln!("feed:   {}", out.feed);
+    outln!("pubkey: {}", out.pubkey);
     match out.state {
-        JoinState::Admitted => println!("This device is admitted: it can write as '{role}'."),
-        JoinState::KeyDiffers => println!(
+        JoinState::Admitted => outln!("This device is admitted: it can write as '{role}'."),
+        JoinState::KeyDiffers => outln!(
             "The feed is admitted with another key. On the owner's machine run:\n  {command}\nthen \
              sync both machines."
         ),
-        JoinState::WaitingForAdmit => println!(
+        JoinState::WaitingForAdmit => outln!(
             "Not admitted yet. On the owner's machine run:\n  {command}\nthen `countersign sync` \
              there and here."
         ),
@@ -61,18 +62,19 @@ fn run_invite(cli: &Cli, code: &str) -> anyhow::Result<ExitCode> {
     if let Some(given) = Session::role_from(cli.role_arg()?.as_deref())?
         && given != out.role
     {
-        println!(
+        outln!(
             "note: the invitation is for role '{}', not '{given}'; this device joins as '{}'",
-            out.role, out.role
+            out.role,
+            out.role
         );
     }
-    println!("feed:   {}", out.feed);
-    println!("pubkey: {}", out.pubkey);
+    outln!("feed:   {}", out.feed);
+    outln!("pubkey: {}", out.pubkey);
     match out.state {
         ClaimState::Admitted => {
-            println!("This device is admitted: it can write as '{}'.", out.role)
+            outln!("This device is admitted: it can write as '{}'.", out.role)
         }
-        ClaimState::Claimed => println!(
+        ClaimState::Claimed => outln!(
             "Claim written. The owner's machine admits it when it reads it: keep \
              `countersign mcp --role {} --sync-every 30s` (or run `countersign sync`) here; \
              nothing needs to be run there by hand.",

@@ -6,6 +6,7 @@
 
 use std::process::ExitCode;
 
+use crate::cli::output::outln;
 use crate::core::op::Op;
 use crate::core::peer_text::one_line;
 use crate::core::record::decode_body;
@@ -38,7 +39,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             body,
         } = r;
         if a.json {
-            println!("{body}");
+            outln!("{body}");
             return Ok(());
         }
         let what = decode_body(&body)
@@ -46,7 +47,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             .and_then(|(_, _, op)| op)
             .map(|op| describe(&op))
             .unwrap_or_default();
-        println!(
+        outln!(
             "✓ {} {feed} #{seq} {} {op}{what}",
             format_rfc3339(ms),
             &id[..12]
@@ -54,7 +55,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     for p in ix.problems()? {
-        println!(
+        outln!(
             "✗ {}:{} {}: {}",
             one_line(&p.path),
             p.offset,

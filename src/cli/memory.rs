@@ -16,6 +16,7 @@ use super::memory_status;
 use crate::app::Session;
 use crate::app::budget::Budget;
 use crate::app::memory::{self, Walked};
+use crate::cli::output::outln;
 use crate::core::peer_text::{block, html, one_line};
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::now_ms;
@@ -92,9 +93,9 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Command::View { budget } => {
             let v = memory::memory_view(&mut session()?, *budget)?;
             for l in &v.lines {
-                println!("{}", one_line(&l.shown));
+                outln!("{}", one_line(&l.shown));
             }
-            println!(
+            outln!(
                 "({} items in {} lines, {} bytes of {}; {} waiting for a compaction{})",
                 v.items,
                 v.lines.len(),
@@ -109,12 +110,12 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Command::Zoom { id, n } => {
             let mut s = session()?;
             let z = memory::memory_zoom(&mut s, id, *n)?;
-            println!("{}", one_line(&z.line));
+            outln!("{}", one_line(&z.line));
             for h in &z.halves {
-                println!("  {}", one_line(h));
+                outln!("  {}", one_line(h));
             }
             if let Some(mut o) = z.original {
-                println!("{} {}: {}", one_line(&o.role), o.at, one_line(&o.topic));
+                outln!("{} {}: {}", one_line(&o.role), o.at, one_line(&o.topic));
                 // The item by itself: a prefix may also start a merged line's name.
                 let item = if id.contains('+') {
                     id.clone()
@@ -126,7 +127,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                     o = memory::memory_read(&mut s, &item, next as i64)?;
                     text.push_str(&o.text);
                 }
-                println!("{}", block(&text, "  | "));
+                outln!("{}", block(&text, "  | "));
             }
         }
         Command::Search { query, limit } => {
@@ -134,13 +135,13 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             let mut budget = Budget::search(&never);
             let found = memory::memory_search(&mut session()?, query, *limit, &mut budget)?;
             if found.lines.is_empty() {
-                println!("(nothing matches)");
+                outln!("(nothing matches)");
             }
             for l in &found.lines {
-                println!("{}", one_line(l));
+                outln!("{}", one_line(l));
             }
             if found.more == Some(true) {
-                println!("(more match: raise --limit, at most 100, or add words)");
+                outln!("(more match: raise --limit, at most 100, or add words)");
             }
         }
         Command::Export { file } => {
@@ -151,7 +152,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                 file.clone()
             };
             folder_file::replace(&path, page.as_bytes(), true)?;
-            println!("wrote {} ({} bytes)", path.display(), page.len());
+            outln!("wrote {} ({} bytes)", path.display(), page.len());
         }
     }
     Ok(ExitCode::SUCCESS)

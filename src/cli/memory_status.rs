@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::Cli;
 use crate::app::Session;
 use crate::app::compaction::{CompactionStatus, compaction_status, items_waiting, now_ms};
+use crate::cli::output::{out, outln};
 
 /// Items that must wait before the status line shows anything.
 pub const STATUSLINE_FROM: u64 = 30;
@@ -46,15 +47,21 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     let st = status(cli)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&st)?);
+        outln!("{}", serde_json::to_string_pretty(&st)?);
     } else {
-        print!(
+        out!(
             "items:          {}\n\
              lines waiting:  {} in the view, over {} items\n\
              lines to write: {} ({} ready now)\n\
              leased:         {}\n\
              paused:         {}\n",
-            st.items, st.lines_waiting, st.items_waiting, st.wanted, st.ready, st.leased, st.paused
+            st.items,
+            st.lines_waiting,
+            st.items_waiting,
+            st.wanted,
+            st.ready,
+            st.leased,
+            st.paused
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -20,6 +20,7 @@ pub(crate) mod mcp_client;
 pub(crate) mod memory;
 mod memory_status;
 mod note;
+pub(crate) mod output;
 mod reindex;
 mod remote;
 mod remote_channel;

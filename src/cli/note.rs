@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use super::Cli;
 use crate::app::note::{NoteRequest, write_note};
 use crate::app::recording;
+use crate::cli::output::outln;
 use crate::core::memory::note::{MAX_NOTE_BYTES, NoteKind};
 
 /// Arguments of `note`.
@@ -55,6 +56,6 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             session: None,
         },
     )?;
-    println!("{}", serde_json::to_string(&out)?);
+    outln!("{}", serde_json::to_string(&out)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
+use crate::cli::output::outln;
 use crate::store::feed;
 
 /// Arguments of `reindex`.
@@ -33,7 +34,7 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
     let report = channel.reindex(Some(&mut tick))?;
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "reindexed {} records in {secs:.2}s ({:.0} records/s); {} messages folded; {} problem(s) recorded",
         report.accepted,
         report.accepted as f64 / secs.max(1e-9),
@@ -41,8 +42,8 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         report.new_problems
     );
     for w in &report.waiting {
-        println!("waiting: {w}");
+        outln!("waiting: {w}");
     }
-    println!("state digest {}", channel.index().digest()?);
+    outln!("state digest {}", channel.index().digest()?);
     Ok(ExitCode::SUCCESS)
 }

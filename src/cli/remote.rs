@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use super::Cli;
 use crate::app::sync::{remote, set_remote};
+use crate::cli::output::outln;
 use crate::store::prefs::Remote;
 
 /// Arguments of `remote`.
@@ -59,19 +60,19 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Action::Set { kind, target } => {
             let r = kind.remote(target.clone());
             let note = set_remote(&channel, r.clone())?;
-            println!("remote: {r}\nrun `countersign sync` to exchange the channel with it");
+            outln!("remote: {r}\nrun `countersign sync` to exchange the channel with it");
             if let Some(note) = note {
-                println!("note: {note}");
+                outln!("note: {note}");
             }
             Ok(ExitCode::SUCCESS)
         }
         Action::Show => match remote(&channel) {
             Some(r) => {
-                println!("{r}");
+                outln!("{r}");
                 Ok(ExitCode::SUCCESS)
             }
             None => {
-                println!("no remote: this channel is not synced from this device");
+                outln!("no remote: this channel is not synced from this device");
                 Ok(ExitCode::from(1))
             }
         },

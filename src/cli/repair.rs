@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use super::Cli;
+use crate::cli::output::outln;
 
 /// Arguments of `repair`.
 #[derive(Debug, clap::Args)]
@@ -14,6 +15,6 @@ pub struct Args {}
 pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
     let channel = cli.open_channel()?;
     let n = channel.repair_own_feeds()?;
-    println!("{n} record(s) published again");
+    outln!("{n} record(s) published again");
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use super::Cli;
 use crate::app::Session;
 use crate::app::membership::rotate_key;
+use crate::cli::output::outln;
 
 /// Arguments of `rotate-key` (the role is the global --role).
 #[derive(Debug, clap::Args)]
@@ -49,9 +50,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         a.pubkey.as_deref(),
         a.from_seq,
     )?;
-    println!(
+    outln!(
         "{} now writes with key {} (signed by the {}); run `countersign sync`",
-        out.feed, out.pubkey, out.signed_by
+        out.feed,
+        out.pubkey,
+        out.signed_by
     );
     Ok(ExitCode::SUCCESS)
 }

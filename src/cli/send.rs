@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use super::Cli;
 use crate::app::send::{SendRequest, ToArg, send_message};
+use crate::cli::output::outln;
 
 /// Arguments of `send`.
 #[derive(Debug, clap::Args)]
@@ -84,6 +85,6 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             voters: a.voters.as_deref().map(|v| Some(to_arg(v))),
         },
     )?;
-    println!("{}", serde_json::to_string(&out)?);
+    outln!("{}", serde_json::to_string(&out)?);
     Ok(ExitCode::SUCCESS)
 }

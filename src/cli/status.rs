@@ -21,6 +21,7 @@ use super::remote_channel::{RemoteChannel, URL_VAR};
 use crate::app::Session;
 use crate::app::session::ROLE_VARS;
 use crate::app::status::{ACTIONABLE, Summary, status_report, summary};
+use crate::cli::output::{out, outln};
 use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 use crate::store::watcher::Watcher;
@@ -79,7 +80,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     if a.digest {
         let mut channel = cli.open_channel()?;
         channel.catch_up()?;
-        println!("{}", channel.index().digest()?);
+        outln!("{}", channel.index().digest()?);
         return Ok(ExitCode::SUCCESS);
     }
     match a.view {
@@ -110,9 +111,9 @@ fn show_status(report: &Value, text: bool) -> anyhow::Result<ExitCode> {
         .context("the status report is not understood (no channel, role or counts)")?;
     let pending = shown.pending();
     if text {
-        print!("{}", status_text(&shown, &pending));
+        out!("{}", status_text(&shown, &pending));
     } else {
-        println!("{}", serde_json::to_string_pretty(report)?);
+        outln!("{}", serde_json::to_string_pretty(report)?);
     }
     Ok(if pending.is_empty() {
         ExitCode::SUCCESS
@@ -267,10 +268,10 @@ fn pins(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
                 one_line(&r.body_sha256),
                 r.body_length_bytes.to_string(),
             ];
-            println!("{}", cells.join("\t"));
+            outln!("{}", cells.join("\t"));
         }
     } else {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::Cli;
 use crate::app::sync::{WhenBusy, remote, sync_within};
+use crate::cli::output::outln;
 
 /// Arguments of `sync`.
 #[derive(Debug, clap::Args)]
@@ -31,7 +32,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         sync_within(&mut channel, WhenBusy::Wait, a.budget)?.expect("a waiting sync always runs");
     let target = remote(&channel).map_or_else(String::new, |r| r.to_string());
     if report.adopted_origin {
-        println!(
+        outln!(
             "no remote was chosen for this channel on this device: using the git clone's origin, \
              {target}, and keeping it (`countersign remote set` changes it)"
         );
@@ -58,6 +59,6 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     } else {
         String::new()
     };
-    println!("synced with {target}: {}{tries}", done.join(", "));
+    outln!("synced with {target}: {}{tries}", done.join(", "));
     Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,7 @@ use anyhow::bail;
 
 use super::Cli;
 use crate::app::hosting::channel_ref;
+use crate::cli::output::outln;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::access::Access;
 use crate::store::clock::now_ms;
@@ -60,7 +61,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             let access = Access::open(&home.access_db())?;
             let (secret, token) =
                 access.create_role_token(&channel_ref(&dir), role.as_str(), label, now_ms())?;
-            println!("{secret}");
+            outln!("{secret}");
             eprintln!(
                 "token {} acts as '{}' in channel '{}' ({}) through `countersign serve` with this \
                  home. It is shown only now: keep it in a secret store or an environment \
@@ -76,10 +77,10 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             let access = Access::open(&home.access_db())?;
             let tokens = access.role_tokens()?;
             if tokens.is_empty() {
-                println!("no tokens (make one with `countersign token create --role R`)");
+                outln!("no tokens (make one with `countersign token create --role R`)");
             }
             for t in tokens {
-                println!(
+                outln!(
                     "{}  {}  {}  {}  made {}{}",
                     t.id,
                     t.channel.name,
@@ -95,9 +96,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Command::Revoke { id } => {
             let access = Access::open(&home.access_db())?;
             match access.revoke_role_token(id, now_ms())? {
-                Some(t) => println!(
+                Some(t) => outln!(
                     "revoked token {} ({} in {}); its next request is refused",
-                    t.id, t.role, t.channel.name
+                    t.id,
+                    t.role,
+                    t.channel.name
                 ),
                 None => bail!(
                     "no live token has the id '{id}' (or the prefix matches several): see \

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use super::Cli;
+use crate::cli::output::outln;
 use crate::core::peer_text::one_line;
 use crate::store::Index;
 use crate::store::ingest::{Ingest, ScanCache};
@@ -25,7 +26,7 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
             .map(|r| format!(" record {}", &r[..12.min(r.len())]))
             .unwrap_or_default();
         // Paths are named by whoever wrote the folder: shown inert.
-        println!(
+        outln!(
             "{}: {}:{}{rec}: {}",
             p.kind,
             one_line(&p.path),
@@ -34,10 +35,10 @@ pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     for w in &report.waiting {
-        println!("waiting: {}", one_line(w));
+        outln!("waiting: {}", one_line(w));
     }
     let clean = problems.is_empty() && report.waiting.is_empty();
-    println!(
+    outln!(
         "{} records verified, {} problem(s), {} feed(s) waiting — {}",
         report.accepted,
         problems.len(),

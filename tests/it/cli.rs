@@ -133,6 +133,32 @@ fn send_inbox_log_verify_and_reindex_work_together() {
 }
 
 #[test]
+fn a_reader_that_stops_reading_ends_a_command_quietly() {
+    // `countersign log | head`: here the pipe has no reader left before the
+    // command writes its first line.
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let out = ch.cli(&[
+        "--role", "frontend", "send", "--to", "backend", "--topic", "hello", "--body", "first",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    for args in [&["log"][..], &["reindex"], &["verify"], &["status", "--role", "backend"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(bin())
+            .env("COUNTERSIGN_HOME", &ch.home)
+            .args(args)
+            .arg("--channel")
+            .arg(&ch.dir)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?} said: {err}");
+    }
+}
+
+#[test]
 fn verify_exits_1_on_problems_and_2_when_unreadable() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     assert!(

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::file::{read, write_file};
+use crate::cli::output::outln;
 use crate::store::backup::{Backups, Saved};
 
 /// One file's planned change.
@@ -75,10 +76,10 @@ pub(super) fn report(
             _ if !e.changed() => " (unchanged)",
             _ => "",
         };
-        println!("{}{state}", e.path.display());
+        outln!("{}{state}", e.path.display());
         for n in &e.notes {
             for (i, line) in n.lines().enumerate() {
-                println!("{}{line}", if i == 0 { "  - " } else { "      " });
+                outln!("{}{line}", if i == 0 { "  - " } else { "      " });
             }
         }
     }
@@ -95,11 +96,11 @@ pub(super) fn report(
     }
     let todo: Vec<&Edit> = edits.iter().filter(|e| e.changed()).collect();
     if todo.is_empty() {
-        println!("Nothing to change.");
+        outln!("Nothing to change.");
         return Ok(tool_added);
     }
     if !apply {
-        println!("Dry run: nothing was written. Run again with --apply to make these changes.");
+        outln!("Dry run: nothing was written. Run again with --apply to make these changes.");
         return Ok(false);
     }
     for e in todo {
@@ -148,8 +149,8 @@ pub(super) fn report(
             "removed"
         };
         match record {
-            Some(b) => println!("{verb} {} (backup: {})", e.path.display(), b.display()),
-            None => println!("{verb} {}", e.path.display()),
+            Some(b) => outln!("{verb} {} (backup: {})", e.path.display(), b.display()),
+            None => outln!("{verb} {}", e.path.display()),
         }
     }
     Ok(true)

@@ -52,6 +52,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use super::Cli;
+use crate::cli::output::outln;
 use crate::store::backup::{Backups, Saved};
 use crate::store::binding::{self, Binding};
 use claude::{claude_project, claude_user_config, claude_user_settings, mcp_json};
@@ -303,10 +304,10 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     let tool = a.tool.name();
-    println!("countersign install {tool}: role '{role}', channel {dir}");
+    outln!("countersign install {tool}: role '{role}', channel {dir}");
     match &home_root {
-        Some(h) => println!("home {h}: the server entry passes it on as COUNTERSIGN_HOME"),
-        None => println!(
+        Some(h) => outln!("home {h}: the server entry passes it on as COUNTERSIGN_HOME"),
+        None => outln!(
             "home: the default ({}); set COUNTERSIGN_HOME or --home to use another",
             home.describe()
         ),
@@ -340,18 +341,18 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             codex_hooks()?.display()
         ),
     };
-    println!("How it resolves: {how}");
+    outln!("How it resolves: {how}");
     if a.record {
-        println!("{RECORD_NOTICE}");
+        outln!("{RECORD_NOTICE}");
         if a.tool == Tool::Codex {
-            println!(
+            outln!(
                 "Codex's hooks are one user file: every project bound on this machine that \
                  Codex runs in is recorded, each in its own role's feed."
             );
         }
     }
     if a.tool == Tool::Claude {
-        println!(
+        outln!(
             "The memory's compactor: /countersign-compact starts the subagent \
              countersign-compactor, whose own server ({exe} mcp --tools jobs) serves it the job \
              tools and no other session. Claude Code connects a project subagent's servers only \
@@ -365,7 +366,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             "The hooks are as they were: if you trusted them before, they run; if not, trust \
              them once"
         };
-        println!(
+        outln!(
             "{when}: Codex runs a new or changed hook only after you trust it, and `codex exec` \
              never asks (it skips them without a word). Start `codex` in a terminal and choose \
              \"Trust all and continue\" when it shows \"Hooks need review\" (or review them with \
@@ -373,7 +374,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     if done {
-        println!("Restart the agent session in {} to use it.", cwd.display());
+        outln!("Restart the agent session in {} to use it.", cwd.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -477,9 +478,9 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
             e.undo(saved);
         }
     }
-    println!("countersign uninstall: the channel folder and the keys stay");
+    outln!("countersign uninstall: the channel folder and the keys stay");
     for k in &kept {
-        println!("{k}");
+        outln!("{k}");
     }
     report(&edits, a.apply, &backups, None)?;
     Ok(ExitCode::SUCCESS)

@@ -22,6 +22,7 @@ use super::hooks::{served_hook_commands, settings};
 use super::note::{Whose, section, section_text};
 use super::{Args, SERVER, Scope, Tool, executable, working_dir};
 use crate::cli::Cli;
+use crate::cli::output::outln;
 use crate::cli::remote_channel::{TOKEN_VAR, URL_VAR, base_url};
 use crate::store::backup::Backups;
 use crate::store::binding;
@@ -79,7 +80,7 @@ pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<E
         &cwd.join(note_file),
         Some(&section_text(&Whose::Served(&base), "mcp__channel__")),
     )?);
-    println!(
+    outln!(
         "countersign install claude: the channel served at {base}, as the role of the token in ${var}"
     );
     let binding_path = cwd.join(binding::FILE);
@@ -89,20 +90,20 @@ pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<E
         &backups,
         Some((binding_path.as_path(), "claude")),
     )?;
-    println!(
+    outln!(
         "How it resolves: Claude Code connects to {base}/mcp (the server \"{SERVER}\") and sends \
          `Authorization: Bearer ${{{var}}}`, expanding {var} from the environment it starts in; \
          the hooks run `{exe} hook …` with {URL_VAR}={base} and {TOKEN_VAR} taken from {var}, \
          and read the channel through the server. No channel folder is needed on this machine."
     );
-    println!(
+    outln!(
         "Still to do: export {var}=<the role token> (from `countersign token create --role R` \
          on the server's machine) in the environment Claude Code starts from — your shell \
          profile or a secret manager, never a file in the project. Without it Claude Code \
          cannot connect and the stop hook lets every stop pass."
     );
     if done {
-        println!("Restart the agent session in {} to use it.", show(&cwd));
+        outln!("Restart the agent session in {} to use it.", show(&cwd));
     }
     Ok(ExitCode::SUCCESS)
 }
