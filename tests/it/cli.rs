@@ -141,7 +141,12 @@ fn a_reader_that_stops_reading_ends_a_command_quietly() {
         "--role", "frontend", "send", "--to", "backend", "--topic", "hello", "--body", "first",
     ]);
     assert!(out.status.success(), "{}", text(&out));
-    for args in [&["log"][..], &["reindex"], &["verify"], &["status", "--role", "backend"]] {
+    for args in [
+        &["log"][..],
+        &["reindex"],
+        &["verify"],
+        &["status", "--role", "backend"],
+    ] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
         let out = std::process::Command::new(bin())

@@ -3,16 +3,22 @@
 //! The pass applies a feed's records one by one on one thread, and each
 //! needs its signature checked first. When a pass reads whole files (a
 //! rebuild, or the first pass of a process over files it has no cursor
-//! for), another thread reads, decodes and verifies the next files while the
-//! pass applies the current one, on every core, so that no core waits for
-//! the other. It decides nothing: the pass takes a file from here only when
-//! it would read that file from its start and finds it as the read-ahead
-//! did (same size and modification time), and a verdict only while the feed
-//! still has the key it was checked with; otherwise it reads and verifies
-//! itself, as it would have without it.
+//! for), a reader thread reads and decodes the next files, and their lines
+//! are checked in chunks by workers on the other cores while the pass
+//! applies the current file. Checks are what take longest, so the pass does
+//! not sit idle while it waits for the file it needs: it checks chunks too
+//! (of that file first, since chunks are taken in order), and every core
+//! stays busy until the last file is checked.
+//!
+//! It decides nothing: the pass takes a file from here only when it would
+//! read that file from its start and finds it as the read-ahead did (same
+//! size and modification time), and a verdict only while the feed still has
+//! the key it was checked with; otherwise it reads and verifies itself, as
+//! it would have without it.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::Scope;
 use std::time::SystemTime;
 
@@ -20,14 +26,18 @@ use ed25519_dalek::VerifyingKey;
 
 use crate::store::feed::{self, Line};
 
-/// How many files the read-ahead may hold ready before the pass takes them.
+/// How many files the reader may hold, read but not yet taken by the pass.
 const READY: usize = 2;
+
+/// How many lines a worker checks at a time: enough that taking a chunk
+/// costs nothing next to checking it (~2 ms), few enough that the last
+/// chunks of a file spread over every core.
+const CHUNK: usize = 64;
 
 /// A file as the read-ahead found it: its size and modification time, its
 /// complete lines from the start with the length of a torn tail, and their
-/// signature checks ([`verify_lines`]) with `key`.
+/// signature checks with `key` ([`check_line`]; empty when there is no key).
 pub struct Ahead {
-    pub path: PathBuf,
     pub stamp: (u64, SystemTime),
     pub lines: Vec<Line>,
     pub torn: u64,
@@ -40,7 +50,103 @@ pub struct ReadAhead {
     /// The files asked for, in order, and how many of them were passed.
     plan: Vec<PathBuf>,
     next: usize,
-    ready: Option<Receiver<Ahead>>,
+    shared: Option<Arc<Shared>>,
+}
+
+/// What the reader, the workers and the pass share: one lock, and one
+/// condition signalled whenever anything under it changes.
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Chunks waiting for their check, in the order of the plan.
+    chunks: VecDeque<Chunk>,
+    /// Files read and not yet taken, in the order of the plan.
+    files: VecDeque<Reading>,
+    /// The reader went through the whole plan.
+    read_all: bool,
+    /// The pass is done with the read-ahead: everyone stops.
+    stopped: bool,
+}
+
+/// A run of a file's lines to check.
+struct Chunk {
+    /// The file's place in the plan, and the chunk's place in the file.
+    file: usize,
+    part: usize,
+    lines: Vec<Line>,
+    key: VerifyingKey,
+    /// Lines of records at or below this seq are left to the pass.
+    head: u64,
+}
+
+/// A chunk's lines and their verdicts, once back from the check.
+type Checked = (Vec<Line>, Vec<Option<bool>>);
+
+/// A file read, whose chunks come back from their checks in any order.
+struct Reading {
+    file: usize,
+    stamp: (u64, SystemTime),
+    torn: u64,
+    key: Option<VerifyingKey>,
+    parts: Vec<Option<Checked>>,
+    missing: usize,
+}
+
+impl Reading {
+    /// The file with its lines back in order, once every chunk is checked.
+    fn into_ahead(self) -> Ahead {
+        let mut lines = Vec::new();
+        let mut verified = Vec::new();
+        for (l, v) in self.parts.into_iter().flatten() {
+            lines.extend(l);
+            verified.extend(v);
+        }
+        Ahead {
+            stamp: self.stamp,
+            lines,
+            torn: self.torn,
+            key: self.key,
+            verified,
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A thread that panicked holding the lock left nothing half-done
+        // that matters here: the pass reads a file itself when in doubt.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'g>(&self, guard: MutexGuard<'g, State>) -> MutexGuard<'g, State> {
+        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Checks `chunk` (without the lock) and puts its verdicts back. Should
+    /// the check panic, the chunk comes back unchecked, for the pass to
+    /// check itself, rather than never.
+    fn check(&self, chunk: Chunk) {
+        let verdicts = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            chunk
+                .lines
+                .iter()
+                .map(|line| check_line(line, &chunk.key, chunk.head))
+                .collect()
+        }))
+        .unwrap_or_else(|_| vec![None; chunk.lines.len()]);
+        let mut st = self.lock();
+        // A file the pass passed over is gone from the list: drop the chunk.
+        if let Some(r) = st.files.iter_mut().find(|r| r.file == chunk.file) {
+            r.parts[chunk.part] = Some((chunk.lines, verdicts));
+            r.missing -= 1;
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
 }
 
 impl ReadAhead {
@@ -49,14 +155,14 @@ impl ReadAhead {
         Self {
             plan: Vec::new(),
             next: 0,
-            ready: None,
+            shared: None,
         }
     }
 
     /// Starts reading `plan` (whole files, in the order the pass will ask for
-    /// them) on a thread of `scope`, checking signatures with `key` for
+    /// them) on threads of `scope`, checking signatures with `key` for
     /// records past seq `head` (the ones at or below it are known, or forks
-    /// that the pass checks itself). The thread stops once this is dropped.
+    /// that the pass checks itself). The threads stop once this is dropped.
     pub fn start<'scope>(
         scope: &'scope Scope<'scope, '_>,
         plan: Vec<PathBuf>,
@@ -66,46 +172,90 @@ impl ReadAhead {
         if plan.is_empty() {
             return Self::none();
         }
-        let (tx, rx) = sync_channel(READY);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
         let files = plan.clone();
-        scope.spawn(move || read(&files, key, head, &tx));
+        let s = Arc::clone(&shared);
+        scope.spawn(move || read(&files, key, head, &s));
+        // The pass is the last worker: it checks while it waits.
+        let workers = if key.is_some() { cores() - 1 } else { 0 };
+        for _ in 0..workers {
+            let s = Arc::clone(&shared);
+            scope.spawn(move || work(&s));
+        }
         Self {
             plan,
             next: 0,
-            ready: Some(rx),
+            shared: Some(shared),
         }
     }
 
     /// The file at `path` as read ahead, if it is one of the plan's not yet
     /// taken. Files of the plan before it were passed over by the pass and
-    /// are dropped.
+    /// are dropped. While its checks are under way, the caller does some.
     pub fn take(&mut self, path: &Path) -> Option<Ahead> {
-        let rx = self.ready.as_ref()?;
+        let shared = self.shared.as_ref()?;
         let at = self.next + self.plan[self.next..].iter().position(|p| p == path)?;
-        while self.next <= at {
-            let Ok(ahead) = rx.recv() else {
-                // The thread stopped (it cannot read ahead, or panicked):
-                // the pass reads the rest itself.
-                self.ready = None;
-                return None;
-            };
-            self.next += 1;
-            if ahead.path == path {
-                return Some(ahead);
+        self.next = at + 1;
+        let mut st = shared.lock();
+        loop {
+            if st.files.front().is_some_and(|r| r.file < at) {
+                st.files.retain(|r| r.file >= at);
+                st.chunks.retain(|c| c.file >= at);
+                shared.changed.notify_all();
+            }
+            match st.files.front() {
+                Some(r) if r.file > at => return None,
+                Some(r) if r.missing == 0 => {
+                    let ready = st.files.pop_front().expect("a file is first");
+                    shared.changed.notify_all();
+                    return Some(ready.into_ahead());
+                }
+                // Not read (gone, refused): the pass reads it itself and sees why.
+                None if st.read_all => return None,
+                _ => {}
+            }
+            if let Some(chunk) = st.chunks.pop_front() {
+                drop(st);
+                shared.check(chunk);
+                st = shared.lock();
+            } else {
+                st = shared.wait(st);
             }
         }
-        None
     }
 }
 
-/// Reads, decodes and verifies each file of `plan` in turn and hands it
-/// over, until the pass stops taking them. A file that cannot be read (gone,
-/// refused) is not handed over: the pass reads it itself and sees why.
-fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, tx: &SyncSender<Ahead>) {
-    // Duplicates (a segment in both its plain and gzip form) were checked
-    // once already: the pass finds them known and never asks.
-    let mut checked = head;
-    for path in plan {
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        if let Some(shared) = &self.shared {
+            shared.lock().stopped = true;
+            shared.changed.notify_all();
+        }
+    }
+}
+
+/// Reads and decodes each file of `plan` in turn and queues its chunks for
+/// checking, at most [`READY`] files ahead of the pass. A file that cannot be
+/// read (gone, refused) is not queued: the pass reads it itself and sees why.
+fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, shared: &Shared) {
+    // Set however this ends, a panic included, so that no one waits for a
+    // file that will never come.
+    struct ReadAll<'a>(&'a Shared);
+    impl Drop for ReadAll<'_> {
+        fn drop(&mut self) {
+            self.0.lock().read_all = true;
+            self.0.changed.notify_all();
+        }
+    }
+    let _done = ReadAll(shared);
+    // Records at or below a seq an earlier file already held (a segment in
+    // both its plain and gzip form) are left to the pass: it finds them
+    // known and never asks.
+    let mut seen = head;
+    for (file, path) in plan.iter().enumerate() {
         let Some(stamp) = std::fs::symlink_metadata(path)
             .ok()
             .filter(|m| m.is_file())
@@ -116,52 +266,222 @@ fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, tx: &SyncSender<
         let Ok((lines, torn)) = feed::read_lines_and_rest(path, 0) else {
             continue;
         };
-        let verified = key.map_or_else(Vec::new, |k| verify_lines(&lines, &k, checked));
-        checked = checked.max(
+        let below = seen;
+        seen = seen.max(
             lines
                 .iter()
-                .zip(&verified)
-                .filter(|(_, v)| **v == Some(true))
-                .filter_map(|(l, _)| l.record.as_ref().ok().map(|r| r.header.seq))
+                .filter_map(|l| l.record.as_ref().ok().map(|r| r.header.seq))
                 .max()
                 .unwrap_or(0),
         );
-        let ahead = Ahead {
-            path: path.clone(),
+        let (parts, chunks) = match key {
+            Some(key) => chunked(file, lines, key, below),
+            None => (vec![Some((lines, Vec::new()))], Vec::new()),
+        };
+        let mut st = shared.lock();
+        while st.files.len() >= READY && !st.stopped {
+            st = shared.wait(st);
+        }
+        if st.stopped {
+            return;
+        }
+        st.files.push_back(Reading {
+            file,
             stamp,
-            lines,
             torn,
             key,
-            verified,
-        };
-        if tx.send(ahead).is_err() {
+            missing: chunks.len(),
+            parts,
+        });
+        st.chunks.extend(chunks);
+        drop(st);
+        shared.changed.notify_all();
+    }
+}
+
+/// Splits a file's lines into chunks to check, with the empty slots their
+/// verdicts come back to.
+fn chunked(
+    file: usize,
+    mut lines: Vec<Line>,
+    key: VerifyingKey,
+    head: u64,
+) -> (Vec<Option<Checked>>, Vec<Chunk>) {
+    let mut chunks = Vec::new();
+    while !lines.is_empty() {
+        let rest = lines.split_off(lines.len().min(CHUNK));
+        chunks.push(Chunk {
+            file,
+            part: chunks.len(),
+            lines: std::mem::replace(&mut lines, rest),
+            key,
+            head,
+        });
+    }
+    ((0..chunks.len()).map(|_| None).collect(), chunks)
+}
+
+/// A worker: checks chunks as they come until the pass stops, or until the
+/// reader is done and no chunk is left.
+fn work(shared: &Shared) {
+    let mut st = shared.lock();
+    loop {
+        if st.stopped {
             return;
+        }
+        if let Some(chunk) = st.chunks.pop_front() {
+            drop(st);
+            shared.check(chunk);
+            st = shared.lock();
+        } else if st.read_all {
+            return;
+        } else {
+            st = shared.wait(st);
         }
     }
 }
 
-/// Checks the signatures of `lines` with `key` on all cores: for each line,
-/// `Some(verdict)` for a record past seq `head`, `None` otherwise (not a
-/// record, or one the pass finds known without a check).
-pub fn verify_lines(lines: &[Line], key: &VerifyingKey, head: u64) -> Vec<Option<bool>> {
-    let threads = std::thread::available_parallelism()
+/// A line's check with `key`: `Some(verdict)` for a record past seq `head`,
+/// `None` otherwise (not a record, or one the pass finds known without a
+/// check).
+fn check_line(line: &Line, key: &VerifyingKey, head: u64) -> Option<bool> {
+    line.record
+        .as_ref()
+        .ok()
+        .filter(|r| r.header.seq > head)
+        .map(|r| r.verify(key))
+}
+
+/// The cores checks may use: all of them, up to 8.
+fn cores() -> usize {
+    std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    let chunk = lines.len().div_ceil(threads).max(1);
+        .clamp(1, 8)
+}
+
+/// Checks the signatures of `lines` with `key` on all cores: for each line,
+/// as [`check_line`].
+pub fn verify_lines(lines: &[Line], key: &VerifyingKey, head: u64) -> Vec<Option<bool>> {
+    let chunk = lines.len().div_ceil(cores()).max(1);
     let mut out = vec![None; lines.len()];
     std::thread::scope(|scope| {
         for (slot, part) in out.chunks_mut(chunk).zip(lines.chunks(chunk)) {
             scope.spawn(move || {
                 for (v, line) in slot.iter_mut().zip(part) {
-                    *v = line
-                        .record
-                        .as_ref()
-                        .ok()
-                        .filter(|r| r.header.seq > head)
-                        .map(|r| r.verify(key));
+                    *v = check_line(line, key, head);
                 }
             });
         }
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use ed25519_dalek::SigningKey;
+
+    use super::*;
+    use crate::core::hlc::Hlc;
+    use crate::core::ids::FeedId;
+    use crate::core::op::{Ids, Op};
+    use crate::core::record::{self, Header};
+
+    /// Writes `files` segments of `per` records each (seq from 1), every
+    /// seventh signed by a stranger's key, a line of garbage in the second
+    /// file; returns their paths.
+    fn segments(dir: &Path, files: usize, per: usize, key: &SigningKey) -> Vec<PathBuf> {
+        let stranger = SigningKey::from_bytes(&[9; 32]);
+        let feed = FeedId::new("backend", "laptop-3f9a2c").unwrap();
+        let mut seq = 0u64;
+        (0..files)
+            .map(|f| {
+                let mut text = String::new();
+                for _ in 0..per {
+                    seq += 1;
+                    let header = Header {
+                        ch: "c".repeat(64),
+                        feed: feed.clone(),
+                        seq,
+                        prev: None,
+                        hlc: Hlc(1_000 + seq as i64, 0),
+                    };
+                    let signer = if seq.is_multiple_of(7) {
+                        &stranger
+                    } else {
+                        key
+                    };
+                    let op = Op::Read(Ids { ids: Vec::new() });
+                    text.push_str(&record::encode(&header, &op, signer).to_line());
+                }
+                if f == 1 {
+                    text.push_str("not a record\n");
+                }
+                let path = dir.join(format!("{:08}.jsonl", f * per + 1));
+                fs::write(&path, text).unwrap();
+                path
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_file_comes_back_whole_with_the_verdicts_of_a_check_line_by_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[7; 32]);
+        // Several chunks a file, and a last chunk that is not full.
+        let plan = segments(tmp.path(), 4, CHUNK * 2 + 5, &key);
+        let head = 3;
+        std::thread::scope(|scope| {
+            let mut ahead = ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), head);
+            for path in &plan {
+                let got = ahead.take(path).expect("the file was read ahead");
+                let lines = feed::read_lines(path, 0).unwrap();
+                let want: Vec<_> = lines
+                    .iter()
+                    .map(|l| check_line(l, &key.verifying_key(), head))
+                    .collect();
+                assert_eq!(got.verified, want);
+                let offsets =
+                    |ls: &[Line]| ls.iter().map(|l| (l.offset, l.len)).collect::<Vec<_>>();
+                assert_eq!(offsets(&got.lines), offsets(&lines));
+                // Both verdicts occur, and lines at or below `head` are left unchecked.
+                assert!(want.contains(&Some(false)) && want.contains(&Some(true)));
+            }
+        });
+    }
+
+    #[test]
+    fn files_passed_over_missing_or_asked_again_are_not_handed_over() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let mut plan = segments(tmp.path(), 4, 10, &key);
+        let gone = tmp.path().join("00000099.jsonl");
+        plan.insert(2, gone.clone());
+        std::thread::scope(|scope| {
+            let mut ahead = ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), 0);
+            // The first file is passed over; the second is handed over once.
+            assert!(ahead.take(&plan[1]).is_some());
+            assert!(ahead.take(&plan[1]).is_none());
+            assert!(ahead.take(&plan[0]).is_none());
+            // A file that could not be read is left to the pass.
+            assert!(ahead.take(&gone).is_none());
+            assert!(ahead.take(&plan[4]).is_some());
+        });
+    }
+
+    #[test]
+    fn a_pass_that_stops_early_leaves_no_thread_waiting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let plan = segments(tmp.path(), 6, 10, &key);
+        // The scope returns only once every thread of the read-ahead ended.
+        std::thread::scope(|scope| {
+            let mut ahead = ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), 0);
+            assert!(ahead.take(&plan[0]).is_some());
+        });
+        std::thread::scope(|scope| {
+            let _never_asked = ReadAhead::start(scope, plan.clone(), None, 0);
+        });
+    }
 }
