@@ -297,10 +297,12 @@ impl Channel {
             index, dir, cache, ..
         } = self;
         index.set_cache_kib(64 * 1024)?;
+        index.set_autocheckpoint(false)?;
         let result = index.write(|ix| {
             ix.clear_derived()?;
             Ingest::run_with_progress(ix, dir, cache, progress)
         });
+        index.set_autocheckpoint(true)?;
         index.set_cache_kib(2 * 1024)?;
         if result.is_err() {
             self.cache.clear();

@@ -710,6 +710,24 @@ impl Index {
         Ok(())
     }
 
+    /// Turns SQLite's own checkpoint at commit off or back on (its default
+    /// threshold). Off for a rebuild's one large transaction: the commit then
+    /// returns once the log holds the new index, and copying it back into the
+    /// database file (the whole index, and an fsync of each file) falls to
+    /// the next commit past the threshold, after the tools answer. A process
+    /// whose checkpoints a thread takes ([`Self::checkpoint_in_background`])
+    /// is left as it is: the pragma would put SQLite's hook in place of the
+    /// thread's.
+    pub fn set_autocheckpoint(&self, on: bool) -> StoreResult<()> {
+        if self.checkpointer.is_some() {
+            return Ok(());
+        }
+        let pages = if on { 1000 } else { 0 };
+        self.conn
+            .pragma_update(None, "wal_autocheckpoint", pages)
+            .db(&self.path)
+    }
+
     /// Sets SQLite's page cache for this connection (KiB). Bulk work such as a
     /// rebuild wants a large one; a long-lived server keeps the default small.
     pub fn set_cache_kib(&self, kib: i64) -> StoreResult<()> {
@@ -833,6 +851,40 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_with_autocheckpoint_off_leaves_the_log_to_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ix.sqlite3");
+        let ix = Index::open(&path, &"c".repeat(64)).unwrap();
+        ix.conn()
+            .execute_batch("CREATE TABLE scratch(x BLOB)")
+            .unwrap();
+        let db_len = || std::fs::metadata(&path).unwrap().len();
+        let before = db_len();
+        // Well over SQLite's 1,000 pages in one commit, as a rebuild's is.
+        ix.set_autocheckpoint(false).unwrap();
+        ix.write(|ix| {
+            for _ in 0..1_500 {
+                ix.conn()
+                    .execute("INSERT INTO scratch VALUES (zeroblob(4000))", [])
+                    .unwrap();
+            }
+            Ok::<_, crate::store::error::StoreError>(())
+        })
+        .unwrap();
+        assert_eq!(db_len(), before, "the commit copied the log back");
+        // Back on, the next commit copies it.
+        ix.set_autocheckpoint(true).unwrap();
+        ix.write(|ix| {
+            ix.conn()
+                .execute("INSERT INTO scratch VALUES (1)", [])
+                .unwrap();
+            Ok::<_, crate::store::error::StoreError>(())
+        })
+        .unwrap();
+        assert!(db_len() > before + 1_500 * 4_000, "{} bytes", db_len());
+    }
 
     fn index_names(ix: &Index) -> Vec<String> {
         ix.conn()
