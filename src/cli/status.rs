@@ -6,7 +6,6 @@
 //! in exit 2 with the reason on stderr (see `cli::run`).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -471,11 +470,10 @@ fn emit(state: &WatchState, a: &Args, lines: Vec<String>) -> anyhow::Result<()> 
     if let Some(path) = &a.state {
         state.save(path);
     }
-    let mut out = std::io::stdout().lock();
     for l in lines {
-        writeln!(out, "{l}").context("cannot write to standard output")?;
+        outln!("{l}");
     }
-    out.flush().context("cannot write to standard output")
+    Ok(())
 }
 
 /// How long a wake-up from the folder waits for the rest of a write (a

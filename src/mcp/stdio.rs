@@ -3,10 +3,11 @@
 //! Tokio's own `stdin()` and `stdout()` hand every read and every write to a
 //! thread of its blocking pool, since a terminal or a file cannot be polled:
 //! each call then woke two more threads than it needed (the floor of a call
-//! at rmcp's client went from 0.196 to 0.078 ms without them). A client starts the server with a pipe (Codex,
-//! Python's `mcp`) or a socket pair (Node's `child_process`) on both ends,
-//! and those the runtime polls itself: they are opened as such here, in
-//! non-blocking mode. Anything else (a terminal, a file) keeps tokio's way.
+//! at rmcp's client went from 0.196 to 0.078 ms without them). A client
+//! starts the server with a pipe (Codex, Python's `mcp`) or a socket pair
+//! (Node's `child_process`) on both ends, and those the runtime polls itself:
+//! they are opened as such here, in non-blocking mode. Anything else (a
+//! terminal, a file) keeps tokio's way.
 //!
 //! Owns that choice; must not read or write a byte itself.
 

@@ -572,7 +572,6 @@ pub struct Publishing<'w> {
     rec: &'w Record,
     file: File,
     at: Appended,
-    created: bool,
     segment_first: u64,
     journal_before: u64,
 }
@@ -585,7 +584,7 @@ impl Publishing<'_> {
     /// by a later reconcile.
     pub fn finish(self, key: &SigningKey) -> StoreResult<(Appended, Tails)> {
         let w = self.writer;
-        if let Err(e) = w.sync_published(&self.file, &self.at, self.created) {
+        if let Err(e) = w.sync_published(&self.file, &self.at) {
             return Err(w.unjournal(self.journal_before, &[self.rec], e));
         }
         w.write_head(self.rec, key);
@@ -766,8 +765,8 @@ impl FeedWriter {
             if let Ok(rec) = line.record
                 && !published.contains(&(rec.id, rec.sig.to_bytes()))
             {
-                let (file, at, created) = self.publish(&rec, None)?;
-                self.sync_published(&file, &at, created)?;
+                let (file, at) = self.publish(&rec, None)?;
+                self.sync_published(&file, &at)?;
                 n += 1;
             }
         }
@@ -883,7 +882,7 @@ impl FeedWriter {
     ) -> StoreResult<Publishing<'w>> {
         let journal_before = self.append_journal(rec.to_line().as_bytes())?;
         let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
-        let (file, at, created) = match self.publish(rec, newest) {
+        let (file, at) = match self.publish(rec, newest) {
             Ok(written) => written,
             Err(e) => return Err(self.unjournal(journal_before, &[rec], e)),
         };
@@ -897,7 +896,6 @@ impl FeedWriter {
             rec,
             file,
             at,
-            created,
             segment_first,
             journal_before,
         })
@@ -992,7 +990,7 @@ impl FeedWriter {
         &self,
         rec: &Record,
         newest: Option<NewestSegment>,
-    ) -> StoreResult<(File, Appended, bool)> {
+    ) -> StoreResult<(File, Appended)> {
         self.make_dir()?;
         let newest = match newest {
             Some(n) => Some((n, false)),
@@ -1017,16 +1015,14 @@ impl FeedWriter {
             offset,
             len: line.len() as u64,
         };
-        // A new file starts empty; one that was there has bytes (segments never
-        // stand empty for long, and a wrongly empty one only costs a folder sync).
-        Ok((file, at, offset == 0))
+        Ok((file, at))
     }
 
     /// Makes a line [`Self::publish`] wrote durable: the segment, and the
     /// folder when the segment is new.
-    fn sync_published(&self, file: &File, at: &Appended, created: bool) -> StoreResult<()> {
+    fn sync_published(&self, file: &File, at: &Appended) -> StoreResult<()> {
         file.sync_data().at(&at.path)?;
-        if created {
+        if starts_file(at.offset) {
             sync_dir(&self.dir)?;
         }
         Ok(())
@@ -1078,14 +1074,19 @@ fn append_to(path: &Path, bytes: &[u8]) -> StoreResult<(File, u64)> {
     Ok((f, offset))
 }
 
-/// [`append_to`], then fsynced; returns the offset the bytes start at and
-/// whether the file was created.
-fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<(u64, bool)> {
+/// [`append_to`], then fsynced; returns the offset the bytes start at.
+fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
     let (f, offset) = append_to(path, bytes)?;
     f.sync_data().at(path)?;
-    // A new file starts empty; one that was there has bytes (segments never
-    // stand empty for long, and a wrongly empty one only costs a folder sync).
-    Ok((offset, offset == 0))
+    Ok(offset)
+}
+
+/// Whether an append at `offset` created its file, so that the folder must
+/// be synced too. A new file starts empty; one that was there has bytes
+/// (segments never stand empty for long, and a wrongly empty one only costs
+/// a folder sync).
+fn starts_file(offset: u64) -> bool {
+    offset == 0
 }
 
 fn sync_dir(dir: &Path) -> StoreResult<()> {
@@ -1195,7 +1196,7 @@ impl FeedWriter {
         let mut published = 0;
         for (path, bytes, n) in &runs {
             match append_durably(path, bytes) {
-                Ok((_, new)) => created |= new,
+                Ok(offset) => created |= starts_file(offset),
                 Err(e) => {
                     let kept: u64 = lines[..published].iter().map(|l| l.len() as u64).sum();
                     let rest: Vec<&Record> = records[published..].iter().collect();
