@@ -239,10 +239,15 @@ pub struct CounterItem {
     pub extra: Map<String, Value>,
 }
 
-/// Computes the summary of `role` from the index. The rules behind each
-/// counter are the index's (`store::index`: debts, proposals, the ball);
-/// this only sorts what they find into counters.
+/// Computes the summary of `role` from the index, every counter from one
+/// snapshot (a message and its delivery, committed together, count together).
+/// The rules behind each counter are the index's (`store::index`: debts,
+/// proposals, the ball); this only sorts what they find into counters.
 pub fn summary(ix: &Index, role: &Role) -> AppResult<Summary> {
+    ix.snapshot(|ix| summary_now(ix, role))
+}
+
+fn summary_now(ix: &Index, role: &Role) -> AppResult<Summary> {
     let me = role.as_str();
     let mut sum = Summary::default();
     let none = Map::new;

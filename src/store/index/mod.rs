@@ -457,6 +457,24 @@ impl Index {
         &self.path
     }
 
+    /// Runs `f`'s reads against one snapshot of the index: a commit by
+    /// another connection (another process ingesting, another session of a
+    /// server) lands before all of them or after all of them, never between
+    /// two. Inside a transaction already, `f` simply runs in it.
+    pub fn snapshot<T, E>(&self, f: impl FnOnce(&Self) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<super::error::StoreError>,
+    {
+        if !self.conn.is_autocommit() {
+            return f(self);
+        }
+        self.conn.execute_batch("BEGIN").db(&self.path)?;
+        let out = f(self);
+        // Nothing was written: ending it either way only lets the snapshot go.
+        let _ = self.conn.execute_batch("COMMIT");
+        out
+    }
+
     /// Runs `f` inside one write transaction (`BEGIN IMMEDIATE`): either all of
     /// it lands or none of it.
     pub fn write<T, E>(&self, f: impl FnOnce(&Self) -> Result<T, E>) -> Result<T, E>
@@ -851,6 +869,34 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snapshot_does_not_see_a_commit_made_between_its_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ix.sqlite3");
+        let ours = Index::open(&path, &"c".repeat(64)).unwrap();
+        let theirs = Index::open(&path, &"c".repeat(64)).unwrap();
+        ours.conn()
+            .execute_batch("CREATE TABLE scratch(x)")
+            .unwrap();
+        let count = |ix: &Index| -> i64 {
+            ix.conn()
+                .query_row("SELECT count(*) FROM scratch", [], |r| r.get(0))
+                .unwrap()
+        };
+        let (before, after) = ours
+            .snapshot(|ix| {
+                let before = count(ix);
+                theirs
+                    .conn()
+                    .execute("INSERT INTO scratch VALUES (1)", [])
+                    .unwrap();
+                Ok::<_, crate::store::error::StoreError>((before, count(ix)))
+            })
+            .unwrap();
+        assert_eq!((before, after), (0, 0));
+        assert_eq!(count(&ours), 1, "the next read sees the commit");
+    }
 
     #[test]
     fn a_commit_with_autocheckpoint_off_leaves_the_log_to_the_next_one() {
