@@ -26,6 +26,7 @@ use serde::Serialize;
 use super::refusal::{AppError, AppResult};
 use crate::core::genesis::{Genesis, GenesisError, MAX_ROLES, MIN_ROLES};
 use crate::core::ids::{Role, is_slug, roles_list};
+use crate::core::remote_target::{self, RemotePattern};
 use crate::core::timestamp::format_rfc3339;
 use crate::store::access::{Access, ChannelRef, NONCE_TTL, ViewKey};
 use crate::store::channel::now_ms;
@@ -43,6 +44,9 @@ pub struct Host {
     root: PathBuf,
     home: Home,
     access: Access,
+    /// The remotes a caller may choose (`serve --allow-remote`): none unless
+    /// the operator named some.
+    allowed_remotes: Vec<RemotePattern>,
 }
 
 /// A new channel, with one token per role (shown only here).
@@ -157,7 +161,15 @@ impl Host {
             root: root.to_path_buf(),
             home,
             access,
+            allowed_remotes: Vec::new(),
         })
+    }
+
+    /// Lets callers choose the remotes `allowed` matches (by default none).
+    #[must_use]
+    pub fn allowing_remotes(mut self, allowed: Vec<RemotePattern>) -> Self {
+        self.allowed_remotes = allowed;
+        self
     }
 
     /// The channels folder.
@@ -183,13 +195,17 @@ impl Host {
         let names: Vec<&str> = roles.iter().map(String::as_str).collect();
         let roster = Genesis::roster(&names).map_err(|e| AppError::value(roster_refusal(&e)))?;
         self.check_free(name)?;
-        if let Some(Remote::Git(t) | Remote::Rclone(t)) = &remote
-            && t.trim().is_empty()
+        // The caller is not the server's operator: only the places the
+        // operator allowed, and never an option for git or rclone.
+        if let Some(r) = &remote
+            && let Err(e) =
+                remote_target::check_allowed(&self.allowed_remotes, r.kind(), r.target())
         {
-            return Err(AppError::value(
-                "'remote': the target must not be empty — give a git URL or an rclone \
-                 REMOTE:PATH, or leave 'remote' out",
-            ));
+            return Err(AppError::value(format!(
+                "'remote.target' '{}' is refused: {e}. Choose an allowed target, or leave \
+                 'remote' out",
+                r.target().escape_debug()
+            )));
         }
         // Made aside under a name that is never served, then renamed into
         // place: nobody sees a channel without its remote and tokens.

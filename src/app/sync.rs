@@ -32,11 +32,11 @@ pub fn remote(channel: &Channel) -> Option<Remote> {
 /// for it (git: makes it its own repository with `origin`). Returns a note
 /// for the person when there is something left to do.
 pub fn set_remote(channel: &Channel, remote: Remote) -> AppResult<Option<String>> {
-    let target = match &remote {
-        Remote::Git(t) | Remote::Rclone(t) => t,
-    };
-    if target.trim().is_empty() {
-        return Err(AppError::value("the remote must not be empty"));
+    if let Err(e) = remote.check() {
+        return Err(AppError::value(format!(
+            "the remote '{}' is refused: {e}. Give a git URL or an rclone REMOTE:PATH",
+            remote.target().escape_debug()
+        )));
     }
     let note = {
         let _lock = sync::lock(channel.state_dir())?;

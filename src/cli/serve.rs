@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 
 use super::Cli;
+use crate::core::remote_target::RemotePattern;
 use crate::http::{self, hosting::Hosting};
 use crate::store::ChannelDir;
 
@@ -52,6 +53,12 @@ pub struct Args {
     /// this often (e.g. 30s, 2m) and about a second after each write, as `mcp --sync-every`.
     #[arg(long, value_name = "DURATION", value_parser = super::mcp::parse_interval)]
     pub sync_every: Option<Duration>,
+    /// With --channels-dir: let the admin token give a new channel a sync remote matching
+    /// KIND=PATTERN (git=… or rclone=…; `*` is any run without `/`, `**` any run). Repeatable.
+    /// None by default: create_channel then refuses every remote. A path on this machine
+    /// matches only a pattern that is itself a path (e.g. rclone=/srv/remotes/*).
+    #[arg(long = "allow-remote", value_name = "KIND=PATTERN", value_parser = RemotePattern::parse)]
+    pub allow_remotes: Vec<RemotePattern>,
 }
 
 /// Runs the server until SIGINT or SIGTERM.
@@ -111,6 +118,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         admin_token,
         allowed_hosts: a.allow_hosts.clone(),
         body_limit: a.body_limit,
+        allowed_remotes: a.allow_remotes.clone(),
         sync_every: a.sync_every,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -19,6 +19,7 @@ pub mod op;
 pub mod peer_text;
 pub mod query;
 pub mod record;
+pub mod remote_target;
 pub mod rules;
 pub mod snippet;
 pub mod strict_json;

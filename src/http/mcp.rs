@@ -120,7 +120,11 @@ async fn admin(state: &Shared, request: Request) -> Response {
         Some(s) => s,
         None => {
             let home = state.home.clone();
-            let opened = tokio::task::spawn_blocking(move || Host::open(&root, home)).await;
+            let allowed = state.allowed_remotes.clone();
+            let opened = tokio::task::spawn_blocking(move || {
+                Host::open(&root, home).map(|h| h.allowing_remotes(allowed))
+            })
+            .await;
             let host = match opened {
                 Ok(Ok(h)) => h,
                 Ok(Err(e)) => {

@@ -30,6 +30,7 @@ use axum::Router;
 use axum::routing::{any, get};
 use tokio_util::sync::CancellationToken;
 
+use crate::core::remote_target::RemotePattern;
 use crate::store::Home;
 use crate::store::access::Access;
 use hosting::Hosting;
@@ -50,6 +51,9 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
+    /// The sync remotes the admin token may give a new channel
+    /// (`--allow-remote`); none when empty.
+    pub allowed_remotes: Vec<RemotePattern>,
     /// Sync each hosted channel with its remote this often (and after own
     /// writes); `None`: never.
     pub sync_every: Option<std::time::Duration>,
@@ -75,6 +79,8 @@ pub struct State {
     pub mcp: mcp::Services,
     /// The background syncs of the hosted channels.
     pub syncing: syncing::Syncing,
+    /// The sync remotes the admin token may choose.
+    pub allowed_remotes: Vec<RemotePattern>,
     /// Cancelled when the server shuts down: long-lived streams end.
     pub shutdown: CancellationToken,
     /// The channels the board has opened.
@@ -107,6 +113,7 @@ impl State {
             admin: identity::AdminToken::new(config.admin_token.as_deref()),
             mcp: mcp::Services::new(&guard),
             syncing: syncing::Syncing::new(config.sync_every),
+            allowed_remotes: config.allowed_remotes.clone(),
             guard,
             throttle: throttle::Throttle::default(),
             shutdown: CancellationToken::new(),

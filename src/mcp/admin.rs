@@ -31,6 +31,7 @@ use crate::app::hosting::{
 };
 use crate::app::info::VERSION;
 use crate::app::{AppError, AppResult};
+use crate::core::remote_target::RemoteKind;
 use crate::store::prefs::Remote;
 
 /// The management tools, in the protocol's registration order.
@@ -201,11 +202,11 @@ impl Admin {
         let out = self.blocking(move |h| {
             let remote = p
                 .remote
-                .map(|r| match r.kind.as_str() {
-                    "git" => Ok(Remote::Git(r.target)),
-                    "rclone" => Ok(Remote::Rclone(r.target)),
-                    other => Err(AppError::value(format!(
-                        "'remote.kind' must be git or rclone (got '{other}')"
+                .map(|r| match RemoteKind::parse(&r.kind) {
+                    Some(kind) => Ok(Remote::new(kind, r.target)),
+                    None => Err(AppError::value(format!(
+                        "'remote.kind' must be git or rclone (got '{}')",
+                        r.kind.escape_debug()
                     ))),
                 })
                 .transpose()?;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::StoreResult;
 use super::state_file;
+use crate::core::remote_target::{self, RemoteKind, TargetError};
 
 /// The file's name in the state folder.
 const FILE: &str = "local.json";
@@ -34,6 +35,36 @@ pub enum Remote {
     Git(String),
     /// An rclone remote, `REMOTE:PATH` (or a local path).
     Rclone(String),
+}
+
+impl Remote {
+    /// The remote of `kind` at `target`.
+    pub fn new(kind: RemoteKind, target: String) -> Self {
+        match kind {
+            RemoteKind::Git => Self::Git(target),
+            RemoteKind::Rclone => Self::Rclone(target),
+        }
+    }
+
+    /// How it travels.
+    pub fn kind(&self) -> RemoteKind {
+        match self {
+            Self::Git(_) => RemoteKind::Git,
+            Self::Rclone(_) => RemoteKind::Rclone,
+        }
+    }
+
+    /// The git URL or the rclone `REMOTE:PATH`.
+    pub fn target(&self) -> &str {
+        match self {
+            Self::Git(t) | Self::Rclone(t) => t,
+        }
+    }
+
+    /// Checks that git or rclone can only read the target as a place.
+    pub fn check(&self) -> Result<(), TargetError> {
+        remote_target::check(self.kind(), self.target())
+    }
 }
 
 impl std::fmt::Display for Remote {

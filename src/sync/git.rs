@@ -87,9 +87,9 @@ pub fn attach(root: &Path, own: &[OwnFeed], url: &str) -> Result<Option<String>,
         .status
         .success();
     let set = if has_origin {
-        ["remote", "set-url", "origin", url]
+        ["remote", "set-url", "--", "origin", url]
     } else {
-        ["remote", "add", "origin", url]
+        ["remote", "add", "--", "origin", url]
     };
     git.ok("set the remote", &set)?;
     Ok(note)

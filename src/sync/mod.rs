@@ -123,6 +123,7 @@ pub fn run(
     remote: &Remote,
     budget: Duration,
 ) -> Result<SyncReport, SyncError> {
+    checked(remote)?;
     let own = own_feeds(dir, device)?;
     let mut backoff = backoff::Backoff::new(budget);
     match remote {
@@ -146,10 +147,24 @@ pub fn attach(
     device: &str,
     remote: &Remote,
 ) -> Result<Option<String>, SyncError> {
+    checked(remote)?;
     match remote {
         Remote::Git(url) => git::attach(dir.root(), &own_feeds(dir, device)?, url),
         Remote::Rclone(_) => Ok(None),
     }
+}
+
+/// Refuses a remote whose target git or rclone could read as anything but a
+/// place (an option, a command transport): checked again before every run,
+/// whoever chose the remote and however long ago.
+fn checked(remote: &Remote) -> Result<(), SyncError> {
+    remote.check().map_err(|e| {
+        SyncError::Setup(format!(
+            "the {} remote '{}' is refused: {e}; choose another with `countersign remote set`",
+            remote.kind().as_str(),
+            remote.target().escape_debug()
+        ))
+    })
 }
 
 /// The remote a git clone of the channel already knows (its `origin`), if

@@ -170,11 +170,13 @@ fn exchange(root: &Path, up: &Upload) -> Result<SyncReport, SyncError> {
         }
         let list = file_list(files)?;
         let list_path = list.path().to_str().expect("temporary paths are UTF-8");
-        let mut args = vec!["copy", src, target, "--files-from-raw", list_path, "-q"];
+        let mut args = vec!["copy", "--files-from-raw", list_path, "-q"];
         if !flag.is_empty() {
             args.push(flag);
         }
         args.extend(COMMON);
+        // After `--` both are places, whatever they start with.
+        args.extend(["--", src, target]);
         rclone.ok(action, &args)?;
     }
     if !done_before {
@@ -183,8 +185,6 @@ fn exchange(root: &Path, up: &Upload) -> Result<SyncReport, SyncError> {
     let own_feeds = format!("/feeds/*/{device}/**");
     let mut down = vec![
         "copy",
-        target,
-        src,
         "--exclude",
         &own_feeds,
         "--exclude",
@@ -196,6 +196,7 @@ fn exchange(root: &Path, up: &Upload) -> Result<SyncReport, SyncError> {
         "-v",
     ];
     down.extend(COMMON);
+    down.extend(["--", target, src]);
     let out = rclone.output(&down)?;
     if !out.status.success() {
         return Err(rclone.failure("copy the other writers' feeds down", &out));

@@ -46,8 +46,14 @@ impl Hosting {
         let tmp = tempfile::tempdir().unwrap();
         let channels = tmp.path().join("channels");
         std::fs::create_dir(&channels).unwrap();
+        // `{tmp}` in an argument stands for the server's temporary folder.
+        let tmp_text = tmp.path().to_str().unwrap().to_owned();
+        let extra: Vec<String> = extra
+            .iter()
+            .map(|a| a.replace("{tmp}", &tmp_text))
+            .collect();
         let mut args = vec!["--channels-dir", channels.to_str().unwrap()];
-        args.extend(extra);
+        args.extend(extra.iter().map(String::as_str));
         let served = Served::start(
             &tmp.path().join("home"),
             &args,
@@ -442,7 +448,7 @@ async fn roles_tokens_and_deletion() {
 /// the new channel syncs with it at once (real git, a bare repository).
 #[tokio::test]
 async fn a_created_channel_syncs_through_its_remote() {
-    let h = Hosting::start();
+    let h = Hosting::start_with(&["--allow-remote", "git={tmp}/*"]);
     let bare = h.tmp.path().join("remote.git");
     let git = std::process::Command::new("git")
         .args(["init", "-q", "--bare"])
@@ -495,7 +501,7 @@ async fn a_created_channel_syncs_through_its_remote() {
 /// remote with nobody running `countersign sync`.
 #[tokio::test]
 async fn a_created_channel_is_synced_in_the_background() {
-    let h = Hosting::start_with(&["--sync-every", "1"]);
+    let h = Hosting::start_with(&["--sync-every", "1", "--allow-remote", "git={tmp}/*"]);
     let bare = h.tmp.path().join("remote.git");
     let git = std::process::Command::new("git")
         .args(["init", "-q", "--bare"])
