@@ -12,8 +12,11 @@ It plays a fixed script, decided from each request alone (so retries and side re
 cannot put it out of step):
   - a request that offers no tool named `...send_message` (a title, a summary, a check)
     is answered with a short text;
-  - a conversation with no tool result yet is answered with one call of that tool,
-    with the arguments given by --send (a JSON object);
+  - a conversation with no call of that tool yet is answered with one call of it, with the
+    arguments given by --send (a JSON object);
+  - where the tool is deferred behind the client's ToolSearch tool (Claude Code's default:
+    the request names it in a system reminder and carries no schema for it), the first
+    answer is a ToolSearch call selecting it, as a real model's is;
   - any later turn is answered with the final text (--final).
 
 With --compact it plays a compaction instead, for the compactor subagent of Claude Code:
@@ -31,6 +34,7 @@ The first line on stdout is `PORT <n>` once the server listens; it serves until 
 
 import argparse
 import json
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -99,6 +103,52 @@ def has_tool_result(body):
     return False
 
 
+def called(body, name):
+    """Whether the conversation already holds a call of the tool `name` (or `<server>__name`)
+    made by the model, in every API's shape."""
+
+    def matches(n):
+        return isinstance(n, str) and (n == name or n.endswith("__" + name))
+
+    for m in body.get("messages") or []:  # Anthropic, Chat Completions
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use" and matches(block.get("name")):
+                    return True
+        for call in m.get("tool_calls") or []:
+            if isinstance(call, dict) and matches((call.get("function") or {}).get("name")):
+                return True
+    for item in body.get("input") or []:  # Responses
+        if isinstance(item, dict) and item.get("type") == "function_call" and matches(item.get("name")):
+            return True
+    return False
+
+
+def deferred_tool(body, name):
+    """A tool the client holds back behind its ToolSearch tool (Claude Code names such tools
+    in a system reminder and sends no schema until the model asks), by its full name, or
+    None when the request offers no ToolSearch or does not name the tool."""
+    if tool_named(body, "ToolSearch") is None:
+        return None
+    pattern = re.compile(r"[A-Za-z0-9_-]*__" + re.escape(name) + r"\b")
+
+    def walk(v):
+        if isinstance(v, str):
+            found = pattern.search(v)
+            return found.group(0) if found else None
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else []
+        for x in items:
+            found = walk(x)
+            if found:
+                return found
+        return None
+
+    return walk(body.get("messages") or body.get("system"))
+
+
 def tool_named(body, name):
     """The offered tool called `name` (or `<server>__name`), by its full name, or None."""
     for _, n in tool_names(body):
@@ -143,6 +193,10 @@ def compact_turn(body, final):
         return ("tool", tool_named(body, "compact_submit"), {"job": answer["job"], "lines": lines}, None)
     agent = tool_named(body, "Agent") or tool_named(body, "Task")
     if agent is None:
+        # The subagent with its job tools deferred behind ToolSearch: load them first.
+        deferred = [deferred_tool(body, n) for n in ("compact_next", "compact_submit")]
+        if deferred[0] is not None and not called(body, "ToolSearch"):
+            return ("tool", "ToolSearch", {"query": "select:" + ",".join(d for d in deferred if d)}, None)
         return ("text", "ok")
     if has_tool_result(body):
         return ("text", final)
@@ -235,12 +289,17 @@ class Handler(BaseHTTPRequestHandler):
         """("text", text) or ("tool", name, arguments) for this request."""
         if self.server.compact:
             return compact_turn(body, self.server.final)
-        tool = send_tool(body)
-        if tool is None:
-            return ("text", "ok")
-        if has_tool_result(body):
+        if called(body, "send_message"):
             return ("text", self.server.final)
-        return ("tool", tool[1], self.server.send_args, tool[0])
+        tool = send_tool(body)
+        if tool is not None:
+            return ("tool", tool[1], self.server.send_args, tool[0])
+        # Claude Code's default: the channel's tools are deferred, and the model loads
+        # the one it needs through ToolSearch first, as the real model does.
+        deferred = deferred_tool(body, "send_message")
+        if deferred is not None and not called(body, "ToolSearch"):
+            return ("tool", "ToolSearch", {"query": "select:" + deferred}, None)
+        return ("text", "ok")
 
     # -- Anthropic Messages ------------------------------------------------------------
 

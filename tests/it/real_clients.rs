@@ -189,8 +189,9 @@ fn tail(s: &str) -> &str {
 }
 
 /// `claude -p PROMPT` in the project against the model stand-in, with `tools` allowed
-/// without asking. Every tool goes with its full schema in the first request (no tool
-/// search behind ToolSearch): the stand-in plays its script from it, and tests inspect it.
+/// without asking, on Claude Code's default settings: the MCP tools are deferred behind
+/// its ToolSearch tool (named in a system reminder, loaded when the model asks), and the
+/// stand-in asks for the one its script calls, as a real model does.
 fn claude_print(w: &World, api: &ModelApi, prompt: &str, tools: &str) -> Ran {
     let mut c = w.command("claude");
     c.args(["-p", prompt, "--output-format", "json"])
@@ -198,8 +199,7 @@ fn claude_print(w: &World, api: &ModelApi, prompt: &str, tools: &str) -> Ran {
         .env("ANTHROPIC_BASE_URL", api.url())
         .env("ANTHROPIC_API_KEY", "sk-stand-in")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("ENABLE_TOOL_SEARCH", "false");
+        .env("DISABLE_AUTOUPDATER", "1");
     run_bounded(c, &format!("claude -p {prompt}"), CLIENT_TIMEOUT)
 }
 
@@ -369,16 +369,40 @@ fn contains_text(v: &Value, needle: &str) -> bool {
     strings(v).iter().any(|s| s.contains(needle))
 }
 
+/// The tools a request defers behind Claude Code's ToolSearch: the names, one a line,
+/// that its system reminder lists after "The following deferred tools are now available
+/// via ToolSearch", whose schemas the model loads on request.
+fn deferred_tools(body: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in strings(&body["messages"]) {
+        let Some(at) = s.find("The following deferred tools are now available via ToolSearch")
+        else {
+            continue;
+        };
+        let list = s[at..]
+            .lines()
+            .skip_while(|l| !l.trim_end().ends_with(':'))
+            .skip(1);
+        out.extend(
+            list.take_while(|l| !l.is_empty() && !l.contains(' '))
+                .map(str::to_owned),
+        );
+    }
+    out
+}
+
+/// Whether a request offers the tool `name`: with its schema, or deferred behind the
+/// client's ToolSearch tool.
+fn offers(body: &Value, name: &str) -> bool {
+    offered_tools(body).iter().any(|t| t == name) || deferred_tools(body).iter().any(|t| t == name)
+}
+
 /// The requests of the conversation proper: those offering the channel's send_message.
 fn conversation(api: &ModelApi) -> Vec<Value> {
     api.requests()
         .into_iter()
         .map(|(_, b)| b)
-        .filter(|b| {
-            offered_tools(b)
-                .iter()
-                .any(|t| t == "mcp__channel__send_message")
-        })
+        .filter(|b| offers(b, "mcp__channel__send_message"))
         .collect()
 }
 
@@ -391,12 +415,12 @@ const CORE_TOOLS: [&str; 4] = [
 ];
 
 fn assert_tools_listed(first: &Value, client: &str) {
-    let tools = offered_tools(first);
     for t in CORE_TOOLS {
         let name = format!("mcp__channel__{t}");
         assert!(
-            tools.contains(&name),
-            "{client} did not offer the model `{name}`; it offered {tools:?}"
+            offers(first, &name),
+            "{client} did not offer the model `{name}`; it offered {:?}",
+            offered_tools(first)
         );
     }
 }
@@ -509,8 +533,13 @@ fn claude_code_lists_the_tools_delivers_mail_and_obeys_the_hooks() {
         .first()
         .unwrap_or_else(|| panic!("Claude Code never offered the channel's tools\n{context}"));
 
-    // The tools are listed.
+    // The tools are listed, deferred behind ToolSearch as Claude Code does by default (the
+    // path every user is on), and the model loaded send_message through it.
     assert_tools_listed(first, "Claude Code");
+    assert!(
+        deferred_tools(first).contains(&"mcp__channel__send_message".to_owned()),
+        "Claude Code offered the channel's tools without ToolSearch: not its default path\n{context}"
+    );
 
     // The session-start text reaches the model in the first request.
     assert!(
@@ -554,7 +583,12 @@ fn claude_code_offers_the_compactor_and_the_session_no_job_tool() {
     let first = turns
         .first()
         .unwrap_or_else(|| panic!("Claude Code never offered the channel's tools\n{context}"));
-    let tools = offered_tools(first);
+    let mut tools = offered_tools(first);
+    tools.extend(deferred_tools(first));
+    assert!(
+        tools.iter().any(|t| t == "mcp__channel__send_message"),
+        "the session's tools were not found: {tools:?}"
+    );
     assert!(
         tools.iter().all(|t| !t.contains("compact_")),
         "the session was offered job tools: {tools:?}"
@@ -632,7 +666,10 @@ fn claude_code_compacts_the_memory_through_the_subagent() {
         "the subagent never ran with the job tools\n{context}"
     );
     for b in &sub {
-        let tools = offered_tools(b);
+        let mut tools = offered_tools(b);
+        tools.extend(deferred_tools(b));
+        // Claude Code's own stand-in that keeps deferred loading on: never callable.
+        tools.retain(|t| t != "DeferredToolPlaceholder");
         assert!(
             tools
                 .iter()
