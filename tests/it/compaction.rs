@@ -193,7 +193,10 @@ async fn a_scripted_worker_drains_the_queue_and_a_second_home_has_nothing_left()
     let mut held = first.clone();
     for (lines, why) in bad {
         let refusal = w
-            .call("compact_submit", json!({"job": held["job"], "lines": lines}))
+            .call(
+                "compact_submit",
+                json!({"job": held["job"], "lines": lines}),
+            )
             .await
             .value_error(why);
         assert!(refusal.contains("given back"), "{refusal}");
@@ -446,7 +449,10 @@ async fn a_refused_submit_frees_the_lines_at_once_and_memory_status_counts_them_
         assert!(text.contains(want), "{text}");
         let json: Value =
             serde_json::from_slice(&memory_status(&ch, &["--json"], "").stdout).unwrap();
-        (json["ready"].as_u64().unwrap(), json["leased"].as_u64().unwrap())
+        (
+            json["ready"].as_u64().unwrap(),
+            json["leased"].as_u64().unwrap(),
+        )
     };
     assert_eq!(status("(0 ready now, 4 being written)"), (0, 4));
 
@@ -462,7 +468,10 @@ async fn a_refused_submit_frees_the_lines_at_once_and_memory_status_counts_them_
     assert!(refusal.contains("given back"), "{refusal}");
     assert_eq!(status("(4 ready now, 0 being written)"), (4, 0));
     let taken = two.call("compact_next", json!({})).await.ok();
-    assert_eq!(taken["status"], "job", "the lines are free at once: {taken}");
+    assert_eq!(
+        taken["status"], "job",
+        "the lines are free at once: {taken}"
+    );
     assert_eq!(taken["tasks"], j["tasks"]);
     // The job given back stays closed.
     one.call(

@@ -63,9 +63,9 @@ pub(super) fn compactor_note(cwd: &Path, exe: &str) -> String {
          and no other session."
     );
     match trust(cwd) {
-        Trust::Trusted(d) => format!(
-            "{what} Claude Code trusts {d}, so it connects that server for the subagent."
-        ),
+        Trust::Trusted(d) => {
+            format!("{what} Claude Code trusts {d}, so it connects that server for the subagent.")
+        }
         Trust::NotYet => format!(
             "{what} Claude Code does not trust {} yet, and it connects a project subagent's \
              servers only in a trusted folder (until then the subagent starts with no tools): \

@@ -65,19 +65,20 @@ pub fn pages(text: &str, limit: usize) -> Vec<Page> {
         let mut left = len;
         let mut first = true;
         while left > 0 {
-            let room = if first || !marked { limit } else { limit - mark };
-            let shown_mark = if first || !marked { 0 } else { mark };
+            // A further piece of a marked line shows the mark first.
+            let again = !first && marked;
+            let room = if again { limit - mark } else { limit };
             if left <= room {
                 start = at;
-                remark = !first && marked;
-                used = shown_mark + left;
+                remark = again;
+                used = if again { mark } else { 0 } + left;
                 at += left;
                 left = 0;
             } else {
                 out.push(Page {
                     start: at,
                     end: at + room,
-                    remark: !first && marked,
+                    remark: again,
                 });
                 at += room;
                 left -= room;
@@ -111,7 +112,10 @@ mod tests {
     use super::*;
 
     fn shown(text: &str, limit: usize) -> Vec<String> {
-        pages(text, limit).iter().map(|p| page_text(text, p)).collect()
+        pages(text, limit)
+            .iter()
+            .map(|p| page_text(text, p))
+            .collect()
     }
 
     #[test]
