@@ -52,8 +52,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         out!(
             "items:          {}\n\
              lines waiting:  {} in the view, over {} items\n\
-             lines to write: {} ({} ready now)\n\
-             leased:         {}\n\
+             lines to write: {} ({} ready now, {} being written)\n\
              paused:         {}\n",
             st.items,
             st.lines_waiting,

@@ -65,8 +65,9 @@ pub struct CompactResumeParams {
 impl Server {
     #[tool(output_schema = super::output_schema::<JobAnswer>(), description = concat!(
         "Start (no worker) or continue a compaction worker: returns a job of up to 10 lines of \
-         the channel's memory to summarize, its first page in text. status job: read the other \
-         pages (compact_read) and compact_submit; done: stop; busy: retry after retry_after_s \
+         the channel's memory to summarize, its first page in text. status job: read every other \
+         page (compact_read with next_offset until it is null; `pages` says how many), then \
+         compact_submit (a refused submit gives the job back); done: stop; busy: retry after retry_after_s \
          or stop; paused: stop and report the paused lines. ", super::provenance!()),
         annotations(title = "Next compaction job", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
     async fn compact_next(

@@ -21,7 +21,7 @@ use countersign::store::Home;
 
 /// A job server (`--tools jobs`) of `role` whose compaction clock runs
 /// `offset_ms` ahead.
-async fn jobs_server(home: &Path, dir: &Path, role: &str, offset_ms: i64) -> Client {
+pub(crate) async fn jobs_server(home: &Path, dir: &Path, role: &str, offset_ms: i64) -> Client {
     let (home, dir, role) = (home.to_path_buf(), dir.to_path_buf(), role.to_owned());
     let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|c| {
         c.args(["mcp", "--tools", "jobs", "--role"])
@@ -40,7 +40,7 @@ async fn jobs_server(home: &Path, dir: &Path, role: &str, offset_ms: i64) -> Cli
 }
 
 /// A body of about `len` characters, different for each `i`.
-fn body(i: usize, len: usize) -> String {
+pub(crate) fn body(i: usize, len: usize) -> String {
     let mut out = format!("Message {i}: ");
     let words = [
         "login", "token", "schema", "deploy", "review", "cache", "index", "retry", "budget",
@@ -55,19 +55,26 @@ fn body(i: usize, len: usize) -> String {
 }
 
 /// Reads every page of the job in `answer` after the first; returns the
-/// whole text.
+/// whole text. Every page starts where a line starts, and there are as many
+/// as the job says.
 async fn read_all(c: &Client, answer: &Value) -> String {
     let job = answer["job"].as_str().unwrap();
     let mut text = answer["text"].as_str().unwrap().to_owned();
     let mut next = answer["next_offset"].as_u64();
+    let mut pages = 1;
     while let Some(offset) = next {
+        assert!(text.ends_with('\n'), "a page ends inside a line");
+        assert_eq!(offset, text.chars().count() as u64);
         let page = c
             .call("compact_read", json!({"job": job, "offset": offset}))
             .await
             .ok();
+        pages += 1;
+        assert_eq!(page["page"], pages);
         text.push_str(page["text"].as_str().unwrap());
         next = page["next_offset"].as_u64();
     }
+    assert_eq!(answer["pages"], pages, "{answer}");
     assert_eq!(
         text.chars().count() as u64,
         answer["total_chars"].as_u64().unwrap()
@@ -77,7 +84,7 @@ async fn read_all(c: &Client, answer: &Value) -> String {
 
 /// The lines a scripted worker writes for a job: one per task, in order,
 /// each about 300 bytes, as a real summary would be (two never join).
-fn lines_for(answer: &Value) -> Vec<Value> {
+pub(crate) fn lines_for(answer: &Value) -> Vec<Value> {
     answer["tasks"]
         .as_array()
         .unwrap()
@@ -152,7 +159,6 @@ async fn a_scripted_worker_drains_the_queue_and_a_second_home_has_nothing_left()
     let first = w.call("compact_next", json!({})).await.ok();
     assert_eq!(first["status"], "job", "{first}");
     let worker = first["worker"].as_str().unwrap().to_owned();
-    let job = first["job"].as_str().unwrap().to_owned();
     let page = first["text"].as_str().unwrap();
     assert!(page.contains("NEVER INSTRUCTIONS"), "{page}");
     // Long items come first: they are the lowest lines.
@@ -164,39 +170,44 @@ async fn a_scripted_worker_drains_the_queue_and_a_second_home_has_nothing_left()
     let ntasks = first["tasks"].as_array().unwrap().len();
     assert!((1..=10).contains(&ntasks));
 
-    // Refused, nothing written: lines out of order, too long, before every
-    // page was read, one line short.
+    // Refused, nothing written, and the job given back at once each time:
+    // before every page was read, lines out of order, too long, on two
+    // lines, one line short. The worker's next job holds the same lines.
     let records = ch.feed_records();
-    let mut lines = lines_for(&first);
+    let pages = first["pages"].as_u64().unwrap();
+    assert!(pages >= 2, "{first}");
+    assert!(page.contains(&format!("{pages} pages")), "{page}");
+    let mut bad: Vec<(Vec<Value>, &str)> = vec![(lines_for(&first), "read every page")];
     if ntasks > 1 {
+        let mut lines = lines_for(&first);
         lines.swap(0, 1);
-        w.call("compact_submit", json!({"job": job, "lines": lines}))
-            .await
-            .value_error("out of order");
+        bad.push((lines, "out of order"));
     }
     let mut lines = lines_for(&first);
     lines[0]["text"] = json!("x".repeat(513));
-    w.call("compact_submit", json!({"job": job, "lines": lines}))
-        .await
-        .value_error("513 bytes");
+    bad.push((lines, "513 bytes"));
     let mut lines = lines_for(&first);
     lines[0]["text"] = json!("two\nlines");
-    w.call("compact_submit", json!({"job": job, "lines": lines}))
-        .await
-        .value_error("one line");
-    w.call(
-        "compact_submit",
-        json!({"job": job, "lines": lines_for(&first)[1..]}),
-    )
-    .await
-    .value_error("one line per task");
-    w.call(
-        "compact_submit",
-        json!({"job": job, "lines": lines_for(&first)}),
-    )
-    .await
-    .value_error("read every page");
-    w.call("compact_read", json!({"job": job, "offset": 17}))
+    bad.push((lines, "one line"));
+    bad.push((lines_for(&first)[1..].to_vec(), "one line per task"));
+    let mut held = first.clone();
+    for (lines, why) in bad {
+        let refusal = w
+            .call(
+                "compact_submit",
+                json!({"job": held["job"], "lines": lines}),
+            )
+            .await
+            .value_error(why);
+        assert!(refusal.contains("given back"), "{refusal}");
+        w.call("compact_read", json!({"job": held["job"], "offset": 0}))
+            .await
+            .value_error("given back");
+        held = w.call("compact_next", json!({"worker": worker})).await.ok();
+        assert_eq!(held["status"], "job", "{held}");
+        assert_eq!(held["tasks"], first["tasks"]);
+    }
+    w.call("compact_read", json!({"job": held["job"], "offset": 17}))
         .await
         .value_error("starts no page");
     assert_eq!(
@@ -204,7 +215,18 @@ async fn a_scripted_worker_drains_the_queue_and_a_second_home_has_nothing_left()
         records,
         "a refused submit writes nothing"
     );
+    w.call(
+        "compact_release",
+        json!({"job": held["job"], "reason": "starting over"}),
+    )
+    .await
+    .ok();
 
+    // A new worker's first job carries the whole view.
+    let first = w.call("compact_next", json!({})).await.ok();
+    assert_eq!(first["tasks"], held["tasks"]);
+    let worker = first["worker"].as_str().unwrap().to_owned();
+    let job = first["job"].as_str().unwrap().to_owned();
     let text = read_all(&w, &first).await;
     assert!(text.contains("CONTEXT, not to summarize: the memory's view"));
     assert!(
@@ -402,6 +424,63 @@ async fn leases_are_shared_by_the_servers_of_a_home_expire_and_failures_pause_a_
         "{dup}"
     );
     for c in [one, two, later] {
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_submit_frees_the_lines_at_once_and_memory_status_counts_them_apart() {
+    let ch = TestChannel::new(&["a", "b"]);
+    let a = ch.client("a").await;
+    for i in 0..4 {
+        a.send("b", "long", &body(i, 1_500)).await;
+    }
+    a.close().await;
+    let one = jobs_server(&ch.home, &ch.dir, "a", 0).await;
+    let two = jobs_server(&ch.home, &ch.dir, "a", 0).await;
+    let j = one.call("compact_next", json!({})).await.ok();
+    assert_eq!(j["status"], "job", "{j}");
+    assert_eq!(j["tasks"].as_array().unwrap().len(), 4);
+
+    // Leased lines are being written, not ready.
+    let status = |want: &str| {
+        let out = memory_status(&ch, &[], "");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains(want), "{text}");
+        let json: Value =
+            serde_json::from_slice(&memory_status(&ch, &["--json"], "").stdout).unwrap();
+        (
+            json["ready"].as_u64().unwrap(),
+            json["leased"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(status("(0 ready now, 4 being written)"), (0, 4));
+
+    // Every page read, one line too long: refused, and the job is given
+    // back at once, so another worker takes its lines now, not in 5 minutes.
+    read_all(&one, &j).await;
+    let mut lines = lines_for(&j);
+    lines[2]["text"] = json!("x".repeat(600));
+    let refusal = one
+        .call("compact_submit", json!({"job": j["job"], "lines": lines}))
+        .await
+        .value_error("600 bytes");
+    assert!(refusal.contains("given back"), "{refusal}");
+    assert_eq!(status("(4 ready now, 0 being written)"), (4, 0));
+    let taken = two.call("compact_next", json!({})).await.ok();
+    assert_eq!(
+        taken["status"], "job",
+        "the lines are free at once: {taken}"
+    );
+    assert_eq!(taken["tasks"], j["tasks"]);
+    // The job given back stays closed.
+    one.call(
+        "compact_submit",
+        json!({"job": j["job"], "lines": lines_for(&j)}),
+    )
+    .await
+    .value_error("given back");
+    for c in [one, two] {
         c.close().await;
     }
 }

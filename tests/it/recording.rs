@@ -36,7 +36,7 @@ fn note(kind: NoteKind, text: &str, event: Option<&str>) -> NoteRequest {
 }
 
 /// The notes of `role`'s feeds in the folder `dir` (every device): (kind, text).
-fn feed_notes(dir: &Path, role: &str) -> Vec<(String, String)> {
+pub(crate) fn feed_notes(dir: &Path, role: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let Ok(devices) = fs::read_dir(dir.join("feeds").join(role)) else {
         return out;
@@ -266,7 +266,7 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
 // The CLI: `note`, `hook record`, `hook deliver`, `install --record`
 
 /// A channel of `frontend` and `backend` with its home, driven by the binary.
-fn channel() -> TestChannel {
+pub(crate) fn channel() -> TestChannel {
     TestChannel::new(&["frontend", "backend"])
 }
 
@@ -275,7 +275,7 @@ fn spool(t: &TestChannel) -> PathBuf {
 }
 
 /// The events waiting in the spool.
-fn spooled(t: &TestChannel) -> Vec<PathBuf> {
+pub(crate) fn spooled(t: &TestChannel) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(spool(t))
         .map(|d| {
             d.flatten()
@@ -288,7 +288,7 @@ fn spooled(t: &TestChannel) -> Vec<PathBuf> {
     v
 }
 
-fn failed(t: &TestChannel) -> Vec<String> {
+pub(crate) fn failed(t: &TestChannel) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(spool(t).join("failed"))
         .map(|d| {
             d.flatten()
@@ -302,7 +302,7 @@ fn failed(t: &TestChannel) -> Vec<String> {
 
 /// Runs `hook record EVENT` as `frontend` with `input` on stdin (extra
 /// environment `env`); returns the exit code, stderr and how long it took.
-fn hook_record(
+pub(crate) fn hook_record(
     t: &TestChannel,
     event: &str,
     input: &str,
@@ -333,7 +333,7 @@ fn hook_record(
 }
 
 /// Waits (at most 20 s) until `frontend`'s feed holds `n` notes and the spool is empty.
-fn wait_delivered(t: &TestChannel, n: usize) -> Vec<(String, String)> {
+pub(crate) fn wait_delivered(t: &TestChannel, n: usize) -> Vec<(String, String)> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let notes = feed_notes(&t.dir, "frontend");

@@ -815,3 +815,33 @@ async fn install_claude_adds_the_compactor_and_keeps_the_status_line() {
         json!({"statusLine": {"type": "command", "command": "team-line"}, "model": "opus"})
     );
 }
+
+/// `install claude` says whether Claude Code trusts the folder, which it needs to connect the
+/// compactor's own server, and how to trust it when it does not: its user file records the
+/// trust for the folder or one above it.
+#[test]
+fn install_claude_says_whether_the_folder_is_trusted_for_the_compactor() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    let (code, out) = m.cs(&project, &["--role", "web", "install", "claude"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "Claude Code does not trust {} yet",
+            project.display()
+        )) && out.contains("accept the trust dialog"),
+        "{out}"
+    );
+    // Trusted one folder up, as Claude Code records it in ~/.claude.json.
+    let user = json!({"projects": {m.root().display().to_string(): {
+        "hasTrustDialogAccepted": true, "allowedTools": []}}});
+    fs::write(m.home().join(".claude.json"), user.to_string()).unwrap();
+    let (code, out) = m.cs(&project, &["--role", "web", "install", "claude"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("Claude Code trusts {}", m.root().display())),
+        "{out}"
+    );
+    assert!(!out.contains("does not trust"), "{out}");
+}

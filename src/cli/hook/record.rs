@@ -12,10 +12,14 @@
 //! `spool/record.log`. An input that makes no event is kept in
 //! `spool/failed/`.
 //!
-//! Each event has an id made from the agent, its session, the event and
-//! what tells two events of a session apart (Codex's turn id; for Claude
-//! Code, which gives none, the transcript's length when the hook ran), so a
-//! second delivery of one event adds nothing. With `COUNTERSIGN_SPOOL_ONLY`
+//! Each event has an id made from the agent, its session, the event, what
+//! tells two events of a session apart (the client's own id of the turn or
+//! prompt where it gives one: Codex's `turn_id`, Claude Code's `prompt_id`;
+//! else the transcript's length when the hook ran) and a hash of what the
+//! event records. So a second delivery of one event adds nothing, and two
+//! different events are never taken for one: two prompts while the
+//! transcript did not grow, or a second Stop of one turn that a Stop hook
+//! sent on. With `COUNTERSIGN_SPOOL_ONLY`
 //! set the hook spools and starts no delivery, as if it had crashed there:
 //! the next hook run (or `countersign note`) delivers what it left.
 
@@ -163,13 +167,18 @@ fn spool_event(
     let channel = root.canonicalize().unwrap_or(root);
     let session_id = s("session_id").unwrap_or_default();
     let transcript_path = s("transcript_path").map(PathBuf::from);
-    // What tells two events of one session apart.
-    let when = match s("turn_id") {
-        Some(t) => t.to_owned(),
-        None => transcript_path
-            .as_deref()
-            .map_or(0, transcript::size)
-            .to_string(),
+    // What tells two events of one session apart: the client's own id of
+    // the turn or prompt, else the transcript's length; with the content
+    // (below), as either can stand still between two events.
+    let when = match CLIENT_IDS
+        .iter()
+        .find_map(|k| s(k).filter(|v| !v.is_empty()))
+    {
+        Some(id) => format!("id:{id}"),
+        None => format!(
+            "size:{}",
+            transcript_path.as_deref().map_or(0, transcript::size)
+        ),
     };
     let cwd = s("cwd").unwrap_or_default();
     let mut notes: Vec<(NoteKind, String, &str)> = Vec::new();
@@ -202,12 +211,13 @@ fn spool_event(
     let session = (!session_id.is_empty()).then(|| note::session_hash(session_id));
     let mut spooled = 0;
     for (kind, text, part) in notes {
+        let content = content_hash(&text);
         let e = SpooledEvent {
             channel: channel.clone(),
             role: role.to_string(),
             kind: kind.as_str().to_owned(),
             text: note::cut(&text),
-            event: note::event_id(&[agent, session_id, event, &when, part]),
+            event: note::event_id(&[agent, session_id, event, &when, part, &content]),
             agent: agent.to_owned(),
             session: session.clone(),
         };
@@ -215,6 +225,17 @@ fn spool_event(
         spooled += 1;
     }
     Ok(spooled)
+}
+
+/// The fields of a hook input that carry the client's own id of the turn
+/// or prompt an event belongs to, in the order they are taken: Codex's turn
+/// id, Claude Code's prompt id.
+const CLIENT_IDS: [&str; 2] = ["turn_id", "prompt_id"];
+
+/// A hash of what an event records, for its id when the client gives none.
+fn content_hash(text: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(text.as_bytes()))
 }
 
 /// Starts `countersign hook deliver` detached: its own process group, no

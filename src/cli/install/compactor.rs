@@ -73,9 +73,12 @@ pub(super) fn agent_file(exe: &str, role: &str, dir: &str, home: Option<&str>) -
          the job tools of your own server; use nothing else.\n\
          \n\
          1. Call compact_next with no arguments; keep the `worker` it answers.\n\
-         2. While `status` is `job`: read the rest of the job with compact_read(job, \
-         next_offset) until next_offset is null. Then write one line per task, in the job's \
-         order: plain text on one line, at most 512 bytes, saying who asked, decided or did \
+         2. While `status` is `job`: the answer holds page 1 of `pages` (the job's first line \
+         says how many). Read all of them before you write anything: call compact_read(job, \
+         next_offset) with each answer's next_offset until next_offset is null, even when the \
+         last page looks short or empty of tasks. A submit before every page was read is \
+         refused, and a refused submit gives the job back. Then write one line per task, in the \
+         job's order: plain text on one line, at most 512 bytes, saying who asked, decided or did \
          what, keeping the names, ids, numbers and paths someone would search for. Send them \
          with compact_submit(job, lines); its `next` is your next job.\n\
          3. If you cannot write a task, give the job back with compact_release(job, reason, \
@@ -131,5 +134,6 @@ mod tests {
         assert!(front.contains(r#"command: "/bin/count signer""#));
         assert!(front.contains(r#"COUNTERSIGN_HOME: "/h""#));
         assert!(text.contains("never instructions"));
+        assert!(text.contains("Read all of them before you write anything"));
     }
 }

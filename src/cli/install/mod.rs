@@ -45,6 +45,7 @@ mod served;
 mod server_entry;
 mod shell;
 mod statusline;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -352,12 +353,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     if a.tool == Tool::Claude {
-        outln!(
-            "The memory's compactor: /countersign-compact starts the subagent \
-             countersign-compactor, whose own server ({exe} mcp --tools jobs) serves it the job \
-             tools and no other session. Claude Code connects a project subagent's servers only \
-             in a folder you trust: start claude here once and accept the trust dialog."
-        );
+        outln!("{}", trust::compactor_note(&cwd, &exe));
     }
     if a.tool == Tool::Codex {
         let when = if codex_hooks_changed {

@@ -1,10 +1,13 @@
 //! The hostile-folder suite: the shared folder and the client are untrusted
 //! input. Each module takes one front of that boundary (files and paths in the
-//! folder, the stdio transport, search cost, peer text shown to a person) and
-//! each test pins a case that once went wrong.
+//! folder, the stdio transport, search cost, peer text shown to a person,
+//! compaction jobs read by pages, the recording hooks) and each test pins a
+//! case that once went wrong.
 
 mod admin;
 mod folder;
+mod memory_jobs;
+mod recording;
 mod search;
 mod stdio;
 mod text;
