@@ -42,10 +42,7 @@ pub fn cookie_name(server: &str, channel: &str) -> Option<String> {
 
 /// This server's board cookie name for channel `channel`.
 fn cookie_name_here(state: &Shared, channel: &str) -> Result<Option<String>, Refused> {
-    let secret = state
-        .access()
-        .server_secret()
-        .map_err(|e| unreadable(&e))?;
+    let secret = state.access().server_secret().map_err(|e| unreadable(&e))?;
     Ok(cookie_name(&server_id(&secret, state.listen), channel))
 }
 
