@@ -8,10 +8,10 @@
 //!
 //! It reads the index through the store's typed queries, each bounded by a
 //! limit (the page must come quickly at 100k messages), and never writes a
-//! record. It also issues and ends board access ([`issue_link`],
-//! [`revoke_access`]) in the home's access store, for `countersign board`
-//! and the management tools. How the view is drawn is the transport's (`http::board`); the
-//! counters' rules are the index's and `app::status`'s, never restated here.
+//! record. It also issues board access ([`issue_link`]) in the home's
+//! access store, for `countersign board` and the management tools. How the
+//! view is drawn is the transport's (`http::board`); the counters' rules
+//! are the index's and `app::status`'s, never restated here.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -546,8 +546,7 @@ pub struct IssuedLink {
 
 /// Issues a view key labelled `label` for `channel`'s board (by
 /// `issued_by`: a role, `admin` or `cli`) and a one-time link to it, both
-/// or neither. The one function that makes board links: `countersign board`
-/// and the `board_link` tool both call it.
+/// or neither, through no role token ([`issue_link_as`]).
 pub fn issue_link(
     access: &Access,
     channel: &ChannelRef,
@@ -555,8 +554,22 @@ pub fn issue_link(
     issued_by: &str,
     now_ms: i64,
 ) -> AppResult<IssuedLink> {
+    issue_link_as(access, channel, label, (issued_by, None), now_ms)
+}
+
+/// [`issue_link`], by `issued_by` through the role token whose public id is
+/// `issued_token`, if one asked: revoking that token ends the key. The one
+/// function that makes board links: `countersign board` and the
+/// `board_link` tool both come here.
+pub fn issue_link_as(
+    access: &Access,
+    channel: &ChannelRef,
+    label: &str,
+    issuer: (&str, Option<&str>),
+    now_ms: i64,
+) -> AppResult<IssuedLink> {
     let (view_key, key, nonce) =
-        access.create_board_link(channel, label, issued_by, VIEW_KEY_TTL, now_ms)?;
+        access.create_board_link(channel, label, issuer, VIEW_KEY_TTL, now_ms)?;
     let nonce_ttl = i64::try_from(NONCE_TTL.as_millis()).unwrap_or(i64::MAX);
     Ok(IssuedLink {
         path: format!("/board/{}?n={nonce}", channel.name),

@@ -394,7 +394,7 @@ impl Host {
             ));
         }
         let dir = self.find(channel)?;
-        issue_link(&self.access, &channel_ref(&dir), label, "admin")
+        issue_link(&self.access, &channel_ref(&dir), label, ("admin", None))
     }
 
     /// Ends every view key of `channel` (and every board session opened with
@@ -469,14 +469,15 @@ impl Host {
     }
 }
 
-/// Makes a view key of `channel` issued by `issued_by` (a role or `admin`)
+/// Makes a view key of `channel` issued by `issued_by` (a role or `admin`,
+/// through the role token whose public id is `issued_token`, if one asked)
 /// and the one-time link that opens its board, as the `board_link` tool
 /// answers it.
 pub fn issue_link(
     access: &Access,
     channel: &ChannelRef,
     label: &str,
-    issued_by: &str,
+    (issued_by, issued_token): (&str, Option<&str>),
 ) -> AppResult<BoardLink> {
     if label.chars().count() > MAX_LABEL || !is_slug(label) {
         return Err(AppError::value(format!(
@@ -484,7 +485,13 @@ pub fn issue_link(
              '-' or '_'), e.g. 'board' or 'laptop'"
         )));
     }
-    let link = crate::app::board::issue_link(access, channel, label, issued_by, now_ms())?;
+    let link = crate::app::board::issue_link_as(
+        access,
+        channel,
+        label,
+        (issued_by, issued_token),
+        now_ms(),
+    )?;
     let expires_in_s = NONCE_TTL.as_secs();
     Ok(BoardLink {
         channel: channel.name.clone(),

@@ -3,7 +3,8 @@
 //! A token lets whoever holds it act as one role of one channel through this
 //! home's server. It is printed once and only its SHA-256 is kept (in the
 //! home's access database), so a lost token is revoked and made again, never
-//! shown again.
+//! shown again. The view keys behind board links are listed and revoked
+//! here too, whoever issued them.
 
 use std::process::ExitCode;
 
@@ -32,11 +33,11 @@ enum Command {
         #[arg(long, default_value = "")]
         label: String,
     },
-    /// List the tokens made in this home (never the secrets): id, channel, role, label, made,
-    /// revoked.
+    /// List the tokens and the board's view keys made in this home (never the secrets): id,
+    /// channel, role (or `view key`), label, made, expires, revoked.
     List,
-    /// Revoke a token by the id `token list` shows (or a unique prefix of 6 or more digits).
-    /// Its next request is refused.
+    /// Revoke a token or a view key by the id `token list` shows (or a unique prefix of 6 or
+    /// more digits). Its next request is refused; a token's view keys end with it.
     Revoke {
         /// The token's id.
         id: String,
@@ -76,7 +77,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         Command::List => {
             let access = Access::open(&home.access_db())?;
             let tokens = access.role_tokens()?;
-            if tokens.is_empty() {
+            let keys = access.view_keys()?;
+            if tokens.is_empty() && keys.is_empty() {
                 outln!("no tokens (make one with `countersign token create --role R`)");
             }
             for t in tokens {
@@ -92,20 +94,45 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                         .unwrap_or_default()
                 );
             }
+            for k in keys {
+                outln!(
+                    "{}  {}  view key  {}  by {}  made {}  expires {}{}",
+                    k.id,
+                    k.channel.name,
+                    if k.label.is_empty() { "-" } else { &k.label },
+                    k.issued_token
+                        .as_deref()
+                        .map_or_else(|| k.issued_by.clone(), |t| format!("{} ({t})", k.issued_by)),
+                    format_rfc3339(k.created_ms),
+                    format_rfc3339(k.expires_ms),
+                    k.revoked_ms
+                        .map(|r| format!("  revoked {}", format_rfc3339(r)))
+                        .unwrap_or_default()
+                );
+            }
         }
         Command::Revoke { id } => {
             let access = Access::open(&home.access_db())?;
-            match access.revoke_role_token(id, now_ms())? {
-                Some(t) => outln!(
-                    "revoked token {} ({} in {}); its next request is refused",
+            let now = now_ms();
+            if let Some((t, keys)) = access.revoke_role_token(id, now)? {
+                outln!(
+                    "revoked token {} ({} in {}) and the {keys} view key(s) it issued; its next \
+                     request is refused, and so is every board it opened",
                     t.id,
                     t.role,
                     t.channel.name
-                ),
-                None => bail!(
-                    "no live token has the id '{id}' (or the prefix matches several): see \
-                     `countersign token list`"
-                ),
+                );
+            } else if let Some(k) = access.revoke_view_key(id, now)? {
+                outln!(
+                    "revoked view key {} (board of {}); every board opened with it is closed",
+                    k.id,
+                    k.channel.name
+                );
+            } else {
+                bail!(
+                    "no live token or view key has the id '{id}' (or the prefix matches several): \
+                     see `countersign token list`"
+                );
             }
         }
     }

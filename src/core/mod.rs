@@ -17,6 +17,7 @@ pub mod memory;
 pub mod message;
 pub mod op;
 pub mod peer_text;
+pub mod proof;
 pub mod query;
 pub mod record;
 pub mod remote_target;

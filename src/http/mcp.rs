@@ -94,7 +94,14 @@ pub async fn handle(
     };
     match identity {
         Identity::Role(token) => match role_service(&state, &token).await {
-            Ok(service) => service.handle(request).await.map(Body::new),
+            Ok(service) => {
+                // The service is shared by every token of the role; the
+                // tools that must know which one called (board_link) read
+                // it here.
+                let mut request = request;
+                request.extensions_mut().insert(token);
+                service.handle(request).await.map(Body::new)
+            }
             Err(refusal) => refusal,
         },
         Identity::Admin => admin(&state, request).await,

@@ -64,6 +64,8 @@ pub const BODY_LIMIT: usize = 4 << 20;
 
 /// What every request handler shares.
 pub struct State {
+    /// The address listened on (the port chosen, when asked for port 0).
+    pub listen: SocketAddr,
     /// The home the server acts with.
     pub home: Home,
     /// The channels served.
@@ -107,6 +109,7 @@ impl State {
         let access = Access::open(&config.home.access_db())?;
         let guard = guard::Guard::new(config.listen, &config.allowed_hosts, config.body_limit);
         Ok(Arc::new(Self {
+            listen: config.listen,
             home: config.home.clone(),
             hosting: config.hosting.clone(),
             access: Mutex::new(access),

@@ -4,7 +4,10 @@
 //! stdio server is untouched: its tool list and byte budget stay as pinned.
 //!
 //! Owns only that one added tool and the refusal of the other management
-//! tools; everything else is handed to the inner server as it came.
+//! tools; everything else is handed to the inner server as it came. A link
+//! remembers the role token that asked for it (the HTTP layer puts the
+//! caller's [`RoleToken`] in the request's extensions), so revoking that
+//! token ends the link's key and the board sessions opened with it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +23,7 @@ use super::Server;
 use super::admin::{ADMIN_TOOLS, Admin, BoardLinkParams};
 use crate::app::AppError;
 use crate::app::hosting::issue_link;
-use crate::store::access::{Access, ChannelRef};
+use crate::store::access::{Access, ChannelRef, RoleToken};
 
 /// The service of one role of one hosted channel.
 #[derive(Clone)]
@@ -54,6 +57,7 @@ impl Hosted {
     async fn board_link(
         &self,
         request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         if let Some(why) = super::arguments::refusal(
             "board_link",
@@ -66,6 +70,20 @@ impl Hosted {
         let p: BoardLinkParams = match serde_json::from_value(args) {
             Ok(p) => p,
             Err(e) => return Ok(super::refused("ValueError", e.to_string()).into()),
+        };
+        // The token that called: a link nobody could end with the token
+        // would outlive it, so without one no link is made.
+        let Some(token) = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<RoleToken>())
+            .filter(|t| t.channel == self.channel && t.role == self.role)
+            .map(|t| t.id.clone())
+        else {
+            return Err(McpError::internal_error(
+                "board_link cannot tell which token called it",
+                None,
+            ));
         };
         let (db, channel, role) = (
             self.access_db.clone(),
@@ -81,7 +99,7 @@ impl Hosted {
                 )));
             }
             let access = Access::open(&db)?;
-            issue_link(&access, &channel, &p.label, &role)
+            issue_link(&access, &channel, &p.label, (&role, Some(&token)))
         })
         .await
         .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
@@ -113,7 +131,7 @@ impl ServerHandler for Hosted {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         if name == "board_link" {
-            return self.board_link(&request).await;
+            return self.board_link(&request, &context).await;
         }
         if ADMIN_TOOLS.contains(&name.as_str()) {
             return Ok(super::refused(

@@ -5,8 +5,11 @@
 //! kept: role tokens (`cst_…`: act as one role of one channel), view keys
 //! (`csv_…`: look at one channel's board) and the short-lived steps of a
 //! board login (a one-time nonce carried by a link, then the session of a
-//! cookie). It also remembers the names of hosted channels deleted through
-//! the admin tools, which are never reused.
+//! cookie). A view key issued through a role token remembers that token, so
+//! revoking the token ends the key and every board session opened with it.
+//! It also remembers the names of hosted channels deleted through the admin
+//! tools, which are never reused, and keeps the home's server secret (see
+//! [`Access::server_secret`]).
 //!
 //! Owns that database and nothing else: it never decides who may do what
 //! (the HTTP layer and `app` do), and it never touches a channel folder.
@@ -111,6 +114,9 @@ pub struct ViewKey {
     pub label: String,
     /// Who issued it: a role, `admin`, or `cli`.
     pub issued_by: String,
+    /// The public id of the role token that issued it, if one did: the key
+    /// ends when that token is revoked.
+    pub issued_token: Option<String>,
     /// When it was made (ms).
     pub created_ms: i64,
     /// When it stops working (ms).
@@ -164,6 +170,10 @@ CREATE TABLE IF NOT EXISTS board_sessions(
     view_key TEXT NOT NULL,
     expires_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS server_secret(
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    secret TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS deleted_channels(
     name TEXT PRIMARY KEY,
     channel_id TEXT NOT NULL,
@@ -176,11 +186,12 @@ CREATE TABLE IF NOT EXISTS deleted_channels(
 pub struct Access {
     conn: Connection,
     path: PathBuf,
+    secret: std::cell::OnceCell<[u8; 32]>,
 }
 
 const TOKEN_COLUMNS: &str = "id, channel_id, channel_name, role, label, created_ms, revoked_ms";
-const KEY_COLUMNS: &str =
-    "id, channel_id, channel_name, label, issued_by, created_ms, expires_ms, revoked_ms";
+const KEY_COLUMNS: &str = "id, channel_id, channel_name, label, issued_by, created_ms, \
+     expires_ms, revoked_ms, issued_token";
 
 impl Access {
     /// Opens (creating if needed) the access database at `path`; its folder
@@ -194,9 +205,11 @@ impl Access {
         conn.busy_timeout(Duration::from_secs(10)).db(path)?;
         conn.pragma_update(None, "journal_mode", "WAL").db(path)?;
         conn.execute_batch(SCHEMA).db(path)?;
+        add_issued_token(&conn).db(path)?;
         Ok(Self {
             conn,
             path: path.to_path_buf(),
+            secret: std::cell::OnceCell::new(),
         })
     }
 
@@ -270,8 +283,14 @@ impl Access {
     }
 
     /// Revokes the role token with public id `id` (or a unique prefix of it,
-    /// at least 6 digits); returns it, or `None` when no live token matches.
-    pub fn revoke_role_token(&self, id: &str, now_ms: i64) -> StoreResult<Option<RoleToken>> {
+    /// at least 6 digits) and, with it, every view key it issued (so every
+    /// board session opened with one); returns the token and how many keys
+    /// ended, or `None` when no live token matches.
+    pub fn revoke_role_token(
+        &self,
+        id: &str,
+        now_ms: i64,
+    ) -> StoreResult<Option<(RoleToken, usize)>> {
         if id.len() < 6 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(None);
         }
@@ -290,16 +309,25 @@ impl Access {
         let [one] = found.as_slice() else {
             return Ok(None);
         };
-        self.conn
+        let tx = self.conn.unchecked_transaction().db(&self.path)?;
+        tx.execute(
+            "UPDATE role_tokens SET revoked_ms = ?2 WHERE id = ?1",
+            params![one.id, now_ms],
+        )
+        .db(&self.path)?;
+        let keys = tx
             .execute(
-                "UPDATE role_tokens SET revoked_ms = ?2 WHERE id = ?1",
+                "UPDATE view_keys SET revoked_ms = ?2 WHERE issued_token = ?1 \
+                 AND revoked_ms IS NULL",
                 params![one.id, now_ms],
             )
             .db(&self.path)?;
-        Ok(Some(RoleToken {
+        tx.commit().db(&self.path)?;
+        let token = RoleToken {
             revoked_ms: Some(now_ms),
             ..one.clone()
-        }))
+        };
+        Ok(Some((token, keys)))
     }
 
     /// Revokes every live role token of `role` in channel `channel_id`
@@ -391,28 +419,42 @@ impl Access {
 
     /// A view key of `channel` and the one-time nonce of a link to its
     /// board, made together or not at all: the key's secret, the key (as
-    /// kept) and the nonce's secret.
+    /// kept) and the nonce's secret. `issued_token` is the public id of the
+    /// role token asking, when one does: revoking it ends the key.
     pub fn create_board_link(
+        &self,
+        channel: &ChannelRef,
+        label: &str,
+        (issued_by, issued_token): (&str, Option<&str>),
+        ttl: Duration,
+        now_ms: i64,
+    ) -> StoreResult<(String, ViewKey, String)> {
+        let tx = self.conn.unchecked_transaction().db(&self.path)?;
+        let (secret, key) =
+            self.insert_view_key(channel, label, (issued_by, issued_token), ttl, now_ms)?;
+        let nonce = self.create_nonce(&key.id, now_ms)?;
+        tx.commit().db(&self.path)?;
+        Ok((secret, key, nonce))
+    }
+
+    /// Makes a view key for `channel`'s board, valid for `ttl`, issued by
+    /// no role token.
+    pub fn create_view_key(
         &self,
         channel: &ChannelRef,
         label: &str,
         issued_by: &str,
         ttl: Duration,
         now_ms: i64,
-    ) -> StoreResult<(String, ViewKey, String)> {
-        let tx = self.conn.unchecked_transaction().db(&self.path)?;
-        let (secret, key) = self.create_view_key(channel, label, issued_by, ttl, now_ms)?;
-        let nonce = self.create_nonce(&key.id, now_ms)?;
-        tx.commit().db(&self.path)?;
-        Ok((secret, key, nonce))
+    ) -> StoreResult<(String, ViewKey)> {
+        self.insert_view_key(channel, label, (issued_by, None), ttl, now_ms)
     }
 
-    /// Makes a view key for `channel`'s board, valid for `ttl`.
-    pub fn create_view_key(
+    fn insert_view_key(
         &self,
         channel: &ChannelRef,
         label: &str,
-        issued_by: &str,
+        (issued_by, issued_token): (&str, Option<&str>),
         ttl: Duration,
         now_ms: i64,
     ) -> StoreResult<(String, ViewKey)> {
@@ -422,6 +464,7 @@ impl Access {
             channel: channel.clone(),
             label: label.to_owned(),
             issued_by: issued_by.to_owned(),
+            issued_token: issued_token.map(str::to_owned),
             created_ms: now_ms,
             expires_ms: now_ms.saturating_add(ms(ttl)),
             revoked_ms: None,
@@ -429,7 +472,7 @@ impl Access {
         self.conn
             .execute(
                 "INSERT INTO view_keys(id, digest, channel_id, channel_name, label, issued_by, \
-                 created_ms, expires_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 created_ms, expires_ms, issued_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     key.id,
                     digest(&secret),
@@ -438,11 +481,103 @@ impl Access {
                     label,
                     issued_by,
                     now_ms,
-                    key.expires_ms
+                    key.expires_ms,
+                    issued_token
                 ],
             )
             .db(&self.path)?;
         Ok((secret, key))
+    }
+
+    /// Revokes the view key with public id `id` (or a unique prefix of it,
+    /// at least 6 digits), and so every board session opened with it;
+    /// returns it, or `None` when no live key matches.
+    pub fn revoke_view_key(&self, id: &str, now_ms: i64) -> StoreResult<Option<ViewKey>> {
+        if id.len() < 6 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let found: Vec<ViewKey> = {
+            let mut st = self
+                .conn
+                .prepare(&format!(
+                    "SELECT {KEY_COLUMNS} FROM view_keys \
+                     WHERE substr(id, 1, ?2) = ?1 AND revoked_ms IS NULL"
+                ))
+                .db(&self.path)?;
+            st.query_map(params![id.to_ascii_lowercase(), id.len() as i64], key_row)
+                .and_then(Iterator::collect)
+                .db(&self.path)?
+        };
+        let [one] = found.as_slice() else {
+            return Ok(None);
+        };
+        self.conn
+            .execute(
+                "UPDATE view_keys SET revoked_ms = ?2 WHERE id = ?1",
+                params![one.id, now_ms],
+            )
+            .db(&self.path)?;
+        Ok(Some(ViewKey {
+            revoked_ms: Some(now_ms),
+            ..one.clone()
+        }))
+    }
+
+    /// Every view key ever made here, newest first.
+    pub fn view_keys(&self) -> StoreResult<Vec<ViewKey>> {
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT {KEY_COLUMNS} FROM view_keys ORDER BY created_ms DESC, id"
+            ))
+            .db(&self.path)?;
+        st.query_map([], key_row)
+            .and_then(Iterator::collect)
+            .db(&self.path)
+    }
+
+    /// This home's server secret, made on first use: 32 random bytes that
+    /// never leave the access database. A server proves with it that it
+    /// holds this home, and names its board cookies with it
+    /// (`core::proof`). Every process of the home reads the same one.
+    pub fn server_secret(&self) -> StoreResult<[u8; 32]> {
+        if let Some(kept) = self.secret.get() {
+            return Ok(*kept);
+        }
+        let secret = self.load_server_secret()?;
+        Ok(*self.secret.get_or_init(|| secret))
+    }
+
+    fn load_server_secret(&self) -> StoreResult<[u8; 32]> {
+        let mut fresh = [0u8; 32];
+        getrandom::fill(&mut fresh).expect("the OS random source works");
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO server_secret(id, secret) VALUES (1, ?1)",
+                [hex::encode(fresh)],
+            )
+            .db(&self.path)?;
+        let kept: String = self
+            .conn
+            .query_row("SELECT secret FROM server_secret WHERE id = 1", [], |r| {
+                r.get(0)
+            })
+            .db(&self.path)?;
+        let mut secret = [0u8; 32];
+        match hex::decode_to_slice(&kept, &mut secret) {
+            Ok(()) => Ok(secret),
+            // A damaged secret is replaced: it only names cookies and
+            // answers proofs, so a new one costs a sign-in, nothing more.
+            Err(_) => {
+                self.conn
+                    .execute(
+                        "UPDATE server_secret SET secret = ?1 WHERE id = 1",
+                        [hex::encode(fresh)],
+                    )
+                    .db(&self.path)?;
+                Ok(fresh)
+            }
+        }
     }
 
     /// The live view key whose secret is `secret`, if any.
@@ -629,7 +764,25 @@ fn key_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ViewKey> {
         created_ms: r.get(5)?,
         expires_ms: r.get(6)?,
         revoked_ms: r.get(7)?,
+        issued_token: r.get(8)?,
     })
+}
+
+/// Adds `view_keys.issued_token` to a database made before it existed (its
+/// keys issued by no known token).
+fn add_issued_token(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn
+        .prepare("SELECT 1 FROM pragma_table_info('view_keys') WHERE name = 'issued_token'")?
+        .exists([])?;
+    if !has {
+        // Another process of this home may add it at the same moment.
+        if let Err(e) = conn.execute_batch("ALTER TABLE view_keys ADD COLUMN issued_token TEXT")
+            && !e.to_string().contains("duplicate column")
+        {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 fn ms(d: Duration) -> i64 {
@@ -674,7 +827,7 @@ mod tests {
         // The secret itself is nowhere in the database.
         let bytes = std::fs::read(a.path()).unwrap();
         assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()));
-        let revoked = a.revoke_role_token(&token.id[..8], 9).unwrap().unwrap();
+        let (revoked, _) = a.revoke_role_token(&token.id[..8], 9).unwrap().unwrap();
         assert_eq!(revoked.revoked_ms, Some(9));
         assert_eq!(a.find_role_token(&secret).unwrap(), None);
         assert_eq!(a.revoke_role_token(&token.id, 10).unwrap(), None);
@@ -716,7 +869,7 @@ mod tests {
         assert_eq!(a.find_role_token(old).unwrap(), None);
         assert!(a.find_role_token(&rotated).unwrap().is_some());
         let (_, key, nonce) = a
-            .create_board_link(&c, "board", "frontend", Duration::from_secs(60), 1)
+            .create_board_link(&c, "board", ("frontend", None), Duration::from_secs(60), 1)
             .unwrap();
         assert_eq!(key.issued_by, "frontend");
         assert!(nonce.starts_with("csn_"));
@@ -726,6 +879,58 @@ mod tests {
         assert_eq!(a.find_role_token(&rotated).unwrap(), None);
         assert_eq!(a.find_role_token(&new).unwrap(), None);
         assert_eq!(a.redeem_nonce(&nonce, 3).unwrap(), None);
+    }
+
+    #[test]
+    fn revoking_one_token_ends_the_keys_it_issued_and_no_other() {
+        let (_d, a) = open();
+        let c = channel("c");
+        let (_t1, one) = a.create_role_token(&c, "backend", "", 0).unwrap();
+        let (_t2, two) = a.create_role_token(&c, "backend", "", 0).unwrap();
+        let hour = Duration::from_secs(3600);
+        let (k1, _, n1) = a
+            .create_board_link(&c, "b", ("backend", Some(&one.id)), hour, 0)
+            .unwrap();
+        let (k2, _, _) = a
+            .create_board_link(&c, "b", ("backend", Some(&two.id)), hour, 0)
+            .unwrap();
+        let (session, _, key) = a.redeem_nonce(&n1, 1).unwrap().unwrap();
+        assert_eq!(key.issued_token.as_deref(), Some(one.id.as_str()));
+        let (_, ended) = a.revoke_role_token(&one.id, 2).unwrap().unwrap();
+        assert_eq!(ended, 1);
+        assert_eq!(a.find_view_key(&k1, 3).unwrap(), None);
+        assert_eq!(a.find_board_session(&session, 3).unwrap(), None);
+        assert!(a.find_view_key(&k2, 3).unwrap().is_some());
+        assert_eq!(a.view_keys().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_server_secret_is_made_once_and_kept() {
+        let (d, a) = open();
+        let first = a.server_secret().unwrap();
+        assert_eq!(a.server_secret().unwrap(), first);
+        let again = Access::open(&d.path().join("access.sqlite3")).unwrap();
+        assert_eq!(again.server_secret().unwrap(), first);
+    }
+
+    #[test]
+    fn an_older_database_gains_the_issuing_token_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("access.sqlite3");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE view_keys(id TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, \
+             channel_id TEXT NOT NULL, channel_name TEXT NOT NULL, label TEXT NOT NULL, \
+             issued_by TEXT NOT NULL, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, \
+             revoked_ms INTEGER); \
+             INSERT INTO view_keys VALUES ('k', 'd', 'id-c', 'c', 'board', 'cli', 0, 9, NULL);",
+        )
+        .unwrap();
+        drop(old);
+        let a = Access::open(&path).unwrap();
+        let keys = a.view_keys().unwrap();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].issued_token, None);
     }
 
     #[test]

@@ -104,7 +104,8 @@ impl BoardServer {
         format!("{}/board/{}", self.base, self.channel.name)
     }
 
-    /// Follows `link` once and returns the cookie it set (`cs_board=…`).
+    /// Follows `link` once and returns the cookie it set
+    /// (`cs_board_<server>_<channel>=…`).
     pub fn cookie(&self, link: &BoardLink) -> String {
         let r = get(&link.url, &[]);
         assert_eq!(r.status, 303, "{}", r.body);
@@ -234,8 +235,11 @@ fn a_link_is_exchanged_once_for_a_cookie_that_opens_the_page() {
     assert_eq!(first.header("location"), "/board/local");
     first.assert_secured();
     let set = first.header("set-cookie");
-    assert!(set.starts_with("cs_board=csb_"), "{set}");
-    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/board"] {
+    assert!(
+        set.starts_with("cs_board_") && set.contains("_local=csb_"),
+        "{set}"
+    );
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/board/local"] {
         assert!(
             set.split("; ").any(|a| a == attribute),
             "{attribute} missing: {set}"
@@ -309,13 +313,14 @@ fn only_a_view_key_of_this_channel_opens_its_board() {
         .unwrap();
     get(&server.page(), &[("Authorization", &bearer(&foreign))])
         .assert_html(403, "channel &#39;other&#39; only");
-    // And this channel's cookie on another board's address.
+    // And this channel's cookie on another board's address: it is not
+    // that board's cookie (each board has its own name), so it is no sign-in.
     let cookie = server.cookie(&server.link());
     get(
         &format!("{}/board/other", server.base),
         &[("Cookie", cookie.as_str())],
     )
-    .assert_html(403, "channel &#39;local&#39; only");
+    .assert_html(401, "private");
     // A view key is no role token either.
     let mcp = get(
         &format!("{}/mcp", server.base),

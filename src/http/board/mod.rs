@@ -6,7 +6,9 @@
 //! ([`events`]), who may look and how a link becomes a cookie ([`viewer`]),
 //! the HTML refusals ([`refusal`]) and the headers every answer carries
 //! ([`headers`]); also the one HTML escaper ([`html`]) and how times read
-//! ([`when`]). It reads through `app` only and never writes a record.
+//! ([`when`]), and the proof `countersign board` asks for before it hands
+//! this server a link ([`proof`]). It reads through `app` only and never
+//! writes a record.
 
 pub mod chart;
 pub mod events;
@@ -28,6 +30,7 @@ use axum::response::{IntoResponse as _, Response};
 use axum::routing::get;
 
 use super::Shared;
+use crate::core::proof::{board_proof, is_challenge};
 use crate::store::clock::now_ms;
 use reader::Reader;
 use viewer::Viewer;
@@ -37,6 +40,7 @@ pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/board/{channel}", get(show))
         .route("/board/{channel}/events", get(events))
+        .route("/board/{channel}/proof", get(proof))
         .layer(axum::middleware::map_response(headers::secure))
 }
 
@@ -96,6 +100,46 @@ async fn events(
             StatusCode::SERVICE_UNAVAILABLE,
             "This channel's folder cannot be watched: the page refreshes itself every 30 seconds.",
         ),
+    }
+}
+
+/// `GET /board/<channel>/proof?c=<challenge>`: proves that this server
+/// holds its home's server secret and serves `channel` on the address it
+/// listens on (`core::proof::board_proof`), so `countersign board` hands a
+/// link only to a server of its own home, never to whatever answers on the
+/// port. Asking needs no secret; the answer gives away nothing else.
+async fn proof(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(challenge) = query.get("c").filter(|c| is_challenge(c)) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(serde_json::json!({
+                "error": "c: send a challenge of 64 lowercase hex digits as ?c=…"
+            })),
+        )
+            .into_response();
+    };
+    let Some(dir) = state.hosting.find(&name) else {
+        return refusal::not_found(&name);
+    };
+    let secret = state.access().server_secret();
+    match secret {
+        Ok(secret) => axum::Json(serde_json::json!({
+            "listen": state.listen.to_string(),
+            "channel_id": dir.id(),
+            "proof": board_proof(&secret, state.listen, dir.id(), challenge),
+        }))
+        .into_response(),
+        Err(e) => {
+            tracing::error!("cannot read the access database: {e}");
+            refusal::broken(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The server cannot read its access database.",
+            )
+        }
     }
 }
 

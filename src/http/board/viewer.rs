@@ -8,6 +8,13 @@
 //! admin tokens never open a board. Every failure counts against the
 //! caller's address (behind a local proxy, the one it forwards), like a
 //! wrong token on `/mcp`.
+//!
+//! Each channel of each server has its own cookie: named
+//! `cs_board_<server id>_<channel>` at `Path=/board/<channel>`, the server id
+//! derived from the home's server secret and the address listened on
+//! (`core::proof`). A browser keeps boards of several channels, and of
+//! servers on several ports of one host (cookies ignore ports), open side
+//! by side; none logs another out.
 
 use std::net::SocketAddr;
 
@@ -15,14 +22,29 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 
 use super::refusal;
+use crate::core::ids::is_slug;
+use crate::core::proof::server_id;
 use crate::http::Shared;
 use crate::http::identity::{Identity, bearer, caller_address, resolve};
 use crate::store::ChannelDir;
 use crate::store::access::ViewKey;
 use crate::store::clock::now_ms;
 
-/// The board cookie's name.
-pub const COOKIE: &str = "cs_board";
+/// What every board cookie's name starts with.
+pub const COOKIE_PREFIX: &str = "cs_board_";
+
+/// The name of the board cookie of channel `channel` on the server whose id
+/// is `server`; `None` for a name no channel has (not a slug), which no
+/// cookie is looked up or set for.
+pub fn cookie_name(server: &str, channel: &str) -> Option<String> {
+    is_slug(channel).then(|| format!("{COOKIE_PREFIX}{server}_{channel}"))
+}
+
+/// This server's board cookie name for channel `channel`.
+fn cookie_name_here(state: &Shared, channel: &str) -> Result<Option<String>, Refused> {
+    let secret = state.access().server_secret().map_err(|e| unreadable(&e))?;
+    Ok(cookie_name(&server_id(&secret, state.listen), channel))
+}
 
 /// The secret a board request looks with.
 #[derive(Clone, Debug)]
@@ -44,15 +66,15 @@ pub struct Viewer {
     pub dir: ChannelDir,
 }
 
-/// The value of the board cookie in `headers`, if any.
-pub fn cookie(headers: &HeaderMap) -> Option<String> {
+/// The value of the cookie named `name` in `headers`, if any.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.trim().to_owned())
         .filter(|v| !v.is_empty())
 }
@@ -69,7 +91,11 @@ pub async fn authorize(
     if !pause.is_zero() {
         tokio::time::sleep(pause).await;
     }
-    let found = match (cookie(headers), bearer(headers)) {
+    let own = match cookie_name_here(state, name) {
+        Ok(own) => own.and_then(|n| cookie(headers, &n)),
+        Err(refused) => return Err(refused.page()),
+    };
+    let found = match (own, bearer(headers)) {
         (Some(c), _) => lookup_cookie(state, &c).map(|k| (k, Credential::Cookie(c))),
         (None, Some(secret)) => {
             lookup_bearer(state, secret).map(|k| (k, Credential::Bearer(secret.to_owned())))
@@ -198,16 +224,23 @@ pub async fn login(
         ));
     }
     state.throttle.succeeded(caller);
+    let cookie_as = match cookie_name_here(state, name) {
+        Ok(Some(n)) => n,
+        Ok(None) => return refusal::not_found(name),
+        Err(refused) => return refused.page(),
+    };
     let https = headers
         .get("x-forwarded-proto")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
     let max_age = (expires_ms - now).max(0) / 1000;
+    let channel = &key.channel.name;
     let cookie = format!(
-        "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/board; Max-Age={max_age}{}",
+        "{cookie_as}={session}; HttpOnly; SameSite=Strict; Path=/board/{channel}; \
+         Max-Age={max_age}{}",
         if https { "; Secure" } else { "" }
     );
-    let location = format!("/board/{name}");
+    let location = format!("/board/{channel}");
     let mut response = StatusCode::SEE_OTHER.into_response();
     let h = response.headers_mut();
     if let (Ok(l), Ok(c)) = (
@@ -226,11 +259,24 @@ mod tests {
 
     #[test]
     fn the_board_cookie_is_found_among_others() {
+        let name = cookie_name("0123456789ab", "local").unwrap();
+        assert_eq!(name, "cs_board_0123456789ab_local");
         let mut h = HeaderMap::new();
-        assert_eq!(cookie(&h), None);
-        h.insert(header::COOKIE, "a=1; cs_board=csb_x; b=2".parse().unwrap());
-        assert_eq!(cookie(&h).as_deref(), Some("csb_x"));
-        h.insert(header::COOKIE, "cs_boardx=1; cs_board=".parse().unwrap());
-        assert_eq!(cookie(&h), None);
+        assert_eq!(cookie(&h, &name), None);
+        h.insert(
+            header::COOKIE,
+            "a=1; cs_board_0123456789ab_other=csb_y; cs_board_0123456789ab_local=csb_x; b=2"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(cookie(&h, &name).as_deref(), Some("csb_x"));
+        h.insert(
+            header::COOKIE,
+            "cs_board_0123456789ab_localx=1; cs_board_0123456789ab_local="
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(cookie(&h, &name), None);
+        assert_eq!(cookie_name("0123456789ab", "../x"), None);
     }
 }
