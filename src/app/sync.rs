@@ -25,8 +25,11 @@ use crate::sync::{self, SyncReport};
 pub enum WhenBusy {
     /// Wait for it, then sync (a person asked for a sync).
     Wait,
-    /// Skip this round (a background task: the other sync does the work).
-    Skip,
+    /// Skip this round (a background task with this period: the other sync
+    /// does the work); skip it too when a sync here less than a period ago
+    /// already published this device's feeds as they are now (it ended
+    /// while this round waited its turn).
+    Background(Duration),
 }
 
 /// The remote chosen for this channel on this device, if any.
@@ -61,7 +64,8 @@ fn keep_remote(channel: &Channel, remote: Remote) -> AppResult<()> {
 }
 
 /// Syncs once and catches the index up with what arrived. `Ok(None)` when
-/// `busy` is [`WhenBusy::Skip`] and another process holds the sync lock.
+/// `busy` is [`WhenBusy::Background`] and another process holds the sync
+/// lock or has just done the work.
 /// Races lost to other machines are tried again for up to
 /// [`DEFAULT_BUDGET`](sync::backoff::DEFAULT_BUDGET).
 pub fn sync_now(channel: &mut Channel, busy: WhenBusy) -> AppResult<Option<SyncReport>> {
@@ -81,11 +85,17 @@ pub fn sync_within(
     };
     let lock = match busy {
         WhenBusy::Wait => sync::lock(channel.state_dir())?,
-        WhenBusy::Skip => match sync::try_lock(channel.state_dir())? {
+        WhenBusy::Background(_) => match sync::try_lock(channel.state_dir())? {
             Some(l) => l,
             None => return Ok(None),
         },
     };
+    if let WhenBusy::Background(period) = busy {
+        let own = own_fingerprint(channel.dir(), &channel.device().id);
+        if covered_for(channel.state_dir(), own, period).is_some() {
+            return Ok(None);
+        }
+    }
     // A stale copy of this device's own feeds (a restored backup, a file
     // that lost its end) is put right from the journals before it travels.
     // A feed someone else wrote is reported by reading, so it does not stop
@@ -185,8 +195,9 @@ pub fn has_remote(dir: &ChannelDir, state_dir: &Path) -> bool {
 /// device's feeds as they are now (`own`, their fingerprint): there is then
 /// nothing of this device's left to publish.
 pub fn published_already(state_dir: &Path, own: Option<u64>) -> bool {
-    SyncOutcome::load(state_dir)
-        .is_some_and(|last| last.error.is_none() && last.published.is_some() && last.published == own)
+    SyncOutcome::load(state_dir).is_some_and(|last| {
+        last.error.is_none() && last.published.is_some() && last.published == own
+    })
 }
 
 /// The fingerprint of this device's feed files now (`None` when they

@@ -118,7 +118,11 @@ mod tests {
             parse_sync_every("2m"),
             Ok(SyncEvery(Some(Duration::from_secs(120))))
         );
-        assert!(parse_sync_every("50ms").unwrap_err().contains("at least 100ms"));
+        assert!(
+            parse_sync_every("50ms")
+                .unwrap_err()
+                .contains("at least 100ms")
+        );
         assert!(parse_sync_every("never").is_err());
     }
 }

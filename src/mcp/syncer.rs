@@ -39,7 +39,8 @@ const AFTER_BUSY: Duration = Duration::from_secs(2);
 enum Round {
     /// The channel has no remote on this device.
     NoRemote,
-    /// Another process on the machine is syncing it.
+    /// Another process on the machine is syncing it, or has just synced
+    /// what this round would have.
     Busy,
     /// Synced.
     Synced(SyncReport),
@@ -64,6 +65,9 @@ pub async fn run(
     let state_dir = home.state_dir(dir.id());
     let mut next = Instant::now();
     let mut failures = 0u32;
+    // Until when a channel found with no remote is not looked at again for
+    // a write (a remote chosen meanwhile is found at the next idle round).
+    let mut no_remote_until: Option<Instant> = None;
     loop {
         let own_write = tokio::select! {
             () = sleep_until(next) => false,
@@ -77,14 +81,14 @@ pub async fn run(
             if failures > 0 && Instant::now() < next {
                 continue; // backing off: the write travels with the retry
             }
+            if no_remote_until.is_some_and(|t| Instant::now() < t) {
+                continue;
+            }
         }
         let (d, s, dev) = (dir.clone(), state_dir.clone(), device.clone());
         let (published, covered) = tokio::task::spawn_blocking(move || {
             let own = own_fingerprint(&d, &dev);
-            (
-                published_already(&s, own),
-                covered_for(&s, own, every),
-            )
+            (published_already(&s, own), covered_for(&s, own, every))
         })
         .await
         .unwrap_or((false, None));
@@ -103,15 +107,19 @@ pub async fn run(
                 return Ok(Round::NoRemote);
             }
             let mut channel = Channel::open(d, h)?;
-            Ok(match sync_now(&mut channel, WhenBusy::Skip)? {
+            Ok(match sync_now(&mut channel, WhenBusy::Background(every))? {
                 Some(report) => Round::Synced(report),
                 None => Round::Busy,
             })
         })
         .await;
+        no_remote_until = None;
         next = Instant::now()
             + match outcome {
-                Ok(Ok(Round::NoRemote)) => every,
+                Ok(Ok(Round::NoRemote)) => {
+                    no_remote_until = Some(Instant::now() + every);
+                    every
+                }
                 Ok(Ok(Round::Busy)) => AFTER_BUSY.min(every),
                 Ok(Ok(Round::Synced(report))) => {
                     if report.adopted_origin {

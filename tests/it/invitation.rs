@@ -575,15 +575,7 @@ fn the_documented_invitation_steps_run_as_written() {
     );
     // And back: A's reply reaches B through the same servers.
     let reply: Vec<String> = [
-        "--role",
-        "frontend",
-        "send",
-        "--to",
-        "backend",
-        "--topic",
-        "and back",
-        "--body",
-        "a",
+        "--role", "frontend", "send", "--to", "backend", "--topic", "and back", "--body", "a",
     ]
     .map(str::to_owned)
     .to_vec();

@@ -11,11 +11,7 @@ use crate::common::serve::Served;
 fn a_server_publishes_its_machines_writes_by_itself_with_no_flag() {
     let w = World::git(2, &["frontend", "backend"]);
     let (a, b) = (&w.machines[0], &w.machines[1]);
-    let _server = Served::start(
-        &a.home,
-        &["--channel", a.dir.to_str().unwrap()],
-        &[],
-    );
+    let _server = Served::start(&a.home, &["--channel", a.dir.to_str().unwrap()], &[]);
     // A write on the server's machine, by another process (as an HTTP
     // agent's write would be by the server itself): the server's folder
     // watcher sees it and its sync loop publishes it.

@@ -65,7 +65,11 @@ async fn a_failing_background_sync_never_stops_the_server() {
 }
 
 /// Polls `channel_status` through `c` until `f` holds of it or `secs` pass.
-async fn status_until(c: &Client, secs: u64, f: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+async fn status_until(
+    c: &Client,
+    secs: u64,
+    f: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
     let end = tokio::time::Instant::now() + Duration::from_secs(secs);
     loop {
         let v = c.call("channel_status", json!({})).await.ok();
@@ -89,9 +93,15 @@ async fn a_failed_background_sync_shows_in_the_status_until_a_sync_succeeds() {
     let error = failed["error"].as_str().expect("the failure says why");
     assert!(error.contains("/nonexistent/remote.git"), "{v}");
     // git's words, on one line: its line breaks escaped.
-    assert!(error.contains("does not appear to be a git repository"), "{v}");
+    assert!(
+        error.contains("does not appear to be a git repository"),
+        "{v}"
+    );
     assert!(!error.contains('\n'), "{v}");
-    assert!(failed["at"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
+    assert!(
+        failed["at"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{v}"
+    );
     assert!(
         failed["fix"].as_str().unwrap().contains("countersign sync"),
         "{v}"
@@ -133,4 +143,66 @@ async fn with_sync_every_off_a_write_stays_on_the_machine() {
     a.sync();
     b.sync();
     assert!(b.inbox_topics("backend").contains(&"kept here".to_owned()));
+}
+
+/// The background syncs the servers logged (`COUNTERSIGN_LOG=info`) in `logs`.
+fn syncs_logged(logs: &[std::path::PathBuf]) -> usize {
+    logs.iter()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .matches("background sync: committed")
+                .count()
+        })
+        .sum()
+}
+
+#[test]
+fn one_sync_serves_every_server_on_the_machine() {
+    use std::process::{Command, Stdio};
+    let w = World::git(2, &ROLES);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    let logs: Vec<_> = ROLES
+        .iter()
+        .map(|r| w.tmp.path().join(format!("{r}.log")))
+        .collect();
+    let mut servers: Vec<_> = ROLES
+        .iter()
+        .zip(&logs)
+        .map(|(role, log)| {
+            Command::new(crate::common::bin())
+                .env("COUNTERSIGN_HOME", &a.home)
+                .env("COUNTERSIGN_LOG", "info")
+                .env_remove("COUNTERSIGN_ROLE")
+                .env_remove("COUNTERSIGN_CHANNEL")
+                .args(["--channel", a.dir.to_str().unwrap(), "mcp", "--role", role])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(log).unwrap())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Both servers up and past their first round.
+    std::thread::sleep(Duration::from_secs(4));
+    let before = syncs_logged(&logs);
+    // One write wakes both servers; one exchange with the remote serves them.
+    a.send("frontend", "backend", "one write, one sync");
+    std::thread::sleep(Duration::from_secs(7));
+    let after = syncs_logged(&logs);
+    for s in &mut servers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    assert_eq!(
+        after - before,
+        1,
+        "{after} syncs logged, {before} before the write"
+    );
+    b.sync();
+    let topics = b.inbox_topics("backend");
+    assert!(
+        topics.contains(&"one write, one sync".to_owned()),
+        "{topics:?}"
+    );
 }
