@@ -484,7 +484,7 @@ fn start_installed_entry(m: &DocMachine) -> Server {
 /// printed, `~` is the machine's home. Then each machine's session server is
 /// started from the entry `install` wrote, with no flag, and a message
 /// crosses in both directions through their background syncs alone (each
-/// every 30 s while idle: the test takes about a minute).
+/// every 30 s while idle: the test takes one to two minutes).
 #[test]
 fn the_documented_invitation_steps_run_as_written() {
     let steps = doc_block("docs/SYNC.md");
