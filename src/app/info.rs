@@ -115,7 +115,7 @@ pub fn server_build() -> ServerBuild {
             Shipped {
                 id: "sync",
                 shipped_at: "2026-11-30",
-                what: "countersign sync through git or rclone, mcp --sync-every in the background; join, admit, add-role and rotate-key for machines and roles (CLI, on the owner's machine where the owner signs)",
+                what: "countersign sync through git or rclone, and mcp and serve syncing by themselves (after each write and every 30 s; --sync-every sets the period or off), with sync_failed in channel_status when the last sync failed; join, admit, add-role and rotate-key for machines and roles (CLI, on the owner's machine where the owner signs)",
             },
             Shipped {
                 id: "presence",

@@ -548,6 +548,7 @@ pub fn status_view(s: &mut Session) -> AppResult<(Summary, StatusView)> {
         more: (!more.is_empty()).then_some(more),
         held: (held > 0).then_some(held),
         tentative_since: super::presence::tentative_since(s)?.map(format_rfc3339),
+        sync_failed: super::sync::last_failure(s.channel()),
         role: me,
     };
     Ok((sum, out))
@@ -595,6 +596,10 @@ pub struct StatusView {
     /// Records sorting after this time may still be joined by earlier ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tentative_since: Option<String>,
+    /// The last sync with the remote on this machine failed: when, why, and
+    /// what to do (absent once a sync succeeds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_failed: Option<super::sync::SyncFailure>,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ use crate::cli::output::outln;
     # run that on the owner's machine, `countersign sync` there, then `countersign sync` here.\n\n\
     Until the owner's admit arrives, writing as the role from this device is refused.\n\n\
     With an invitation code from the owner (`countersign invite`), nothing is run on the owner's \
-    machine:\n  countersign join --invite csi1…\n  countersign mcp --role backend --sync-every 30s   \
-    # or `countersign sync`, here and on the owner's machine"
+    machine:\n  countersign join --invite csi1…\n  countersign mcp --role backend   \
+    # syncs by itself; or `countersign sync`, here and on the owner's machine"
 )]
 pub struct Args {
     /// An invitation code from `countersign invite` (the role comes with it).
@@ -76,8 +76,8 @@ fn run_invite(cli: &Cli, code: &str) -> anyhow::Result<ExitCode> {
         }
         ClaimState::Claimed => outln!(
             "Claim written. The owner's machine admits it when it reads it: keep \
-             `countersign mcp --role {} --sync-every 30s` (or run `countersign sync`) here; \
-             nothing needs to be run there by hand.",
+             `countersign mcp --role {}` running here (it syncs by itself; or run \
+             `countersign sync`); nothing needs to be run there by hand.",
             out.role
         ),
     }

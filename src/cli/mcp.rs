@@ -10,15 +10,21 @@ use crate::mcp::toolset::{self, Toolsets};
 /// Arguments of `mcp` (the role and channel are global options).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  countersign mcp --role backend\n  \
-    countersign mcp --role backend --sync-every 30s\n  \
+    countersign mcp --role backend --sync-every 2m\n  \
+    countersign mcp --role backend --sync-every off\n  \
     countersign mcp --role backend --tools mail,debts\n\n\
-    With --sync-every, the channel is synced with its remote (`countersign remote set`) in the \
-    background: every interval and about a second after each own write. One process per machine \
-    and channel syncs at a time; a failed sync is logged to stderr and retried.")]
+    When the channel has a remote (`countersign remote set`, or the origin of a git clone of the \
+    channel), the server syncs with it by default: about a second after each own write, and every \
+    30 s while idle. A sync that any process on this machine made less than a period ago, with \
+    nothing new of this device since, serves every process. A failed sync is retried after a \
+    pause that doubles up to 10 minutes, and channel_status says what failed. A channel with no \
+    remote is left alone.")]
 pub struct Args {
-    /// Sync with the channel's remote in the background this often (e.g. 30s, 2m, 500ms).
-    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
-    pub sync_every: Option<Duration>,
+    /// Sync with the channel's remote in the background this often while idle (e.g. 30s, 2m,
+    /// 500ms), and about a second after each own write; `off`: never.
+    #[arg(long, value_name = "DURATION|off", default_value = DEFAULT_SYNC_EVERY,
+          value_parser = parse_sync_every)]
+    pub sync_every: SyncEvery,
     /// Serve only these toolsets: mail, debts, consent, uploads, jobs (the compactor's,
     /// never in all), all (the default).
     #[arg(long, value_name = "SET[,SET...]", default_value = "all",
@@ -26,8 +32,24 @@ pub struct Args {
     pub tools: Toolsets,
 }
 
+/// The period of background sync unless `--sync-every` says otherwise.
+pub const DEFAULT_SYNC_EVERY: &str = "30s";
+
+/// How often a long-running process syncs with the channel's remote:
+/// `Some(period)`, or `None` for never (`--sync-every off`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncEvery(pub Option<Duration>);
+
+/// Parses `--sync-every`: `off`, or a duration of at least 100ms.
+pub(super) fn parse_sync_every(s: &str) -> Result<SyncEvery, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(SyncEvery(None));
+    }
+    parse_interval(s).map(|d| SyncEvery(Some(d)))
+}
+
 /// Parses a sync interval: a duration of at least 100ms.
-pub(super) fn parse_interval(s: &str) -> Result<Duration, String> {
+fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = super::duration::parse(s)?;
     if d < Duration::from_millis(100) {
         return Err("the sync interval must be at least 100ms".into());
@@ -69,7 +91,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let mut server = Server::with_toolsets(session, a.tools.clone());
-    if let Some(every) = a.sync_every {
+    if let SyncEvery(Some(every)) = a.sync_every {
         server = server.with_sync_every(every);
     }
     let served = rt.block_on(server.serve_stdio());
@@ -78,4 +100,29 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     rt.shutdown_timeout(Duration::from_secs(2));
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_every_takes_a_period_or_off_and_refuses_too_short_a_one() {
+        assert_eq!(
+            parse_sync_every(DEFAULT_SYNC_EVERY),
+            Ok(SyncEvery(Some(Duration::from_secs(30))))
+        );
+        assert_eq!(parse_sync_every("off"), Ok(SyncEvery(None)));
+        assert_eq!(parse_sync_every(" OFF "), Ok(SyncEvery(None)));
+        assert_eq!(
+            parse_sync_every("2m"),
+            Ok(SyncEvery(Some(Duration::from_secs(120))))
+        );
+        assert!(
+            parse_sync_every("50ms")
+                .unwrap_err()
+                .contains("at least 100ms")
+        );
+        assert!(parse_sync_every("never").is_err());
+    }
 }

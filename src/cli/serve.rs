@@ -28,7 +28,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
     (COUNTERSIGN_ADMIN_TOKEN in the environment), which reaches only the management tools over \
     /mcp: create_channel, list_channels, rotate_token, add_role, board_link, revoke_board_access, \
     delete_channel. --channel serves one channel without them and refuses an admin token. \
-    Off loopback, put a TLS reverse proxy in front (docs/SERVE.md).")]
+    Off loopback, put a TLS reverse proxy in front (docs/SERVE.md). Hosted channels that have \
+    a remote sync with it by themselves, every 30 s and after each write (--sync-every).")]
 pub struct Args {
     /// The address and port to listen on.
     #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
@@ -49,10 +50,12 @@ pub struct Args {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = http::BODY_LIMIT)]
     pub body_limit: usize,
-    /// Sync every hosted channel with its remote (`countersign remote set`) in the background
-    /// this often (e.g. 30s, 2m) and about a second after each write, as `mcp --sync-every`.
-    #[arg(long, value_name = "DURATION", value_parser = super::mcp::parse_interval)]
-    pub sync_every: Option<Duration>,
+    /// Sync every hosted channel that has a remote (`countersign remote set`, or a git clone's
+    /// origin) in the background this often while idle (e.g. 30s, 2m) and about a second after
+    /// each write, as `mcp` does; `off`: never.
+    #[arg(long, value_name = "DURATION|off", default_value = super::mcp::DEFAULT_SYNC_EVERY,
+          value_parser = super::mcp::parse_sync_every)]
+    pub sync_every: super::mcp::SyncEvery,
     /// With --channels-dir: let the admin token give a new channel a sync remote matching
     /// KIND=PATTERN (git=… or rclone=…; `*` is any run without `/`, `**` any run). Repeatable.
     /// None by default: create_channel then refuses every remote. A path on this machine
@@ -119,7 +122,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         allowed_hosts: a.allow_hosts.clone(),
         body_limit: a.body_limit,
         allowed_remotes: a.allow_remotes.clone(),
-        sync_every: a.sync_every,
+        sync_every: a.sync_every.0,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -138,6 +138,7 @@ struct Shown {
     unblocked: Vec<Line>,
     tentative_since: Option<String>,
     held: Option<i64>,
+    sync_failed: Option<SyncFailedLine>,
     alarms: Option<Vec<AlarmLine>>,
     /// The lists cut short: list → how many it left out.
     #[serde(default)]
@@ -150,6 +151,15 @@ struct Line {
     id: String,
     #[serde(default)]
     topic: String,
+}
+
+/// `sync_failed` of a status report.
+#[derive(Deserialize)]
+struct SyncFailedLine {
+    at: String,
+    error: String,
+    #[serde(default)]
+    fix: String,
 }
 
 #[derive(Deserialize)]
@@ -220,6 +230,14 @@ fn status_text(shown: &Shown, pending: &Counts) -> String {
     if let Some(n) = shown.held {
         t.push_str(&format!(
             "held: {n} record(s) dated ahead of this machine's clock\n"
+        ));
+    }
+    if let Some(f) = &shown.sync_failed {
+        t.push_str(&format!(
+            "sync failed at {}: {}\n  {}\n",
+            one_line(&f.at),
+            one_line(&f.error),
+            one_line(&f.fix)
         ));
     }
     let alarms = shown.alarms.as_deref().unwrap_or_default();

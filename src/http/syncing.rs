@@ -1,8 +1,9 @@
-//! `serve --sync-every`: the hosted channels synced with their remotes in
-//! the background, as `countersign mcp --sync-every` syncs its one channel
-//! (the same `mcp::syncer` loop: every interval, and about a second after
-//! each own write). What HTTP agents send then reaches the other machines
-//! without anyone running `countersign sync`.
+//! The hosted channels of `serve` synced with their remotes in the
+//! background (on by default; `--sync-every` sets the period or turns it
+//! off), as `countersign mcp` syncs its one channel (the same `mcp::syncer`
+//! loop: every period, and about a second after each own write; a channel
+//! with no remote is left alone). What HTTP agents send then reaches the
+//! other machines without anyone running `countersign sync`.
 //!
 //! Owns which channels have a sync loop running (one each, started when the
 //! server starts or when a channel is created); the folder watchers they

@@ -1,26 +1,50 @@
-//! Background sync of `countersign mcp --sync-every`: every interval, and
-//! about a second after this device's feeds change (its own writes, from this
-//! server or another process on the machine).
+//! Background sync of a long-running process (`countersign mcp`, and
+//! `countersign serve` for each hosted channel), on by default: about a
+//! second after this device's feeds change (its own writes, from this server
+//! or another process on the machine), and every period while idle.
 //!
-//! Only one process per machine and channel syncs at a time: a busy sync lock
-//! means another one is doing the work, and this round is skipped. A failed
-//! sync is logged to stderr and retried on the next round; it never stops the
-//! server. What a pull brings lands in `feeds/`, where the folder watcher
-//! sees it and wakes waiting calls like any other change.
+//! A channel with no remote (none chosen, and no git clone's origin) is left
+//! alone, silently: it is looked for again every period. Several processes
+//! on one machine do not each ask the remote: a sync on the machine that
+//! succeeded less than a period ago, with nothing of this device's written
+//! since, serves them all (its outcome is kept in the channel's state
+//! folder, `store::sync_outcome`), and a busy sync lock means another one is
+//! doing the work now. A failed sync is logged to stderr and kept for
+//! channel_status; the next try waits longer after each failure in a row
+//! (`sync::backoff::after_failures`), own writes included. It never stops
+//! the server. What a pull brings lands in `feeds/`, where the folder
+//! watcher sees it and wakes waiting calls like any other change.
 
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, sleep_until};
 
-use crate::app::AppError;
-use crate::app::sync::{WhenBusy, sync_now};
+use crate::app::sync::{
+    WhenBusy, covered_for, has_remote, own_fingerprint, published_already, sync_now,
+};
 use crate::store::{Channel, ChannelDir, Home};
-use crate::sync::{SyncReport, own_feeds, own_fingerprint};
+use crate::sync::SyncReport;
+use crate::sync::backoff::after_failures;
 
 /// How long after a change of this device's feeds the sync starts, so that a
 /// burst of writes travels in one sync.
 const DEBOUNCE: Duration = Duration::from_secs(1);
+
+/// How soon to look again when another process was syncing the channel: its
+/// sync may have started before this device's last write.
+const AFTER_BUSY: Duration = Duration::from_secs(2);
+
+/// What one round came to.
+enum Round {
+    /// The channel has no remote on this device.
+    NoRemote,
+    /// Another process on the machine is syncing it, or has just synced
+    /// what this round would have.
+    Busy,
+    /// Synced.
+    Synced(SyncReport),
+}
 
 /// Runs forever (until the runtime stops): syncs the channel every `every`
 /// and soon after own writes. `changes` is the folder watcher's generation
@@ -38,9 +62,12 @@ pub async fn run(
             return;
         }
     };
+    let state_dir = home.state_dir(dir.id());
     let mut next = Instant::now();
-    let mut synced_state: Option<u64> = None;
-    let mut said_no_remote = false;
+    let mut failures = 0u32;
+    // Until when a channel found with no remote is not looked at again for
+    // a write (a remote chosen meanwhile is found at the next idle round).
+    let mut no_remote_until: Option<Instant> = None;
     loop {
         let own_write = tokio::select! {
             () = sleep_until(next) => false,
@@ -51,40 +78,72 @@ pub async fn run(
             if let Some(rx) = changes.as_mut() {
                 rx.borrow_and_update();
             }
-            let now = fingerprint(&dir, &device).await;
-            if now.is_some() && now == synced_state {
-                continue; // the change was not ours (a pull, another writer)
+            if failures > 0 && Instant::now() < next {
+                continue; // backing off: the write travels with the retry
+            }
+            if no_remote_until.is_some_and(|t| Instant::now() < t) {
+                continue;
             }
         }
-        let before = fingerprint(&dir, &device).await;
-        let (d, h) = (dir.clone(), home.clone());
+        let (d, s, dev) = (dir.clone(), state_dir.clone(), device.clone());
+        let (published, covered) = tokio::task::spawn_blocking(move || {
+            let own = own_fingerprint(&d, &dev);
+            (published_already(&s, own), covered_for(&s, own, every))
+        })
+        .await
+        .unwrap_or((false, None));
+        if own_write && published {
+            continue; // the change was not ours (a pull, another writer)
+        }
+        if !own_write && let Some(left) = covered {
+            // Another process here synced a moment ago: that serves this one.
+            failures = 0;
+            next = Instant::now() + left;
+            continue;
+        }
+        let (d, h, s) = (dir.clone(), home.clone(), state_dir.clone());
         let outcome = tokio::task::spawn_blocking(move || {
+            if !has_remote(&d, &s) {
+                return Ok(Round::NoRemote);
+            }
             let mut channel = Channel::open(d, h)?;
-            sync_now(&mut channel, WhenBusy::Skip)
+            Ok(match sync_now(&mut channel, WhenBusy::Background(every))? {
+                Some(report) => Round::Synced(report),
+                None => Round::Busy,
+            })
         })
         .await;
-        match outcome {
-            Ok(Ok(Some(report))) => {
-                if report.adopted_origin {
-                    tracing::info!(
-                        "background sync: no remote was chosen on this device; using the git clone's origin and keeping it"
+        no_remote_until = None;
+        next = Instant::now()
+            + match outcome {
+                Ok(Ok(Round::NoRemote)) => {
+                    no_remote_until = Some(Instant::now() + every);
+                    every
+                }
+                Ok(Ok(Round::Busy)) => AFTER_BUSY.min(every),
+                Ok(Ok(Round::Synced(report))) => {
+                    if report.adopted_origin {
+                        tracing::info!(
+                            "background sync: no remote was chosen on this device; using the git clone's origin and keeping it"
+                        );
+                    }
+                    log_report(&report);
+                    failures = 0;
+                    every
+                }
+                Ok(Err::<_, crate::app::AppError>(e)) => {
+                    failures = failures.saturating_add(1);
+                    let wait = after_failures(every, failures);
+                    tracing::warn!(
+                        "background sync failed ({failures} in a row; retried in {wait:?}): {e}"
                     );
+                    wait
                 }
-                log_report(&report);
-                synced_state = before;
-            }
-            Ok(Ok(None)) => {} // another process is syncing this channel
-            // No remote chosen yet: said once, and looked for again every round.
-            Ok(Err(e @ AppError::Value(_))) => {
-                if !said_no_remote {
-                    tracing::warn!("background sync waits for a remote: {e}");
-                    said_no_remote = true;
+                Err(e) => {
+                    tracing::warn!("background sync task failed: {e}");
+                    every
                 }
-            }
-            Ok(Err(e)) => tracing::warn!("background sync failed (retried in {every:?}): {e}"),
-            Err(e) => tracing::warn!("background sync task failed: {e}"),
-        }
-        next = Instant::now() + every;
+            };
     }
 }
 
@@ -114,16 +173,4 @@ async fn wait_change(changes: &mut Option<watch::Receiver<u64>>) -> bool {
         }
         None => std::future::pending().await,
     }
-}
-
-async fn fingerprint(dir: &ChannelDir, device: &str) -> Option<u64> {
-    let (dir, device) = (dir.clone(), device.to_owned());
-    tokio::task::spawn_blocking(move || {
-        own_feeds(&dir, &device)
-            .ok()
-            .map(|f| own_fingerprint(dir.root(), &f))
-    })
-    .await
-    .ok()
-    .flatten()
 }

@@ -26,6 +26,11 @@ pub struct SyncOutcome {
     pub error: Option<String>,
     /// Tries it took.
     pub attempts: u32,
+    /// A fingerprint of this device's feed files as the sync found them
+    /// (`crate::sync::own_fingerprint`), when it succeeded: while they are
+    /// unchanged, a later sync has nothing of this device's to publish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<u64>,
 }
 
 /// The most bytes of an error kept (a remote's message can be long).
@@ -45,7 +50,13 @@ impl SyncOutcome {
             at_ms,
             error,
             attempts,
+            published: None,
         }
+    }
+
+    /// The same, noting the fingerprint of this device's feeds it published.
+    pub fn with_published(self, published: Option<u64>) -> Self {
+        Self { published, ..self }
     }
 
     /// The last sync recorded here, if any (an unreadable file is none).
@@ -68,7 +79,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(SyncOutcome::load(dir.path()), None);
         let long = "é".repeat(ERROR_BYTES);
-        let o = SyncOutcome::new(7, Some(&long), 3);
+        let o = SyncOutcome::new(7, Some(&long), 3).with_published(Some(u64::MAX));
         assert!(o.error.as_ref().unwrap().len() <= ERROR_BYTES);
         o.save(dir.path()).unwrap();
         assert_eq!(SyncOutcome::load(dir.path()), Some(o));

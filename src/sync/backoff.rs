@@ -69,6 +69,20 @@ impl Backoff {
     }
 }
 
+/// The longest a background sync waits after failed syncs (unless its
+/// period is longer).
+pub const FAILURE_CEILING: Duration = Duration::from_secs(600);
+
+/// The pause of a background sync after `failures` failed syncs in a row:
+/// its `period` after the first, doubling with each further failure, up to
+/// [`FAILURE_CEILING`] (never less than the period). A remote that is down
+/// is then asked less and less often, not every period for ever.
+pub fn after_failures(period: Duration, failures: u32) -> Duration {
+    period
+        .saturating_mul(1 << failures.saturating_sub(1).min(16))
+        .min(FAILURE_CEILING.max(period))
+}
+
 /// The pause after `lost` lost races, for a uniform `fraction` in [0, 1):
 /// somewhere in the upper half of a range that starts at [`FIRST`] and
 /// doubles up to [`CEILING`] ("equal jitter": the pause grows for sure, and
@@ -116,6 +130,19 @@ mod tests {
         assert_eq!(pause_after(1000, 1.0), CEILING);
         assert_eq!(pause_after(0, 0.0), Duration::from_millis(50));
         assert_eq!(pause_after(2, f64::NAN), Duration::from_millis(150));
+    }
+
+    #[test]
+    fn failed_background_syncs_wait_longer_each_time_up_to_the_ceiling() {
+        let p = Duration::from_secs(30);
+        assert_eq!(after_failures(p, 0), p);
+        assert_eq!(after_failures(p, 1), p);
+        assert_eq!(after_failures(p, 2), Duration::from_secs(60));
+        assert_eq!(after_failures(p, 4), Duration::from_secs(240));
+        assert_eq!(after_failures(p, 6), FAILURE_CEILING);
+        assert_eq!(after_failures(p, u32::MAX), FAILURE_CEILING);
+        let long = Duration::from_secs(3600);
+        assert_eq!(after_failures(long, 5), long, "never below the period");
     }
 
     #[test]

@@ -444,10 +444,47 @@ impl DocMachine {
     }
 }
 
+/// The server entry `install claude` wrote on `m` (its local scope for the
+/// working folder), started as Claude Code starts it: in that folder, with
+/// HOME, PATH and the entry's own environment only. No flag is added: the
+/// servers sync by default.
+fn start_installed_entry(m: &DocMachine) -> Server {
+    let claude: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(m.home.join(".claude.json")).unwrap()).unwrap();
+    let projects = claude["projects"].as_object().unwrap();
+    assert_eq!(projects.len(), 1, "{claude}");
+    let entry = &projects.values().next().unwrap()["mcpServers"]["channel"];
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(!args.contains(&"--sync-every"), "{entry}");
+    let mut c = Command::new(entry["command"].as_str().unwrap());
+    c.args(&args)
+        .current_dir(&m.cwd)
+        .env_clear()
+        .env("HOME", &m.home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    for (k, v) in entry["env"].as_object().into_iter().flatten() {
+        c.env(k, v.as_str().unwrap());
+    }
+    let child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Server(child)
+}
+
 /// Runs the documented steps word for word, with three substitutions: the
 /// example remote is a bare repository on disk, `$CODE` is what `invite`
-/// printed, `~` is the machine's home; and `--sync-every 30s` becomes 1s so
-/// the test does not wait half a minute.
+/// printed, `~` is the machine's home. Then each machine's session server is
+/// started from the entry `install` wrote, with no flag, and a message
+/// crosses in both directions through their background syncs alone (each
+/// every 30 s while idle: the test takes one to two minutes).
 #[test]
 fn the_documented_invitation_steps_run_as_written() {
     let steps = doc_block("docs/SYNC.md");
@@ -465,7 +502,6 @@ fn the_documented_invitation_steps_run_as_written() {
     assert!(out.status.success());
     let a = DocMachine::new(&tmp.path().join("a"));
     let b = DocMachine::new(&tmp.path().join("b"));
-    let mut servers: Vec<Server> = Vec::new();
     let mut code: Option<String> = None;
     let mut on: Option<&DocMachine> = None;
     for line in &steps {
@@ -484,7 +520,6 @@ fn the_documented_invitation_steps_run_as_written() {
             let w = match w {
                 "git@example.com:team/chan.git" => remote.to_str().unwrap().to_owned(),
                 "$CODE" => code.clone().expect("`invite` ran before `$CODE` is used"),
-                "30s" if words.last().is_some_and(|p| p == "--sync-every") => "1s".to_owned(),
                 w if w.starts_with("~/") => m.home.join(&w[2..]).to_str().unwrap().to_owned(),
                 w => w.to_owned(),
             };
@@ -495,16 +530,6 @@ fn the_documented_invitation_steps_run_as_written() {
             "git" => {
                 m.run("git", args);
             }
-            "countersign" if args.iter().any(|w| w == "mcp") => {
-                let child = m
-                    .command(bin(), args)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap();
-                servers.push(Server(child));
-            }
             "countersign" => {
                 let out = m.run(bin(), args);
                 if args.iter().any(|w| w == "invite") {
@@ -514,7 +539,7 @@ fn the_documented_invitation_steps_run_as_written() {
             other => panic!("the documented steps run {other}, which this test does not know"),
         }
     }
-    assert_eq!(servers.len(), 2, "a server on each machine");
+    let _servers = [start_installed_entry(&a), start_installed_entry(&b)];
     // B writes as backend without anything more on A than its server.
     let chan = b.home.join("chan");
     let send: Vec<String> = [
@@ -533,7 +558,7 @@ fn the_documented_invitation_steps_run_as_written() {
     .map(str::to_owned)
     .to_vec();
     assert!(
-        eventually(60, || b
+        eventually(90, || b
             .command(bin(), &send)
             .output()
             .unwrap()
@@ -545,8 +570,30 @@ fn the_documented_invitation_steps_run_as_written() {
         .map(str::to_owned)
         .to_vec();
     assert!(
-        eventually(30, || a.run(bin(), &inbox).contains("as documented")),
+        eventually(90, || a.run(bin(), &inbox).contains("as documented")),
         "the message never reached machine A"
+    );
+    // And back: A's reply reaches B through the same servers.
+    let reply: Vec<String> = [
+        "--role", "frontend", "send", "--to", "backend", "--topic", "and back", "--body", "a",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    a.run(bin(), &reply);
+    let b_inbox: Vec<String> = [
+        "--channel",
+        chan.to_str().unwrap(),
+        "--role",
+        "backend",
+        "inbox",
+        "--all",
+        "--json",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    assert!(
+        eventually(90, || b.run(bin(), &b_inbox).contains("and back")),
+        "the reply never reached machine B"
     );
 }
 

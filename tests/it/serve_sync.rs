@@ -1,6 +1,6 @@
-//! `countersign serve --sync-every`: the server syncs its hosted channel in
-//! the background, so what is written on its machine reaches the others
-//! with nobody running `countersign sync` there.
+//! `countersign serve` syncs its hosted channel in the background by
+//! default, so what is written on its machine reaches the others with
+//! nobody running `countersign sync` there, and no flag.
 
 use std::time::{Duration, Instant};
 
@@ -8,14 +8,10 @@ use crate::common::machines::World;
 use crate::common::serve::Served;
 
 #[test]
-fn a_server_with_sync_every_publishes_its_machines_writes_by_itself() {
+fn a_server_publishes_its_machines_writes_by_itself_with_no_flag() {
     let w = World::git(2, &["frontend", "backend"]);
     let (a, b) = (&w.machines[0], &w.machines[1]);
-    let _server = Served::start(
-        &a.home,
-        &["--channel", a.dir.to_str().unwrap(), "--sync-every", "1s"],
-        &[],
-    );
+    let _server = Served::start(&a.home, &["--channel", a.dir.to_str().unwrap()], &[]);
     // A write on the server's machine, by another process (as an HTTP
     // agent's write would be by the server itself): the server's folder
     // watcher sees it and its sync loop publishes it.
