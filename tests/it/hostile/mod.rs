@@ -4,6 +4,8 @@
 //! each test pins a case that once went wrong.
 
 mod folder;
+mod memory;
 mod search;
 mod stdio;
+mod sync;
 mod text;
