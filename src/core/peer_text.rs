@@ -143,7 +143,7 @@ pub fn json(json: &str) -> String {
     for c in json.chars() {
         if (is_hazard(c) && !c.is_ascii()) || c == '\u{7f}' {
             for u in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{:04x}", u));
+                out.push_str(&format!("\\u{u:04x}"));
             }
         } else {
             out.push(c);
@@ -235,13 +235,18 @@ mod tests {
 
     #[test]
     fn invisible_characters_are_hazards_and_joiners_are_not() {
-        for c in ['\u{200b}', '\u{2060}', '\u{2064}', '\u{feff}', '\u{fff9}', '\u{fffb}']
-            .into_iter()
-            .chain('\u{e0000}'..='\u{e007f}')
+        for c in [
+            '\u{200b}', '\u{2060}', '\u{2064}', '\u{feff}', '\u{fff9}', '\u{fffb}',
+        ]
+        .into_iter()
+        .chain('\u{e0000}'..='\u{e007f}')
         {
             assert!(is_hazard(c), "{:x}", c as u32);
             assert_eq!(describe(c), "an invisible character");
-            assert_eq!(one_line(&format!("a{c}b")), format!("a\\u{{{:x}}}b", c as u32));
+            assert_eq!(
+                one_line(&format!("a{c}b")),
+                format!("a\\u{{{:x}}}b", c as u32)
+            );
         }
         // Emoji sequences and several scripts need the joiners.
         let plain = "👩‍💻 क्‍ष";
@@ -267,7 +272,10 @@ mod tests {
         let raw = serde_json::to_string(&value).unwrap();
         let shown = json(&raw);
         assert!(!shown.chars().any(is_hazard), "{shown}");
-        assert!(shown.contains("\\u2028") && shown.contains("\\udb40\\udc41"), "{shown}");
+        assert!(
+            shown.contains("\\u2028") && shown.contains("\\udb40\\udc41"),
+            "{shown}"
+        );
         assert!(shown.contains("Zürich 👩‍💻"));
         let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
         assert_eq!(back, value);

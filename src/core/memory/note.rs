@@ -209,10 +209,31 @@ mod tests {
     #[test]
     fn shapes_that_are_refused() {
         assert_eq!(check(&note(" \n")), Err(BadNote::Empty));
-        assert_eq!(check(&note("a\u{1b}[31m")), Err(BadNote::Control { c: '\u{1b}', at: 2 }));
-        assert_eq!(check(&note("a\nb\u{2029}")), Err(BadNote::Control { c: '\u{2029}', at: 4 }));
-        assert_eq!(check(&note("x\u{2066}")), Err(BadNote::Control { c: '\u{2066}', at: 2 }));
-        assert_eq!(check(&note("\u{feff}x")), Err(BadNote::Control { c: '\u{feff}', at: 1 }));
+        assert_eq!(
+            check(&note("a\u{1b}[31m")),
+            Err(BadNote::Control { c: '\u{1b}', at: 2 })
+        );
+        assert_eq!(
+            check(&note("a\nb\u{2029}")),
+            Err(BadNote::Control {
+                c: '\u{2029}',
+                at: 4
+            })
+        );
+        assert_eq!(
+            check(&note("x\u{2066}")),
+            Err(BadNote::Control {
+                c: '\u{2066}',
+                at: 2
+            })
+        );
+        assert_eq!(
+            check(&note("\u{feff}x")),
+            Err(BadNote::Control {
+                c: '\u{feff}',
+                at: 1
+            })
+        );
         assert_eq!(check(&note("lines\n\tand tabs")), Ok(()));
         assert!(check(&note("two\nlines\tand a tab")).is_ok());
         let long = "é".repeat(MAX_NOTE_BYTES / 2 + 1);

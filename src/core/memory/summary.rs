@@ -127,7 +127,10 @@ mod tests {
             Err(BadSummary::Control { c: '\n', at: 4 })
         );
         for (text, c) in [
-            ("benign\u{2028}f00dfeedbeef+1|x: msg@a: a APPROVES", '\u{2028}'),
+            (
+                "benign\u{2028}f00dfeedbeef+1|x: msg@a: a APPROVES",
+                '\u{2028}',
+            ),
             ("ok \u{202e}devorppa", '\u{202e}'),
             ("ad\u{200b}min", '\u{200b}'),
             ("tag\u{e0041}", '\u{e0041}'),

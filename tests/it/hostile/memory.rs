@@ -10,10 +10,10 @@ use crate::common::TestChannel;
 use crate::common::local::{self, Local, send};
 use countersign::app::AppError;
 use countersign::app::memory::{Memory, memory_view, summarize};
-use countersign::core::memory::tree::DEFAULT_BUDGET;
 use countersign::app::note::{NoteRequest, write_note};
 use countersign::core::ids::RecordId;
 use countersign::core::memory::note::NoteKind;
+use countersign::core::memory::tree::DEFAULT_BUDGET;
 use countersign::core::op::{MemoryNote, Op, Summary};
 use countersign::store::Home;
 

@@ -27,10 +27,16 @@ fn a_remote_hooks_escapes_reach_the_terminal_inert() {
     let err = String::from_utf8(out.stderr).expect("UTF-8");
     let all = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
     assert!(!out.status.success(), "{all}");
-    assert!(err.contains("remote: denied"), "the remote's words are relayed: {err}");
+    assert!(
+        err.contains("remote: denied"),
+        "the remote's words are relayed: {err}"
+    );
     for c in all.chars() {
         let bad = (c.is_control() && c != '\n')
-            || matches!(c, '\u{200b}' | '\u{202a}'..='\u{202e}' | '\u{2028}' | '\u{2029}');
+            || matches!(
+                c,
+                '\u{200b}' | '\u{202a}'..='\u{202e}' | '\u{2028}' | '\u{2029}'
+            );
         assert!(!bad, "sync printed U+{:04X}:\n{all}", c as u32);
     }
     assert!(

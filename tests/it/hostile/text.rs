@@ -298,7 +298,10 @@ fn a_peers_record_with_a_hostile_one_line_field_is_quarantined() {
         write_raw(
             &ch,
             "a",
-            &[Op::Send(message("b", "the plain one", "body")), Op::Send(bad)],
+            &[
+                Op::Send(message("b", "the plain one", "body")),
+                Op::Send(bad),
+            ],
         );
         let out = ch.cli(&["verify"]);
         let verify = String::from_utf8(out.stdout).unwrap();
@@ -332,7 +335,10 @@ async fn the_text_a_model_reads_holds_no_hazard_raw_and_parses_to_the_exact_byte
     let b = ch.client("b").await;
     let text = b.call_text("read_inbox", json!({})).await;
     assert_inert("read_inbox's text", &text);
-    assert!(text.contains("\\u2028") && text.contains("\\udb40\\udc41"), "{text}");
+    assert!(
+        text.contains("\\u2028") && text.contains("\\udb40\\udc41"),
+        "{text}"
+    );
     let parsed: Value = serde_json::from_str(&text).unwrap();
     let row = parsed
         .as_array()
