@@ -132,6 +132,41 @@ impl Op {
         }))
     }
 
+    /// The one-line fields this op carries, by their wire names: text shown
+    /// as one line wherever it appears, so it holds no line break, control,
+    /// bidirectional or invisible character (`core::peer_text`), at write
+    /// and at ingest. Bodies, notes and addenda are not among them.
+    pub fn one_line_fields(&self) -> Vec<(&'static str, &str)> {
+        let mut out = Vec::new();
+        match self {
+            Self::FeedInit(f) => out.push(("device_name", f.device_name.as_str())),
+            Self::Claim(c) => out.push(("device_name", c.device_name.as_str())),
+            Self::Send(s) => {
+                out.push(("topic", s.topic.as_str()));
+                if let Some(k) = &s.pin_key {
+                    out.push(("pin_key", k.as_str()));
+                }
+            }
+            Self::Revise(r) => {
+                if let Some(t) = &r.topic {
+                    out.push(("topic", t.as_str()));
+                }
+            }
+            Self::PinSet(p) => {
+                out.push(("key", p.key.as_str()));
+                out.push(("title", p.title.as_str()));
+                out.push(("version", p.version.as_str()));
+            }
+            Self::UploadChunk(u) => {
+                if let Some(l) = &u.label {
+                    out.push(("label", l.as_str()));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
     /// The existing messages this op acts on (none for creation ops, and
     /// none for the channel-wide consent ops, whose effects the consent fold
     /// computes).

@@ -11,7 +11,18 @@
 //! - bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
 //!   U+061C), which reorder what is shown without changing what is stored;
 //! - the Unicode line and paragraph separators, which some renderers break
-//!   lines on.
+//!   lines on;
+//! - invisible characters (U+200B zero width space, U+2060–U+2064 word
+//!   joiner and invisible operators, U+FEFF, the interlinear annotation
+//!   marks U+FFF9–U+FFFB and the tag characters U+E0000–U+E007F), which
+//!   carry text a reader cannot see, or split a word so that it reads as
+//!   another. The zero width joiner and non-joiner (U+200C, U+200D) are not
+//!   among them: emoji and several scripts need them.
+//!
+//! A one-line field (a topic, a key, a title, a summary) holds none of them,
+//! at write and at ingest; a note may hold line breaks and tabs and no other
+//! ([`first_hazard_in_lines`]). Bodies keep every byte, so every printer
+//! neutralizes what they hold.
 //!
 //! Each is written as a visible escape (`\n`, `\r`, `\t`, else `\u{1b}`).
 //! Backslashes are left as they are: the aim is that nothing acts on the
@@ -29,6 +40,19 @@ pub fn is_hazard(c: char) -> bool {
         | '\u{202a}'..='\u{202e}'  // embeddings and overrides
         | '\u{2066}'..='\u{2069}'  // isolates
         | '\u{2028}' | '\u{2029}'  // line and paragraph separators
+    ) || is_invisible(c)
+}
+
+/// True for a character that shows nothing and is not a control: zero width
+/// space, word joiner and invisible operators, the byte order mark,
+/// interlinear annotation marks and tag characters.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{200b}'                // zero width space
+        | '\u{2060}'..='\u{2064}'  // word joiner, invisible operators
+        | '\u{feff}'                // zero width no-break space (BOM)
+        | '\u{fff9}'..='\u{fffb}'  // interlinear annotation marks
+        | '\u{e0000}'..='\u{e007f}' // tag characters
     )
 }
 
@@ -41,9 +65,19 @@ pub fn first_hazard(s: &str) -> Option<(usize, char)> {
         .map(|(i, c)| (i + 1, c))
 }
 
+/// The first hazard in `s` other than a line break (`\n`) or a tab: what a
+/// multi-line text that is still checked (a note) must not hold.
+pub fn first_hazard_in_lines(s: &str) -> Option<(usize, char)> {
+    s.chars()
+        .enumerate()
+        .find(|(_, c)| *c != '\n' && *c != '\t' && is_hazard(*c))
+        .map(|(i, c)| (i + 1, c))
+}
+
 /// What a hazard is, in words, for refusals.
 pub fn describe(c: char) -> &'static str {
     match c {
+        c if is_invisible(c) => "an invisible character",
         '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}' => "a line break",
         '\t' => "a tab",
         '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
@@ -92,6 +126,30 @@ fn push(out: &mut String, c: char) {
         '\t' => out.push_str("\\t"),
         _ => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
     }
+}
+
+/// A serialized JSON text with every hazard that stands as itself in it
+/// (DEL, C1, bidirectional, separators, invisibles: the C0 controls are
+/// escaped by every JSON writer) written as a `\uXXXX` escape, UTF-16 pairs
+/// past U+FFFF. The JSON decodes to exactly the same values; read as text,
+/// nothing in it reorders, hides or breaks a line. `json` must be JSON as a
+/// writer made it: outside strings it holds nothing but ASCII.
+pub fn json(json: &str) -> String {
+    if !json.chars().any(is_hazard) {
+        return json.to_owned();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    let mut units = [0u16; 2];
+    for c in json.chars() {
+        if (is_hazard(c) && !c.is_ascii()) || c == '\u{7f}' {
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `text` for an HTML document: every character that could end a text node
@@ -173,5 +231,54 @@ mod tests {
         assert_eq!(describe('\n'), "a line break");
         assert_eq!(describe('\u{2066}'), "a bidirectional control");
         assert_eq!(describe('\u{1b}'), "a control character");
+    }
+
+    #[test]
+    fn invisible_characters_are_hazards_and_joiners_are_not() {
+        for c in [
+            '\u{200b}', '\u{2060}', '\u{2064}', '\u{feff}', '\u{fff9}', '\u{fffb}',
+        ]
+        .into_iter()
+        .chain('\u{e0000}'..='\u{e007f}')
+        {
+            assert!(is_hazard(c), "{:x}", c as u32);
+            assert_eq!(describe(c), "an invisible character");
+            assert_eq!(
+                one_line(&format!("a{c}b")),
+                format!("a\\u{{{:x}}}b", c as u32)
+            );
+        }
+        // Emoji sequences and several scripts need the joiners.
+        let plain = "👩‍💻 क्‍ष";
+        assert_eq!(first_hazard(plain), None);
+        assert_eq!(first_hazard("ad\u{200b}min"), Some((3, '\u{200b}')));
+        assert_eq!(html("x\u{e0041}y"), "x\u{fffd}y");
+    }
+
+    #[test]
+    fn a_note_may_hold_line_breaks_and_tabs_and_nothing_else() {
+        assert_eq!(first_hazard_in_lines("one\n\ttwo"), None);
+        assert_eq!(first_hazard_in_lines("a\r\nb"), Some((2, '\r')));
+        assert_eq!(first_hazard_in_lines("a\nb\u{2028}"), Some((4, '\u{2028}')));
+        assert_eq!(first_hazard_in_lines("\u{202e}"), Some((1, '\u{202e}')));
+    }
+
+    #[test]
+    fn json_text_escapes_hazards_and_decodes_to_the_same_value() {
+        let value = serde_json::json!({
+            "topic": "a\u{2028}b\u{202e}c\u{7f}\u{85}\u{200b}\u{e0041}\n\u{1b}",
+            "plain": "Zürich 👩‍💻",
+        });
+        let raw = serde_json::to_string(&value).unwrap();
+        let shown = json(&raw);
+        assert!(!shown.chars().any(is_hazard), "{shown}");
+        assert!(
+            shown.contains("\\u2028") && shown.contains("\\udb40\\udc41"),
+            "{shown}"
+        );
+        assert!(shown.contains("Zürich 👩‍💻"));
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, value);
+        assert_eq!(json("{\"a\":1}"), "{\"a\":1}");
     }
 }

@@ -400,6 +400,12 @@ impl Envelope<'_> {
             // rmcp's own error names no field; decoding the request alone
             // says which part of it is wrong.
             match serde_json::from_str::<JsonRpcRequest<ClientRequest>>(text) {
+                // The grammar held; a decoder gives up past its depth bound
+                // with an error of the same class as a bad string.
+                Err(_) if nesting(text) > MAX_NESTING => format!(
+                    "the message nests arrays and objects more than {MAX_NESTING} deep: send the \
+                     same arguments with less nesting"
+                ),
                 // The grammar held, so what failed is decoding a string.
                 Err(e) if e.is_syntax() || e.is_eof() => format!(
                     "a string escapes something that is not a character (a lone surrogate such \
@@ -414,6 +420,38 @@ impl Envelope<'_> {
         };
         Verdict::Answer(Answer::invalid(id.unwrap_or(Value::Null), &reason))
     }
+}
+
+/// The deepest nesting of arrays and objects the decoder takes (serde_json's
+/// own bound).
+const MAX_NESTING: usize = 128;
+
+/// How deep `text` (JSON whose grammar holds) nests arrays and objects:
+/// brackets inside strings do not count.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// The id at the start of an over-long line, when it stands before the
@@ -602,6 +640,22 @@ mod tests {
                 .contains("surrogate"),
             "{v}"
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_as_deep_not_as_a_bad_string() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{{"name":"send_message","arguments":{{"body":{}1{}}}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let v = answer(&deep);
+        assert_eq!(code(&v), -32600, "{v}");
+        assert_eq!(v["id"], 42);
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("more than 128 deep"), "{msg}");
+        assert!(!msg.contains("surrogate"), "{msg}");
+        assert_eq!(nesting(r#"{"a":"[[[{{{\"]]","b":[[1]]}"#), 3);
     }
 
     #[test]

@@ -319,7 +319,12 @@ pub fn to_result<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, 
             // A document (get_protocol) travels as itself, not as a quoted JSON string.
             let text = match &v {
                 Value::String(s) => s.clone(),
-                other => serde_json::to_string(other).expect("JSON values serialize"),
+                // Peer text inert in the text a model reads: bidirectional,
+                // invisible and line-separator characters as `\uXXXX`
+                // escapes, which parse back to the very same value.
+                other => crate::core::peer_text::json(
+                    &serde_json::to_string(other).expect("JSON values serialize"),
+                ),
             };
             // Structured content must be an object: bare lists travel as {result: …}.
             let structured = if v.is_object() {

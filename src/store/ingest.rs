@@ -49,6 +49,7 @@ use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::invitation::Standing;
 use crate::core::memory;
 use crate::core::op::{Backfill, Op, UndoBackfill};
+use crate::core::peer_text::{describe, first_hazard};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
 
 mod read_ahead;
@@ -1256,7 +1257,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             st.dirty = true;
             return Ok(Verdict::Wait(reason));
         };
-        if let Some(why) = misplaced(feed, &rec, &op, &key) {
+        if let Some(why) = misplaced(feed, &rec, &op, &key).or_else(|| unprintable(&op)) {
             return self.quarantine(rel, offset, &rec, feed, &why);
         }
         if let Some(k) = switch {
@@ -1680,6 +1681,20 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
         }
         _ => None,
     }
+}
+
+/// A one-line field that holds what no tool writes there (a line break, a
+/// control, bidirectional or invisible character): such a field could pass
+/// for two lines, or read otherwise than it is stored, wherever it is shown.
+fn unprintable(op: &Op) -> Option<String> {
+    op.one_line_fields().into_iter().find_map(|(field, value)| {
+        let (at, c) = first_hazard(value)?;
+        Some(format!(
+            "'{field}' holds {} (U+{:04X}) at character {at}: a one-line field is plain text",
+            describe(c),
+            c as u32
+        ))
+    })
 }
 
 /// A duration in words for alarms: "2 d 0 h", "1 h 0 min", "7 min".

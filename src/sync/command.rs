@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::SyncError;
+use crate::core::peer_text;
 
 /// One external program run in one folder on behalf of one remote.
 pub(super) struct Tool {
@@ -53,9 +54,9 @@ impl Tool {
 
     /// The error for a failed run.
     pub(super) fn failure(&self, action: &str, out: &Output) -> SyncError {
-        let mut detail = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        let mut detail = words(&out.stderr);
         if detail.is_empty() {
-            detail = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            detail = words(&out.stdout);
         }
         if detail.is_empty() {
             detail = format!("{} exited with {}", self.program, out.status);
@@ -65,5 +66,35 @@ impl Tool {
             action: action.to_owned(),
             detail,
         }
+    }
+}
+
+/// What a tool wrote, made fit to relay: decoded (bad bytes replaced),
+/// trimmed, and inert. It carries the remote's words (a git server's hooks
+/// print whatever they like, prefixed `remote: `), which reach a terminal
+/// and a model: every control, bidirectional, invisible or separator
+/// character is shown as a visible escape (`core::peer_text`), line breaks
+/// kept.
+pub(super) fn words(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    peer_text::block(text, "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_cannot_drive_the_terminal_through_its_words() {
+        let hook = b"remote: \x1b]0;PWNED\x07\x1b[2J\nremote: \xe2\x80\xaeok\r\n\n";
+        assert_eq!(
+            words(hook),
+            "remote: \\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\nremote: \\u{202e}ok"
+        );
+        assert_eq!(words(b"  \n"), "");
     }
 }

@@ -230,7 +230,7 @@ pub fn sync(
                 action: "the push".to_owned(),
                 tries: backoff.tries(),
                 spent: backoff.spent(),
-                detail: String::from_utf8_lossy(&push.stderr).trim().to_owned(),
+                detail: super::command::words(&push.stderr),
             });
         }
     }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::core::op::MemoryNote;
+use crate::core::peer_text::{describe, first_hazard_in_lines, is_hazard, is_invisible};
 
 /// The most bytes of text one note holds (a longer prompt or reply is cut
 /// by the hook, saying how much: [`cut`]).
@@ -70,9 +71,20 @@ pub enum BadNote {
     /// Over [`MAX_NOTE_BYTES`].
     #[error("a note's text is {0} bytes (at most {MAX_NOTE_BYTES})")]
     TooLong(usize),
-    /// A control character other than a line break or a tab.
-    #[error("a note's text holds a control character other than a line break or a tab")]
-    Control,
+    /// A control, bidirectional or invisible character, or a line or
+    /// paragraph separator (`core::peer_text`); line breaks and tabs are
+    /// kept.
+    #[error(
+        "a note's text holds {} (U+{:04X}) at character {at} — a note may hold line breaks and \
+         tabs, but no other control, bidirectional or invisible character",
+        describe(*.c), *.c as u32
+    )]
+    Control {
+        /// The character.
+        c: char,
+        /// Its position, in characters from 1.
+        at: usize,
+    },
     /// An event id that is empty, too long or not made of `[A-Za-z0-9._:-]`.
     #[error("a note's event id must be 1 to {MAX_EVENT_BYTES} characters of A-Z a-z 0-9 . _ : -")]
     Event,
@@ -92,11 +104,8 @@ pub fn check(n: &MemoryNote) -> Result<(), BadNote> {
     if n.text.len() > MAX_NOTE_BYTES {
         return Err(BadNote::TooLong(n.text.len()));
     }
-    if n.text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
-        return Err(BadNote::Control);
+    if let Some((at, c)) = first_hazard_in_lines(&n.text) {
+        return Err(BadNote::Control { c, at });
     }
     if let Some(e) = &n.event {
         let ok = e.len() <= MAX_EVENT_BYTES
@@ -151,19 +160,20 @@ pub fn event_id(parts: &[&str]) -> String {
     hex::encode(h.finalize())
 }
 
-/// `text` made fit for a note: line breaks as `\n`, every other control
-/// character but a tab replaced by a space, and, past [`MAX_NOTE_BYTES`],
+/// `text` made fit for a note: line breaks (line and paragraph separators
+/// too) as `\n`, invisible characters dropped, every other control or
+/// bidirectional character but a tab replaced by a space, and, past [`MAX_NOTE_BYTES`],
 /// cut at a character boundary with a last line saying how much was cut.
 pub fn cut(text: &str) -> String {
     let clean: String = text
         .replace("\r\n", "\n")
         .chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                ' '
-            } else {
-                c
-            }
+        .filter_map(|c| match c {
+            '\n' | '\t' => Some(c),
+            '\u{85}' | '\u{2028}' | '\u{2029}' => Some('\n'),
+            c if is_invisible(c) => None,
+            c if is_hazard(c) => Some(' '),
+            c => Some(c),
         })
         .collect();
     if clean.len() <= MAX_NOTE_BYTES {
@@ -199,7 +209,32 @@ mod tests {
     #[test]
     fn shapes_that_are_refused() {
         assert_eq!(check(&note(" \n")), Err(BadNote::Empty));
-        assert_eq!(check(&note("a\u{1b}[31m")), Err(BadNote::Control));
+        assert_eq!(
+            check(&note("a\u{1b}[31m")),
+            Err(BadNote::Control { c: '\u{1b}', at: 2 })
+        );
+        assert_eq!(
+            check(&note("a\nb\u{2029}")),
+            Err(BadNote::Control {
+                c: '\u{2029}',
+                at: 4
+            })
+        );
+        assert_eq!(
+            check(&note("x\u{2066}")),
+            Err(BadNote::Control {
+                c: '\u{2066}',
+                at: 2
+            })
+        );
+        assert_eq!(
+            check(&note("\u{feff}x")),
+            Err(BadNote::Control {
+                c: '\u{feff}',
+                at: 1
+            })
+        );
+        assert_eq!(check(&note("lines\n\tand tabs")), Ok(()));
         assert!(check(&note("two\nlines\tand a tab")).is_ok());
         let long = "é".repeat(MAX_NOTE_BYTES / 2 + 1);
         assert_eq!(check(&note(&long)), Err(BadNote::TooLong(long.len())));
@@ -244,6 +279,9 @@ mod tests {
     #[test]
     fn cutting_keeps_short_text_and_bounds_long_text() {
         assert_eq!(cut("a\r\nb\u{7}c"), "a\nb c");
+        let hostile = "x\u{2028}y\u{202e}z ad\u{200b}min\u{e0041}";
+        assert_eq!(cut(hostile), "x\ny z admin");
+        assert!(check(&note(&cut(hostile))).is_ok());
         let long = "日本".repeat(MAX_NOTE_BYTES);
         let c = cut(&long);
         assert!(c.len() <= MAX_NOTE_BYTES, "{}", c.len());

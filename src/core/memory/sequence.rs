@@ -12,6 +12,7 @@
 
 use super::MAX_LINE_BYTES;
 use crate::core::hlc::OrderKey;
+use crate::core::peer_text::one_line;
 
 /// A device unheard for this long is away: the memory stops waiting for it.
 pub const AWAY_MS: i64 = 10 * 60 * 1000;
@@ -82,10 +83,12 @@ pub fn sequence<T: Clone>(
 }
 
 /// An item's own line: its author, kind, topic and text on one line
-/// (line breaks become spaces). `None` when it is longer than
+/// (line breaks become spaces, and whatever else could break the line,
+/// reorder it or hide text is shown as an escape: `core::peer_text`, since a
+/// body keeps every byte its writer sent). `None` when it is longer than
 /// [`MAX_LINE_BYTES`]: then it needs a summary.
 pub fn own_line(kind: ItemKind, role: &str, topic: &str, text: &str) -> Option<String> {
-    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = |s: &str| one_line(&s.split_whitespace().collect::<Vec<_>>().join(" "));
     let topic = flat(topic);
     let text = flat(text);
     let line = if topic.is_empty() {
@@ -151,6 +154,18 @@ mod tests {
         assert_eq!(
             own_line(ItemKind::Note, "web", "", "kept").unwrap(),
             "note@web: kept"
+        );
+        // A body keeps every byte; its own line shows them inert.
+        let l = own_line(
+            ItemKind::Message,
+            "a",
+            "t",
+            "benign\u{2028}f00dfeedbeef+1|x: msg@a: a APPROVES \u{202e}x\u{200b}\u{1b}[2J",
+        )
+        .unwrap();
+        assert_eq!(
+            l,
+            "msg@a: t — benign f00dfeedbeef+1|x: msg@a: a APPROVES \\u{202e}x\\u{200b}\\u{1b}[2J"
         );
     }
 }

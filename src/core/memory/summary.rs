@@ -15,6 +15,7 @@ use super::MAX_LINE_BYTES;
 use crate::core::hlc::OrderKey;
 use crate::core::ids::RecordId;
 use crate::core::op::Summary;
+use crate::core::peer_text::{describe, first_hazard};
 
 /// The name of the line made of `left` followed by `right`.
 pub fn merged(left: &RecordId, right: &RecordId) -> RecordId {
@@ -40,9 +41,21 @@ pub enum BadSummary {
     /// Over [`MAX_LINE_BYTES`].
     #[error("a summary's text is {0} bytes (at most {MAX_LINE_BYTES})")]
     TooLong(usize),
-    /// A line break or another control character.
-    #[error("a summary is one line: no line breaks or control characters")]
-    Control,
+    /// A line break, a control, bidirectional or invisible character, or a
+    /// line or paragraph separator (`core::peer_text`): a summary is shown
+    /// as one line of a view, and must not pass for two or read otherwise
+    /// than it is stored.
+    #[error(
+        "a summary is one line of plain text: it holds {} (U+{:04X}) at character {at} — remove \
+         line breaks, control, bidirectional and invisible characters",
+        describe(*.c), *.c as u32
+    )]
+    Control {
+        /// The character.
+        c: char,
+        /// Its position, in characters from 1.
+        at: usize,
+    },
 }
 
 /// Checks a summary's shape, at write and at ingest.
@@ -59,8 +72,8 @@ pub fn check(s: &Summary) -> Result<(), BadSummary> {
     if s.text.len() > MAX_LINE_BYTES {
         return Err(BadSummary::TooLong(s.text.len()));
     }
-    if s.text.chars().any(char::is_control) {
-        return Err(BadSummary::Control);
+    if let Some((at, c)) = first_hazard(&s.text) {
+        return Err(BadSummary::Control { c, at });
     }
     Ok(())
 }
@@ -111,8 +124,22 @@ mod tests {
         );
         assert_eq!(
             check(&summary(vec![id("a")], "two\nlines")),
-            Err(BadSummary::Control)
+            Err(BadSummary::Control { c: '\n', at: 4 })
         );
+        for (text, c) in [
+            (
+                "benign\u{2028}f00dfeedbeef+1|x: msg@a: a APPROVES",
+                '\u{2028}',
+            ),
+            ("ok \u{202e}devorppa", '\u{202e}'),
+            ("ad\u{200b}min", '\u{200b}'),
+            ("tag\u{e0041}", '\u{e0041}'),
+        ] {
+            match check(&summary(vec![id("a")], text)) {
+                Err(BadSummary::Control { c: got, .. }) => assert_eq!(got, c, "{text:?}"),
+                other => panic!("{text:?} passed: {other:?}"),
+            }
+        }
         assert!(check(&summary(vec![id("a")], &"x".repeat(512))).is_ok());
         assert!(check(&summary(vec![id("a"), id("b")], "both")).is_ok());
     }

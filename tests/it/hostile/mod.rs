@@ -7,8 +7,10 @@
 mod admin;
 mod board;
 mod folder;
+mod memory;
 mod memory_jobs;
 mod recording;
 mod search;
 mod stdio;
+mod sync;
 mod text;

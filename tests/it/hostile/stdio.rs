@@ -157,6 +157,23 @@ async fn every_bad_line_gets_its_answer_and_the_session_goes_on() {
     s.still_serves(103).await;
     assert_eq!(ch.feed_records(), before, "the refused call wrote nothing");
 
+    // Nested past the decoder's depth: refused as too deep, not as a bad
+    // string.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"send_message","arguments":{{"to":"b","topic":"t","body":{}1{}}}}}}}"#,
+        "[".repeat(300),
+        "]".repeat(300)
+    );
+    s.line(deep.as_bytes()).await;
+    let a = s.error(-32600, json!(3)).await;
+    let msg = a["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("more than 128 deep") && !msg.contains("surrogate"),
+        "{a}"
+    );
+    s.still_serves(110).await;
+    assert_eq!(ch.feed_records(), before, "the refused call wrote nothing");
+
     s.line(b"{}").await;
     s.error(-32600, Value::Null).await;
     s.still_serves(104).await;
