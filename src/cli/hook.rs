@@ -156,7 +156,11 @@ working on this project, served by the MCP server \"channel\".{role}{sets}\n\n"
         .collect();
         let counts = and_list(counted.iter().map(|(c, _)| (*c).to_owned()));
         let tools = and_list(counted.iter().map(|(_, t)| format!("{t}()")));
-        let are = if counted.len() == 1 { "is a COUNT" } else { "are COUNTS" };
+        let are = if counted.len() == 1 {
+            "is a COUNT"
+        } else {
+            "are COUNTS"
+        };
         text.push_str(&format!(
             "\
 Begin by calling mcp__channel__channel_status(). In its answer the lists (unblocked,
@@ -385,8 +389,7 @@ fn decide(cli: &Cli, input: &Value, served: &Toolsets) -> Option<String> {
         }
     };
     let pending = actionable_here(pending, served);
-    let Some(message) = stop_message(served, Some(&pending)).filter(|_| !pending.is_empty())
-    else {
+    let Some(message) = stop_message(served, Some(&pending)).filter(|_| !pending.is_empty()) else {
         clear(&snap);
         return None;
     };

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
+use rmcp::{
+    ErrorData as McpError, ServerHandler, ServiceExt as _, tool, tool_handler, tool_router,
+};
 use serde_json::json;
 
 use crate::app::info::VERSION;

@@ -1021,7 +1021,10 @@ fn codex_in_an_unrelated_project_is_neither_held_nor_told_of_a_channel() {
         .iter()
         .filter(|b| contains_text(b, "Tell the backend hello."))
         .collect();
-    assert!(!main.is_empty(), "the prompt never reached the model\n{context}");
+    assert!(
+        !main.is_empty(),
+        "the prompt never reached the model\n{context}"
+    );
     for b in &main {
         let channel: Vec<String> = offered_tools(b)
             .into_iter()

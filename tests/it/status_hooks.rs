@@ -632,7 +632,10 @@ fn the_hooks_name_only_the_tools_the_session_is_served() {
     send(&ch, "frontend", "backend", "debt", true);
     for (set, _, _) in TOOLSETS {
         let served = Toolsets::parse(set).unwrap();
-        let start = cs(&ch, &["--role", "backend", "hook", "session-start", "--tools", set]);
+        let start = cs(
+            &ch,
+            &["--role", "backend", "hook", "session-start", "--tools", set],
+        );
         assert_eq!(start.code, 0);
         assert!(
             start.stdout.contains("You act as the role 'backend'")
@@ -648,7 +651,10 @@ fn the_hooks_name_only_the_tools_the_session_is_served() {
             FIRST,
         );
         let why = reason(&stopped);
-        for (hook, text) in [("session-start", start.stdout.as_str()), ("stop", why.as_deref().unwrap_or(""))] {
+        for (hook, text) in [
+            ("session-start", start.stdout.as_str()),
+            ("stop", why.as_deref().unwrap_or("")),
+        ] {
             for tool in tools_named(text) {
                 assert!(
                     served.serves(tool),
@@ -658,10 +664,16 @@ fn the_hooks_name_only_the_tools_the_session_is_served() {
         }
         // Held for what the session's tools can see: the mail, the debt.
         match *set {
-            "all" => assert!(why.unwrap().contains("unread=1, open_obligations_untaken=1")),
+            "all" => assert!(
+                why.unwrap()
+                    .contains("unread=1, open_obligations_untaken=1")
+            ),
             "mail" => {
                 let why = why.expect("mail holds for the unread message");
-                assert!(why.contains("unread=1.") && why.contains("channel_status()"), "{why}");
+                assert!(
+                    why.contains("unread=1.") && why.contains("channel_status()"),
+                    "{why}"
+                );
             }
             "debts" => {
                 let why = why.expect("debts holds for the debt");
@@ -677,11 +689,45 @@ fn the_hooks_name_only_the_tools_the_session_is_served() {
     // The default names them all, as before.
     let all = cs(&ch, &["--role", "backend", "hook", "session-start"]).stdout;
     let named = tools_named(&all);
-    for tool in ["channel_status", "read_inbox", "open_obligations", "acknowledge", "pin_list"] {
+    for tool in [
+        "channel_status",
+        "read_inbox",
+        "open_obligations",
+        "acknowledge",
+        "pin_list",
+    ] {
         assert!(named.contains(&tool), "{tool} missing from {named:?}");
     }
+    // install passes the server entry's --tools on to the hook commands.
+    let p = Project::new(&ch);
+    p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "codex", "--tools", "mail", "--apply",
+        ],
+    );
+    let hooks = read_json(&p.codex.join("hooks.json"));
+    for event in ["SessionStart", "Stop"] {
+        let command = hooks["hooks"][event][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            command.contains(" hook ") && command.contains(" --tools mail"),
+            "{event}: {hooks}"
+        );
+    }
     // A --tools no server takes is noted, and the hook still answers in full.
-    let r = cs(&ch, &["--role", "backend", "hook", "session-start", "--tools", "votes"]);
+    let r = cs(
+        &ch,
+        &[
+            "--role",
+            "backend",
+            "hook",
+            "session-start",
+            "--tools",
+            "votes",
+        ],
+    );
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("pin_list()"), "{}", r.stdout);
     assert!(r.stderr.contains("unknown toolset 'votes'"), "{}", r.stderr);

@@ -106,13 +106,22 @@ fn the_hooks_say_nothing_in_a_folder_no_channel_is_bound_to() {
                 );
             }
         }
-        let out = run_in(&ch, cwd, &["hook", "record", "Stop"], env, &input(&deep, false));
+        let out = run_in(
+            &ch,
+            cwd,
+            &["hook", "record", "Stop"],
+            env,
+            &input(&deep, false),
+        );
         assert_eq!(out.status.code(), Some(0));
         assert_eq!(text(&out.stderr), "", "hook record spoke");
     }
     assert!(
         !ch.home.join("spool/failed").exists()
-            || fs::read_dir(ch.home.join("spool/failed")).unwrap().next().is_none(),
+            || fs::read_dir(ch.home.join("spool/failed"))
+                .unwrap()
+                .next()
+                .is_none(),
         "hook record kept an input it had nothing to do with"
     );
 
@@ -129,7 +138,11 @@ fn the_hooks_say_nothing_in_a_folder_no_channel_is_bound_to() {
         "{}",
         text(&out.stdout)
     );
-    assert!(text(&out.stderr).contains("no channel found"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no channel found"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // Bound (what `install` writes), the same folder hears of the channel and is held.
     fs::write(
@@ -137,13 +150,25 @@ fn the_hooks_say_nothing_in_a_folder_no_channel_is_bound_to() {
         json!({"role": "backend", "channel": ch.dir}).to_string(),
     )
     .unwrap();
-    let out = run_in(&ch, ch.tmp.path(), &["hook", "session-start"], &[], &input(&deep, false));
+    let out = run_in(
+        &ch,
+        ch.tmp.path(),
+        &["hook", "session-start"],
+        &[],
+        &input(&deep, false),
+    );
     assert!(
         text(&out.stdout).contains("You act as the role 'backend'"),
         "{}",
         text(&out.stdout)
     );
-    let out = run_in(&ch, ch.tmp.path(), &["hook", "stop"], &[], &input(&deep, false));
+    let out = run_in(
+        &ch,
+        ch.tmp.path(),
+        &["hook", "stop"],
+        &[],
+        &input(&deep, false),
+    );
     assert!(
         text(&out.stdout).contains("channel has pending items for 'backend'"),
         "{}",
@@ -182,8 +207,10 @@ fn mcp_session(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     ];
     for (i, call) in calls.iter().enumerate() {
-        requests.push(json!({"jsonrpc": "2.0", "id": 3 + i, "method": "tools/call",
-                             "params": call}));
+        requests.push(
+            json!({"jsonrpc": "2.0", "id": 3 + i, "method": "tools/call",
+                             "params": call}),
+        );
     }
     // A server that exits at once closes stdin: what it wrote is all there is.
     for r in &requests {
@@ -213,7 +240,7 @@ fn mcp_session(
 fn the_server_in_an_unbound_folder_serves_one_tool_that_says_how_to_bind_it() {
     let (ch, project) = unrelated();
     let call = json!({"name": "channel_status", "arguments": {}});
-    let (answers, code, stderr) = mcp_session(&ch, &project, &[], &[call.clone()]);
+    let (answers, code, stderr) = mcp_session(&ch, &project, &[], std::slice::from_ref(&call));
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(answers.len(), 3, "{answers:?}\n{stderr}");
     let instructions = answers[0]["result"]["instructions"].as_str().unwrap_or("");

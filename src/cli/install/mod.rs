@@ -234,8 +234,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     match a.tool {
         Tool::Claude => {
-            let mut hooks: Vec<HookCommand> =
-                hook_commands(
+            let mut hooks: Vec<HookCommand> = hook_commands(
                 &exe,
                 Some((&role, &dir)),
                 home_root.as_deref(),
