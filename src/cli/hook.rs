@@ -137,7 +137,11 @@ fn session_text(role: Option<&Role>, served: &Toolsets) -> String {
     let sets = if served.names().contains(&"all") {
         String::new()
     } else {
-        format!(" It serves this session the toolsets {served} only.")
+        let n = served.names().len();
+        format!(
+            " This session has the tools of the toolset{} {served} only.",
+            if n > 1 { "s" } else { "" }
+        )
     };
     let mut text = format!(
         "\
@@ -165,7 +169,7 @@ working on this project, served by the MCP server \"channel\".{role}{sets}\n\n"
             "\
 Begin by calling mcp__channel__channel_status(). In its answer the lists (unblocked,
 needs_you, resolved_for_you, awaiting_done, in_progress, blocked) name the messages, but
-{counts} {are} only: fetch those items with {tools}.
+{counts} {are} only: fetch the items with {tools}.
 
 Work through what is waiting in this order:
 "
