@@ -110,11 +110,12 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
         return Err(refuse(
             channel,
             format!(
-                "this invitation code is for another channel (id {}…), not '{}' (id {}…) at {}",
+                "this invitation code is for another channel (id {}…), not '{}' (id {}…). Run \
+                 `countersign join --invite CODE` with --channel naming the folder of the channel \
+                 it was made for.",
                 code.channel_prefix(),
                 channel.dir().genesis().name,
                 &ch[..16],
-                channel.dir().root().display()
             ),
         ));
     }
@@ -127,9 +128,9 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
             refuse(
                 channel,
                 format!(
-                    "no invitation in this copy of channel '{}' matches the code: sync the folder \
-                 (`countersign sync`, or `git pull` in a clone) and try again; if it still does \
-                 not match, the code was changed or the invitation was never written",
+                    "no invitation in this copy of channel '{}' matches the code. Sync the folder \
+                     (`countersign sync`, or `git pull` in a clone) and try again; if it still \
+                     does not match, ask the owner for a new code (`countersign invite`).",
                     channel.dir().genesis().name
                 ),
             )
@@ -146,7 +147,8 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
         return Err(refuse(
             channel,
             format!(
-                "this invitation was used already (feed {} joined with it); ask the owner for a new one",
+                "this invitation was used already (feed {} joined with it). Ask the owner for a \
+                 new one (`countersign invite`).",
                 r.noted.claim.feed
             ),
         ));
@@ -154,7 +156,7 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
     if now_ms() > inv.expires_ms {
         return Err(refuse(
             channel,
-            "this invitation has expired; ask the owner for a new one (`countersign invite`)"
+            "this invitation has expired. Ask the owner for a new one (`countersign invite`)."
                 .into(),
         ));
     }
@@ -165,10 +167,10 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
         return Err(refuse(
             channel,
             format!(
-                "feed {feed} of this device already starts with a claim of invitation {}, and a feed \
-             has one first record; `countersign status` on the owner's machine says why it was \
-             not admitted. The owner can still admit this device's key by hand: `countersign \
-             admit {role} {} --device {}`",
+                "feed {feed} of this device already starts with a claim of invitation {}, and a \
+                 feed has only one first record. `countersign status` on the owner's machine says \
+                 why it was not admitted; the owner can still admit this device's key by hand: \
+                 `countersign admit {role} {} --device {}`.",
                 other.claim.invitation.short(),
                 other.claim.pubkey,
                 feed.device()
@@ -178,7 +180,10 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
     if channel.admitted_key(&feed)?.is_some() || channel.head_seq(&feed)? > 0 {
         return Err(refuse(
             channel,
-            format!("this device already writes feed {feed} as '{role}': it needs no invitation"),
+            format!(
+                "this device already writes feed {feed} as '{role}', so it needs no invitation. \
+                 Use the role as it is (`countersign --role {role} status`)."
+            ),
         ));
     }
     let (_, pubkey, _) = channel.join_key(&role)?;
@@ -205,10 +210,16 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
     })
 }
 
-/// A refusal about joining, naming the home and channel used (what joins
-/// is this home's device, in that folder).
+/// A refusal about joining: the sentence and its fix, then on a line of
+/// its own the home, device and channel folder used (what joins is this
+/// home's device, in that folder).
 fn refuse(channel: &Channel, msg: String) -> AppError {
-    AppError::value(format!("{msg} {}", channel.whereabouts()))
+    AppError::value(format!(
+        "{msg}\n(this device: '{}' of the home {}; the channel folder: {})",
+        channel.device().id,
+        channel.home().describe(),
+        channel.dir().describe()
+    ))
 }
 
 /// This device's claim of `invitation`, when it wrote one already.

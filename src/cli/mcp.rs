@@ -1,4 +1,5 @@
-//! `countersign mcp`: serve one agent session over stdio.
+//! `countersign mcp`: serve one agent session over stdio (in a folder bound
+//! to no channel, the one tool that says so: `mcp::unbound`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -6,6 +7,7 @@ use std::time::Duration;
 use super::Cli;
 use crate::mcp::Server;
 use crate::mcp::toolset::{self, Toolsets};
+use crate::mcp::unbound::Unbound;
 
 /// Arguments of `mcp` (the role and channel are global options).
 #[derive(Debug, clap::Args)]
@@ -73,6 +75,20 @@ pub fn log_to_stderr() {
 /// Serves until the client closes stdin.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     log_to_stderr();
+    // The per-user entry of a client starts this in every project: where
+    // nothing names a channel, serve the one tool that says so and exit 0.
+    if cli.unbound() {
+        let folder = std::env::current_dir()?;
+        let channel_above = folder
+            .ancestors()
+            .map(|d| d.join(crate::store::channel_dir::DEFAULT_DIR))
+            .find(|d| d.join("channel.json").is_file());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(Unbound::new(folder, channel_above).serve_stdio())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // A server that did not get COUNTERSIGN_HOME lands in the default home
     // and makes a new device there: say so where the client logs stderr.
     let home = cli.home()?;

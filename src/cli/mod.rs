@@ -232,6 +232,34 @@ impl Cli {
         Ok(self.binding()?.map(|f| f.binding.role))
     }
 
+    /// Whether this run was given no channel at all: no --role or
+    /// --channel, no `COUNTERSIGN_CHANNEL`, no project binding above the
+    /// working directory, and either no role from the environment or no
+    /// channel folder above to use it in. The hooks and the server that one
+    /// per-user entry starts in every project are quiet there: the folder is
+    /// simply not one of the channel's. Anything named explicitly (and a
+    /// binding that cannot be read) still fails loudly.
+    fn unbound(&self) -> bool {
+        let channel_var = std::env::var_os("COUNTERSIGN_CHANNEL").is_some_and(|v| !v.is_empty());
+        if self.role.is_some() || self.channel.is_some() || channel_var {
+            return false;
+        }
+        if !matches!(self.binding(), Ok(None)) {
+            return false;
+        }
+        match Session::role_from(None) {
+            Ok(None) => true,
+            Ok(Some(_)) => std::env::current_dir().is_ok_and(|cwd| {
+                !cwd.ancestors().any(|d| {
+                    d.join(crate::store::channel_dir::DEFAULT_DIR)
+                        .join("channel.json")
+                        .is_file()
+                })
+            }),
+            Err(_) => false,
+        }
+    }
+
     /// A session acting as the role from --role, the environment or the
     /// project binding (required).
     fn session_with_role(&self) -> anyhow::Result<Session> {

@@ -4,7 +4,9 @@
 //! Owns the refusals that teach: an unknown parameter is named with the
 //! closest known one ("did you mean `action_required`?"), a value of the
 //! wrong type with its field, what was given and what is expected, a missing
-//! required parameter by name. One check for every tool, from the schema the
+//! required parameter by name. Fields inside objects and lists are refused
+//! alike, by their path (compact_submit: "unknown field `lines[0].txt`; did
+//! you mean `lines[0].text`?"), rather than in the decoder's raw words. One check for every tool, from the schema the
 //! parameter type derives (so it cannot drift from what the tool accepts);
 //! it runs before dispatch, so a refused call writes nothing. It checks
 //! shapes only: the rules on values (a known role, a short enough topic) stay
@@ -39,17 +41,127 @@ pub fn refusal(tool: &str, schema: &JsonObject, arguments: Option<&JsonObject>) 
             return Some(format!("{tool}: the parameter `{name}` is required"));
         }
     }
-    for (name, value) in arguments {
-        let expected = &props[name];
-        if !fits(value, expected, &defs) {
-            return Some(format!(
-                "{tool}: the parameter `{name}` must be {}; got {}",
-                describe(expected, &defs),
-                given(value)
-            ));
+    arguments
+        .iter()
+        .find_map(|(name, value)| mismatch(value, &props[name], &defs, name))
+        .map(|why| format!("{tool}: {why}"))
+}
+
+/// How `value`, given at `path` (`lines[0].text`), does not fit `schema`,
+/// down to the innermost field that is wrong: a value of the wrong type, an
+/// unknown field (with the closest known one), a missing required one.
+fn mismatch(value: &Value, schema: &Value, defs: &Value, path: &str) -> Option<String> {
+    let schema = target(schema, defs);
+    let s = schema.as_object()?;
+    let what = if path.contains(['.', '[']) {
+        "the field"
+    } else {
+        "the parameter"
+    };
+    let wrong = || {
+        Some(format!(
+            "{what} `{path}` must be {}; got {}",
+            describe(schema, defs),
+            given(value)
+        ))
+    };
+    if let Some(Value::Array(branches)) = s.get("anyOf").or_else(|| s.get("oneOf")) {
+        if branches
+            .iter()
+            .any(|b| mismatch(value, b, defs, path).is_none())
+        {
+            return None;
         }
+        // One alternative of the value's own type (a list of objects, not
+        // null): what is wrong is inside it.
+        let mut same_type = branches.iter().filter(|b| admits_type(b, value, defs));
+        return match (same_type.next(), same_type.next()) {
+            (Some(only), None) => mismatch(value, only, defs, path).or_else(wrong),
+            _ => wrong(),
+        };
     }
-    None
+    if !admits_type(schema, value, defs) {
+        return wrong();
+    }
+    match value {
+        Value::Array(items) => {
+            let item = s.get("items")?;
+            items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| mismatch(v, item, defs, &format!("{path}[{i}]")))
+        }
+        Value::Object(map) => {
+            if let Some(Value::Object(props)) = s.get("properties") {
+                let known: Vec<&str> = props.keys().map(String::as_str).collect();
+                if let Some(name) = map.keys().find(|k| !props.contains_key(*k)) {
+                    return Some(unknown_field(path, name, &known));
+                }
+                let required = s.get("required").and_then(Value::as_array);
+                if let Some(name) = required
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .find(|n| !map.contains_key(*n))
+                {
+                    return Some(format!(
+                        "the field `{path}.{name}` is required; `{path}` takes {}",
+                        quoted(&known)
+                    ));
+                }
+                return map
+                    .iter()
+                    .find_map(|(k, v)| mismatch(v, &props[k], defs, &format!("{path}.{k}")));
+            }
+            match s.get("additionalProperties") {
+                Some(extra @ Value::Object(_)) => map
+                    .iter()
+                    .find_map(|(k, v)| mismatch(v, extra, defs, &format!("{path}.{k}"))),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether `schema` (one alternative) takes values of `value`'s JSON type,
+/// whatever their content.
+fn admits_type(schema: &Value, value: &Value, defs: &Value) -> bool {
+    let schema = target(schema, defs);
+    if let Some(Value::Array(branches)) = schema.get("anyOf").or_else(|| schema.get("oneOf")) {
+        return branches.iter().any(|b| admits_type(b, value, defs));
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) => has_type(value, t),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|t| has_type(value, t)),
+        _ => true,
+    }
+}
+
+/// The refusal of the unknown field `name` of the object at `path`.
+fn unknown_field(path: &str, name: &str, known: &[&str]) -> String {
+    if known.is_empty() {
+        return format!("unknown field `{path}.{name}`; `{path}` takes no fields");
+    }
+    match closest(name, known) {
+        Some(near) => format!("unknown field `{path}.{name}`; did you mean `{path}.{near}`?"),
+        None => format!(
+            "unknown field `{path}.{name}`; `{path}` takes {}",
+            quoted(known)
+        ),
+    }
+}
+
+/// `` `a`, `b` ``.
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The refusal of the unknown parameter `name`.
@@ -61,11 +173,7 @@ fn unknown(tool: &str, name: &str, known: &[&str]) -> String {
         Some(near) => format!("{tool}: unknown parameter `{name}`; did you mean `{near}`?"),
         None => format!(
             "{tool}: unknown parameter `{name}`; the parameters are {}",
-            known
-                .iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            quoted(known)
         ),
     }
 }
@@ -137,41 +245,6 @@ fn target<'a>(schema: &'a Value, defs: &'a Value) -> &'a Value {
     {
         Some(t) => target(t, defs),
         None => schema,
-    }
-}
-
-/// Whether `value` has the shape `schema` describes (types, alternatives,
-/// items, map values; not value rules such as lengths).
-fn fits(value: &Value, schema: &Value, defs: &Value) -> bool {
-    let schema = target(schema, defs);
-    let Some(s) = schema.as_object() else {
-        return true;
-    };
-    if let Some(Value::Array(branches)) = s.get("anyOf").or_else(|| s.get("oneOf"))
-        && !branches.iter().any(|b| fits(value, b, defs))
-    {
-        return false;
-    }
-    let type_ok = match s.get("type") {
-        Some(Value::String(t)) => has_type(value, t),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .any(|t| has_type(value, t)),
-        _ => true,
-    };
-    if !type_ok {
-        return false;
-    }
-    match value {
-        Value::Array(items) => s
-            .get("items")
-            .is_none_or(|i| items.iter().all(|v| fits(v, i, defs))),
-        Value::Object(map) => match s.get("additionalProperties") {
-            Some(extra @ Value::Object(_)) => map.values().all(|v| fits(v, extra, defs)),
-            _ => true,
-        },
-        _ => true,
     }
 }
 
@@ -302,6 +375,48 @@ mod tests {
     }
 
     #[test]
+    fn fields_inside_lists_and_objects_are_refused_by_their_path() {
+        let schema = object(json!({
+            "type": "object",
+            "$defs": {
+                "Line": {"type": "object",
+                         "properties": {"line": {"type": "string"}, "text": {"type": "string"}},
+                         "required": ["line", "text"]},
+                "Remote": {"type": "object",
+                           "properties": {"kind": {"type": "string"}, "target": {"type": "string"}},
+                           "required": ["kind", "target"]},
+            },
+            "properties": {
+                "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}},
+                "remote": {"anyOf": [{"$ref": "#/$defs/Remote"}, {"type": "null"}]},
+            },
+        }));
+        let why = |v: Value| refusal("t", &schema, Some(&object(v)));
+        let good = json!({"line": "ab12", "text": "a summary"});
+        assert_eq!(why(json!({"lines": [good], "remote": null})), None);
+        assert_eq!(
+            why(json!({"lines": [good, {"line": "cd34", "txt": "x"}]})).unwrap(),
+            "t: unknown field `lines[1].txt`; did you mean `lines[1].text`?"
+        );
+        assert_eq!(
+            why(json!({"lines": [{"line": "cd34"}]})).unwrap(),
+            "t: the field `lines[0].text` is required; `lines[0]` takes `line`, `text`"
+        );
+        assert_eq!(
+            why(json!({"lines": [{"line": 7, "text": "x"}]})).unwrap(),
+            "t: the field `lines[0].line` must be a string; got the integer 7"
+        );
+        assert_eq!(
+            why(json!({"remote": {"kind": "git", "url": "u"}})).unwrap(),
+            "t: unknown field `remote.url`; `remote` takes `kind`, `target`"
+        );
+        assert_eq!(
+            why(json!({"remote": "git"})).unwrap(),
+            "t: the parameter `remote` must be an object or null; got the string \"git\""
+        );
+    }
+
+    #[test]
     fn shapes_are_checked_and_described() {
         let schema = object(json!({
             "type": "object",
@@ -327,7 +442,11 @@ mod tests {
         );
         assert_eq!(
             refusal("t", &schema, Some(&args(json!({"to": [1]})))).unwrap(),
-            "t: the parameter `to` must be a string or a list of strings; got the list [1]"
+            "t: the field `to[0]` must be a string; got the integer 1"
+        );
+        assert_eq!(
+            refusal("t", &schema, Some(&args(json!({"to": 1})))).unwrap(),
+            "t: the parameter `to` must be a string or a list of strings; got the integer 1"
         );
         assert_eq!(
             refusal("t", &schema, Some(&args(json!({"to": "b", "limit": 2.5})))).unwrap(),
@@ -340,7 +459,7 @@ mod tests {
                 Some(&args(json!({"to": "b", "addenda": {"x": 1}})))
             )
             .unwrap()
-            .contains("must be an object whose values are strings or null")
+            .contains("the field `addenda.x` must be a string; got the integer 1")
         );
         assert_eq!(
             refusal("t", &schema, None).unwrap(),

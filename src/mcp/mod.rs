@@ -9,7 +9,8 @@
 //! `structuredContent`. What tools/list publishes is the lean, portable form
 //! of those schemas (`schema`); a call's arguments are checked against the
 //! derived input schema before the tool runs (`arguments`); a server may be
-//! limited to some toolsets (`toolset`). Nothing here prints to stdout: stdout
+//! limited to some toolsets (`toolset`); in a folder bound to no channel
+//! `countersign mcp` serves `unbound` instead. Nothing here prints to stdout: stdout
 //! is the protocol; logs go to stderr.
 
 mod about;
@@ -28,6 +29,7 @@ mod stdio;
 mod structured;
 pub mod syncer;
 pub mod toolset;
+pub mod unbound;
 mod uploads;
 mod wait;
 

@@ -163,7 +163,14 @@ fn a_claim_after_the_expiry_is_an_alarm_and_never_admitted() {
     let c = w.clone_machine(2);
     let out = c.cli(&["join", "--invite", &code]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("expired"));
+    // One sentence, then the fix, then where it was tried on a line of its own.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("this invitation has expired. Ask the owner for a new one")
+            && said.contains("\n(this device: ")
+            && !said.contains("MCP clients"),
+        "{said}"
+    );
     assert!(!c.dir.join("feeds/backend").join(c.device()).exists());
 }
 

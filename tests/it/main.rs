@@ -55,4 +55,5 @@ mod sync_git;
 mod sync_mcp;
 mod sync_rclone;
 mod two_machines;
+mod unbound;
 mod upload_order;

@@ -73,7 +73,12 @@ async fn a_wrong_type_names_the_field_the_value_and_what_is_expected() {
         (
             "send_message",
             json!({"to": ["backend", 3], "topic": "t", "body": "b"}),
-            "the parameter `to` must be a string or a list of strings; got the list [\"backend\",3]",
+            "send_message: the field `to[1]` must be a string; got the integer 3",
+        ),
+        (
+            "send_message",
+            json!({"to": {"role": "backend"}, "topic": "t", "body": "b"}),
+            "the parameter `to` must be a string or a list of strings; got the object",
         ),
         (
             "read_inbox",
@@ -119,5 +124,39 @@ async fn a_wrong_type_names_the_field_the_value_and_what_is_expected() {
     )
     .await
     .ok();
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_field_inside_an_object_is_refused_by_its_path_like_a_parameter() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let c = crate::common::Client::spawn_with(&ch.home, &ch.dir, "frontend", &["--tools", "jobs"])
+        .await;
+    let before = ch.feed_records();
+    let cases = [
+        (
+            json!({"job": "j", "lines": [{"line": "ab12", "txt": "a summary"}]}),
+            "compact_submit: unknown field `lines[0].txt`; did you mean `lines[0].text`?",
+        ),
+        (
+            json!({"job": "j", "lines": [{"line": "ab12", "text": "s"}, {"line": "cd34"}]}),
+            "compact_submit: the field `lines[1].text` is required; `lines[1]` takes `line`, `text`",
+        ),
+        (
+            json!({"job": "j", "lines": [{"line": 12, "text": "s"}]}),
+            "compact_submit: the field `lines[0].line` must be a string; got the integer 12",
+        ),
+        (
+            json!({"job": "j", "lines": ["ab12: a summary"]}),
+            "compact_submit: the field `lines[0]` must be an object; got the string",
+        ),
+    ];
+    for (args, expected) in cases {
+        let res = c.call_raw("compact_submit", args.clone()).await;
+        assert_eq!(res.is_error, Some(true), "{args}");
+        let msg = c.call("compact_submit", args).await.value_error(expected);
+        assert!(!msg.contains("missing field"), "{msg}");
+    }
+    assert_eq!(ch.feed_records(), before, "a refused call wrote something");
     c.close().await;
 }

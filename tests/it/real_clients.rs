@@ -1022,6 +1022,74 @@ fn codex_runs_the_hooks_install_wrote_once_they_are_trusted() {
     assert_stop_held_once(turns, &context);
 }
 
+/// Codex's per-user entries (one server table, one hooks.json, trusted) in a project no
+/// channel is bound to, while a debt waits for the role bound elsewhere: `codex exec` there
+/// starts the server without an error and is offered only its `channel_status`, hears
+/// nothing of a channel at session start, and its stop is not held.
+#[test]
+fn codex_in_an_unrelated_project_is_neither_held_nor_told_of_a_channel() {
+    let (w, api, _) = codex_world("never sent");
+    w.open_debt();
+    let other = w.tmp.path().join("unrelated");
+    fs::create_dir_all(&other).unwrap();
+    let git = w
+        .command("git")
+        .current_dir(&other)
+        .args(["init", "-q"])
+        .output()
+        .unwrap();
+    assert!(git.status.success(), "git init: {}", text(&git.stderr));
+    let cwd = other.canonicalize().unwrap();
+    let mut app = AppServer::start(&w);
+    let ours: Vec<Value> = app.hooks(&cwd).into_iter().filter(is_ours).collect();
+    assert_eq!(ours.len(), 2, "the user's hooks apply here too: {ours:?}");
+    app.trust(&ours);
+    drop(app);
+
+    let mut c = w.command("codex");
+    c.current_dir(&other)
+        .args(["exec", "--json", "Tell the backend hello."])
+        .env("STAND_IN_API_KEY", "sk-stand-in");
+    let ran = run_bounded(c, "codex exec in an unrelated project", CLIENT_TIMEOUT);
+    let requests: Vec<Value> = api.requests().into_iter().map(|(_, b)| b).collect();
+    let context = format!("{}\n--- {} requests", ran.shown(), requests.len());
+    assert_eq!(ran.code, Some(0), "codex exec failed\n{context}");
+    let main: Vec<&Value> = requests
+        .iter()
+        .filter(|b| contains_text(b, "Tell the backend hello."))
+        .collect();
+    assert!(
+        !main.is_empty(),
+        "the prompt never reached the model\n{context}"
+    );
+    for b in &main {
+        let channel: Vec<String> = offered_tools(b)
+            .into_iter()
+            .filter(|t| t.starts_with("mcp__channel__"))
+            .collect();
+        assert_eq!(
+            channel,
+            ["mcp__channel__channel_status"],
+            "the unbound server offered other tools, or none\n{context}"
+        );
+    }
+    for needle in [
+        "connected to a countersign channel",
+        "channel has pending items",
+        "Before you finish",
+    ] {
+        assert!(
+            !requests.iter().any(|b| contains_text(b, needle)),
+            "{needle:?} reached the model in a project with no channel\n{context}"
+        );
+    }
+    let out = format!("{}{}", ran.stdout, ran.stderr).to_lowercase();
+    assert!(
+        !out.contains("mcp client for `channel` failed") && !out.contains("no role"),
+        "Codex reported the channel server failing\n{context}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Recording (`install … --record`)
 

@@ -599,6 +599,140 @@ fn the_session_start_text_teaches_the_triage() {
     assert!(r.stderr.contains("usage"), "{}", r.stderr);
 }
 
+/// The tools a hook's text asks the agent to call or names as a tool: every
+/// `name(`, `mcp__channel__name` and bare tool name that is not also a word of
+/// channel_status's answer (`unread`, `open_obligations`, …).
+fn tools_named(text: &str) -> Vec<&'static str> {
+    use countersign::app::status::{COUNTERS, TRIAGE};
+    let fields: Vec<&str> = COUNTERS
+        .iter()
+        .copied()
+        .chain(TRIAGE.iter().map(|(step, _)| *step))
+        .collect();
+    let mut named: Vec<&'static str> = countersign::mcp::toolset::TOOLSETS
+        .iter()
+        .flat_map(|(_, _, tools)| tools.iter().copied())
+        .filter(|tool| {
+            let called = text.contains(&format!("{tool}(")) || text.contains(&format!("__{tool}"));
+            let bare = text
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == *tool);
+            called || (bare && !fields.contains(tool))
+        })
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    named
+}
+
+#[test]
+fn the_hooks_name_only_the_tools_the_session_is_served() {
+    use countersign::mcp::toolset::{TOOLSETS, Toolsets};
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    send(&ch, "frontend", "backend", "debt", true);
+    for (set, _, _) in TOOLSETS {
+        let served = Toolsets::parse(set).unwrap();
+        let start = cs(
+            &ch,
+            &["--role", "backend", "hook", "session-start", "--tools", set],
+        );
+        assert_eq!(start.code, 0);
+        assert!(
+            start.stdout.contains("You act as the role 'backend'")
+                && start.stdout.contains("ANOTHER AGENT SESSION"),
+            "--tools {set}:\n{}",
+            start.stdout
+        );
+        let stopped = run(
+            &ch,
+            &["--role", "backend", "hook", "stop", "--tools", set],
+            &[],
+            None,
+            FIRST,
+        );
+        let why = reason(&stopped);
+        for (hook, text) in [
+            ("session-start", start.stdout.as_str()),
+            ("stop", why.as_deref().unwrap_or("")),
+        ] {
+            for tool in tools_named(text) {
+                assert!(
+                    served.serves(tool),
+                    "with --tools {set} the {hook} text names {tool}, which is not served:\n{text}"
+                );
+            }
+        }
+        // Held for what the session's tools can see: the mail, the debt.
+        match *set {
+            "all" => assert!(
+                why.unwrap()
+                    .contains("unread=1, open_obligations_untaken=1")
+            ),
+            "mail" => {
+                let why = why.expect("mail holds for the unread message");
+                assert!(
+                    why.contains("unread=1.") && why.contains("channel_status()"),
+                    "{why}"
+                );
+            }
+            "debts" => {
+                let why = why.expect("debts holds for the debt");
+                assert!(
+                    why.contains("open_obligations_untaken=1.")
+                        && why.contains("mcp__channel__open_obligations()"),
+                    "{why}"
+                );
+            }
+            _ => assert_eq!(why, None, "--tools {set} has nothing to act on it with"),
+        }
+    }
+    // The default names them all, as before.
+    let all = cs(&ch, &["--role", "backend", "hook", "session-start"]).stdout;
+    let named = tools_named(&all);
+    for tool in [
+        "channel_status",
+        "read_inbox",
+        "open_obligations",
+        "acknowledge",
+        "pin_list",
+    ] {
+        assert!(named.contains(&tool), "{tool} missing from {named:?}");
+    }
+    // install passes the server entry's --tools on to the hook commands.
+    let p = Project::new(&ch);
+    p.run(
+        &ch,
+        &[
+            "--role", "backend", "install", "codex", "--tools", "mail", "--apply",
+        ],
+    );
+    let hooks = read_json(&p.codex.join("hooks.json"));
+    for event in ["SessionStart", "Stop"] {
+        let command = hooks["hooks"][event][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            command.contains(" hook ") && command.contains(" --tools mail"),
+            "{event}: {hooks}"
+        );
+    }
+    // A --tools no server takes is noted, and the hook still answers in full.
+    let r = cs(
+        &ch,
+        &[
+            "--role",
+            "backend",
+            "hook",
+            "session-start",
+            "--tools",
+            "votes",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.contains("pin_list()"), "{}", r.stdout);
+    assert!(r.stderr.contains("unknown toolset 'votes'"), "{}", r.stderr);
+}
+
 /// The stop hook as Claude Code runs it.
 fn stop(ch: &TestChannel, role: Option<&str>, stdin: &str) -> Ran {
     let mut args = vec!["hook", "stop"];

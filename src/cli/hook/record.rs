@@ -161,6 +161,11 @@ fn spool_event(
         "unknown agent '{agent}' (claude or codex)"
     );
     super::enter_session_folder(&input);
+    // A folder no channel is bound to (Codex's per-user hooks run in every
+    // project): nothing to record there.
+    if cli.unbound() {
+        return Ok(0);
+    }
     let role = Session::role_from(cli.role_arg()?.as_deref())?
         .context("no role: this folder has no project binding (run `countersign install`)")?;
     let root = cli.channel_dir()?.root().to_path_buf();

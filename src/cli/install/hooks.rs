@@ -49,16 +49,22 @@ pub(super) fn record_commands(
 /// The hook commands (event, hook name, shell command). `bound` (role,
 /// channel) is written into a project's own settings only; a user-level
 /// file (Codex's) names neither, and the hook takes them from the binding
-/// of the session's folder, as the server does.
+/// of the session's folder, as the server does. `tools` is the server
+/// entry's `--tools`, passed on so the hooks' texts name only the tools the
+/// session is served.
 pub(super) fn hook_commands(
     exe: &str,
     bound: Option<(&str, &str)>,
     home: Option<&str>,
+    tools: Option<&str>,
 ) -> [HookCommand; 2] {
     HOOKS.map(|(event, name)| {
         let mut words = vec![exe, "hook", name];
         if let Some((role, dir)) = bound {
             words.extend(["--role", role, "--channel", dir]);
+        }
+        if let Some(t) = tools {
+            words.extend(["--tools", t]);
         }
         if let Some(h) = home {
             words.extend(["--home", h]);

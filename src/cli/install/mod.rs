@@ -235,8 +235,13 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     match a.tool {
         Tool::Claude => {
-            let mut hooks: Vec<HookCommand> =
-                hook_commands(&exe, Some((&role, &dir)), home_root.as_deref()).into();
+            let mut hooks: Vec<HookCommand> = hook_commands(
+                &exe,
+                Some((&role, &dir)),
+                home_root.as_deref(),
+                a.tools.as_deref(),
+            )
+            .into();
             if a.record {
                 hooks.extend(record_commands(
                     &exe,
@@ -291,7 +296,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             edits.push(codex_toml(&codex_config()?, Some(&entry))?);
             // One user file for every project: no role in it, the binding says.
             let mut hooks: Vec<HookCommand> =
-                hook_commands(&exe, None, home_root.as_deref()).into();
+                hook_commands(&exe, None, home_root.as_deref(), a.tools.as_deref()).into();
             if a.record {
                 hooks.extend(record_commands(&exe, "codex", None, home_root.as_deref()));
             }
