@@ -40,6 +40,7 @@ mod file;
 mod git;
 mod hooks;
 mod json;
+mod json_text;
 mod note;
 mod served;
 mod server_entry;
