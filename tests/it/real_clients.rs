@@ -746,7 +746,8 @@ fn codex_exec(w: &World, api: &ModelApi, extra: &[&str]) -> (Ran, Vec<Value>, St
 #[test]
 fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
     let (w, api, _) = codex_world("hello from codex");
-    let note = fs::read_to_string(w.project.join("AGENTS.md")).expect("install wrote AGENTS.md");
+    let note = fs::read_to_string(w.home.join(".codex/AGENTS.md"))
+        .expect("install wrote Codex's own AGENTS.md");
 
     let (_, turns, context) = codex_exec(&w, &api, &[]);
     let first = turns
@@ -756,8 +757,8 @@ fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
     // The tools are listed.
     assert_tools_listed(first, "Codex");
 
-    // The note `install codex` wrote into AGENTS.md (Codex's session-start text) reaches
-    // the model: every line of it.
+    // The note `install codex` wrote into Codex's user AGENTS.md (read in every session)
+    // reaches the model: every line of it.
     for line in note
         .lines()
         .map(str::trim)

@@ -74,7 +74,9 @@ pub(super) fn json_edit(
         });
         Some(kept.unwrap_or_else(|| pretty(&new, before.as_deref())))
     };
-    Edit::new(path, before, after, notes)
+    let mut e = Edit::new(path, before, after, notes);
+    e.empty = "{}\n";
+    e
 }
 
 /// `v` as indented JSON, indented as `like` is (its first indented line's
