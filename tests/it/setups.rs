@@ -533,7 +533,8 @@ fn uninstall_after_an_edit_takes_out_only_its_part() {
     let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("changed since install"), "{out}");
-    assert_eq!(read_json(&path), json!({"numStartups": 7}));
+    // Claude Code's own `projects` stays, even empty.
+    assert_eq!(read_json(&path), json!({"numStartups": 7, "projects": {}}));
 }
 
 #[test]
@@ -989,7 +990,14 @@ fn an_install_that_cannot_print_its_report_puts_everything_back() {
     fs::write(m.home().join(".claude.json"), "{\"numStartups\": 2}").unwrap();
     let dirs = [m.home(), project.clone()];
     let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
-    let before = m.snapshot(&dirs);
+    // The countersign home's own state (its device key, index, records) is not the user's.
+    let users = |snap: Vec<(PathBuf, Vec<u8>)>| -> Vec<(PathBuf, Vec<u8>)> {
+        snap.into_iter()
+            .filter(|(p, _)| !p.starts_with(m.home().join(".local")))
+            .filter(|(p, _)| !p.starts_with(m.home().join(".config")))
+            .collect()
+    };
+    let before = users(m.snapshot(&dirs));
     for tool in ["claude", "codex"] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
@@ -1004,17 +1012,7 @@ fn an_install_that_cannot_print_its_report_puts_everything_back() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_ne!(out.status.code(), Some(0), "{err}");
         assert!(err.contains("put back"), "{err}");
-        let after: Vec<_> = m
-            .snapshot(&dirs)
-            .into_iter()
-            .filter(|(p, _)| !p.starts_with(m.home().join(".local")))
-            .collect();
-        let before: Vec<_> = before
-            .iter()
-            .filter(|(p, _)| !p.starts_with(m.home().join(".local")))
-            .cloned()
-            .collect();
-        assert_eq!(after, before, "{tool}: {err}");
+        assert_eq!(users(m.snapshot(&dirs)), before, "{tool}: {err}");
     }
 }
 

@@ -28,6 +28,8 @@ pub(super) struct Edit {
     pub(super) empty: &'static str,
     /// True for a file install writes whole (no one else's part in it).
     pub(super) whole: bool,
+    /// True when what is left holds nothing but empty objects and lists.
+    pub(super) hollow: bool,
 }
 
 impl Edit {
@@ -45,6 +47,7 @@ impl Edit {
             notes,
             empty: "",
             whole: false,
+            hollow: false,
         }
     }
 
@@ -74,6 +77,9 @@ impl Edit {
         if since && self.changed() && !self.whole {
             self.notes
                 .push("changed since install: only countersign's part is taken out".into());
+        }
+        if self.hollow && saved.created && self.changed() {
+            self.after = None;
         }
         if self.after.is_none() && self.before.is_some() && !saved.created {
             self.after = Some(self.empty.to_owned());
@@ -147,13 +153,15 @@ impl Written {
 /// Prints the plan; with `apply`, makes it, keeping each file's record in
 /// `backups` (install: kept and updated; uninstall, `bound` `None`: dropped
 /// once the file is gone). `bound` is the binding install writes and the
-/// client it is for. Returns what was written; when a write fails, what was
-/// written before it is put back and the error returned.
+/// client it is for; `keep` keeps the records of files uninstall leaves in
+/// place. Returns what was written; when a write fails, what was written
+/// before it is put back and the error returned.
 pub(super) fn report(
     edits: &[Edit],
     apply: bool,
     backups: &Backups,
     bound: Option<(&Path, &str)>,
+    keep: bool,
 ) -> anyhow::Result<Written> {
     for e in edits.iter().filter(|e| !e.notes.is_empty()) {
         let state = match (&e.before, &e.after) {
@@ -189,7 +197,7 @@ pub(super) fn report(
         return Ok(written);
     }
     for e in todo {
-        if let Err(err) = write_one(e, bound, &mut written) {
+        if let Err(err) = write_one(e, bound, keep, &mut written) {
             let back = written.undo();
             return Err(err.context(if back {
                 "nothing was changed: every file written before this one was put back"
@@ -202,7 +210,12 @@ pub(super) fn report(
 }
 
 /// Writes one planned file and its record, noting in `written` what was there.
-fn write_one(e: &Edit, bound: Option<(&Path, &str)>, written: &mut Written) -> anyhow::Result<()> {
+fn write_one(
+    e: &Edit,
+    bound: Option<(&Path, &str)>,
+    keep: bool,
+    written: &mut Written,
+) -> anyhow::Result<()> {
     let backups = written.backups.clone();
     let old = backups.get(&e.path)?;
     let record = match bound {
@@ -220,7 +233,7 @@ fn write_one(e: &Edit, bound: Option<(&Path, &str)>, written: &mut Written) -> a
         }
         // Uninstall: a file that is gone needs no record; one that stays
         // keeps it, with how uninstall left it.
-        None => old.clone().filter(|_| e.after.is_some()).map(|s| Saved {
+        None => old.clone().filter(|_| keep && e.after.is_some()).map(|s| Saved {
             after: e.after.clone(),
             ..s
         }),

@@ -63,6 +63,11 @@ pub(super) fn json_edit(
     root: Map<String, Value>,
     notes: Vec<String>,
 ) -> Edit {
+    let root_hollow = root.values().all(|v| match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    });
     let after = if root == *orig {
         before.clone()
     } else if root.is_empty() {
@@ -76,6 +81,7 @@ pub(super) fn json_edit(
     };
     let mut e = Edit::new(path, before, after, notes);
     e.empty = "{}\n";
+    e.hollow = root_hollow;
     e
 }
 

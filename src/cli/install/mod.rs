@@ -379,6 +379,7 @@ fn install(cli: &Cli, a: &Args) -> anyhow::Result<Written> {
         a.apply,
         &backups,
         Some((binding_path.as_path(), tool)),
+        true,
     )?;
     let how = match (a.tool, personal) {
         (Tool::Claude, true) => format!(
@@ -483,17 +484,21 @@ fn uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<Written> {
             .collect()
     };
     let mut kept = Vec::new();
+    let project_settings = cwd.join(".claude").join("settings.json");
+    let user_settings = claude_user_settings().ok();
+    let mut under_local: Vec<&Path> = vec![&project_settings];
+    under_local.extend(user_settings.as_deref());
     let mut edits = vec![
         plain_file(&binding_path, None)?,
         mcp_json(&cwd.join(".mcp.json"), &[], None)?,
         statusline(
-            settings(&cwd.join(".claude").join("settings.json"), None)?,
-            &[],
+            settings(&project_settings, None)?,
+            &under_local[1..],
             None,
         )?,
         statusline(
             settings(&cwd.join(".claude").join("settings.local.json"), None)?,
-            &[],
+            &under_local,
             None,
         )?,
         plain_file(&cwd.join(".claude").join(AGENT_FILE), None)?,
@@ -568,7 +573,9 @@ fn uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<Written> {
     for k in &kept {
         outln!("{k}");
     }
-    report(&edits, a.apply, &backups, None)
+    // The records go with the last project bound through this home; until
+    // then a shared file's record still says whether install created it.
+    report(&edits, a.apply, &backups, None, !others.is_empty())
 }
 
 fn list(dirs: &[PathBuf]) -> String {

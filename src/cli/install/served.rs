@@ -88,6 +88,7 @@ pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<W
         a.apply,
         &backups,
         Some((binding_path.as_path(), "claude")),
+        true,
     )?;
     outln!(
         "How it resolves: Claude Code connects to {base}/mcp (the server \"{SERVER}\") and sends \
