@@ -1136,3 +1136,31 @@ fn install_codex_leaves_git_status_clean() {
     let note = fs::read_to_string(m.home().join(".codex/AGENTS.md")).unwrap();
     assert!(note.contains("elsewhere ignore this section"), "{note}");
 }
+
+/// `init` in a project says the channel folder is not to be committed, changes nothing in
+/// git unless asked, and with `--keep-out-of-git` leaves `git status` clean.
+#[test]
+fn init_says_the_channel_stays_out_of_git_and_keeps_it_out_when_asked() {
+    let m = Machine::new();
+    let status = |dir: &Path| m.sh(dir, "git status --porcelain --untracked-files=normal");
+    let a = m.project("a");
+    let (code, out) = m.cs(&a, &["init", "--roles", "web,api"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("git would pick it up") && out.contains("--keep-out-of-git"),
+        "{out}"
+    );
+    assert_eq!(status(&a), "?? .countersign/\n", "nothing changed in git");
+
+    let b = m.project("b");
+    let (code, out) = m.cs(&b, &["init", "--roles", "web,api", "--keep-out-of-git"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("added /.countersign/"), "{out}");
+    assert_eq!(status(&b), "", "{out}");
+
+    let c = m.project("c");
+    fs::write(c.join(".gitignore"), ".countersign/\n").unwrap();
+    let (code, out) = m.cs(&c, &["init", "--roles", "web,api"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("git ignores it"), "{out}");
+}
