@@ -124,8 +124,12 @@ fn project_git(root: &Path, apply: bool) -> anyhow::Result<Option<String>> {
             top.display()
         )));
     }
-    let Some(exclude) = git(&["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])
-    else {
+    let Some(exclude) = git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "info/exclude",
+    ]) else {
         return Ok(None);
     };
     let line = format!("/{shown}/");

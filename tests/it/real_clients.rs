@@ -722,7 +722,12 @@ fn claude_code_keeps_its_file_through_an_uninstall_in_another_project() {
 
     let p2 = w.tmp.path().join("p2");
     fs::create_dir_all(&p2).unwrap();
-    let git = w.command("git").current_dir(&p2).args(["init", "-q"]).output().unwrap();
+    let git = w
+        .command("git")
+        .current_dir(&p2)
+        .args(["init", "-q"])
+        .output()
+        .unwrap();
     assert!(git.status.success());
     let channel = w.project.join(".countersign");
     let install = w
@@ -736,7 +741,12 @@ fn claude_code_keeps_its_file_through_an_uninstall_in_another_project() {
     for dir in [&w.project, &p2] {
         let listed = claude_mcp_list_in(&w, dir);
         let line = channel_line(&listed).unwrap_or_default();
-        assert!(line.contains("Connected"), "{}: {}", dir.display(), listed.shown());
+        assert!(
+            line.contains("Connected"),
+            "{}: {}",
+            dir.display(),
+            listed.shown()
+        );
     }
 
     let uninstall = w
@@ -752,10 +762,14 @@ fn claude_code_keeps_its_file_through_an_uninstall_in_another_project() {
     }
     let p1 = w.project.canonicalize().unwrap();
     let p1_state = &by_claude["projects"][p1.to_str().unwrap()];
-    assert!(p1_state.is_object(), "Claude Code filed p1 elsewhere: {by_claude}");
+    assert!(
+        p1_state.is_object(),
+        "Claude Code filed p1 elsewhere: {by_claude}"
+    );
     for (key, value) in p1_state.as_object().unwrap() {
         assert_eq!(
-            &left["projects"][p1.to_str().unwrap()][key], value,
+            &left["projects"][p1.to_str().unwrap()][key],
+            value,
             "p1's {key} changed"
         );
     }

@@ -879,7 +879,15 @@ fn uninstall_never_puts_a_shared_file_back_from_a_copy() {
 
     let (code, out) = m.cs(
         &p2,
-        &["--channel", channel.to_str().unwrap(), "--role", "api", "install", "claude", "--apply"],
+        &[
+            "--channel",
+            channel.to_str().unwrap(),
+            "--role",
+            "api",
+            "install",
+            "claude",
+            "--apply",
+        ],
     );
     assert_eq!(code, 0, "{out}");
     assert_eq!(claude_entry(&m, &p2)["args"], json!(["mcp"]));
@@ -918,7 +926,15 @@ fn two_installs_then_two_uninstalls_in_either_order() {
         for (dir, role) in [(&dirs[0], "web"), (&dirs[1], "api")] {
             let (code, out) = m.cs(
                 dir,
-                &["--channel", channel.to_str().unwrap(), "--role", role, "install", "claude", "--apply"],
+                &[
+                    "--channel",
+                    channel.to_str().unwrap(),
+                    "--role",
+                    role,
+                    "install",
+                    "claude",
+                    "--apply",
+                ],
             );
             assert_eq!(code, 0, "{out}");
         }
@@ -948,7 +964,10 @@ fn a_file_install_created_stays_when_someone_wrote_to_it() {
     fs::write(&note, &text).unwrap();
     let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(fs::read_to_string(&note).unwrap(), "## Mine\n\nKeep this.\n");
+    assert_eq!(
+        fs::read_to_string(&note).unwrap(),
+        "## Mine\n\nKeep this.\n"
+    );
 }
 
 /// One folder holds one role: a second role is refused with the ways to do it, and
@@ -1061,7 +1080,10 @@ fn entries_run_countersign_from_path_and_survive_an_upgrade() {
     assert_eq!(claude_entry(&m, &project)["command"], "countersign");
     let settings = read_json(&project.join(".claude/settings.local.json"));
     let start = countersign_hooks(&settings, "SessionStart");
-    assert!(start[0].starts_with("countersign hook session-start"), "{start:?}");
+    assert!(
+        start[0].starts_with("countersign hook session-start"),
+        "{start:?}"
+    );
 
     // Upgraded in place: a new file at the same place (here one that says it ran).
     let marker = m.root().join("upgraded-ran");
@@ -1132,7 +1154,10 @@ fn install_codex_leaves_git_status_clean() {
     let (code, out) = m.cs(&project, &["--role", "web", "install", "codex", "--apply"]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(status(), "", "{out}");
-    assert_eq!(fs::read_to_string(project.join("AGENTS.md")).unwrap(), "# Team rules\n");
+    assert_eq!(
+        fs::read_to_string(project.join("AGENTS.md")).unwrap(),
+        "# Team rules\n"
+    );
     let note = fs::read_to_string(m.home().join(".codex/AGENTS.md")).unwrap();
     assert!(note.contains("elsewhere ignore this section"), "{note}");
 }

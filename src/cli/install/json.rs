@@ -74,9 +74,10 @@ pub(super) fn json_edit(
         None
     } else {
         let new = Value::Object(root);
-        let kept = before.as_deref().filter(|t| !t.trim().is_empty()).and_then(|t| {
-            rewrite(t, &Value::Object(orig.clone()), &new, &indent_unit(Some(t)))
-        });
+        let kept = before
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .and_then(|t| rewrite(t, &Value::Object(orig.clone()), &new, &indent_unit(Some(t))));
         Some(kept.unwrap_or_else(|| pretty(&new, before.as_deref())))
     };
     let mut e = Edit::new(path, before, after, notes);
@@ -103,14 +104,13 @@ pub(super) fn pretty(v: &Value, like: Option<&str>) -> String {
 /// One level of indentation in `like`: its first indented line's tabs or
 /// spaces; two spaces for a new or one-line file.
 fn indent_unit(like: Option<&str>) -> String {
-    like
-        .and_then(|t| {
-            t.lines().skip(1).find_map(|l| {
-                let ws: String = l.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
-                (!ws.is_empty() && ws.len() < l.len()).then_some(ws)
-            })
+    like.and_then(|t| {
+        t.lines().skip(1).find_map(|l| {
+            let ws: String = l.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+            (!ws.is_empty() && ws.len() < l.len()).then_some(ws)
         })
-        .unwrap_or_else(|| "  ".into())
+    })
+    .unwrap_or_else(|| "  ".into())
 }
 
 #[cfg(test)]

@@ -322,9 +322,7 @@ fn align(old: &[Value], new: &[Value]) -> Vec<(usize, usize)> {
             (o, n),
             (Value::Object(_), Value::Object(_)) | (Value::Array(_), Value::Array(_))
         );
-        if o == n
-            || (same_kind && !old[i + 1..].contains(n) && !new[j + 1..].contains(o))
-        {
+        if o == n || (same_kind && !old[i + 1..].contains(n) && !new[j + 1..].contains(o)) {
             pairs.push((i, j));
             j += 1;
         }
@@ -411,7 +409,10 @@ mod tests {
         let new = json!({"b": 2});
         assert_eq!(rewrite(text, &old, &new, "  ").unwrap(), "{\"b\": 2 }");
         let new = json!({"a": 1, "e": 4});
-        assert_eq!(rewrite(text, &old, &new, "  ").unwrap(), "{\"a\": 1,\n \"e\": 4 }");
+        assert_eq!(
+            rewrite(text, &old, &new, "  ").unwrap(),
+            "{\"a\": 1,\n \"e\": 4 }"
+        );
         round_trip("{\"a\": {}}", |v| v["a"]["x"] = json!([1]));
         round_trip("{\n  \"a\": []\n}", |v| v["a"] = json!([{"k": 1}]));
     }

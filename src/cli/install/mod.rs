@@ -19,12 +19,19 @@
 //! Both commands print every change first; only `--apply` writes. Every
 //! change is planned before anything is written, so a file that cannot be
 //! parsed (or a server entry that is not countersign's) stops the command
-//! with nothing changed. Each file changed is saved, as it was and as it was
-//! left, in one folder of the countersign home ([`Backups`]); `uninstall`
-//! puts back byte for byte every file nobody changed since, and otherwise
-//! takes out only what install added: JSON is merged (other keys kept, in
-//! their order), TOML edited with `toml_edit`, which keeps comments, order
-//! and layout, and finds the server however it is written.
+//! with nothing changed; the writes are all or nothing (a failed write, or
+//! a report that cannot be printed, puts back what was written). A file is
+//! never put back from a copy, since other programs write the same files
+//! (Claude Code rewrites `~/.claude.json` on every run): install adds
+//! countersign's entries and `uninstall` takes out exactly those, JSON
+//! edited in place ([`json_text`]: every other byte kept), TOML with
+//! `toml_edit`, which keeps comments, order and layout, and finds the server
+//! however it is written. A record per file in the countersign home
+//! ([`Backups`]) says whether install created it (it then goes once nothing
+//! else is in it). Codex's note goes in its own user file
+//! (`$CODEX_HOME/AGENTS.md`), never in a project's, often committed,
+//! AGENTS.md. The entries run `countersign` from PATH when that is this
+//! binary. One folder holds one role: another is refused without `--force`.
 //!
 //! This module holds the arguments and the two flows; each file the
 //! clients read is planned by its own module ([`claude`], [`codex`],
@@ -72,8 +79,8 @@ pub enum Tool {
     /// Claude Code: its local scope (~/.claude.json) for the server,
     /// ./.claude/settings.local.json (hooks) and ./CLAUDE.local.md.
     Claude,
-    /// Codex: $CODEX_HOME/config.toml and $CODEX_HOME/hooks.json (default ~/.codex) and
-    /// ./AGENTS.md.
+    /// Codex: $CODEX_HOME/config.toml, $CODEX_HOME/hooks.json and $CODEX_HOME/AGENTS.md
+    /// (default ~/.codex).
     Codex,
 }
 
@@ -120,7 +127,8 @@ pub struct Args {
     /// short section in ./CLAUDE.local.md. codex: the [mcp_servers.channel] table in
     /// $CODEX_HOME/config.toml (default ~/.codex), the SessionStart and Stop hooks in
     /// $CODEX_HOME/hooks.json (they run once you trust them in Codex) and a section in
-    /// ./AGENTS.md. Run it in the project folder the agent session starts in.
+    /// $CODEX_HOME/AGENTS.md (read in every session; never the project's AGENTS.md). Run it
+    /// in the project folder the agent session starts in.
     #[arg(value_enum)]
     pub tool: Tool,
     /// Make the changes (without it, only print them).
@@ -491,11 +499,7 @@ fn uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<Written> {
     let mut edits = vec![
         plain_file(&binding_path, None)?,
         mcp_json(&cwd.join(".mcp.json"), &[], None)?,
-        statusline(
-            settings(&project_settings, None)?,
-            &under_local[1..],
-            None,
-        )?,
+        statusline(settings(&project_settings, None)?, &under_local[1..], None)?,
         statusline(
             settings(&cwd.join(".claude").join("settings.local.json"), None)?,
             &under_local,
@@ -604,7 +608,10 @@ fn executable() -> (String, Option<String>) {
     let Some(this) = this.filter(|p| p.to_str().is_some()) else {
         return (
             "countersign".into(),
-            Some("this binary's own path cannot be read: the entries run `countersign` from PATH".into()),
+            Some(
+                "this binary's own path cannot be read: the entries run `countersign` from PATH"
+                    .into(),
+            ),
         );
     };
     let path = this.to_str().expect("checked above").to_owned();
