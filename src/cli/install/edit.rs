@@ -233,12 +233,10 @@ fn write_one(
         }
         // Uninstall: a file that is gone needs no record; one that stays
         // keeps it while `keep`, with how uninstall left it.
-        None => old
-            .filter(|_| keep && e.after.is_some())
-            .map(|s| Saved {
-                after: e.after.clone(),
-                ..s
-            }),
+        None => old.filter(|_| keep && e.after.is_some()).map(|s| Saved {
+            after: e.after.clone(),
+            ..s
+        }),
     };
     written.record(record.as_ref(), &e.path)?;
     written.files.push((e.path.clone(), e.before.clone()));

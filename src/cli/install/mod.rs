@@ -456,11 +456,11 @@ fn refuse_second_role(binding: &Path, text: &str, force: bool) -> anyhow::Result
     let Some(old) = file::read(binding)? else {
         return Ok(());
     };
-    if force || old == text {
-        return Ok(());
-    }
+    let new = serde_json::from_str::<Binding>(text).ok();
     let was = match serde_json::from_str::<Binding>(&old) {
+        Ok(b) if force || Some(&b) == new.as_ref() => return Ok(()),
         Ok(b) => format!("role '{}' of the channel {}", b.role, b.channel.display()),
+        Err(_) if force => return Ok(()),
         Err(_) => "something install cannot read".into(),
     };
     bail!(
