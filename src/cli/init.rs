@@ -1,7 +1,11 @@
-//! `countersign init`: create a channel folder and the owner key.
+//! `countersign init`: create a channel folder and the owner key, and say
+//! how the project's git treats the folder (with `--keep-out-of-git`, keep it
+//! out by a line in `.git/info/exclude`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context as _;
 
 use super::Cli;
 use crate::app::init::create_channel;
@@ -31,6 +35,11 @@ pub struct Args {
     /// Sync through rclone with this REMOTE:PATH (or a local path). E.g. --rclone-remote gdrive:chan
     #[arg(long, value_name = "REMOTE:PATH")]
     pub rclone_remote: Option<String>,
+    /// When the folder lies inside a project's git repository: keep it out of that
+    /// repository's commits by a line in its .git/info/exclude (personal, never committed).
+    /// Without it, init says whether git would pick the folder up and changes nothing in git.
+    #[arg(long)]
+    pub keep_out_of_git: bool,
 }
 
 /// Creates the channel and prints the next steps.
@@ -62,7 +71,98 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             outln!("Note: {note}.");
         }
     }
+    if let Some(words) = project_git(dir.root(), a.keep_out_of_git)? {
+        outln!("\n{words}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the project's git makes of the channel folder `root`, in words
+/// (`None` outside a repository): the folder is never committed to the
+/// project (its history would be rewritten with the branch's; it syncs on
+/// its own, or stays on this machine), so when git would pick it up, init
+/// says so and, with `apply`, keeps it out by a line in `.git/info/exclude`.
+fn project_git(root: &Path, apply: bool) -> anyhow::Result<Option<String>> {
+    let Some(parent) = root.parent() else {
+        return Ok(None);
+    };
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(parent)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        out.status.success().then(|| text.trim().to_owned())
+    };
+    let Some(top) = git(&["rev-parse", "--show-toplevel"]).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let top = PathBuf::from(top);
+    let top = top.canonicalize().unwrap_or(top);
+    let here = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let Ok(rel) = here.strip_prefix(&top) else {
+        return Ok(None);
+    };
+    let shown = rel.display();
+    let why = "a channel is never committed to the project: the branch's history would carry \
+               it, and a rebase or force-push rewrite it. It syncs on its own (--git-remote, \
+               --rclone-remote, or `countersign remote set` later; see docs/SYNC.md) or stays on \
+               this machine";
+    let ignored = std::process::Command::new("git")
+        .arg("-C")
+        .arg(parent)
+        .args(["check-ignore", "-q", "--"])
+        .arg(&here)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ignored {
+        return Ok(Some(format!(
+            "Git: {shown}/ lies in the repository {} and git ignores it, as it should: {why}.",
+            top.display()
+        )));
+    }
+    let Some(exclude) = git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "info/exclude",
+    ]) else {
+        return Ok(None);
+    };
+    let line = format!("/{shown}/");
+    if !apply {
+        return Ok(Some(format!(
+            "Git: {shown}/ lies in the repository {} and git would pick it up. Do not commit it: \
+             {why}. To keep it out, add the line {line} to {exclude} (only you) or to .gitignore \
+             (everyone); `countersign init --keep-out-of-git` does the first when it creates a \
+             channel.",
+            top.display()
+        )));
+    }
+    let path = PathBuf::from(&exclude);
+    let mut text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {exclude}"))),
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "# the countersign channel folder: it syncs on its own, never in the project's commits\n{line}\n"
+    ));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot write {exclude}"))?;
+    }
+    std::fs::write(&path, text).with_context(|| format!("cannot write {exclude}"))?;
+    Ok(Some(format!(
+        "Git: {shown}/ lies in the repository {}; added {line} to {exclude}, so git leaves it out \
+         (only for you: add it to .gitignore to say so to everyone): {why}.",
+        top.display()
+    )))
 }
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {

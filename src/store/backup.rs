@@ -1,11 +1,14 @@
-//! Install backups: each file outside the channel that `countersign install`
-//! changed, as it was before the first change and as the last change left
-//! it, kept in one folder of the home (`<state>/install/`), never beside the
+//! Install records: each file outside the channel that `countersign install`
+//! changed, whether install created it and how the last change left it,
+//! kept in one folder of the home (`<state>/install/`), never beside the
 //! file in the project tree.
 //!
-//! `uninstall` puts a file back byte for byte from here when nobody changed
-//! it since. This module only stores and finds the saved copies; what they
-//! mean to a client is the command line's business.
+//! No copy of a file as it was before install is kept: files other programs
+//! also write (`~/.claude.json`, Codex's config) are never restored from a
+//! copy, since a copy is stale as soon as the other program writes. The
+//! record says whether a file that holds nothing more after uninstall goes
+//! (install created it) or stays. This module only stores and finds the
+//! records; what they mean to a client is the command line's business.
 
 use std::fs;
 use std::io::Write as _;
@@ -18,19 +21,52 @@ use sha2::{Digest as _, Sha256};
 use super::error::{IoContext as _, StoreError, StoreResult};
 use super::home::Home;
 
-/// One file's saved states.
+/// One file's record.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(from = "Record")]
 pub struct Saved {
     /// The file (absolute).
     pub path: PathBuf,
-    /// Its content before countersign first changed it (`None`: no file).
-    pub before: Option<String>,
+    /// True when there was no such file before countersign first wrote it.
+    pub created: bool,
     /// Its content as countersign last left it (`None`: removed).
     pub after: Option<String>,
     /// The clients installed through this file (for a project binding:
     /// `claude`, `codex`), so a shared entry stays while another uses it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+}
+
+/// A record as stored, also as earlier versions stored it: they kept the
+/// whole file as it was before (`before`, `null` for no file) instead of
+/// `created`.
+#[derive(Deserialize)]
+struct Record {
+    path: PathBuf,
+    #[serde(default)]
+    created: Option<bool>,
+    #[serde(default = "absent")]
+    before: serde_json::Value,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    tools: Vec<String>,
+}
+
+/// What a record without `before` reads as: not `null`, so not created.
+fn absent() -> serde_json::Value {
+    serde_json::Value::Bool(false)
+}
+
+impl From<Record> for Saved {
+    fn from(r: Record) -> Self {
+        Self {
+            path: r.path,
+            created: r.created.unwrap_or(r.before.is_null()),
+            after: r.after,
+            tools: r.tools,
+        }
+    }
 }
 
 /// The backup folder of a home.
@@ -93,7 +129,15 @@ impl Backups {
         Ok(rec)
     }
 
-    /// Drops the record of `path` (the file is back as it was).
+    /// Stores `saved`, or drops the record of `path` (`None`).
+    pub fn set(&self, path: &Path, saved: Option<&Saved>) -> StoreResult<()> {
+        match saved {
+            Some(s) => self.put(s).map(drop),
+            None => self.forget(path),
+        }
+    }
+
+    /// Drops the record of `path` (the file is gone).
     pub fn forget(&self, path: &Path) -> StoreResult<()> {
         let rec = self.record_path(path);
         match fs::remove_file(&rec) {

@@ -721,6 +721,105 @@ fn claude_code_connects_the_installed_server_without_an_approval() {
     );
 }
 
+/// `claude mcp list` in `dir`, as this HOME.
+fn claude_mcp_list_in(w: &World, dir: &Path) -> Ran {
+    let mut c = w.command("claude");
+    c.current_dir(dir)
+        .args(["mcp", "list"])
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1");
+    let ran = run_bounded(c, "claude mcp list", CLIENT_TIMEOUT);
+    assert_eq!(ran.code, Some(0), "claude mcp list failed\n{}", ran.shown());
+    ran
+}
+
+/// The line of `claude mcp list` naming the `channel` server, if any.
+fn channel_line(ran: &Ran) -> Option<String> {
+    ran.stdout
+        .lines()
+        .find(|l| l.starts_with("channel:"))
+        .map(str::to_owned)
+}
+
+/// A real Claude Code session writes its user file (`~/.claude.json`) between installs:
+/// install in p1, a session in p1, install in p2, uninstall in p2. p1 keeps its server
+/// and everything Claude Code wrote; p2 has no server left.
+#[test]
+fn claude_code_keeps_its_file_through_an_uninstall_in_another_project() {
+    let w = World::new("claude");
+    w.cs_ok(&["--role", ME, "install", "claude", "--apply"]);
+    let api = ModelApi::start(
+        w.tmp.path(),
+        &json!({"to": PEER, "topic": "hello", "body": "sent through the real client"}),
+    );
+    let ran = claude_print(&w, &api, "Tell the backend hello.", "mcp__channel");
+    assert_eq!(ran.code, Some(0), "claude -p failed\n{}", ran.shown());
+    let config = w.home.join(".claude.json");
+    let by_claude: Value = serde_json::from_str(&fs::read_to_string(&config).unwrap()).unwrap();
+
+    let p2 = w.tmp.path().join("p2");
+    fs::create_dir_all(&p2).unwrap();
+    let git = w
+        .command("git")
+        .current_dir(&p2)
+        .args(["init", "-q"])
+        .output()
+        .unwrap();
+    assert!(git.status.success());
+    let channel = w.project.join(".countersign");
+    let install = w
+        .command(bin())
+        .current_dir(&p2)
+        .args(["--channel", channel.to_str().unwrap(), "--role", PEER])
+        .args(["install", "claude", "--apply"])
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{}", text(&install.stderr));
+    for dir in [&w.project, &p2] {
+        let listed = claude_mcp_list_in(&w, dir);
+        let line = channel_line(&listed).unwrap_or_default();
+        assert!(
+            line.contains("Connected"),
+            "{}: {}",
+            dir.display(),
+            listed.shown()
+        );
+    }
+
+    let uninstall = w
+        .command(bin())
+        .current_dir(&p2)
+        .args(["uninstall", "--apply"])
+        .output()
+        .unwrap();
+    assert!(uninstall.status.success(), "{}", text(&uninstall.stderr));
+    let left: Value = serde_json::from_str(&fs::read_to_string(&config).unwrap()).unwrap();
+    for key in by_claude.as_object().unwrap().keys() {
+        assert!(left.get(key).is_some(), "{key} is gone: {left}");
+    }
+    let p1 = w.project.canonicalize().unwrap();
+    let p1_state = &by_claude["projects"][p1.to_str().unwrap()];
+    assert!(
+        p1_state.is_object(),
+        "Claude Code filed p1 elsewhere: {by_claude}"
+    );
+    for (key, value) in p1_state.as_object().unwrap() {
+        assert_eq!(
+            &left["projects"][p1.to_str().unwrap()][key],
+            value,
+            "p1's {key} changed"
+        );
+    }
+    let listed = claude_mcp_list_in(&w, &w.project);
+    assert!(
+        channel_line(&listed).is_some_and(|l| l.contains("Connected")),
+        "p1 lost its server\n{}",
+        listed.shown()
+    );
+    let listed = claude_mcp_list_in(&w, &p2);
+    assert_eq!(channel_line(&listed), None, "{}", listed.shown());
+}
+
 // ---------------------------------------------------------------------------------------
 // Codex CLI
 
@@ -783,7 +882,8 @@ fn codex_exec(w: &World, api: &ModelApi, extra: &[&str]) -> (Ran, Vec<Value>, St
 #[test]
 fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
     let (w, api, _) = codex_world("hello from codex");
-    let note = fs::read_to_string(w.project.join("AGENTS.md")).expect("install wrote AGENTS.md");
+    let note = fs::read_to_string(w.home.join(".codex/AGENTS.md"))
+        .expect("install wrote Codex's own AGENTS.md");
 
     let (_, turns, context) = codex_exec(&w, &api, &[]);
     let first = turns
@@ -793,8 +893,8 @@ fn codex_lists_the_tools_delivers_mail_and_reads_the_note() {
     // The tools are listed.
     assert_tools_listed(first, "Codex");
 
-    // The note `install codex` wrote into AGENTS.md (Codex's session-start text) reaches
-    // the model: every line of it.
+    // The note `install codex` wrote into Codex's user AGENTS.md (read in every session)
+    // reaches the model: every line of it.
     for line in note
         .lines()
         .map(str::trim)

@@ -256,13 +256,15 @@ async fn the_readme_setups_run_and_each_worktree_and_project_has_its_role() {
     );
     assert_eq!(countersign_hooks(&hooks, "Stop").len(), 1, "{hooks}");
     assert!(!hooks.to_string().contains("--role"), "{hooks}");
+    // The note is Codex's user file's, naming no role; no project's AGENTS.md is written.
+    let agents = fs::read_to_string(m.home().join(".codex/AGENTS.md")).unwrap();
+    assert!(
+        !agents.contains("frontend") && !agents.contains("`api`"),
+        "{agents}"
+    );
+    assert!(agents.contains(".countersign.local.json"), "{agents}");
     for dir in [&project, &other] {
-        let agents = fs::read_to_string(dir.join("AGENTS.md")).unwrap();
-        assert!(
-            !agents.contains("frontend") && !agents.contains("`api`"),
-            "{agents}"
-        );
-        assert!(agents.contains(".countersign.local.json"), "{agents}");
+        assert!(!dir.join("AGENTS.md").exists());
     }
 
     // The servers, started as the clients start them (in the session's
@@ -312,6 +314,7 @@ async fn the_readme_setups_run_and_each_worktree_and_project_has_its_role() {
     assert_eq!(code, 0, "{out}");
     assert!(!m.home().join(".codex/config.toml").exists(), "{out}");
     assert!(!m.home().join(".codex/hooks.json").exists(), "{out}");
+    assert!(!m.home().join(".codex/AGENTS.md").exists(), "{out}");
     for dir in [&project, &worktree, &other] {
         for f in [
             ".countersign.local.json",
@@ -406,7 +409,8 @@ fn install_then_uninstall_gives_back_every_file_byte_for_byte() {
 /// Codex's hooks file is the user's: `install codex` merges its two hooks in (one of each,
 /// replacing an earlier install's, the user's hooks and the file's indentation kept), the
 /// hooks take each project's role from its binding through the `cwd` the client passes,
-/// and uninstall gives the file back byte for byte once the last Codex project goes.
+/// and once the last Codex project goes uninstall takes out countersign's hooks and
+/// nothing else, byte for byte.
 #[test]
 fn install_codex_merges_its_hooks_and_uninstall_gives_the_file_back() {
     let m = Machine::new();
@@ -501,9 +505,17 @@ fn install_codex_merges_its_hooks_and_uninstall_gives_the_file_back() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("the countersign hooks stay"), "{out}");
     assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    // The earlier install's hook was countersign's: it goes too, every byte of the
+    // user's stays.
     let (code, out) = m.cs(&a, &["uninstall", "--apply"]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(fs::read_to_string(&path).unwrap(), mine, "{out}");
+    let old = ",\n            {\"hooks\": [{\"type\": \"command\", \"command\": \"/old/countersign hook session-start --role api\"}]}";
+    assert!(mine.contains(old));
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        mine.replace(old, ""),
+        "{out}"
+    );
 }
 
 #[test]
@@ -521,7 +533,8 @@ fn uninstall_after_an_edit_takes_out_only_its_part() {
     let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("changed since install"), "{out}");
-    assert_eq!(read_json(&path), json!({"numStartups": 7}));
+    // Claude Code's own `projects` stays, even empty.
+    assert_eq!(read_json(&path), json!({"numStartups": 7, "projects": {}}));
 }
 
 #[test]
@@ -844,4 +857,365 @@ fn install_claude_says_whether_the_folder_is_trusted_for_the_compactor() {
         "{out}"
     );
     assert!(!out.contains("does not trust"), "{out}");
+}
+
+/// The project key of `dir` in `~/.claude.json` and the server entry under it.
+fn claude_entry(m: &Machine, dir: &Path) -> Value {
+    read_json(&m.home().join(".claude.json"))["projects"][dir.to_str().unwrap()]["mcpServers"]
+        ["channel"]
+        .clone()
+}
+
+/// `v` written as another program might: four spaces, its own key order.
+fn four_spaces(v: &Value) -> String {
+    use serde::Serialize as _;
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    v.serialize(&mut serde_json::Serializer::with_formatter(&mut out, fmt))
+        .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// The scenario: install in p1, Claude Code rewrites `~/.claude.json` (keys added,
+/// reordered, another layout), install in p2, uninstall in p2. The file is never put back
+/// from a copy: every byte the other program wrote stays, p1's entry with it.
+#[test]
+fn uninstall_never_puts_a_shared_file_back_from_a_copy() {
+    let m = Machine::new();
+    let (p1, p2) = (m.project("p1"), m.project("p2"));
+    m.cs(&p1, &["init", "--roles", "web,api"]);
+    let channel = p1.join(".countersign");
+    let path = m.home().join(".claude.json");
+    fs::write(&path, "{\n  \"numStartups\": 1,\n  \"projects\": {}\n}\n").unwrap();
+    let (code, out) = m.cs(&p1, &["--role", "web", "install", "claude", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    let p1_entry = claude_entry(&m, &p1);
+    assert_eq!(p1_entry["args"], json!(["mcp"]), "{out}");
+
+    // Claude Code runs: account, trust flags, counters; keys in its own order and layout.
+    let old = read_json(&path);
+    let key = p1.to_str().unwrap();
+    let rewritten = four_spaces(&json!({
+        "oauthAccount": {"emailAddress": "me@example.org", "accountUuid": "u-1"},
+        "projects": {key: {
+            "allowedTools": [],
+            "mcpServers": old["projects"][key]["mcpServers"],
+            "hasTrustDialogAccepted": true
+        }},
+        "numStartups": 7,
+        "tipsHistory": {"a": 1}
+    }));
+    fs::write(&path, &rewritten).unwrap();
+
+    let (code, out) = m.cs(
+        &p2,
+        &[
+            "--channel",
+            channel.to_str().unwrap(),
+            "--role",
+            "api",
+            "install",
+            "claude",
+            "--apply",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(claude_entry(&m, &p2)["args"], json!(["mcp"]));
+    let (code, out) = m.cs(&p2, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(fs::read_to_string(&path).unwrap(), rewritten, "{out}");
+
+    // Then p1: only its server goes; what Claude Code wrote under p1 stays.
+    let (code, out) = m.cs(&p1, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    let mut expected: Value = serde_json::from_str(&rewritten).unwrap();
+    expected["projects"][key]
+        .as_object_mut()
+        .unwrap()
+        .remove("mcpServers");
+    let left = fs::read_to_string(&path).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&left).unwrap(), expected);
+    assert!(
+        left.starts_with("{\n    \"oauthAccount\": {\n        \"emailAddress\""),
+        "{left}"
+    );
+}
+
+/// Two installs, then two uninstalls in either order: each takes out its own entry and
+/// leaves the other's; after both, the file is as it was, byte for byte.
+#[test]
+fn two_installs_then_two_uninstalls_in_either_order() {
+    for first_out in [0, 1] {
+        let m = Machine::new();
+        let dirs = [m.project("p1"), m.project("p2")];
+        m.cs(&dirs[0], &["init", "--roles", "web,api"]);
+        let channel = dirs[0].join(".countersign");
+        let path = m.home().join(".claude.json");
+        let original = "{\n  \"numStartups\": 1,\n  \"projects\": {},\n  \"userID\": \"x\"\n}\n";
+        fs::write(&path, original).unwrap();
+        for (dir, role) in [(&dirs[0], "web"), (&dirs[1], "api")] {
+            let (code, out) = m.cs(
+                dir,
+                &[
+                    "--channel",
+                    channel.to_str().unwrap(),
+                    "--role",
+                    role,
+                    "install",
+                    "claude",
+                    "--apply",
+                ],
+            );
+            assert_eq!(code, 0, "{out}");
+        }
+        let (gone, stays) = (&dirs[first_out], &dirs[1 - first_out]);
+        let (code, out) = m.cs(gone, &["uninstall", "--apply"]);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(claude_entry(&m, gone), Value::Null, "{out}");
+        assert_eq!(claude_entry(&m, stays)["args"], json!(["mcp"]), "{out}");
+        let (code, out) = m.cs(stays, &["uninstall", "--apply"]);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), original, "{out}");
+    }
+}
+
+/// A file install created, which someone wrote to since: only countersign's part comes
+/// out, the file stays.
+#[test]
+fn a_file_install_created_stays_when_someone_wrote_to_it() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    let (code, out) = m.cs(&project, &["--role", "web", "install", "claude", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    let note = project.join("CLAUDE.local.md");
+    let mut text = fs::read_to_string(&note).unwrap();
+    text.push_str("\n## Mine\n\nKeep this.\n");
+    fs::write(&note, &text).unwrap();
+    let (code, out) = m.cs(&project, &["uninstall", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        fs::read_to_string(&note).unwrap(),
+        "## Mine\n\nKeep this.\n"
+    );
+}
+
+/// One folder holds one role: a second role is refused with the ways to do it, and
+/// `--force` replaces the binding.
+#[test]
+fn a_second_role_in_the_same_folder_is_refused() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    let (code, out) = m.cs(&project, &["--role", "web", "install", "claude", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    let binding = project.join(".countersign.local.json");
+    let bound = fs::read(&binding).unwrap();
+    let (code, out) = m.cs(&project, &["--role", "api", "install", "codex", "--apply"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("already bound to role 'web'")
+            && out.contains("git worktree")
+            && out.contains("--force"),
+        "{out}"
+    );
+    assert_eq!(fs::read(&binding).unwrap(), bound);
+    assert!(!m.home().join(".codex").exists(), "nothing else written");
+    let (code, out) = m.cs(
+        &project,
+        &["--role", "api", "install", "claude", "--force", "--apply"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(read_json(&binding)["role"], "api");
+}
+
+/// An install whose report cannot be printed (stdout closed, as `| head` leaves it) puts
+/// back every file it wrote and fails.
+#[test]
+fn an_install_that_cannot_print_its_report_puts_everything_back() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    fs::write(m.home().join(".claude.json"), "{\"numStartups\": 2}").unwrap();
+    let dirs = [m.home(), project.clone()];
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    // The countersign home's own state (its device key, index, records) is not the user's.
+    let users = |snap: Vec<(PathBuf, Vec<u8>)>| -> Vec<(PathBuf, Vec<u8>)> {
+        snap.into_iter()
+            .filter(|(p, _)| !p.starts_with(m.home().join(".local")))
+            .filter(|(p, _)| !p.starts_with(m.home().join(".config")))
+            .collect()
+    };
+    let before = users(m.snapshot(&dirs));
+    for tool in ["claude", "codex"] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(bin())
+            .args(["--role", "web", "install", tool, "--apply"])
+            .current_dir(&project)
+            .env_clear()
+            .envs(m.env())
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("put back"), "{err}");
+        assert_eq!(users(m.snapshot(&dirs)), before, "{tool}: {err}");
+    }
+}
+
+/// The entries run `countersign` from PATH when the one there is this binary, so an
+/// upgrade in place (a new binary at the same place) needs no new install; a binary not
+/// on PATH is pinned by its path, and install says why.
+#[test]
+fn entries_run_countersign_from_path_and_survive_an_upgrade() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    let tools = m.root().join("tools");
+    fs::create_dir_all(&tools).unwrap();
+    let installed = tools.join("countersign");
+    fs::copy(bin(), &installed).unwrap();
+    let path = |first: &Path| {
+        let mut p = OsString::from(first);
+        p.push(":/usr/local/bin:/usr/bin:/bin");
+        p
+    };
+    let run = |exe: &Path, path_var: &OsString, args: &[&str]| {
+        let out = Command::new(exe)
+            .args(args)
+            .current_dir(&project)
+            .env_clear()
+            .env("HOME", m.home())
+            .env("PATH", path_var)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let on_path = path(&tools);
+    let (code, out) = run(&installed, &on_path, &["init", "--roles", "web,api"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run(
+        &installed,
+        &on_path,
+        &["--role", "web", "install", "claude", "--apply"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("found on PATH"), "{out}");
+    assert_eq!(claude_entry(&m, &project)["command"], "countersign");
+    let settings = read_json(&project.join(".claude/settings.local.json"));
+    let start = countersign_hooks(&settings, "SessionStart");
+    assert!(
+        start[0].starts_with("countersign hook session-start"),
+        "{start:?}"
+    );
+
+    // Upgraded in place: a new file at the same place (here one that says it ran).
+    let marker = m.root().join("upgraded-ran");
+    fs::remove_file(&installed).unwrap();
+    fs::write(
+        &installed,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexec '{}' \"$@\"\n",
+            marker.display(),
+            bin()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(&installed, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, out) = run(Path::new("/bin/sh"), &on_path, &["-c", &start[0]]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("'web'"), "{out}");
+    assert!(marker.exists(), "the hook ran the new binary");
+
+    // A binary that is not on PATH is pinned, with why.
+    let other = m.project("other");
+    let elsewhere = m.root().join("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let pinned = elsewhere.join("countersign");
+    fs::copy(bin(), &pinned).unwrap();
+    let no_cs = path(Path::new("/nonexistent"));
+    let out = Command::new(&pinned)
+        .args([
+            "--channel",
+            project.join(".countersign").to_str().unwrap(),
+            "--role",
+            "api",
+            "install",
+            "claude",
+            "--apply",
+        ])
+        .current_dir(&other)
+        .env_clear()
+        .env("HOME", m.home())
+        .env("PATH", &no_cs)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("no countersign is on PATH"), "{text}");
+    assert_eq!(
+        claude_entry(&m, &other)["command"],
+        pinned.canonicalize().unwrap().to_str().unwrap()
+    );
+}
+
+/// `install codex` leaves nothing personal in git: a committed AGENTS.md is not touched,
+/// and `git status` is as clean after the install as before.
+#[test]
+fn install_codex_leaves_git_status_clean() {
+    let m = Machine::new();
+    let project = m.project("proj");
+    fs::write(project.join("AGENTS.md"), "# Team rules\n").unwrap();
+    m.cs(&project, &["init", "--roles", "web,api"]);
+    fs::write(project.join(".gitignore"), ".countersign/\n").unwrap();
+    git_ok(&project, &["add", "AGENTS.md", ".gitignore"]);
+    git_ok(&project, &["commit", "-q", "-m", "rules"]);
+    let status = || m.sh(&project, "git status --porcelain --untracked-files=all");
+    assert_eq!(status(), "");
+    let (code, out) = m.cs(&project, &["--role", "web", "install", "codex", "--apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(status(), "", "{out}");
+    assert_eq!(
+        fs::read_to_string(project.join("AGENTS.md")).unwrap(),
+        "# Team rules\n"
+    );
+    let note = fs::read_to_string(m.home().join(".codex/AGENTS.md")).unwrap();
+    assert!(note.contains("elsewhere ignore this section"), "{note}");
+}
+
+/// `init` in a project says the channel folder is not to be committed, changes nothing in
+/// git unless asked, and with `--keep-out-of-git` leaves `git status` clean.
+#[test]
+fn init_says_the_channel_stays_out_of_git_and_keeps_it_out_when_asked() {
+    let m = Machine::new();
+    let status = |dir: &Path| m.sh(dir, "git status --porcelain --untracked-files=normal");
+    let a = m.project("a");
+    let (code, out) = m.cs(&a, &["init", "--roles", "web,api"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("git would pick it up") && out.contains("--keep-out-of-git"),
+        "{out}"
+    );
+    assert_eq!(status(&a), "?? .countersign/\n", "nothing changed in git");
+
+    let b = m.project("b");
+    let (code, out) = m.cs(&b, &["init", "--roles", "web,api", "--keep-out-of-git"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("added /.countersign/"), "{out}");
+    assert_eq!(status(&b), "", "{out}");
+
+    let c = m.project("c");
+    fs::write(c.join(".gitignore"), ".countersign/\n").unwrap();
+    let (code, out) = m.cs(&c, &["init", "--roles", "web,api"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("git ignores it"), "{out}");
 }

@@ -128,7 +128,8 @@ pub(super) fn mcp_json(path: &Path, at: &[&str], entry: Option<Value>) -> anyhow
 }
 
 /// Takes countersign's server out of the object at `at` in `obj`, and the
-/// objects its removal leaves empty.
+/// objects its removal leaves empty below the first key of `at` (Claude
+/// Code's `projects` stays, even empty: it is Claude Code's).
 pub(super) fn remove_server(
     obj: &mut Map<String, Value>,
     at: &[&str],
@@ -136,11 +137,22 @@ pub(super) fn remove_server(
     describe: &dyn Fn(&Value) -> String,
     notes: &mut Vec<String>,
 ) {
+    remove_below(obj, at, place, describe, notes, true);
+}
+
+fn remove_below(
+    obj: &mut Map<String, Value>,
+    at: &[&str],
+    place: &str,
+    describe: &dyn Fn(&Value) -> String,
+    notes: &mut Vec<String>,
+    top: bool,
+) {
     if let Some((key, rest)) = at.split_first() {
         if let Some(Value::Object(inner)) = obj.get_mut(*key) {
             let had = !inner.is_empty();
-            remove_server(inner, rest, place, describe, notes);
-            if had && inner.is_empty() {
+            remove_below(inner, rest, place, describe, notes, false);
+            if had && inner.is_empty() && !top {
                 obj.remove(*key);
             }
         }

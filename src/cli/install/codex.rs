@@ -37,6 +37,18 @@ pub(super) fn codex_hooks() -> anyhow::Result<PathBuf> {
     Ok(codex_home()?.join("hooks.json"))
 }
 
+/// Codex's user instructions file, read in every session before a
+/// project's own: `$CODEX_HOME/AGENTS.override.md` when that holds
+/// anything (Codex then reads it instead), else `$CODEX_HOME/AGENTS.md`.
+/// The note goes here, never in a project's AGENTS.md: that one is often
+/// committed, and the note is personal.
+pub(super) fn codex_agents() -> anyhow::Result<PathBuf> {
+    let home = codex_home()?;
+    let over = home.join("AGENTS.override.md");
+    let used = std::fs::read_to_string(&over).is_ok_and(|t| !t.trim().is_empty());
+    Ok(if used { over } else { home.join("AGENTS.md") })
+}
+
 /// A TOML basic string (JSON's escapes are valid TOML).
 pub(super) fn toml_str(s: &str) -> String {
     serde_json::to_string(s).expect("strings serialize")

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::edit::Edit;
 use super::file::read;
+use super::json_text::rewrite;
 
 /// The file at `path` as it is (`None`: no such file) and the JSON object it
 /// holds (empty for no file or an empty one).
@@ -52,8 +53,9 @@ pub(super) fn object_at<'a>(
     }
 }
 
-/// The edit turning `before` into `root`: the text is kept when the JSON
-/// did not change, and an emptied file is removed.
+/// The edit turning `before` into `root`: only what changed is rewritten
+/// ([`rewrite`]: every other byte of the file stays), and an emptied file
+/// is removed.
 pub(super) fn json_edit(
     path: &Path,
     before: Option<String>,
@@ -61,14 +63,27 @@ pub(super) fn json_edit(
     root: Map<String, Value>,
     notes: Vec<String>,
 ) -> Edit {
+    let root_hollow = root.values().all(|v| match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    });
     let after = if root == *orig {
         before.clone()
     } else if root.is_empty() {
         None
     } else {
-        Some(pretty(&Value::Object(root), before.as_deref()))
+        let new = Value::Object(root);
+        let kept = before
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .and_then(|t| rewrite(t, &Value::Object(orig.clone()), &new, &indent_unit(Some(t))));
+        Some(kept.unwrap_or_else(|| pretty(&new, before.as_deref())))
     };
-    Edit::new(path, before, after, notes)
+    let mut e = Edit::new(path, before, after, notes);
+    e.empty = "{}\n";
+    e.hollow = root_hollow;
+    e
 }
 
 /// `v` as indented JSON, indented as `like` is (its first indented line's
@@ -76,14 +91,7 @@ pub(super) fn json_edit(
 /// newline: key order is kept, the rest of a layout JSON cannot carry.
 pub(super) fn pretty(v: &Value, like: Option<&str>) -> String {
     use serde::Serialize as _;
-    let indent: String = like
-        .and_then(|t| {
-            t.lines().skip(1).find_map(|l| {
-                let ws: String = l.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
-                (!ws.is_empty() && ws.len() < l.len()).then_some(ws)
-            })
-        })
-        .unwrap_or_else(|| "  ".into());
+    let indent = indent_unit(like);
     let mut out = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
     let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
@@ -91,6 +99,18 @@ pub(super) fn pretty(v: &Value, like: Option<&str>) -> String {
     let mut text = String::from_utf8(out).expect("JSON is UTF-8");
     text.push('\n');
     text
+}
+
+/// One level of indentation in `like`: its first indented line's tabs or
+/// spaces; two spaces for a new or one-line file.
+fn indent_unit(like: Option<&str>) -> String {
+    like.and_then(|t| {
+        t.lines().skip(1).find_map(|l| {
+            let ws: String = l.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+            (!ws.is_empty() && ws.len() < l.len()).then_some(ws)
+        })
+    })
+    .unwrap_or_else(|| "  ".into())
 }
 
 #[cfg(test)]

@@ -19,12 +19,19 @@
 //! Both commands print every change first; only `--apply` writes. Every
 //! change is planned before anything is written, so a file that cannot be
 //! parsed (or a server entry that is not countersign's) stops the command
-//! with nothing changed. Each file changed is saved, as it was and as it was
-//! left, in one folder of the countersign home ([`Backups`]); `uninstall`
-//! puts back byte for byte every file nobody changed since, and otherwise
-//! takes out only what install added: JSON is merged (other keys kept, in
-//! their order), TOML edited with `toml_edit`, which keeps comments, order
-//! and layout, and finds the server however it is written.
+//! with nothing changed; the writes are all or nothing (a failed write, or
+//! a report that cannot be printed, puts back what was written). A file is
+//! never put back from a copy, since other programs write the same files
+//! (Claude Code rewrites `~/.claude.json` on every run): install adds
+//! countersign's entries and `uninstall` takes out exactly those, JSON
+//! edited in place ([`json_text`]: every other byte kept), TOML with
+//! `toml_edit`, which keeps comments, order and layout, and finds the server
+//! however it is written. A record per file in the countersign home
+//! ([`Backups`]) says whether install created it (it then goes once nothing
+//! else is in it). Codex's note goes in its own user file
+//! (`$CODEX_HOME/AGENTS.md`), never in a project's, often committed,
+//! AGENTS.md. The entries run `countersign` from PATH when that is this
+//! binary. One folder holds one role: another is refused without `--force`.
 //!
 //! This module holds the arguments and the two flows; each file the
 //! clients read is planned by its own module ([`claude`], [`codex`],
@@ -40,6 +47,7 @@ mod file;
 mod git;
 mod hooks;
 mod json;
+mod json_text;
 mod note;
 mod served;
 mod server_entry;
@@ -53,13 +61,13 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use super::Cli;
-use crate::cli::output::outln;
+use crate::cli::output::{self, outln};
 use crate::store::backup::{Backups, Saved};
 use crate::store::binding::{self, Binding};
 use claude::{claude_project, claude_user_config, claude_user_settings, mcp_json};
-use codex::{codex_config, codex_hooks, codex_toml};
+use codex::{codex_agents, codex_config, codex_hooks, codex_toml};
 use compactor::{AGENT_FILE, COMMAND_FILE, agent_file, command_file};
-use edit::{plain_file, report};
+use edit::{Written, plain_file, report};
 use git::{exclude_block, git_exclude};
 use hooks::{HookCommand, hook_commands, record_commands, settings};
 use note::{Whose, section, section_text};
@@ -72,8 +80,8 @@ pub enum Tool {
     /// Claude Code: its local scope (~/.claude.json) for the server,
     /// ./.claude/settings.local.json (hooks) and ./CLAUDE.local.md.
     Claude,
-    /// Codex: $CODEX_HOME/config.toml and $CODEX_HOME/hooks.json (default ~/.codex) and
-    /// ./AGENTS.md.
+    /// Codex: $CODEX_HOME/config.toml, $CODEX_HOME/hooks.json and $CODEX_HOME/AGENTS.md
+    /// (default ~/.codex).
     Codex,
 }
 
@@ -120,13 +128,14 @@ pub struct Args {
     /// short section in ./CLAUDE.local.md. codex: the [mcp_servers.channel] table in
     /// $CODEX_HOME/config.toml (default ~/.codex), the SessionStart and Stop hooks in
     /// $CODEX_HOME/hooks.json (they run once you trust them in Codex) and a section in
-    /// ./AGENTS.md. Run it in the project folder the agent session starts in.
+    /// $CODEX_HOME/AGENTS.md (read in every session; never the project's AGENTS.md). Run it
+    /// in the project folder the agent session starts in.
     #[arg(value_enum)]
     pub tool: Tool,
     /// Make the changes (without it, only print them).
     #[arg(long)]
     pub apply: bool,
-    /// claude only: `local` (the default) keeps everything personal and uncommitted;
+    /// claude only: `local` (default) keeps everything personal and uncommitted;
     /// `project` writes ./.mcp.json, ./.claude/settings.json and ./CLAUDE.md for a team.
     #[arg(long, value_enum, default_value = "local")]
     pub scope: Scope,
@@ -151,6 +160,10 @@ pub struct Args {
     /// recording hooks out).
     #[arg(long, conflicts_with = "url")]
     pub record: bool,
+    /// Replace this folder's binding when it names another role or channel (without it,
+    /// install refuses: one folder holds one role; give a second role a git worktree).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// What `install --record` says about who reads what it records.
@@ -174,9 +187,54 @@ const SERVER: &str = "channel";
 
 /// Prints (and with --apply makes) the wiring of `tool` to the channel as --role.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
-    if let (Some(url), Some(var)) = (&a.url, &a.token_env) {
-        return served::run(cli, a, url, var);
+    all_or_nothing(|| match (&a.url, &a.token_env) {
+        (Some(url), Some(var)) => served::run(cli, a, url, var),
+        _ => install(cli, a),
+    })
+}
+
+/// Prints (and with --apply makes) the removal of what `install` added. The
+/// channel folder and the keys stay. An entry other projects still use
+/// (Codex's user entry, Claude Code's entry of a repository whose other
+/// worktrees are bound, the git exclude block) stays while they do.
+pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
+    all_or_nothing(|| uninstall(cli, a))
+}
+
+/// Runs `command` with its output held back until it has written every file,
+/// then prints it; when that fails (the reader went away), every file it
+/// wrote is put back and the command fails: an install is all or nothing.
+fn all_or_nothing(command: impl FnOnce() -> anyhow::Result<Written>) -> anyhow::Result<ExitCode> {
+    output::hold();
+    let written = match command() {
+        Ok(w) => w,
+        Err(e) => {
+            // The plan printed so far says what was looked at; best effort.
+            let _ = output::release();
+            return Err(e);
+        }
+    };
+    match output::release() {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if !written.any() => Err(anyhow::anyhow!(
+            "cannot print the report ({e}); nothing was written"
+        )),
+        Err(e) => {
+            let all = written.undo();
+            bail!(
+                "cannot print the report ({e}), so {}; run it again with its output going where \
+                 it can be read (not into a pipe that closes early, such as `| head`)",
+                if all {
+                    "every file it wrote was put back as it was"
+                } else {
+                    "it put back what it could (see above)"
+                }
+            )
+        }
     }
+}
+
+fn install(cli: &Cli, a: &Args) -> anyhow::Result<Written> {
     if a.tool == Tool::Codex && a.scope == Scope::Project {
         bail!(
             "--scope project is for claude: Codex reads its servers from $CODEX_HOME/config.toml \
@@ -186,6 +244,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     let session = cli.session_with_role()?;
     let role = session.role()?.to_string();
+    let cwd = working_dir()?;
     let root = session.channel().dir().root();
     let dir = root
         .canonicalize()
@@ -198,8 +257,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .map(|r| r.canonicalize().unwrap_or_else(|_| r.to_path_buf()))
         .map(|r| r.display().to_string());
     let backups = Backups::of(&home);
-    let exe = executable();
-    let cwd = working_dir()?;
+    let (exe, pinned) = executable();
     let personal = a.tool == Tool::Codex || a.scope == Scope::Local;
     let mut args: Vec<String> = vec!["mcp".into()];
     if !personal {
@@ -228,6 +286,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             channel: PathBuf::from(&dir),
         }
         .to_text();
+        refuse_second_role(&binding_path, &text, a.force)?;
         edits.push(plain_file(&binding_path, Some(&text))?);
         if let Some(ex) = git_exclude(&cwd) {
             edits.push(exclude_block(&ex, true)?);
@@ -303,10 +362,14 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             let edit = settings(&codex_hooks()?, Some(&hooks))?;
             codex_hooks_changed = edit.changed();
             edits.push(edit);
+            // The note goes in Codex's own user file, never in the project's
+            // AGENTS.md, which is often committed; an earlier install's
+            // section there comes out.
             edits.push(section(
-                &cwd.join("AGENTS.md"),
+                &codex_agents()?,
                 Some(&section_text(&Whose::Binding, "")),
             )?);
+            edits.push(section(&cwd.join("AGENTS.md"), None)?);
         }
     }
     let tool = a.tool.name();
@@ -314,15 +377,23 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     match &home_root {
         Some(h) => outln!("home {h}: the server entry passes it on as COUNTERSIGN_HOME"),
         None => outln!(
-            "home: the default ({}); set COUNTERSIGN_HOME or --home to use another",
+            "home: {}; set COUNTERSIGN_HOME or --home to use another",
             home.describe()
         ),
     }
-    let done = report(
+    match &pinned {
+        None => outln!(
+            "binary: `countersign`, found on PATH: the entries run it from there, so an upgrade \
+             in place needs no new install"
+        ),
+        Some(why) => outln!("binary: {exe}: {why}"),
+    }
+    let written = report(
         &edits,
         a.apply,
         &backups,
         Some((binding_path.as_path(), tool)),
+        true,
     )?;
     let how = match (a.tool, personal) {
         (Tool::Claude, true) => format!(
@@ -371,20 +442,38 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             "{when}: Codex runs a new or changed hook only after you trust it, and `codex exec` \
              never asks (it skips them without a word). Start `codex` in a terminal and choose \
              \"Trust all and continue\" when it shows \"Hooks need review\" (or review them with \
-             /hooks). Until then the server and the AGENTS.md note work, the hooks do not run."
+             /hooks). Until then the server and the note work, the hooks do not run."
         );
     }
-    if done {
+    if written.any() {
         outln!("Restart the agent session in {} to use it.", cwd.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(written)
 }
 
-/// Prints (and with --apply makes) the removal of what `install` added. The
-/// channel folder and the keys stay. An entry other projects still use
-/// (Codex's user entry, Claude Code's entry of a repository whose other
-/// worktrees are bound, the git exclude block) stays while they do.
-pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
+/// Refuses to bind the folder of `binding` to another role or channel than
+/// the binding there names, unless `force`: one folder holds one role.
+fn refuse_second_role(binding: &Path, text: &str, force: bool) -> anyhow::Result<()> {
+    let Some(old) = file::read(binding)? else {
+        return Ok(());
+    };
+    let new = serde_json::from_str::<Binding>(text).ok();
+    let was = match serde_json::from_str::<Binding>(&old) {
+        Ok(b) if force || Some(&b) == new.as_ref() => return Ok(()),
+        Ok(b) => format!("role '{}' of the channel {}", b.role, b.channel.display()),
+        Err(_) if force => return Ok(()),
+        Err(_) => "something install cannot read".into(),
+    };
+    bail!(
+        "this folder is already bound to {was} ({}), and one folder holds one role. To work as a \
+         second role, give it a folder of its own, e.g. a git worktree (`git worktree add \
+         ../<name>`, then install there); to replace the binding here, run install again with \
+         --force",
+        binding.display()
+    )
+}
+
+fn uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<Written> {
     let cwd = working_dir()?;
     let home = cli.home()?;
     let backups = Backups::of(&home);
@@ -404,17 +493,17 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
             .collect()
     };
     let mut kept = Vec::new();
+    let project_settings = cwd.join(".claude").join("settings.json");
+    let user_settings = claude_user_settings().ok();
+    let mut under_local: Vec<&Path> = vec![&project_settings];
+    under_local.extend(user_settings.as_deref());
     let mut edits = vec![
         plain_file(&binding_path, None)?,
         mcp_json(&cwd.join(".mcp.json"), &[], None)?,
-        statusline(
-            settings(&cwd.join(".claude").join("settings.json"), None)?,
-            &[],
-            None,
-        )?,
+        statusline(settings(&project_settings, None)?, &under_local[1..], None)?,
         statusline(
             settings(&cwd.join(".claude").join("settings.local.json"), None)?,
-            &[],
+            &under_local,
             None,
         )?,
         plain_file(&cwd.join(".claude").join(AGENT_FILE), None)?,
@@ -461,6 +550,7 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
         if sharing.is_empty() {
             edits.push(codex_toml(&path, None)?);
             edits.push(settings(&hooks, None)?);
+            edits.push(section(&codex_agents()?, None)?);
         } else {
             kept.push(format!(
                 "{}: [mcp_servers.{SERVER}] stays: {} still use it",
@@ -472,19 +562,25 @@ pub fn run_uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<ExitCode> {
                 hooks.display(),
                 list(&sharing)
             ));
+            kept.push(format!(
+                "{}: the countersign section stays: {} still use it",
+                codex_agents()?.display(),
+                list(&sharing)
+            ));
         }
     }
     for e in &mut edits {
         if let Some(saved) = backups.get(&e.path)? {
-            e.undo(saved);
+            e.undo(&saved);
         }
     }
     outln!("countersign uninstall: the channel folder and the keys stay");
     for k in &kept {
         outln!("{k}");
     }
-    report(&edits, a.apply, &backups, None)?;
-    Ok(ExitCode::SUCCESS)
+    // The records go with the last project bound through this home; until
+    // then a shared file's record still says whether install created it.
+    report(&edits, a.apply, &backups, None, !others.is_empty())
 }
 
 fn list(dirs: &[PathBuf]) -> String {
@@ -498,13 +594,47 @@ fn working_dir() -> anyhow::Result<PathBuf> {
     Ok(cwd.canonicalize().unwrap_or(cwd))
 }
 
-/// The binary hooks and servers should run: this one, by absolute path.
-fn executable() -> String {
-    std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .ok()
-        .and_then(|p| p.to_str().map(str::to_owned))
-        .unwrap_or_else(|| "countersign".into())
+/// The binary hooks and servers should run: `countersign` when the one on
+/// PATH is this binary (an upgrade in place then needs no new install, and
+/// a path through a versioned folder never lands in a client's file);
+/// otherwise this one by its absolute path, with why (`Some`).
+fn executable() -> (String, Option<String>) {
+    let this = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .filter(|d| d.is_absolute())
+            .map(|d| d.join("countersign"))
+            .find(|p| p.is_file())
+    });
+    let Some(this) = this.filter(|p| p.to_str().is_some()) else {
+        return (
+            "countersign".into(),
+            Some(
+                "this binary's own path cannot be read: the entries run `countersign` from PATH"
+                    .into(),
+            ),
+        );
+    };
+    let path = this.to_str().expect("checked above").to_owned();
+    match on_path {
+        Some(p) if p.canonicalize().is_ok_and(|c| c == this) => ("countersign".into(), None),
+        Some(p) => (
+            path,
+            Some(format!(
+                "the countersign on PATH ({}) is another binary; put this one first on PATH (or \
+                 run that one) and install again to have the entries run it from PATH",
+                p.display()
+            )),
+        ),
+        None => (
+            path,
+            Some(
+                "no countersign is on PATH; put its folder on PATH and install again to have the \
+                 entries run it from there, so an upgrade in place needs no new install"
+                    .into(),
+            ),
+        ),
+    }
 }
 
 fn env_path(k: &str) -> Option<PathBuf> {

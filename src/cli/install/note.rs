@@ -16,7 +16,8 @@ const END: &str = "<!-- countersign:end -->";
 pub(super) enum Whose<'a> {
     /// Written into a personal note: this role, this channel folder.
     Bound(&'a str, &'a str),
-    /// A shared note names neither and points to the binding, so it never
+    /// A note in a user's file read in every project (Codex's own
+    /// AGENTS.md) names neither and points to the binding, so it never
     /// disagrees with the server of whoever reads it.
     Binding,
     /// A channel served over HTTP: the token's role, at this server.
@@ -31,8 +32,9 @@ pub(super) fn section_text(whose: &Whose<'_>, tool_prefix: &str) -> String {
             format!("This session works as the role `{role}` on the countersign channel in `{dir}`")
         }
         Whose::Binding => format!(
-            "This session works as the role and on the countersign channel that `{}` in this \
-             folder names (written by `countersign install`; {} says which)",
+            "Only when the folder this session starts in, or one above it, holds `{}` (written \
+             by `countersign install`; elsewhere ignore this section): this session works as the \
+             role and on the countersign channel it names ({} says which)",
             binding::FILE,
             t("channel_status")
         ),

@@ -10,13 +10,12 @@
 //! the channel. Files, backups and `uninstall` are the local install's.
 
 use std::path::Path;
-use std::process::ExitCode;
 
 use anyhow::bail;
 use serde_json::{Value, json};
 
 use super::claude::{claude_project, claude_user_config, mcp_json};
-use super::edit::report;
+use super::edit::{Written, report};
 use super::git::{exclude_block, git_exclude};
 use super::hooks::{served_hook_commands, settings};
 use super::note::{Whose, section, section_text};
@@ -29,7 +28,7 @@ use crate::store::binding;
 
 /// Prints (and with --apply makes) the wiring of Claude Code to the server
 /// at `url`, sending the token held in the variable `var`.
-pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<Written> {
     if a.tool != Tool::Claude {
         bail!("--url is for claude: it writes Claude Code's HTTP server entry");
     }
@@ -52,7 +51,7 @@ pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<E
         .map(|r| r.canonicalize().unwrap_or_else(|_| r.to_path_buf()))
         .map(|r| r.display().to_string());
     let backups = Backups::of(&home);
-    let exe = executable();
+    let (exe, _) = executable();
     let cwd = working_dir()?;
     let personal = a.scope == Scope::Local;
     let entry = served_entry(&base, var);
@@ -84,11 +83,12 @@ pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<E
         "countersign install claude: the channel served at {base}, as the role of the token in ${var}"
     );
     let binding_path = cwd.join(binding::FILE);
-    let done = report(
+    let written = report(
         &edits,
         a.apply,
         &backups,
         Some((binding_path.as_path(), "claude")),
+        true,
     )?;
     outln!(
         "How it resolves: Claude Code connects to {base}/mcp (the server \"{SERVER}\") and sends \
@@ -102,10 +102,10 @@ pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<E
          profile or a secret manager, never a file in the project. Without it Claude Code \
          cannot connect and the stop hook lets every stop pass."
     );
-    if done {
+    if written.any() {
         outln!("Restart the agent session in {} to use it.", show(&cwd));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(written)
 }
 
 /// Claude Code's HTTP server entry for the server at `base`.

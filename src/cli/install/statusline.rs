@@ -68,7 +68,8 @@ fn in_effect(own: &Map<String, Value>, lower: &[&Path]) -> Option<Value> {
 /// Sets (`Some(exe, home)`) or takes out (`None`) our status line in a
 /// settings file, on top of `base`, the edit of that file planned so far
 /// (its hooks). `lower` are the settings files Claude Code reads under it
-/// (their status line is the one kept when the file has none).
+/// (their status line is the one kept when the file has none, and the one
+/// that shows again when ours goes).
 pub(super) fn statusline(
     base: Edit,
     lower: &[&Path],
@@ -119,7 +120,20 @@ pub(super) fn statusline(
             if let Some(v) = root.get("statusLine").cloned()
                 && is_ours(&v)
             {
+                // The status line ours wraps came from a file under this one
+                // when that file still has it: ours then just goes.
+                let inherited = v["command"].as_str().and_then(wrapped).filter(|prev| {
+                    in_effect(&Map::new(), lower)
+                        .is_some_and(|l| l["command"].as_str() == Some(prev.as_str()))
+                });
                 match v["command"].as_str().and_then(wrapped) {
+                    Some(prev) if inherited.is_some() => {
+                        notes.push(format!(
+                            "remove the status line (countersign memory status): `{prev}` of \
+                             the settings under this file shows again"
+                        ));
+                        root.remove("statusLine");
+                    }
                     Some(prev) => {
                         let mut line = v.clone();
                         line["command"] = json!(prev);
