@@ -3,6 +3,7 @@
 //! folder, the stdio transport, search cost, peer text shown to a person) and
 //! each test pins a case that once went wrong.
 
+mod feeds;
 mod folder;
 mod search;
 mod stdio;
