@@ -2,7 +2,8 @@
 //! file named like a segment is planted in a feed folder nobody admitted; once
 //! the first call has found and reported it, every later call must cost about
 //! what it costs on the clean channel (the file is remembered by size and
-//! time, never read again).
+//! time, never read again). Likewise [`JUNK_FOLDERS`] feed folders, each with
+//! one segment of garbage, which no key is needed to plant.
 
 use std::fs;
 use std::path::Path;
@@ -51,6 +52,54 @@ impl Hostile {
             })
         })();
         fs::remove_dir_all(&folder).with_context(|| format!("removing {}", folder.display()))?;
+        measured
+    }
+}
+
+/// How many junk feed folders [`JunkFeeds`] plants.
+pub const JUNK_FOLDERS: usize = 10_000;
+
+/// `countersign status` as a process, on the clean channel and then beside
+/// [`JUNK_FOLDERS`] feed folders `feeds/<role>/vm-NNNNNN/`, each holding one
+/// segment of garbage, after the first call found them.
+pub struct JunkFeeds {
+    /// Clean channel.
+    pub clean: Vec<Duration>,
+    /// The first call after the folders were planted (reads and reports them).
+    pub discovery: Duration,
+    /// Later calls, the folders still there.
+    pub after: Vec<Duration>,
+}
+
+impl JunkFeeds {
+    /// Measures on the channel folder `dir` with the home `home`, as `role`.
+    /// The planted folders are removed again before returning.
+    pub fn measure(exe: &Countersign, dir: &Path, home: &Path, role: &str) -> anyhow::Result<Self> {
+        let run = || exe.time(dir, home, role, &["status"], None);
+        run()?;
+        let clean = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
+        let role_dir = dir.join("feeds").join(role);
+        let folders: Vec<_> = (0..JUNK_FOLDERS)
+            .map(|i| role_dir.join(format!("vm-{i:06}")))
+            .collect();
+        let planted = folders.iter().enumerate().try_for_each(|(i, folder)| {
+            fs::create_dir_all(folder)?;
+            fs::write(folder.join("00000001.jsonl"), format!("junk {i}\n"))
+        });
+        let measured = planted
+            .with_context(|| format!("planting junk feed folders in {}", role_dir.display()))
+            .and_then(|()| {
+                let discovery = run()?;
+                let after = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
+                Ok(Self {
+                    clean,
+                    discovery,
+                    after,
+                })
+            });
+        for folder in folders.iter().filter(|f| f.exists()) {
+            fs::remove_dir_all(folder).with_context(|| format!("removing {}", folder.display()))?;
+        }
         measured
     }
 }

@@ -32,8 +32,8 @@
 //!   `countersign hook stop` as processes (`wake`);
 //! - propagation between two machines through git and rclone
 //!   (`propagation`);
-//! - `countersign status` with an 8 GiB file planted in the folder
-//!   (`hostile`);
+//! - `countersign status` with an 8 GiB file planted in the folder, then
+//!   with 10,000 junk feed folders (`hostile`);
 //! - last, `countersign sync` with nothing new on the seeded channel, through
 //!   git and through rclone (`quiet_sync`).
 
@@ -63,7 +63,7 @@ use std::time::{Duration, Instant};
 use anyhow::ensure;
 use clap::Parser as _;
 
-use self::hostile::Hostile;
+use self::hostile::{Hostile, JUNK_FOLDERS, JunkFeeds};
 use self::http::Http;
 use self::in_process::InProcess;
 use self::incremental::Incremental;
@@ -133,6 +133,13 @@ pub struct Args {
     /// the size of the index and of the feeds on disk.
     #[arg(long, conflicts_with_all = ["propagation", "sync", "rebuild", "http", "memory"])]
     pub growth: bool,
+    /// Measure only what a hostile folder costs: seed the channel, then `countersign status`
+    /// beside an 8 GiB sparse segment and beside 10,000 junk feed folders.
+    #[arg(
+        long,
+        conflicts_with_all = ["propagation", "sync", "rebuild", "http", "memory", "growth"]
+    )]
+    pub hostile: bool,
 }
 
 /// The roster of the bench channel, sorted (recipients are kept sorted).
@@ -365,6 +372,59 @@ fn memory_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
     );
     println!("\nload average at the end: {}", load_average());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--hostile`: seeding, then `status` beside an 8 GiB file and beside
+/// junk feed folders.
+fn hostile_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result<ExitCode> {
+    let machine = Machine::probe(&scratch.root)?;
+    println!("countersign-bench --hostile: {} messages", a.messages);
+    println!("machine: {}", machine.describe());
+    println!("binary: {}", exe.path().display());
+    println!("load average at the start: {}", load_average());
+    let seeded = seed(&scratch.root, a.messages)?;
+    // The index, as a machine that has been running has it.
+    Channel::open(seeded.dir.clone(), seeded.home.clone())?.reindex(None)?;
+    let (dir, home) = (seeded.dir.root(), &seeded.home_path);
+    eprintln!("measuring a call with an 8 GiB sparse file in a feed folder…");
+    let hostile = Hostile::measure(exe, dir, home, "backend")?;
+    eprintln!("measuring a call beside {JUNK_FOLDERS} junk feed folders…");
+    let junk = JunkFeeds::measure(exe, dir, home, "backend")?;
+    let mut t = Table::default();
+    hostile_rows(&mut t, &hostile, &junk);
+    t.print();
+    println!("\nload average at the end: {}", load_average());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The rows of the hostile folder: each later call within 2× of the clean one.
+fn hostile_rows(t: &mut Table, hostile: &Hostile, junk: &JunkFeeds) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let junk_name = format!("status beside {JUNK_FOLDERS} junk feed folders (after discovery)");
+    for (name, clean, after, discovery) in [
+        (
+            "status with an 8 GiB file in feeds/ (after discovery)",
+            &hostile.clean,
+            &hostile.after,
+            hostile.discovery,
+        ),
+        (junk_name.as_str(), &junk.clean, &junk.after, junk.discovery),
+    ] {
+        let (clean, planted) = (ms(p(clean, 50)), ms(p(after, 50)));
+        t.row(
+            name,
+            format!("{planted:.1} ms"),
+            format!(
+                "{:.1} ms (n={}; clean {clean:.1} ms, discovery {:.1} ms)",
+                ms(p(after, 99)),
+                after.len(),
+                ms(discovery)
+            ),
+            "≤ 2× clean",
+            Some(planted <= 2.0 * clean),
+            2.0 * clean / planted,
+        );
+    }
 }
 
 /// The budget of a repeated memory_view (p50).
@@ -753,6 +813,9 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     if a.growth {
         return growth_only(a, &scratch, &exe);
     }
+    if a.hostile {
+        return hostile_only(a, &scratch, &exe);
+    }
     let machine = Machine::probe(&scratch.root)?;
     println!(
         "countersign-bench: {} messages over {} roles",
@@ -832,6 +895,8 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     drop(rt);
     eprintln!("measuring a call with an 8 GiB sparse file in a feed folder…");
     let hostile = Hostile::measure(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
+    eprintln!("measuring a call beside {JUNK_FOLDERS} junk feed folders…");
+    let junk = JunkFeeds::measure(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
     // Last: it makes the seeded folder a git repository and gzips segments.
     eprintln!("measuring syncs with nothing new (git, then rclone)…");
     let quiet = QuietSync::measure(&exe, &seeded, &scratch.root)?;
@@ -895,20 +960,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
             p50_budget / p50,
         );
     }
-    let (clean, planted) = (ms(p(&hostile.clean, 50)), ms(p(&hostile.after, 50)));
-    t.row(
-        "status with an 8 GiB file in feeds/ (after discovery)",
-        format!("{planted:.1} ms"),
-        format!(
-            "{:.1} ms (n={}; clean {clean:.1} ms, discovery {:.1} ms)",
-            ms(p(&hostile.after, 99)),
-            hostile.after.len(),
-            ms(hostile.discovery)
-        ),
-        "≤ 2× clean",
-        Some(planted <= 2.0 * clean),
-        2.0 * clean / planted,
-    );
+    hostile_rows(&mut t, &hostile, &junk);
     rss_row(&mut t, &mcp, RSS_BUDGET_MB);
     quiet_rows(&mut t, &quiet, seeded.messages);
     propagation_rows(&mut t, &prop);

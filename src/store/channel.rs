@@ -104,6 +104,12 @@ impl Channel {
         &self.index
     }
 
+    /// Starts counting the SQLite work of this channel's index connection
+    /// ([`Index::count_work`]): what a pass costs, without a clock.
+    pub fn count_index_work(&mut self) -> StoreResult<crate::store::index::IndexWork> {
+        self.index.count_work()
+    }
+
     /// This device.
     pub fn device(&self) -> &Device {
         &self.device

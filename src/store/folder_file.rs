@@ -134,7 +134,9 @@ impl fmt::Display for Refusal {
             ),
             Self::Linked { links } => write!(
                 f,
-                "has {links} names (hard links): it was not written in place"
+                "has {links} names (hard links), so writing it would change the other names too: \
+                 nothing was written; give it a name of its own (copy it, then move the copy over \
+                 it) if its content is this channel's, else remove it"
             ),
         }
     }
@@ -254,14 +256,28 @@ pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, FolderError> {
 
 /// Opens a regular file of the folder for appending, creating it (mode 0644)
 /// when missing. The caller has checked the folders above it ([`ensure_real_dirs`]).
+/// Refused, with nothing written, for a file with other names: a hard link
+/// planted at a segment's name would carry the appended bytes to its other
+/// name, anywhere on the same file system.
 pub fn open_append(path: &Path) -> Result<File, FolderError> {
-    open_regular(path, OpenOptions::new().append(true).create(true)).map(|(f, _)| f)
+    let (f, _) = open_regular(path, OpenOptions::new().append(true).create(true))?;
+    only_name(f, path)
 }
 
 /// Opens an existing regular file of the folder for writing in place (to cut
-/// a torn tail off).
+/// a torn tail off). Refused for a file with other names, like [`open_append`].
 pub fn open_write(path: &Path) -> Result<File, FolderError> {
-    open_regular(path, OpenOptions::new().write(true)).map(|(f, _)| f)
+    let (f, _) = open_regular(path, OpenOptions::new().write(true))?;
+    only_name(f, path)
+}
+
+/// The opened file, if `path` is its one name (`fstat`'s link count).
+fn only_name(f: File, path: &Path) -> Result<File, FolderError> {
+    use std::os::unix::fs::MetadataExt as _;
+    match f.metadata().at(path)?.nlink() {
+        1 => Ok(f),
+        links => Err(FolderError::refused(path, Refusal::Linked { links })),
+    }
 }
 
 /// Writes `bytes` over the regular file at `path`, in place: from its start,
@@ -271,12 +287,8 @@ pub fn open_write(path: &Path) -> Result<File, FolderError> {
 /// anything [`open_write`] refuses and for a file with other names (a hard
 /// link would carry the bytes beyond the folder): [`replace`] is the way then.
 pub fn rewrite(path: &Path, bytes: &[u8]) -> Result<(), FolderError> {
-    use std::os::unix::fs::{FileExt as _, MetadataExt as _};
+    use std::os::unix::fs::FileExt as _;
     let f = open_write(path)?;
-    let links = f.metadata().at(path)?.nlink();
-    if links != 1 {
-        return Err(FolderError::refused(path, Refusal::Linked { links }));
-    }
     f.write_all_at(bytes, 0).at(path)?;
     f.set_len(bytes.len() as u64).at(path)?;
     Ok(())
@@ -416,6 +428,30 @@ mod tests {
         let missing = dir.path().join("missing");
         assert!(rewrite(&missing, b"x").is_err());
         assert!(!missing.exists());
+    }
+
+    #[test]
+    fn an_append_or_a_cut_never_goes_through_another_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = dir.path().join("00000001.jsonl");
+        fs::write(&seg, b"line\n").unwrap();
+        // One name: appended to as before.
+        use std::io::Write as _;
+        open_append(&seg).unwrap().write_all(b"more\n").unwrap();
+        let other = dir.path().join("victim");
+        fs::hard_link(&seg, &other).unwrap();
+        for err in [
+            open_append(&seg).map(|_| ()).unwrap_err(),
+            open_write(&seg).map(|_| ()).unwrap_err(),
+        ] {
+            assert_eq!(err.refusal(), Some(&Refusal::Linked { links: 2 }), "{err}");
+            assert!(err.to_string().contains("nothing was written"), "{err}");
+        }
+        assert_eq!(fs::read(&other).unwrap(), b"line\nmore\n");
+        // A missing file is still created, with one name.
+        let new = dir.path().join("00000501.jsonl");
+        open_append(&new).unwrap();
+        assert!(new.is_file());
     }
 
     #[test]

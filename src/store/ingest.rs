@@ -59,6 +59,15 @@ use read_ahead::{ReadAhead, verify_lines};
 /// themselves (files of one feed folder carry that feed's id).
 const FOLDER_SCOPE: &str = "feeds";
 
+/// The kinds of problem a listing of the folders finds or clears (see
+/// [`Ingest::may_stand`]).
+const FOLDER_KINDS: [ProblemKind; 4] = [
+    ProblemKind::WrongType,
+    ProblemKind::Stray,
+    ProblemKind::Oversize,
+    ProblemKind::Cut,
+];
+
 /// At most this many missing records of one feed are looked for further on
 /// in the feed in one pass (the rest wait for the next).
 const MAX_GAP_FILLS: usize = 64;
@@ -197,6 +206,17 @@ struct FeedState {
     dirty: bool,
 }
 
+impl FeedState {
+    /// True when the state says nothing a new [`Ingest::feed_state`] would
+    /// not: no key (not admitted), no record applied, not frozen.
+    fn is_blank(&self) -> bool {
+        self.pubkey.is_none()
+            && self.pending_key.is_none()
+            && self.head.is_none()
+            && self.frozen.is_none()
+    }
+}
+
 enum Verdict {
     Consumed,
     Wait(String),
@@ -236,6 +256,12 @@ pub struct Ingest<'a, 'p> {
     /// the folder yet (its first pass looks at every segment); `None` once
     /// it has, and each file changed is looked up alone.
     cursors: Option<HashMap<String, Cursor>>,
+    /// Read with the cursors: the feeds (and listing scopes) that have
+    /// problems of [`FOLDER_KINDS`] standing, and of which kinds. A first
+    /// pass lists every feed folder; a folder with none (most, and every
+    /// junk folder a peer planted) then costs no query. `None` when not read:
+    /// each listing looks its problems up.
+    folder_problems: Option<HashMap<String, Vec<ProblemKind>>>,
     /// Records whose signature needs no check: this process made them a
     /// moment ago (see [`Vouch`]).
     vouched: HashSet<Vouch>,
@@ -321,6 +347,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         me.load(cache)?;
         if cache.files.is_empty() {
             me.load_cursors()?;
+            me.load_folder_problems()?;
         }
         cache.settled = false;
         for (feed, path) in me.feed_dirs(cache)? {
@@ -356,6 +383,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             report: IngestReport::default(),
             ahead_key: None,
             cursors: None,
+            folder_problems: None,
             torn: false,
             claims_changed: false,
             own_write: false,
@@ -492,6 +520,34 @@ impl<'a, 'p> Ingest<'a, 'p> {
         Ok(())
     }
 
+    fn load_folder_problems(&mut self) -> StoreResult<()> {
+        let mut all: HashMap<String, Vec<ProblemKind>> = HashMap::new();
+        for (scope, kind) in self.index.feeds_with_problems(&FOLDER_KINDS)? {
+            all.entry(scope).or_default().push(kind);
+        }
+        self.folder_problems = Some(all);
+        Ok(())
+    }
+
+    /// False when no problem of `kinds` can stand for `scope`, as read at
+    /// the start of this pass and noted since ([`Self::note_standing`]):
+    /// the listing then has nothing to clear and needs no query.
+    fn may_stand(&self, kinds: &[ProblemKind], scope: &str) -> bool {
+        self.folder_problems.as_ref().is_none_or(|all| {
+            all.get(scope)
+                .is_some_and(|ks| ks.iter().any(|k| kinds.contains(k)))
+        })
+    }
+
+    /// Notes that a problem of `kind` may now stand for `scope`.
+    fn note_standing(&mut self, kind: ProblemKind, scope: &str) {
+        if let Some(all) = self.folder_problems.as_mut()
+            && FOLDER_KINDS.contains(&kind)
+        {
+            all.entry(scope.to_owned()).or_default().push(kind);
+        }
+    }
+
     fn load_held(&mut self) -> StoreResult<()> {
         self.held
             .extend(self.index.problem_records(ProblemKind::Held)?);
@@ -543,6 +599,16 @@ impl<'a, 'p> Ingest<'a, 'p> {
                  frozen = excluded.frozen",
             )
             .db(p)?;
+        for (_, s) in self
+            .feeds
+            .iter_mut()
+            .filter(|(_, s)| s.dirty && s.is_blank())
+        {
+            // Nothing to keep: no key, no record, not frozen (a folder
+            // nobody admitted, junk included). Every later pass would load
+            // the row for nothing; a feed without one starts blank anyway.
+            s.dirty = false;
+        }
         for (feed, s) in self.feeds.iter_mut().filter(|(_, s)| s.dirty) {
             st.execute(params![
                 feed.to_string(),
@@ -979,15 +1045,18 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 (kind, self.rel(&s.path), s.reason())
             })
             .collect();
-        let standing = self
-            .index
-            .problems_of_feed(&[ProblemKind::WrongType, ProblemKind::Stray], scope)?;
+        let kinds = [ProblemKind::WrongType, ProblemKind::Stray];
+        if found.is_empty() && !self.may_stand(&kinds, scope) {
+            return Ok(());
+        }
+        let standing = self.index.problems_of_feed(&kinds, scope)?;
         for (kind, path) in standing {
             if !found.iter().any(|(k, fp, _)| *k == kind && *fp == path) {
                 self.index.clear_problems_at(kind, &path)?;
             }
         }
         for (kind, path, reason) in found {
+            self.note_standing(kind, scope);
             let n = self
                 .index
                 .record_problem(kind, &path, 0, None, scope, &reason)?;
@@ -999,9 +1068,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// Drops the `oversize` problems of `feed` whose file is no longer one
     /// of its segments (removed, or renamed away).
     fn forget_oversize(&mut self, feed: &FeedId, segments: &[Segment]) -> StoreResult<()> {
+        let scope = feed.to_string();
+        if !self.may_stand(&[ProblemKind::Oversize], &scope) {
+            return Ok(());
+        }
         let standing = self
             .index
-            .problems_of_feed(&[ProblemKind::Oversize], &feed.to_string())?;
+            .problems_of_feed(&[ProblemKind::Oversize], &scope)?;
         for (kind, path) in standing {
             if !segments.iter().any(|s| self.rel(&s.path) == path) {
                 self.index.clear_problems_at(kind, &path)?;
@@ -1029,8 +1102,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
         };
         // The problem stands for the feed as it is now: cleared, then
         // written again while the head still names a later seq.
-        self.index
-            .clear_problems_of_feed(ProblemKind::Cut, &feed.to_string())?;
+        let scope = feed.to_string();
+        if self.may_stand(&[ProblemKind::Cut], &scope) {
+            self.index
+                .clear_problems_of_feed(ProblemKind::Cut, &scope)?;
+        }
         if let Some(head) = claim.filter(|h| h.seq > applied) {
             let rel = self.rel(&dir.join(feed::HEAD_FILE));
             let reason = format!(
@@ -1081,12 +1157,14 @@ impl<'a, 'p> Ingest<'a, 'p> {
         feed: &FeedId,
         reason: &str,
     ) -> StoreResult<()> {
+        let scope = feed.to_string();
+        self.note_standing(kind, &scope);
         let n = self.index.record_problem(
             kind,
             path,
             offset,
             rec.map(|r| r.id.hex()).as_deref(),
-            &feed.to_string(),
+            &scope,
             reason,
         )?;
         self.report.new_problems += n;

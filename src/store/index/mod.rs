@@ -27,6 +27,7 @@ mod problems;
 mod proposals;
 mod search;
 mod uploads;
+mod work;
 
 pub use ball::{Ball, BallItem};
 pub use conflicts::{ConflictTarget, StandingConflict};
@@ -41,6 +42,7 @@ pub use pins::{PinSelect, PinVersion};
 pub use problems::{Problem, ProblemKind};
 pub use proposals::{AwaitedProposal, CastVote, OpenProposal};
 pub use search::{PhraseHit, SearchScope};
+pub use work::IndexWork;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -121,6 +123,10 @@ CREATE TABLE IF NOT EXISTS targets(target TEXT NOT NULL, n INTEGER NOT NULL,
 CREATE TABLE IF NOT EXISTS problems(
     n INTEGER PRIMARY KEY, kind TEXT NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL,
     record TEXT, feed TEXT, reason TEXT NOT NULL, UNIQUE(path, offset, kind));
+-- A feed's problems of one kind, which every listing of a feed folder looks
+-- up: without it each lookup scanned every problem, a row per junk file, so
+-- a folder of junk feeds cost every call the square of their number.
+CREATE INDEX IF NOT EXISTS problems_feed ON problems(kind, feed);
 
 -- Derived state, rewritten per message by the fold. Bodies live in `bodies`
 -- so that message rows stay small: counters and listings scan thousands of

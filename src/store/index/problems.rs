@@ -244,6 +244,30 @@ impl Index {
         Ok(out)
     }
 
+    /// The feeds (or listing scopes) that problems of `kinds` are recorded
+    /// for, with the kind: one query for a pass that lists every feed
+    /// folder, instead of one per folder.
+    pub(in crate::store) fn feeds_with_problems(
+        &self,
+        kinds: &[ProblemKind],
+    ) -> StoreResult<Vec<(String, ProblemKind)>> {
+        let mut out = Vec::new();
+        for kind in kinds {
+            let rows: Vec<(String, ProblemKind)> = self
+                .conn
+                .prepare_cached(
+                    "SELECT DISTINCT feed, kind FROM problems WHERE kind = ?1 AND feed IS NOT NULL",
+                )
+                .and_then(|mut st| {
+                    st.query_map([kind], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect()
+                })
+                .db(&self.path)?;
+            out.extend(rows);
+        }
+        Ok(out)
+    }
+
     /// Clears the problems of `kind` at `path`.
     pub(in crate::store) fn clear_problems_at(
         &self,

@@ -6,6 +6,7 @@
 
 mod admin;
 mod board;
+mod feeds;
 mod folder;
 mod memory;
 mod memory_jobs;
