@@ -212,23 +212,35 @@ impl Server {
     }
 
     /// Serves on stdin/stdout until the client disconnects.
+    /// With background sync on, a last sync follows the client's leaving
+    /// (`syncer::flush`), so a session's final writes leave the machine.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
+        let (dir, home) = {
+            let s = self
+                .session
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (s.channel().dir().clone(), s.channel().home().clone())
+        };
+        let syncing = self.sync_every.is_some();
         if let Some(every) = self.sync_every {
-            let (dir, home) = {
-                let s = self
-                    .session
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                (s.channel().dir().clone(), s.channel().home().clone())
-            };
-            tokio::spawn(syncer::run(dir, home, every, self.folder_changes()));
+            tokio::spawn(syncer::run(
+                dir.clone(),
+                home.clone(),
+                every,
+                self.folder_changes(),
+            ));
         }
         let server = Self {
             structured_as_text: true,
             ..self
         };
         let running = server.serve(line_transport::LineTransport::stdio()).await?;
-        running.waiting().await?;
+        let ended = running.waiting().await;
+        if syncing {
+            syncer::flush(dir, home).await;
+        }
+        ended?;
         Ok(())
     }
 

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::app::sync::{
-    WhenBusy, covered_for, has_remote, own_fingerprint, published_already, sync_now,
+    WhenBusy, covered_for, has_remote, own_fingerprint, published_already, sync_now, sync_within,
 };
 use crate::store::{Channel, ChannelDir, Home};
 use crate::sync::SyncReport;
@@ -144,6 +144,37 @@ pub async fn run(
                     every
                 }
             };
+    }
+}
+
+/// How long the last sync of a server whose client went away may take: a
+/// session that wrote and quit at once still publishes, yet a remote that
+/// does not answer never keeps the process alive for long.
+const LAST_SYNC_BUDGET: Duration = Duration::from_secs(10);
+
+/// When the client has gone: publishes what this device wrote and no sync
+/// has carried yet (a session that sends and quits within the debounce), so
+/// the other machines see it without waiting for the next session here. Does
+/// nothing when there is no remote or nothing unpublished.
+pub async fn flush(dir: ChannelDir, home: Home) {
+    let done = tokio::task::spawn_blocking(move || -> Result<bool, crate::app::AppError> {
+        let device = home.device()?.id;
+        let state_dir = home.state_dir(dir.id());
+        if !has_remote(&dir, &state_dir)
+            || published_already(&state_dir, own_fingerprint(&dir, &device))
+        {
+            return Ok(false);
+        }
+        let mut channel = Channel::open(dir, home)?;
+        sync_within(&mut channel, WhenBusy::Wait, LAST_SYNC_BUDGET)?;
+        Ok(true)
+    });
+    match tokio::time::timeout(LAST_SYNC_BUDGET * 2, done).await {
+        Ok(Ok(Ok(true))) => tracing::info!("last sync before exit: done"),
+        Ok(Ok(Ok(false))) => {}
+        Ok(Ok(Err(e))) => tracing::warn!("last sync before exit failed: {e}"),
+        Ok(Err(e)) => tracing::warn!("last sync before exit failed: {e}"),
+        Err(_) => tracing::warn!("last sync before exit: gave up after {LAST_SYNC_BUDGET:?}"),
     }
 }
 

@@ -1176,12 +1176,21 @@ fn codex_in_an_unrelated_project_is_neither_held_nor_told_of_a_channel() {
     for needle in [
         "connected to a countersign channel",
         "channel has pending items",
-        "Before you finish",
     ] {
         assert!(
             !requests.iter().any(|b| contains_text(b, needle)),
             "{needle:?} reached the model in a project with no channel\n{context}"
         );
+    }
+    // The note lives in Codex's personal AGENTS.md, read in every project: it reaches the
+    // model only in the form that says to ignore it where no binding is found.
+    for b in &main {
+        if contains_text(b, "Coordination channel (countersign)") {
+            assert!(
+                contains_text(b, "elsewhere ignore this section"),
+                "the personal note claims a channel in a project with none\n{context}"
+            );
+        }
     }
     let out = format!("{}{}", ran.stdout, ran.stderr).to_lowercase();
     assert!(

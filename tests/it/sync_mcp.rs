@@ -206,3 +206,71 @@ fn one_sync_serves_every_server_on_the_machine() {
         "{topics:?}"
     );
 }
+
+/// A session that writes and quits before the background sync's debounce
+/// still publishes: the server syncs once more after its client leaves, so
+/// the other machine sees the write without another session here.
+#[test]
+fn a_write_just_before_the_client_leaves_still_reaches_the_other_machine() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::process::{Command, Stdio};
+    let w = World::git(2, &ROLES);
+    let (a, b) = (&w.machines[0], &w.machines[1]);
+    let mut server = Command::new(crate::common::bin())
+        .env("COUNTERSIGN_HOME", &a.home)
+        .env_remove("COUNTERSIGN_ROLE")
+        .env_remove("COUNTERSIGN_CHANNEL")
+        .args([
+            "--channel",
+            a.dir.to_str().unwrap(),
+            "mcp",
+            "--role",
+            "frontend",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let mut answer = |stdin: &mut std::process::ChildStdin, msg: serde_json::Value| {
+        writeln!(stdin, "{msg}").unwrap();
+        if msg.get("id").is_some() {
+            let line = lines.next().unwrap().unwrap();
+            assert!(line.contains("\"result\""), "{line}");
+        }
+    };
+    answer(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    answer(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    answer(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "send_message",
+            "arguments": {"to": "backend", "topic": "sent on the way out", "body": "b"}}}),
+    );
+    // The client leaves at once, well within the debounce.
+    drop(stdin);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never exited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    b.sync();
+    let topics = b.inbox_topics("backend");
+    assert!(
+        topics.contains(&"sent on the way out".to_owned()),
+        "{topics:?}"
+    );
+}
