@@ -4,6 +4,7 @@
 //! each test pins a case that once went wrong.
 
 mod folder;
+mod http;
 mod search;
 mod stdio;
 mod text;
