@@ -322,11 +322,17 @@ mod tests {
     fn strangers_make_room_for_each_other_but_never_take_an_authenticated_place() {
         let c = Connections::new(limits());
         let ips: Vec<IpAddr> = (1..=8u8).map(|i| IpAddr::from([10, 0, 0, i])).collect();
-        let known: Vec<Slot> = ips[..2].iter().map(|ip| c.admit(*ip, false).unwrap()).collect();
+        let known: Vec<Slot> = ips[..2]
+            .iter()
+            .map(|ip| c.admit(*ip, false).unwrap())
+            .collect();
         for s in &known {
             s.admitted.authenticated();
         }
-        let strangers: Vec<Slot> = ips[2..].iter().map(|ip| c.admit(*ip, false).unwrap()).collect();
+        let strangers: Vec<Slot> = ips[2..]
+            .iter()
+            .map(|ip| c.admit(*ip, false).unwrap())
+            .collect();
         assert_eq!(c.count(), (6, 4));
         assert!(strangers[0].admitted.close.is_cancelled());
         assert!(strangers[1].admitted.close.is_cancelled());

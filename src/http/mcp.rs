@@ -90,11 +90,11 @@ pub async fn handle(
     request: Request,
 ) -> Response {
     let connection = request.extensions().get::<Arc<Admitted>>().cloned();
-    let identity =
-        match authenticate(&state, peer, request.headers(), connection.as_deref()).await {
-            Ok(i) => i,
-            Err(refusal) => return refusal,
-        };
+    let identity = match authenticate(&state, peer, request.headers(), connection.as_deref()).await
+    {
+        Ok(i) => i,
+        Err(refusal) => return refusal,
+    };
     // Only now is the body read: a stranger's never is.
     let (parts, body) = request.into_parts();
     let request = match read_body(&state.guard, body).await {
