@@ -2,7 +2,7 @@
 //! board, `/status`). Parses the options into an [`http::Config`] and runs
 //! the server until SIGINT or SIGTERM.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -50,6 +50,12 @@ pub struct Args {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = http::BODY_LIMIT)]
     pub body_limit: usize,
+    /// A reverse proxy's address (e.g. 127.0.0.1 for a proxy on this machine): from it, the
+    /// last address of X-Forwarded-For that is not a trusted proxy counts as the caller's (for
+    /// slowing down wrong tokens and for the per-address connection limit, which the proxy
+    /// itself is exempt from). Repeatable. Anyone else's X-Forwarded-For is ignored.
+    #[arg(long = "trusted-proxy", value_name = "IP")]
+    pub trusted_proxies: Vec<IpAddr>,
     /// Sync every hosted channel that has a remote (`countersign remote set`, or a git clone's
     /// origin) in the background this often while idle (e.g. 30s, 2m) and about a second after
     /// each write, as `mcp` does; `off`: never.
@@ -122,6 +128,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         allowed_hosts: a.allow_hosts.clone(),
         body_limit: a.body_limit,
         allowed_remotes: a.allow_remotes.clone(),
+        trusted_proxies: a.trusted_proxies.clone(),
+        limits: http::connections::Limits::default(),
         sync_every: a.sync_every.0,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

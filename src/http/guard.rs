@@ -6,22 +6,34 @@
 //!   name to 127.0.0.1 (DNS rebinding) sends its own name and is refused.
 //! - `Origin`, when a browser sends one, must be one of those hosts too: a
 //!   page elsewhere cannot drive the server from a browser that can reach it.
-//! - The body is read whole, up to the limit; a larger one is refused before
-//!   any handler runs.
+//! - A body declared larger than the limit is refused at once. No body is
+//!   read here: a route reads one ([`read_body`]) only after the caller's
+//!   secret checked out, up to the limit and within
+//!   [`connections::BODY_TIMEOUT`](super::connections::BODY_TIMEOUT).
+//! - The caller's address is settled once: the connection's peer, or, when
+//!   the peer is a reverse proxy named by `--trusted-proxy`, the last
+//!   address in `X-Forwarded-For` that is not one of those proxies. Routes
+//!   read it from `ConnectInfo`, which this replaces. Anyone else's
+//!   `X-Forwarded-For` is ignored: a caller cannot choose its address.
+//! - An answer other than a refusal (below 400, on a route other than
+//!   `/healthz`) means the caller showed a good secret: its connection is
+//!   then no longer a stranger's (`connections`).
 //!
 //! `/healthz` is exempt from the Host check (a load balancer's probe names
 //! whatever it likes); it carries nothing.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 
 use super::Shared;
+use super::connections::{Admitted, BODY_TIMEOUT};
 
 /// The rules of one server.
 #[derive(Clone, Debug)]
@@ -31,12 +43,20 @@ pub struct Guard {
     /// Accepted host names whatever the port (`--allow-host` without one).
     any_port: BTreeSet<String>,
     body_limit: usize,
+    /// The reverse proxies whose `X-Forwarded-For` is believed.
+    trusted_proxies: Vec<IpAddr>,
 }
 
 impl Guard {
     /// The rules for a server listening on `listen`, also accepting
-    /// `allowed` (each `name` or `name:port`).
-    pub fn new(listen: SocketAddr, allowed: &[String], body_limit: usize) -> Self {
+    /// `allowed` (each `name` or `name:port`), believing the
+    /// `X-Forwarded-For` of `trusted_proxies` only.
+    pub fn new(
+        listen: SocketAddr,
+        allowed: &[String],
+        body_limit: usize,
+        trusted_proxies: &[IpAddr],
+    ) -> Self {
         let port = listen.port();
         let mut hosts: BTreeSet<String> = ["127.0.0.1", "localhost", "[::1]"]
             .iter()
@@ -59,7 +79,45 @@ impl Guard {
             hosts,
             any_port,
             body_limit,
+            trusted_proxies: trusted_proxies.iter().map(IpAddr::to_canonical).collect(),
         }
+    }
+
+    /// The address a request from `peer` comes from: `peer`'s own, unless
+    /// `peer` is a trusted proxy; then the last address of
+    /// `X-Forwarded-For` (the one the proxies saw) that is not a trusted
+    /// proxy itself. The addresses before it are the caller's to choose.
+    pub fn caller(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+        let peer = peer.ip();
+        if !self.is_trusted_proxy(peer) {
+            return peer;
+        }
+        let forwarded: Vec<&str> = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .collect();
+        for hop in forwarded.iter().rev() {
+            let Ok(ip) = hop.trim().parse::<IpAddr>() else {
+                // Unreadable: what came before it cannot be placed either.
+                return peer;
+            };
+            if !self.is_trusted_proxy(ip) {
+                return ip;
+            }
+        }
+        peer
+    }
+
+    /// True when `ip` is a reverse proxy named by `--trusted-proxy`.
+    pub fn is_trusted_proxy(&self, ip: IpAddr) -> bool {
+        self.trusted_proxies.contains(&ip.to_canonical())
+    }
+
+    /// The reverse proxies named by `--trusted-proxy`.
+    pub fn trusted_proxies(&self) -> &[IpAddr] {
+        &self.trusted_proxies
     }
 
     /// The `host[:port]` values accepted with an explicit port (for rmcp's
@@ -134,10 +192,12 @@ pub fn refuse(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
 }
 
-/// The middleware: Host, Origin and body size, then the route.
-pub async fn check(State(state): State<Shared>, request: Request, next: Next) -> Response {
+/// The middleware: Host, Origin, the declared body size and the caller's
+/// address, then the route.
+pub async fn check(State(state): State<Shared>, mut request: Request, next: Next) -> Response {
     let guard = &state.guard;
-    if request.uri().path() != "/healthz" {
+    let healthz = request.uri().path() == "/healthz";
+    if !healthz {
         let host = request
             .headers()
             .get(header::HOST)
@@ -153,26 +213,71 @@ pub async fn check(State(state): State<Shared>, request: Request, next: Next) ->
             }
         }
     }
-    let too_large = || {
-        refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("the request body is larger than {} bytes", guard.body_limit),
-        )
-    };
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > guard.body_limit as u64) {
-        return too_large();
+        return too_large(guard);
     }
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, guard.body_limit).await else {
-        return too_large();
-    };
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    if let Some(&ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() {
+        let caller = guard.caller(peer, request.headers());
+        if caller != peer.ip() {
+            request
+                .extensions_mut()
+                .insert(ConnectInfo(SocketAddr::new(caller, peer.port())));
+        }
+    }
+    let connection = request.extensions().get::<Arc<Admitted>>().cloned();
+    let answer = next.run(request).await;
+    if !healthz
+        && answer.status().as_u16() < 400
+        && let Some(c) = connection
+    {
+        c.authenticated();
+    }
+    answer
+}
+
+fn too_large(guard: &Guard) -> Response {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("the request body is larger than {} bytes", guard.body_limit),
+    )
+}
+
+/// The body of an authenticated request, read whole: up to the limit (413
+/// past it) and within [`BODY_TIMEOUT`] (408 after it; the connection is
+/// then closed, the rest of the body unread).
+pub async fn read_body(guard: &Guard, body: Body) -> Result<Bytes, Response> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, guard.body_limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) if is_length_limit(&e) => Err(too_large(guard)),
+        Ok(Err(e)) => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            &format!("the request body could not be read: {e}"),
+        )),
+        Err(_) => Err(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {} s: send it whole at once",
+                BODY_TIMEOUT.as_secs()
+            ),
+        )),
+    }
+}
+
+/// True when reading a body failed because it passed the limit.
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.to_string().contains("length limit exceeded") {
+            return true;
+        }
+        source = err.source();
+    }
+    false
 }
 
 #[cfg(test)]
@@ -184,6 +289,7 @@ mod tests {
             "127.0.0.1:8765".parse().unwrap(),
             &["board.example.org".into(), "proxy.internal:9000".into()],
             1024,
+            &["10.0.0.9".parse().unwrap(), "10.0.0.8".parse().unwrap()],
         )
     }
 
@@ -224,5 +330,26 @@ mod tests {
         assert!(!g.origin_ok("http://127.0.0.1:8765/x"));
         assert!(!g.origin_ok("ftp://127.0.0.1:8765"));
         assert!(!g.origin_ok("http://proxy.internal"));
+    }
+
+    #[test]
+    fn a_forwarded_address_counts_only_from_a_trusted_proxy() {
+        let g = guard();
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-forwarded-for",
+            "192.0.2.1, 203.0.113.7, 10.0.0.8".parse().unwrap(),
+        );
+        let proxy: SocketAddr = "10.0.0.9:5000".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        // Past the trusted hops, the first address a trusted proxy saw.
+        assert_eq!(g.caller(proxy, &h), ip("203.0.113.7"));
+        // Anyone else's header is theirs to make up: not believed, not even
+        // from loopback.
+        assert_eq!(g.caller(local, &h), ip("127.0.0.1"));
+        assert_eq!(g.caller(proxy, &HeaderMap::new()), ip("10.0.0.9"));
+        h.insert("x-forwarded-for", "203.0.113.7, junk".parse().unwrap());
+        assert_eq!(g.caller(proxy, &h), ip("10.0.0.9"));
     }
 }

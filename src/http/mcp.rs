@@ -3,8 +3,8 @@
 //! Each role of each hosted channel gets its own MCP service, built the
 //! first time a token of that role calls, around the same `mcp::Server` a
 //! stdio session runs (so names, parameters, results and refusals are the
-//! stdio ones). A request is authenticated before it reaches any service,
-//! and it reaches only its identity's. The services are stateless: every
+//! stdio ones). A request is authenticated before its body is read and
+//! before it reaches any service, and it reaches only its identity's. The services are stateless: every
 //! call is one request answered with one JSON body, so there is no session
 //! id to carry an identity across, and a stop lets each call under way
 //! finish and answer. A role's service is the stdio tools plus
@@ -26,7 +26,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::guard::{Guard, refuse};
+use super::connections::Admitted;
+use super::guard::{Guard, read_body, refuse};
 use super::hosting::{not_hosted, role_session};
 use super::identity::{Identity, authenticate};
 use crate::app::hosting::Host;
@@ -88,8 +89,16 @@ pub async fn handle(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
-    let identity = match authenticate(&state, peer, request.headers()).await {
+    let connection = request.extensions().get::<Arc<Admitted>>().cloned();
+    let identity = match authenticate(&state, peer, request.headers(), connection.as_deref()).await
+    {
         Ok(i) => i,
+        Err(refusal) => return refusal,
+    };
+    // Only now is the body read: a stranger's never is.
+    let (parts, body) = request.into_parts();
+    let request = match read_body(&state.guard, body).await {
+        Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
         Err(refusal) => return refusal,
     };
     match identity {

@@ -6,7 +6,9 @@
 //! `store` as a stdio session. It owns the routes, who may call which
 //! (identity from a bearer token, never from arguments: `identity`), and
 //! the checks every request passes first (`guard`: Host and Origin, body
-//! size, slowing down an address that keeps failing). It decides nothing
+//! size, the caller's address; `throttle`: slowing down an address that
+//! keeps failing), and what a caller without a good secret may hold
+//! (`connections`: timeouts and connection limits). It decides nothing
 //! about messages: that is `app`.
 //!
 //! Routes: `/healthz`; `/mcp` (MCP over streamable HTTP: the mailbox tools
@@ -14,6 +16,7 @@
 //! (`/status`, `/hook-status`, `/board…`) are added by their modules.
 
 pub mod board;
+pub mod connections;
 pub mod guard;
 pub mod hosting;
 pub mod identity;
@@ -23,7 +26,7 @@ pub mod syncing;
 pub mod throttle;
 pub mod watchers;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use axum::Router;
@@ -54,6 +57,12 @@ pub struct Config {
     /// The sync remotes the admin token may give a new channel
     /// (`--allow-remote`); none when empty.
     pub allowed_remotes: Vec<RemotePattern>,
+    /// The reverse proxies (`--trusted-proxy`) whose `X-Forwarded-For`
+    /// names the caller; nobody else's is believed.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// How many connections the server holds (by default
+    /// [`connections::Limits::default`]).
+    pub limits: connections::Limits,
     /// Sync each hosted channel with its remote this often (and after own
     /// writes); `None`: never.
     pub sync_every: Option<std::time::Duration>,
@@ -107,7 +116,12 @@ impl State {
     /// The state of a server set up by `config`.
     pub fn new(config: &Config) -> anyhow::Result<Shared> {
         let access = Access::open(&config.home.access_db())?;
-        let guard = guard::Guard::new(config.listen, &config.allowed_hosts, config.body_limit);
+        let guard = guard::Guard::new(
+            config.listen,
+            &config.allowed_hosts,
+            config.body_limit,
+            &config.trusted_proxies,
+        );
         Ok(Arc::new(Self {
             listen: config.listen,
             home: config.home.clone(),
@@ -148,7 +162,8 @@ async fn healthz() -> axum::Json<serde_json::Value> {
 }
 
 /// Serves until `stop` resolves, then finishes the requests under way (no
-/// write is cut short: each runs to its answer) and returns. `ready` is
+/// write is cut short: each runs to its answer) and returns. Connections
+/// are accepted and held by `connections` (timeouts, limits). `ready` is
 /// told the address listened on (the port chosen when `listen` has port 0)
 /// once requests are accepted.
 pub async fn serve(
@@ -159,6 +174,7 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+    let config_limits = config.limits;
     let state = State::new(&Config {
         listen: listener.local_addr()?,
         ..config
@@ -170,15 +186,15 @@ pub async fn serve(
     }
     ready(listener.local_addr()?);
     let shutdown = state.shutdown.clone();
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop.await;
-            // The board's event streams and long-polls of /status would
-            // hold the shutdown forever; MCP calls are plain requests that
-            // finish and answer.
-            shutdown.cancel();
-        })
-        .await?;
+    let trusted = state.guard.trusted_proxies().to_vec();
+    let app = router(state);
+    connections::serve(listener, app, config_limits, trusted, async move {
+        stop.await;
+        // The board's event streams and long-polls of /status would
+        // hold the shutdown forever; MCP calls are plain requests that
+        // finish and answer.
+        shutdown.cancel();
+    })
+    .await;
     Ok(())
 }

@@ -24,11 +24,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use serde::Serialize;
 
 use super::Shared;
+use super::connections::Admitted;
 use super::guard::refuse;
 use super::hosting::{not_hosted, role_session};
 use super::identity::{Identity, authenticate};
@@ -111,10 +112,11 @@ fn take_place(state: &Shared, token: &str) -> Option<Place> {
 pub async fn status(
     State(state): State<Shared>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    extensions: Extensions,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let token = match role_token(&state, peer, &headers).await {
+    let token = match role_token(&state, peer, &headers, &extensions).await {
         Ok(t) => t,
         Err(refusal) => return refusal,
     };
@@ -172,9 +174,10 @@ pub async fn status(
 pub async fn hook(
     State(state): State<Shared>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    extensions: Extensions,
     headers: HeaderMap,
 ) -> Response {
-    let token = match role_token(&state, peer, &headers).await {
+    let token = match role_token(&state, peer, &headers, &extensions).await {
         Ok(t) => t,
         Err(refusal) => return refusal,
     };
@@ -189,8 +192,10 @@ async fn role_token(
     state: &Shared,
     peer: SocketAddr,
     headers: &HeaderMap,
+    extensions: &Extensions,
 ) -> Result<RoleToken, Response> {
-    match authenticate(state, peer, headers).await? {
+    let connection = extensions.get::<Arc<Admitted>>().map(Arc::as_ref);
+    match authenticate(state, peer, headers, connection).await? {
         Identity::Role(token) => Ok(token),
         Identity::Admin | Identity::Viewer(_) => Err(refuse(
             StatusCode::FORBIDDEN,

@@ -1,10 +1,13 @@
 //! Slowing down an address that keeps presenting wrong secrets.
 //!
 //! Secrets are 256-bit random, so guessing is hopeless anyway; the pause
-//! makes trying cost the one who tries, and keeps a flood of bad requests
-//! from costing the server a database lookup each. The first few failures
-//! are free (a mistyped token), then each further one waits twice as long as
-//! the one before, up to a cap; ten quiet minutes or a success forget them.
+//! makes trying cost the one who tries. It is the failing request that
+//! waits, after its secret was checked and before its refusal: a good
+//! secret from the same address is never held up (a reverse proxy, a
+//! shared machine), and a prober gets its answers one pause apart on each
+//! connection it may hold (`connections` bounds those). The first few
+//! failures are free (a mistyped token), then each further one waits twice
+//! as long as the one before, up to a cap; ten quiet minutes forget them.
 //! The table is bounded: past its size the oldest entries go.
 
 use std::collections::HashMap;
@@ -30,20 +33,19 @@ pub struct Throttle {
 }
 
 impl Throttle {
-    /// How long a request from `ip` waits before its secret is checked.
+    /// How long the latest failure of `ip` waited (nothing while its
+    /// failures are free, or forgotten).
     pub fn pause(&self, ip: IpAddr) -> Duration {
         let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         match map.get(&ip) {
-            Some(&(n, at)) if n > FREE && at.elapsed() < WINDOW => {
-                let doublings = (n - FREE - 1).min(16);
-                (FIRST * 2u32.pow(doublings)).min(CAP)
-            }
+            Some(&(n, at)) if at.elapsed() < WINDOW => wait(n),
             _ => Duration::ZERO,
         }
     }
 
-    /// Records a wrong secret from `ip`.
-    pub fn failed(&self, ip: IpAddr) {
+    /// Records a wrong secret from `ip`; returns how long its refusal
+    /// waits.
+    pub fn failed(&self, ip: IpAddr) -> Duration {
         let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_ADDRESSES && !map.contains_key(&ip) {
             map.retain(|_, (_, at)| at.elapsed() < WINDOW);
@@ -59,13 +61,25 @@ impl Throttle {
         }
         entry.0 = entry.0.saturating_add(1);
         entry.1 = Instant::now();
+        wait(entry.0)
     }
 
-    /// Forgets the failures of `ip` (it presented a good secret).
+    /// Forgets the failures of `ip`. The `/mcp` and `/status` routes do not
+    /// call it: another caller's good secret at the same address must not
+    /// give a prober its free failures back.
     pub fn succeeded(&self, ip: IpAddr) {
         let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         map.remove(&ip);
     }
+}
+
+/// The pause after the `n`th failure in a row.
+fn wait(n: u32) -> Duration {
+    if n <= FREE {
+        return Duration::ZERO;
+    }
+    let doublings = (n - FREE - 1).min(16);
+    (FIRST * 2u32.pow(doublings)).min(CAP)
 }
 
 #[cfg(test)]
@@ -78,12 +92,12 @@ mod tests {
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         let other: IpAddr = "10.0.0.2".parse().unwrap();
         for _ in 0..FREE {
-            t.failed(ip);
+            assert_eq!(t.failed(ip), Duration::ZERO);
         }
         assert_eq!(t.pause(ip), Duration::ZERO);
-        t.failed(ip);
+        assert_eq!(t.failed(ip), FIRST);
         assert_eq!(t.pause(ip), FIRST);
-        t.failed(ip);
+        assert_eq!(t.failed(ip), FIRST * 2);
         assert_eq!(t.pause(ip), FIRST * 2);
         for _ in 0..40 {
             t.failed(ip);

@@ -8,6 +8,7 @@ mod admin;
 mod board;
 mod feeds;
 mod folder;
+mod http;
 mod memory;
 mod memory_jobs;
 mod recording;
