@@ -35,6 +35,7 @@ pub struct Throttle {
 impl Throttle {
     /// How long the latest failure of `ip` waited (nothing while its
     /// failures are free, or forgotten).
+    #[cfg(test)]
     pub fn pause(&self, ip: IpAddr) -> Duration {
         let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         match map.get(&ip) {

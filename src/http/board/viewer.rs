@@ -79,6 +79,16 @@ pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// Records a wrong key or link from `caller` and waits out its pause: only
+/// the failing request waits, after its check, never a good one from the
+/// same address.
+async fn failed(state: &Shared, caller: std::net::IpAddr) {
+    let pause = state.throttle.failed(caller);
+    if !pause.is_zero() {
+        tokio::time::sleep(pause).await;
+    }
+}
+
 /// The viewer of the board of channel `name`, or the page refusing it.
 pub async fn authorize(
     state: &Shared,
@@ -87,10 +97,6 @@ pub async fn authorize(
     name: &str,
 ) -> Result<Viewer, Response> {
     let caller = caller_address(peer, headers);
-    let pause = state.throttle.pause(caller);
-    if !pause.is_zero() {
-        tokio::time::sleep(pause).await;
-    }
     let own = match cookie_name_here(state, name) {
         Ok(own) => own.and_then(|n| cookie(headers, &n)),
         Err(refused) => return Err(refused.page()),
@@ -105,12 +111,12 @@ pub async fn authorize(
     let (key, credential) = match found {
         Ok(f) => f,
         Err(refused) => {
-            state.throttle.failed(caller);
+            failed(state, caller).await;
             return Err(refused.page());
         }
     };
     if key.channel.name != name {
-        state.throttle.failed(caller);
+        failed(state, caller).await;
         return Err(refusal::forbidden(&format!(
             "This key opens the board of channel '{}' only.",
             key.channel.name
@@ -199,16 +205,12 @@ pub async fn login(
     nonce: &str,
 ) -> Response {
     let caller = caller_address(peer, headers);
-    let pause = state.throttle.pause(caller);
-    if !pause.is_zero() {
-        tokio::time::sleep(pause).await;
-    }
     let now = now_ms();
     let redeemed = state.access().redeem_nonce(nonce, now);
     let (session, expires_ms, key) = match redeemed {
         Ok(Some(r)) => r,
         Ok(None) => {
-            state.throttle.failed(caller);
+            failed(state, caller).await;
             return refusal::sign_in(
                 "This link was used already, or it is more than 60 seconds old, or its key was \
                  revoked.",
@@ -217,7 +219,7 @@ pub async fn login(
         Err(e) => return unreadable(&e).page(),
     };
     if key.channel.name != name {
-        state.throttle.failed(caller);
+        failed(state, caller).await;
         return refusal::forbidden(&format!(
             "This link opens the board of channel '{}' only.",
             key.channel.name

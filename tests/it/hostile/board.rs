@@ -322,3 +322,41 @@ fn board_hands_no_link_to_a_relay_of_this_homes_own_server() {
     let url = ok(&board_link(&ch, served.addr));
     assert!(url.contains("/board/test?n=csn_"), "{url}");
 }
+
+/// Wrong board cookies from one address wait out their pause after their
+/// check, and a good cookie from the same address is answered at once: the
+/// board once made every request of an address that kept failing wait
+/// before it looked at the key.
+#[tokio::test]
+async fn wrong_board_cookies_wait_but_a_good_one_from_the_same_address_does_not() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let token = role_token(&ch, "frontend");
+    let served = serve_one(&ch);
+    let client = served.client(&token).await;
+    let link = client.call("board_link", json!({})).await.ok();
+    client.close().await;
+    let mut jar = Jar::default();
+    let set = jar.follow(&base(&served), link["url"].as_str().unwrap());
+    let name = set.split('=').next().unwrap().to_owned();
+    assert_eq!(jar.page(&base(&served), "test"), 200);
+    // Past the free failures: the later wrong ones are held back.
+    let url = format!("{}/board/test", base(&served));
+    let wrong = format!("{name}=not-a-session");
+    let waiting: Vec<_> = (0..8)
+        .map(|_| {
+            let (url, wrong) = (url.clone(), wrong.clone());
+            std::thread::spawn(move || get(&url, &[("Cookie", wrong.as_str())]).status)
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let start = std::time::Instant::now();
+    assert_eq!(jar.page(&base(&served), "test"), 200);
+    let took = start.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(200),
+        "a good cookie waited {took:?} for another caller's wrong ones"
+    );
+    for w in waiting {
+        assert_eq!(w.join().unwrap(), 401);
+    }
+}
