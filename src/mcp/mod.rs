@@ -147,6 +147,24 @@ pub struct Server {
 /// waited for ([`Session::tidy`]): a burst of calls pays for it once, after.
 const TIDY_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// Resolves when the process is asked to stop (SIGTERM or SIGINT); never
+/// when the signals cannot be watched.
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
 impl Server {
     /// A server acting through `session`.
     pub fn new(session: Session) -> Self {
@@ -236,12 +254,16 @@ impl Server {
             ..self
         };
         let running = server.serve(line_transport::LineTransport::stdio()).await?;
-        let ended = running.waiting().await;
+        // A client ends its server by closing stdin, or with SIGTERM (Claude
+        // Code at exit): either way the last sync runs before the process ends.
+        let ended = tokio::select! {
+            ended = running.waiting() => ended.map(|_| ()).map_err(anyhow::Error::from),
+            () = terminated() => Ok(()),
+        };
         if syncing {
             syncer::flush(dir, home).await;
         }
-        ended?;
-        Ok(())
+        ended
     }
 
     /// Runs one use case on a blocking thread and turns its outcome into a

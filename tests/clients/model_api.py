@@ -19,6 +19,9 @@ cannot put it out of step):
     answer is a ToolSearch call selecting it, as a real model's is;
   - any later turn is answered with the final text (--final).
 
+With --script it plays a sequence of tool calls instead (see `script_turn`): each tool
+once, in order, loaded through ToolSearch first where the client defers it.
+
 With --compact it plays a compaction instead, for the compactor subagent of Claude Code:
   - a request offering the job tools (`...compact_next`, the subagent's) starts a worker,
     then submits one line per task of each job it is answered (jobs of one page), until an
@@ -209,6 +212,25 @@ def compact_turn(body, final):
     return ("tool", agent, args, None)
 
 
+def script_turn(body, script, final):
+    """The next call of a scripted sequence ([[tool, arguments], ...]): the first tool of
+    the script the conversation has not called yet, each once, in order; where the script's
+    tools are deferred behind ToolSearch, one ToolSearch selecting them all comes first.
+    Requests that offer none of the script's tools (a title, a summary) get a short text;
+    once every tool was called, the final text."""
+    pending = [(tool, args) for tool, args in script if not called(body, tool)]
+    if not pending:
+        return ("text", final)
+    tool, args = pending[0]
+    offered = tool_named(body, tool)
+    if offered is not None:
+        return ("tool", offered, args, None)
+    deferred = [deferred_tool(body, t) for t, _ in pending]
+    if deferred[0] is not None and not called(body, "ToolSearch"):
+        return ("tool", "ToolSearch", {"query": "select:" + ",".join(d for d in deferred if d)}, None)
+    return ("text", "ok")
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "model-api-stand-in/1"
@@ -289,6 +311,8 @@ class Handler(BaseHTTPRequestHandler):
         """("text", text) or ("tool", name, arguments) for this request."""
         if self.server.compact:
             return compact_turn(body, self.server.final)
+        if self.server.script is not None:
+            return script_turn(body, self.server.script, self.server.final)
         if called(body, "send_message"):
             return ("text", self.server.final)
         tool = send_tool(body)
@@ -435,7 +459,11 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--record", required=True, help="file to append every request to")
-    p.add_argument("--send", required=True, help="the send_message arguments, a JSON object")
+    p.add_argument("--send", default="{}", help="the send_message arguments, a JSON object")
+    p.add_argument(
+        "--script",
+        help="play these tool calls in order instead, a JSON list of [tool, arguments] pairs",
+    )
     p.add_argument("--final", default="Done: the message is sent.", help="the final text")
     p.add_argument("--compact", action="store_true", help="play a compaction (see above)")
     a = p.parse_args()
@@ -445,6 +473,7 @@ def main():
     server.send_args = json.loads(a.send)
     server.final = a.final
     server.compact = a.compact
+    server.script = json.loads(a.script) if a.script else None
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
 

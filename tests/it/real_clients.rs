@@ -1319,3 +1319,111 @@ fn codex_records_the_prompt_and_the_final_reply_as_notes() {
         "{notes:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Two machines
+
+impl World {
+    /// A HOME and a git project on one machine of `m`'s world, the project bound to `m`'s
+    /// channel folder as `role` by `install claude` with `m`'s countersign home (which the
+    /// entry and the hooks carry, as they do for a user who set COUNTERSIGN_HOME).
+    fn bound_to(m: &crate::common::machines::Machine, role: &str) -> Self {
+        let bin_dir = client_bin("claude");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let project = tmp.path().join("project");
+        fs::create_dir_all(&home).unwrap();
+        fs::create_dir_all(&project).unwrap();
+        let w = Self {
+            tmp,
+            home,
+            project,
+            bin_dir,
+        };
+        let git = w.command("git").args(["init", "-q"]).output().unwrap();
+        assert!(git.status.success(), "git init: {}", text(&git.stderr));
+        w.cs_ok(&[
+            "--home",
+            m.home.to_str().unwrap(),
+            "--channel",
+            m.dir.to_str().unwrap(),
+            "--role",
+            role,
+            "install",
+            "claude",
+            "--apply",
+        ]);
+        w
+    }
+}
+
+/// Two machines set up as a user sets them up (a channel synced through git, each with
+/// `install claude` and nothing else: no flag, no manual sync), each running a real Claude
+/// Code session on its default settings: what the session on one sends, the session on
+/// the other receives while it waits for mail.
+#[test]
+fn claude_code_sessions_on_two_machines_talk_with_no_manual_sync() {
+    let world = crate::common::machines::World::git(2, &[ME, PEER]);
+    let (a, b) = (&world.machines[0], &world.machines[1]);
+    let (wa, wb) = (World::bound_to(a, ME), World::bound_to(b, PEER));
+    let topic = "crossing machines by default";
+    let api_a = ModelApi::start(
+        wa.tmp.path(),
+        &json!({"to": PEER, "topic": topic, "body": "sent on machine A"}),
+    );
+    let script = json!([["wait_for_mail", {"timeout_s": 45}], ["read_inbox", {}]]);
+    let api_b = ModelApi::start_with(
+        wb.tmp.path(),
+        &json!({}),
+        &["--script", &script.to_string()],
+    );
+    // B waits for mail first, then A sends: B's server must pull A's write by itself.
+    let b_session = std::thread::spawn(move || {
+        let ran = claude_print(&wb, &api_b, "Wait for mail, then read it.", "mcp__channel");
+        (ran, api_b.requests(), wb)
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let ran_a = claude_print(&wa, &api_a, "Tell the backend hello.", "mcp__channel");
+    assert_eq!(
+        ran_a.code,
+        Some(0),
+        "claude -p on A failed\n{}",
+        ran_a.shown()
+    );
+
+    let (ran_b, requests, _wb) = b_session.join().unwrap();
+    let context = format!("{}\n--- {} requests on B", ran_b.shown(), requests.len());
+    assert_eq!(ran_b.code, Some(0), "claude -p on B failed\n{context}");
+    let results: Vec<&str> = requests
+        .iter()
+        .flat_map(|(_, body)| strings(&body["messages"]))
+        .collect();
+    let remote_log = crate::common::machines::git_ok(
+        world.tmp.path(),
+        &[
+            "--git-dir",
+            world.remote.to_str().unwrap(),
+            "log",
+            "--all",
+            "--stat",
+            "--format=%s",
+        ],
+    );
+    let tail_b: Vec<String> = requests
+        .iter()
+        .map(|(_, b)| {
+            let last = b["messages"].as_array().and_then(|m| m.last()).cloned();
+            last.unwrap_or_default()
+                .to_string()
+                .chars()
+                .take(400)
+                .collect()
+        })
+        .collect();
+    assert!(
+        results.iter().any(|s| s.contains(topic)),
+        "B's session never read A's message\n{context}\n--- B's last messages ---\n{}\n--- A ---\n{}\n--- the remote ---\n{remote_log}",
+        tail_b.join("\n"),
+        ran_a.shown()
+    );
+}
