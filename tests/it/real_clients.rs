@@ -65,6 +65,13 @@ struct World {
 impl World {
     /// A project with a channel of `frontend` and `backend`, owned by this HOME.
     fn new(client: &str) -> Self {
+        let w = Self::empty(client);
+        w.cs_ok(&["init", "--roles", &format!("{ME},{PEER}"), "--name", "e2e"]);
+        w
+    }
+
+    /// A HOME and a git project in it, with `client` first on PATH.
+    fn empty(client: &str) -> Self {
         let bin_dir = client_bin(client);
         let tmp = tempfile::tempdir().expect("tempdir");
         let home = tmp.path().join("home");
@@ -79,7 +86,6 @@ impl World {
         };
         let git = w.command("git").args(["init", "-q"]).output().unwrap();
         assert!(git.status.success(), "git init: {}", text(&git.stderr));
-        w.cs_ok(&["init", "--roles", &format!("{ME},{PEER}"), "--name", "e2e"]);
         w
     }
 
@@ -1328,20 +1334,7 @@ impl World {
     /// channel folder as `role` by `install claude` with `m`'s countersign home (which the
     /// entry and the hooks carry, as they do for a user who set COUNTERSIGN_HOME).
     fn bound_to(m: &crate::common::machines::Machine, role: &str) -> Self {
-        let bin_dir = client_bin("claude");
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        let project = tmp.path().join("project");
-        fs::create_dir_all(&home).unwrap();
-        fs::create_dir_all(&project).unwrap();
-        let w = Self {
-            tmp,
-            home,
-            project,
-            bin_dir,
-        };
-        let git = w.command("git").args(["init", "-q"]).output().unwrap();
-        assert!(git.status.success(), "git init: {}", text(&git.stderr));
+        let w = Self::empty("claude");
         w.cs_ok(&[
             "--home",
             m.home.to_str().unwrap(),
