@@ -6,7 +6,7 @@
 //! one segment of garbage, which no key is needed to plant.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -18,76 +18,73 @@ const RUNS: usize = 15;
 /// The planted file's length: sparse, so it costs no disk.
 const PLANTED_BYTES: u64 = 8 << 30;
 
-/// `countersign status` as a process, on the clean channel and then with the
-/// planted file, after its first discovery.
-pub struct Hostile {
-    /// Clean channel.
-    pub clean: Vec<Duration>,
-    /// The first call after the file was planted (it finds and reports it).
-    pub discovery: Duration,
-    /// Later calls, the file still there.
-    pub after: Vec<Duration>,
-}
-
-impl Hostile {
-    /// Measures on the channel folder `dir` with the home `home`, as `role`.
-    /// The planted file is removed again before returning.
-    pub fn measure(exe: &Countersign, dir: &Path, home: &Path, role: &str) -> anyhow::Result<Self> {
-        let run = || exe.time(dir, home, role, &["status"], None);
-        run()?; // warm: the same page cache for both sides
-        let clean = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
-        let folder = dir.join("feeds").join(role).join("intruder-000000");
-        fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
-        let planted = folder.join("00000001.jsonl");
-        fs::File::create(&planted)
-            .and_then(|f| f.set_len(PLANTED_BYTES))
-            .with_context(|| format!("planting {}", planted.display()))?;
-        let measured = (|| {
-            let discovery = run()?;
-            let after = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
-            Ok(Self {
-                clean,
-                discovery,
-                after,
-            })
-        })();
-        fs::remove_dir_all(&folder).with_context(|| format!("removing {}", folder.display()))?;
-        measured
-    }
-}
-
-/// How many junk feed folders [`JunkFeeds`] plants.
+/// How many junk feed folders [`Planted::junk_folders`] plants.
 pub const JUNK_FOLDERS: usize = 10_000;
 
 /// `countersign status` as a process, on the clean channel and then beside
-/// [`JUNK_FOLDERS`] feed folders `feeds/<role>/vm-NNNNNN/`, each holding one
-/// segment of garbage, after the first call found them.
-pub struct JunkFeeds {
+/// what was planted in it, after the first call found it.
+pub struct Planted {
     /// Clean channel.
     pub clean: Vec<Duration>,
-    /// The first call after the folders were planted (reads and reports them).
+    /// The first call after planting (it finds and reports what was planted).
     pub discovery: Duration,
-    /// Later calls, the folders still there.
+    /// Later calls, the planted files still there.
     pub after: Vec<Duration>,
 }
 
-impl JunkFeeds {
-    /// Measures on the channel folder `dir` with the home `home`, as `role`.
-    /// The planted folders are removed again before returning.
-    pub fn measure(exe: &Countersign, dir: &Path, home: &Path, role: &str) -> anyhow::Result<Self> {
-        let run = || exe.time(dir, home, role, &["status"], None);
-        run()?;
-        let clean = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
+impl Planted {
+    /// An 8 GiB sparse file named like a segment in a feed folder nobody
+    /// admitted, in the channel folder `dir` with the home `home`, as `role`.
+    pub fn big_file(
+        exe: &Countersign,
+        dir: &Path,
+        home: &Path,
+        role: &str,
+    ) -> anyhow::Result<Self> {
+        let folder = dir.join("feeds").join(role).join("intruder-000000");
+        Self::measure(exe, dir, home, role, vec![folder], |folder| {
+            fs::create_dir_all(folder)?;
+            fs::File::create(folder.join("00000001.jsonl"))?.set_len(PLANTED_BYTES)
+        })
+    }
+
+    /// [`JUNK_FOLDERS`] feed folders `feeds/<role>/vm-NNNNNN/`, each holding
+    /// one segment of garbage.
+    pub fn junk_folders(
+        exe: &Countersign,
+        dir: &Path,
+        home: &Path,
+        role: &str,
+    ) -> anyhow::Result<Self> {
         let role_dir = dir.join("feeds").join(role);
-        let folders: Vec<_> = (0..JUNK_FOLDERS)
+        let folders = (0..JUNK_FOLDERS)
             .map(|i| role_dir.join(format!("vm-{i:06}")))
             .collect();
-        let planted = folders.iter().enumerate().try_for_each(|(i, folder)| {
+        Self::measure(exe, dir, home, role, folders, |folder| {
             fs::create_dir_all(folder)?;
-            fs::write(folder.join("00000001.jsonl"), format!("junk {i}\n"))
-        });
-        let measured = planted
-            .with_context(|| format!("planting junk feed folders in {}", role_dir.display()))
+            fs::write(
+                folder.join("00000001.jsonl"),
+                format!("junk {}\n", folder.display()),
+            )
+        })
+    }
+
+    /// Times `status` clean, plants each of `folders` with `plant`, times it
+    /// again, and removes the folders whatever happened.
+    fn measure(
+        exe: &Countersign,
+        dir: &Path,
+        home: &Path,
+        role: &str,
+        folders: Vec<PathBuf>,
+        plant: impl Fn(&Path) -> std::io::Result<()>,
+    ) -> anyhow::Result<Self> {
+        let run = || exe.time(dir, home, role, &["status"], None);
+        run()?; // warm: the same page cache for both sides
+        let clean = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
+        let measured = folders
+            .iter()
+            .try_for_each(|f| plant(f).with_context(|| format!("planting {}", f.display())))
             .and_then(|()| {
                 let discovery = run()?;
                 let after = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;

@@ -63,7 +63,7 @@ use std::time::{Duration, Instant};
 use anyhow::ensure;
 use clap::Parser as _;
 
-use self::hostile::{Hostile, JUNK_FOLDERS, JunkFeeds};
+use self::hostile::{JUNK_FOLDERS, Planted};
 use self::http::Http;
 use self::in_process::InProcess;
 use self::incremental::Incremental;
@@ -387,9 +387,9 @@ fn hostile_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Resul
     Channel::open(seeded.dir.clone(), seeded.home.clone())?.reindex(None)?;
     let (dir, home) = (seeded.dir.root(), &seeded.home_path);
     eprintln!("measuring a call with an 8 GiB sparse file in a feed folder…");
-    let hostile = Hostile::measure(exe, dir, home, "backend")?;
+    let hostile = Planted::big_file(exe, dir, home, "backend")?;
     eprintln!("measuring a call beside {JUNK_FOLDERS} junk feed folders…");
-    let junk = JunkFeeds::measure(exe, dir, home, "backend")?;
+    let junk = Planted::junk_folders(exe, dir, home, "backend")?;
     let mut t = Table::default();
     hostile_rows(&mut t, &hostile, &junk);
     t.print();
@@ -398,7 +398,7 @@ fn hostile_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Resul
 }
 
 /// The rows of the hostile folder: each later call within 2× of the clean one.
-fn hostile_rows(t: &mut Table, hostile: &Hostile, junk: &JunkFeeds) {
+fn hostile_rows(t: &mut Table, hostile: &Planted, junk: &Planted) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let junk_name = format!("status beside {JUNK_FOLDERS} junk feed folders (after discovery)");
     for (name, clean, after, discovery) in [
@@ -894,9 +894,9 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     let prop = rt.block_on(Propagation::measure(exe.path(), &scratch.root))?;
     drop(rt);
     eprintln!("measuring a call with an 8 GiB sparse file in a feed folder…");
-    let hostile = Hostile::measure(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
+    let hostile = Planted::big_file(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
     eprintln!("measuring a call beside {JUNK_FOLDERS} junk feed folders…");
-    let junk = JunkFeeds::measure(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
+    let junk = Planted::junk_folders(&exe, seeded.dir.root(), &seeded.home_path, "backend")?;
     // Last: it makes the seeded folder a git repository and gzips segments.
     eprintln!("measuring syncs with nothing new (git, then rclone)…");
     let quiet = QuietSync::measure(&exe, &seeded, &scratch.root)?;

@@ -291,22 +291,7 @@ impl Access {
         id: &str,
         now_ms: i64,
     ) -> StoreResult<Option<(RoleToken, usize)>> {
-        if id.len() < 6 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(None);
-        }
-        let found: Vec<RoleToken> = {
-            let mut st = self
-                .conn
-                .prepare(&format!(
-                    "SELECT {TOKEN_COLUMNS} FROM role_tokens \
-                     WHERE substr(id, 1, ?2) = ?1 AND revoked_ms IS NULL"
-                ))
-                .db(&self.path)?;
-            st.query_map(params![id.to_ascii_lowercase(), id.len() as i64], token_row)
-                .and_then(Iterator::collect)
-                .db(&self.path)?
-        };
-        let [one] = found.as_slice() else {
+        let Some(one) = self.live_by_prefix("role_tokens", TOKEN_COLUMNS, id, token_row)? else {
             return Ok(None);
         };
         let tx = self.conn.unchecked_transaction().db(&self.path)?;
@@ -325,7 +310,7 @@ impl Access {
         tx.commit().db(&self.path)?;
         let token = RoleToken {
             revoked_ms: Some(now_ms),
-            ..one.clone()
+            ..one
         };
         Ok(Some((token, keys)))
     }
@@ -489,26 +474,38 @@ impl Access {
         Ok((secret, key))
     }
 
+    /// The one live row of `table` whose public id is `id` or starts with it
+    /// (at least 6 hex digits); `None` when none or several match.
+    fn live_by_prefix<T>(
+        &self,
+        table: &str,
+        columns: &str,
+        id: &str,
+        row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> StoreResult<Option<T>> {
+        if id.len() < 6 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let mut found: Vec<T> = {
+            let mut st = self
+                .conn
+                .prepare(&format!(
+                    "SELECT {columns} FROM {table} \
+                     WHERE substr(id, 1, ?2) = ?1 AND revoked_ms IS NULL"
+                ))
+                .db(&self.path)?;
+            st.query_map(params![id.to_ascii_lowercase(), id.len() as i64], row)
+                .and_then(Iterator::collect)
+                .db(&self.path)?
+        };
+        Ok(if found.len() == 1 { found.pop() } else { None })
+    }
+
     /// Revokes the view key with public id `id` (or a unique prefix of it,
     /// at least 6 digits), and so every board session opened with it;
     /// returns it, or `None` when no live key matches.
     pub fn revoke_view_key(&self, id: &str, now_ms: i64) -> StoreResult<Option<ViewKey>> {
-        if id.len() < 6 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(None);
-        }
-        let found: Vec<ViewKey> = {
-            let mut st = self
-                .conn
-                .prepare(&format!(
-                    "SELECT {KEY_COLUMNS} FROM view_keys \
-                     WHERE substr(id, 1, ?2) = ?1 AND revoked_ms IS NULL"
-                ))
-                .db(&self.path)?;
-            st.query_map(params![id.to_ascii_lowercase(), id.len() as i64], key_row)
-                .and_then(Iterator::collect)
-                .db(&self.path)?
-        };
-        let [one] = found.as_slice() else {
+        let Some(one) = self.live_by_prefix("view_keys", KEY_COLUMNS, id, key_row)? else {
             return Ok(None);
         };
         self.conn
@@ -519,7 +516,7 @@ impl Access {
             .db(&self.path)?;
         Ok(Some(ViewKey {
             revoked_ms: Some(now_ms),
-            ..one.clone()
+            ..one
         }))
     }
 
