@@ -137,10 +137,10 @@ pub async fn authenticate(
             Ok(identity)
         }
         Ok(None) => {
-            let pause = state.throttle.failed(caller_address(peer, headers));
-            if !pause.is_zero() {
-                tokio::time::sleep(pause).await;
-            }
+            state
+                .throttle
+                .refuse_after_pause(caller_address(peer, headers))
+                .await;
             Err(refuse(
                 StatusCode::UNAUTHORIZED,
                 "missing or invalid bearer token: it is unknown, revoked or expired — ask the \

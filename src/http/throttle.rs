@@ -44,6 +44,16 @@ impl Throttle {
         }
     }
 
+    /// Records a wrong secret from `ip` and waits out its pause: only the
+    /// failing request waits, after its check, never a good one from the
+    /// same address.
+    pub async fn refuse_after_pause(&self, ip: IpAddr) {
+        let pause = self.failed(ip);
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+    }
+
     /// Records a wrong secret from `ip`; returns how long its refusal
     /// waits.
     pub fn failed(&self, ip: IpAddr) -> Duration {

@@ -79,16 +79,6 @@ pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Records a wrong key or link from `caller` and waits out its pause: only
-/// the failing request waits, after its check, never a good one from the
-/// same address.
-async fn failed(state: &Shared, caller: std::net::IpAddr) {
-    let pause = state.throttle.failed(caller);
-    if !pause.is_zero() {
-        tokio::time::sleep(pause).await;
-    }
-}
-
 /// The viewer of the board of channel `name`, or the page refusing it.
 pub async fn authorize(
     state: &Shared,
@@ -111,12 +101,12 @@ pub async fn authorize(
     let (key, credential) = match found {
         Ok(f) => f,
         Err(refused) => {
-            failed(state, caller).await;
+            state.throttle.refuse_after_pause(caller).await;
             return Err(refused.page());
         }
     };
     if key.channel.name != name {
-        failed(state, caller).await;
+        state.throttle.refuse_after_pause(caller).await;
         return Err(refusal::forbidden(&format!(
             "This key opens the board of channel '{}' only.",
             key.channel.name
@@ -210,7 +200,7 @@ pub async fn login(
     let (session, expires_ms, key) = match redeemed {
         Ok(Some(r)) => r,
         Ok(None) => {
-            failed(state, caller).await;
+            state.throttle.refuse_after_pause(caller).await;
             return refusal::sign_in(
                 "This link was used already, or it is more than 60 seconds old, or its key was \
                  revoked.",
@@ -219,7 +209,7 @@ pub async fn login(
         Err(e) => return unreadable(&e).page(),
     };
     if key.channel.name != name {
-        failed(state, caller).await;
+        state.throttle.refuse_after_pause(caller).await;
         return refusal::forbidden(&format!(
             "This link opens the board of channel '{}' only.",
             key.channel.name
