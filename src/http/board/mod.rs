@@ -11,6 +11,8 @@
 //! writes a record.
 
 pub mod chart;
+#[cfg(test)]
+mod contrast;
 pub mod events;
 pub mod headers;
 pub mod html;
