@@ -6,10 +6,14 @@
 //! the day's edge, never along a diagonal that would invent counts between
 //! two samples. Lines are drawn a little apart so that roles with the same
 //! counts do not hide each other, and each day has a hover readout (an SVG
-//! `<title>`: no script). Colours are CSS custom properties (`--h0`…), one
-//! per hue, set per colour scheme by the page's stylesheet, where a test
-//! checks their contrast.
+//! `<title>`: no script).
+//!
+//! A role's colour comes from its name alone (a hash to a hue), so adding
+//! a role never recolours the others; its lightness is then the one that
+//! reads at WCAG AA on the page's backgrounds, once for each colour scheme
+//! (CSS `light-dark()`).
 
+use super::contrast::{AA, ratio};
 use super::html::escape;
 use crate::app::board::Chart;
 use crate::core::timestamp::format_rfc3339;
@@ -23,24 +27,71 @@ const BOTTOM: i64 = 28;
 /// Pixels between the lines of two roles with the same counts.
 const SPREAD: f64 = 2.5;
 
-/// How many role hues the stylesheet defines (`--h0` … `--h11`).
-pub const HUES: usize = 12;
+/// The backgrounds a role's colour is drawn on in the light scheme: the
+/// stylesheet's `--card` and `--page` (a test checks they still are).
+pub const LIGHT_GROUNDS: [&str; 2] = ["#ffffff", "#f6f8fa"];
+/// The same in the dark scheme.
+pub const DARK_GROUNDS: [&str; 2] = ["#161b22", "#0d1117"];
 
-/// The hue of `role`: a hash of its name alone, so that adding a role
-/// never recolours the others.
-pub fn hue(role: &str) -> usize {
-    // FNV-1a, 32 bits: stable across builds and platforms.
+/// Contrast aimed at, a little above AA so that rounding never fails it.
+const AIM: f64 = AA + 0.1;
+
+/// The hue of `role`, in degrees: a hash of its name alone.
+pub fn hue(role: &str) -> u32 {
+    // FNV-1a, then murmur3's finalizer so that names differing in their
+    // last letter land far apart: stable across builds and platforms.
     let mut h: u32 = 0x811c_9dc5;
     for b in role.bytes() {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x0100_0193);
     }
-    (h % HUES as u32) as usize
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h % 360
+}
+
+/// `#rrggbb` of a hue (degrees), saturation and lightness (0 to 1).
+fn hsl(hue: u32, s: f64, l: f64) -> String {
+    let c = (1.0 - (2.0 * l - 1.0).abs()) * s;
+    let h = f64::from(hue) / 60.0;
+    let x = c * (1.0 - (h % 2.0 - 1.0).abs());
+    let (r, g, b) = match hue / 60 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = l - c / 2.0;
+    let byte = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
+    format!("#{:02x}{:02x}{:02x}", byte(r), byte(g), byte(b))
+}
+
+/// `role`'s colour in the light and in the dark scheme: its hue, as light
+/// (on light grounds) or as dark (on dark ones) as reads at AA.
+pub fn role_colours(role: &str) -> (String, String) {
+    let h = hue(role);
+    let reads = |c: &str, grounds: &[&str]| grounds.iter().all(|g| ratio(c, g) >= AIM);
+    let light = (0..=60)
+        .rev()
+        .map(|l| hsl(h, 0.7, f64::from(l) / 100.0))
+        .find(|c| reads(c, &LIGHT_GROUNDS))
+        .unwrap_or_else(|| "#000000".to_owned());
+    let dark = (30..=100)
+        .map(|l| hsl(h, 0.7, f64::from(l) / 100.0))
+        .find(|c| reads(c, &DARK_GROUNDS))
+        .unwrap_or_else(|| "#ffffff".to_owned());
+    (light, dark)
 }
 
 /// The inline style giving an element `role`'s colour as `--role`.
 pub fn role_style(role: &str) -> String {
-    format!("--role: var(--h{})", hue(role))
+    let (light, dark) = role_colours(role);
+    format!("--role: light-dark({light}, {dark})")
 }
 
 /// The values of the value axis: from zero to a round top in at most five
@@ -247,7 +298,14 @@ mod tests {
         };
         assert_eq!(style_of(&before, "c"), style_of(&after, "c"));
         assert_eq!(style_of(&before, "c"), role_style("c"));
-        assert!(hue("c") < HUES);
+        assert!(hue("c") < 360);
+        // Six roles of a real channel, six hues well apart.
+        let mut hues: Vec<u32> = ["lead", "parser", "storage", "web", "docs", "review"]
+            .iter()
+            .map(|r| hue(r))
+            .collect();
+        hues.sort_unstable();
+        assert!(hues.windows(2).all(|w| w[1] - w[0] >= 20), "{hues:?}");
     }
 
     #[test]

@@ -11,8 +11,7 @@
 //! writes a record.
 
 pub mod chart;
-#[cfg(test)]
-mod contrast;
+pub mod contrast;
 pub mod events;
 pub mod headers;
 pub mod html;

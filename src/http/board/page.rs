@@ -33,15 +33,11 @@ pub const STYLE: &str = r#"
 :root { color-scheme: light dark;
   --ink: #1f2328; --muted: #59636e; --warn: #9a3412; --line: #d8dee4;
   --page: #f6f8fa; --card: #ffffff; --head-bg: #f6f8fa; --tag-bg: #eef1f4;
-  --agree-bg: #e6f4ea; --reject-bg: #fde8e8; --warn-bg: #fff4ed;
-  --h0: #2770b9; --h1: #a85b24; --h2: #1b7e34; --h3: #b32cce; --h4: #7e6e1b; --h5: #1c7a82;
-  --h6: #d22d2d; --h7: #6d57db; --h8: #427a1a; --h9: #ca2b7a; --h10: #1b7e5d; --h11: #914ad9; }
+  --agree-bg: #e6f4ea; --reject-bg: #fde8e8; --warn-bg: #fff4ed; }
 @media (prefers-color-scheme: dark) { :root {
   --ink: #e6edf3; --muted: #a3acb7; --warn: #ff9b57; --line: #30363d;
   --page: #0d1117; --card: #161b22; --head-bg: #1c2128; --tag-bg: #262c36;
-  --agree-bg: #12301c; --reject-bg: #3b1618; --warn-bg: #2d1a0e;
-  --h0: #3d8ad6; --h1: #ca6d2b; --h2: #219c40; --h3: #c557db; --h4: #9c8721; --h5: #2295a0;
-  --h6: #dd5f5f; --h7: #8a78e2; --h8: #529720; --h9: #db5799; --h10: #209770; --h11: #a66ce0; } }
+  --agree-bg: #12301c; --reject-bg: #3b1618; --warn-bg: #2d1a0e; } }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
   color: var(--ink); background: var(--page); }
@@ -63,7 +59,7 @@ h2 .count { color: var(--muted); font-weight: 400; }
 .card dd.hot { font-weight: 700; }
 table { width: 100%; border-collapse: collapse; background: var(--card); border: 1px solid var(--line);
   border-radius: 8px; overflow: hidden; }
-th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th, td { text-align: start; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-weight: 600; color: var(--muted); font-size: 12px; background: var(--head-bg); white-space: nowrap; }
 td.id, td.when, td.state, td.num { white-space: nowrap; }
 td code { overflow-wrap: anywhere; }
@@ -78,7 +74,8 @@ code, .id { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-si
 .alarm td { background: var(--warn-bg); } .alarm .kind { color: var(--warn); font-weight: 600; }
 .excerpt { color: var(--muted); white-space: pre-wrap; overflow-wrap: anywhere; }
 td.topic { overflow-wrap: anywhere; }
-.chart { background: var(--card); border: 1px solid var(--line); border-radius: 8px; max-width: 100%; height: auto; }
+.chart { background: var(--card); border: 1px solid var(--line); border-radius: 8px; width: 100%; max-width: 880px;
+  height: auto; }
 .chart .grid { stroke: var(--line); } .chart .tick { fill: var(--muted); font-size: 11px; }
 .chart .line { fill: none; stroke: var(--role); stroke-width: 2; }
 .chart .day { fill: transparent; } .chart .day:hover { fill: var(--line); fill-opacity: 0.35; }
@@ -88,11 +85,11 @@ td.topic { overflow-wrap: anywhere; }
 .more { color: var(--muted); font-size: 12px; margin: 4px 0; }
 @media (max-width: 700px) {
   header { padding: 10px 14px; } main { padding: 8px 14px 32px; }
-  .cards { display: flex; flex-wrap: wrap; gap: 6px; }
-  .card { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 8px; padding: 3px 10px;
+  .cards { display: flex; gap: 6px; overflow-x: auto; padding-bottom: 4px; }
+  .card { flex: none; display: flex; align-items: baseline; gap: 0 8px; padding: 3px 10px; white-space: nowrap;
     border-top: 1px solid var(--line); border-left: 4px solid var(--role); border-radius: 14px; }
   .card h3 { margin: 0; font-size: 14px; }
-  .card dl { display: flex; flex-wrap: wrap; gap: 0 4px; }
+  .card dl { display: flex; gap: 0 4px; } .card dt { font-size: 12px; }
   .card dd { margin-right: 6px; } .card .zero { display: none; }
   table, tbody, tr, td { display: block; width: 100%; }
   table { background: none; border: none; border-radius: 0; overflow: visible; }
