@@ -521,9 +521,13 @@ impl Browser {
         false
     }
 
-    /// A screenshot of the whole page (beyond the viewport) into `path`.
-    fn screenshot(&mut self, path: &Path) {
-        let size = self.call("Page.getLayoutMetrics", json!({}))["cssContentSize"].clone();
+    /// A screenshot of the whole page (beyond the viewport), or of its top
+    /// `max_height` px, into `path`.
+    fn screenshot(&mut self, path: &Path, max_height: Option<u64>) {
+        let mut size = self.call("Page.getLayoutMetrics", json!({}))["cssContentSize"].clone();
+        if let Some(max) = max_height {
+            size["height"] = json!(size["height"].as_f64().unwrap().min(max as f64));
+        }
         let shot = self.call(
             "Page.captureScreenshot",
             json!({"format": "png", "captureBeyondViewport": true,
@@ -569,6 +573,9 @@ const LAYOUT: &str = r#"(() => {
   };
 })()"#;
 
+/// Also writes the screenshots docs/ shows (`docs-board.png` and
+/// `docs-board-phone.png` in the test output are docs/board.png and
+/// docs/board-phone.png).
 #[test]
 fn the_board_fits_a_desktop_and_a_phone_in_light_and_dark() {
     let local = realistic();
@@ -582,7 +589,12 @@ fn the_board_fits_a_desktop_and_a_phone_in_light_and_dark() {
     ] {
         let mut b = Browser::open(&tmp.path().join(name), width, 900, dark);
         b.go(&server.link().url);
-        b.screenshot(&output_dir().join(name));
+        b.screenshot(&output_dir().join(name), None);
+        if !dark {
+            // The top of the page, as docs/ shows it.
+            let top = if width < 700 { 1200 } else { 1600 };
+            b.screenshot(&output_dir().join(format!("docs-{name}")), Some(top));
+        }
         let m = b.eval(LAYOUT);
         let what = format!("{name}: {m}");
         // No sideways scroll: the page is exactly as wide as the screen.
