@@ -632,7 +632,8 @@ fn traffic(out: &mut String, list: &[TrafficItem], now: i64) {
         push_bdi(out, &t.from);
         out.push_str(" → ");
         names(out, &t.to);
-        out.push_str("</td><td class=\"topic\">");
+        out.push_str("</td>");
+        topic_cell(out);
         if t.debt {
             out.push_str("<span class=\"tag\">debt</span> ");
         }
