@@ -11,6 +11,7 @@
 //! writes a record.
 
 pub mod chart;
+pub mod contrast;
 pub mod events;
 pub mod headers;
 pub mod html;
