@@ -451,6 +451,8 @@ async fn a_search_finds_notes_beside_messages_and_a_thread_shows_them() {
             event: None,
             agent: None,
             session: None,
+            folder: None,
+            folder_hash: None,
         },
     )
     .unwrap();

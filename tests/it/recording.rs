@@ -32,6 +32,8 @@ fn note(kind: NoteKind, text: &str, event: Option<&str>) -> NoteRequest {
         event: event.map(str::to_owned),
         agent: event.map(|_| "claude".to_owned()),
         session: None,
+        folder: None,
+        folder_hash: None,
     }
 }
 
@@ -201,6 +203,8 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
         event: None,
         agent: None,
         session: None,
+        folder: None,
+        folder_hash: None,
     };
     let shapes: Vec<(&str, MemoryNote)> = vec![
         (
@@ -235,6 +239,8 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
             "session",
             MemoryNote {
                 session: Some("the raw session id".into()),
+                folder: None,
+                folder_hash: None,
                 ..base()
             },
         ),
@@ -545,6 +551,7 @@ fn a_stop_records_the_reply_and_the_turns_tool_calls_from_the_transcript() {
              "input": {"file_path": "/work/p/src/login.rs"}},
             {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "cargo test"}}]}}),
         json!({"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "updated"},
             {"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": "failed"}]}}),
         json!({"type": "assistant", "message": {"content": [
             {"type": "text", "text": "The login is fixed; one test still fails."}]}}),
