@@ -94,8 +94,11 @@ fn notes_are_items_of_the_memory_sorted_among_messages() {
         .collect();
     assert_eq!(shown.len(), 3, "{shown:?}");
     assert!(shown[0].ends_with("msg@a: Login — Which fields does POST /login return?"));
+    // A note says where it came from: its kind, role, agent and device.
     assert!(
-        shown[1].ends_with("note@a: prompt — make the login form show errors"),
+        shown[1].contains("|2026-")
+            && shown[1].contains(": prompt@a/claude@")
+            && shown[1].ends_with(": make the login form show errors"),
         "{shown:?}"
     );
     assert!(shown[1].starts_with(&noted.id[..12]), "{shown:?}");
