@@ -44,7 +44,9 @@ fn is_short_line(l: &str, kind: &str, role: &str) -> bool {
     let prefix = format!("{kind}@{role}");
     id.len() == 12
         && (who == prefix
-            || (kind != "msg" && who.starts_with(&format!("{prefix}@")) && who.len() > prefix.len() + 1))
+            || (kind != "msg"
+                && who.starts_with(&format!("{prefix}@"))
+                && who.len() > prefix.len() + 1))
         && crate::common::is_rfc3339_ms(date)
         && !l.contains('\n')
 }
@@ -482,7 +484,10 @@ async fn a_search_finds_notes_beside_messages_and_a_thread_shows_them() {
         .find(|h| h.starts_with(&format!("{short}|")))
         .unwrap_or_else(|| panic!("no note among {hits:?}"));
     assert!(is_short_line(hit, "prompt", "a"), "{hit}");
-    assert!(hit.ends_with(": why do quince entries expire so early?"), "{hit}");
+    assert!(
+        hit.ends_with(": why do quince entries expire so early?"),
+        "{hit}"
+    );
     // A word the note lacks finds the message alone; one the message lacks,
     // the note alone (every phrase is checked, not only the candidates').
     let both = c

@@ -107,8 +107,10 @@ fn claude_code_a_background_subagent_and_an_exploring_turn() {
     assert_eq!(of("prompt"), ["Survey the code and fix a.rs"], "{notes:#?}");
     assert_eq!(
         of("turn"),
-        ["read 1 file (main.rs), 2 searches, 1 listing; files changed: src/b.rs; edits failed: \
-          src/a.rs"]
+        [
+            "read 1 file (main.rs), 2 searches, 1 listing; files changed: src/b.rs; edits failed: \
+          src/a.rs"
+        ]
     );
     assert_eq!(
         of("report"),
@@ -120,7 +122,9 @@ fn claude_code_a_background_subagent_and_an_exploring_turn() {
         ["Done: surveyed and edited.", "Done: surveyed and edited."]
     );
     assert!(
-        notes.iter().all(|(_, text)| !text.contains("task-notification")),
+        notes
+            .iter()
+            .all(|(_, text)| !text.contains("task-notification")),
         "{notes:#?}"
     );
 }
@@ -310,7 +314,9 @@ fn lines_carry_provenance_and_a_thread_follows_one_session() {
 
     let cancelled = || false;
     let mut budget = Budget::search(&cancelled);
-    let found = memory_search(&mut s, "quince", 20, &mut budget).unwrap().lines;
+    let found = memory_search(&mut s, "quince", 20, &mut budget)
+        .unwrap()
+        .lines;
     let line_of = |id: &str| {
         found
             .iter()
@@ -326,7 +332,10 @@ fn lines_carry_provenance_and_a_thread_follows_one_session() {
     );
     let two = line_of(&second.id);
     assert!(
-        two.contains(&format!("|prompt@web~{root_hash}/claude@{device}#{} ", &h1[..6])),
+        two.contains(&format!(
+            "|prompt@web~{root_hash}/claude@{device}#{} ",
+            &h1[..6]
+        )),
         "{two}"
     );
     assert!(line_of(&by_hand.id).contains(&format!("|note@web@{device} ")));

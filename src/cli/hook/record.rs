@@ -38,8 +38,8 @@ use crate::app::recording;
 use crate::core::memory::note::{self, NoteKind};
 use crate::core::memory::{notice, provenance};
 use crate::core::peer_text::one_line;
-use crate::store::{Home, binding};
 use crate::store::spool::{Spool, SpooledEvent};
+use crate::store::{Home, binding};
 
 /// The most of stdin a recording hook reads (a prompt is at most what the
 /// client accepts; past this the input is cut and the event fails).

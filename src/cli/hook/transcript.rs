@@ -115,10 +115,18 @@ impl Turn {
             ));
         }
         if self.searches > 0 {
-            explored.push(format!("{} search{}", self.searches, plural_es(self.searches)));
+            explored.push(format!(
+                "{} search{}",
+                self.searches,
+                plural_es(self.searches)
+            ));
         }
         if self.listings > 0 {
-            explored.push(format!("{} listing{}", self.listings, plural(self.listings)));
+            explored.push(format!(
+                "{} listing{}",
+                self.listings,
+                plural(self.listings)
+            ));
         }
         if !explored.is_empty() {
             parts.push(explored.join(", "));
@@ -334,7 +342,9 @@ pub fn claude_turn(lines: &[Value], cwd: &str) -> Turn {
                 let input = &p["input"];
                 match name {
                     "Read" | "NotebookRead" => {
-                        let f = input["file_path"].as_str().or(input["notebook_path"].as_str());
+                        let f = input["file_path"]
+                            .as_str()
+                            .or(input["notebook_path"].as_str());
                         if let Some(f) = f {
                             push_file(&mut turn.read, &mut read_seen, f, cwd);
                         }

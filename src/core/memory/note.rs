@@ -87,7 +87,7 @@ impl NoteKind {
             Self::Peer,
         ]
         .into_iter()
-            .find(|k| k.as_str() == s)
+        .find(|k| k.as_str() == s)
     }
 }
 
@@ -133,7 +133,9 @@ pub enum BadNote {
     Folder,
     /// A folder hash that is not [`FOLDER_HEX`] lowercase hex digits, or
     /// one without its folder.
-    #[error("a note's folder_hash must be {FOLDER_HEX} lowercase hex digits, given with its folder")]
+    #[error(
+        "a note's folder_hash must be {FOLDER_HEX} lowercase hex digits, given with its folder"
+    )]
     FolderHash,
 }
 
@@ -249,7 +251,10 @@ pub fn cut_chars(text: &str) -> String {
         return text.to_owned();
     }
     let kept: String = text.chars().take(MAX_KEPT_CHARS).collect();
-    format!("{kept}\n[… {} more characters not recorded]", total - MAX_KEPT_CHARS)
+    format!(
+        "{kept}\n[… {} more characters not recorded]",
+        total - MAX_KEPT_CHARS
+    )
 }
 
 #[cfg(test)]
@@ -370,7 +375,10 @@ mod tests {
         let report = "é".repeat(MAX_KEPT_CHARS + 5);
         let kept = cut_chars(&report);
         assert!(kept.starts_with(&"é".repeat(MAX_KEPT_CHARS)));
-        assert!(kept.ends_with("[… 5 more characters not recorded]"), "{kept}");
+        assert!(
+            kept.ends_with("[… 5 more characters not recorded]"),
+            "{kept}"
+        );
     }
 
     #[test]

@@ -53,7 +53,11 @@ impl Provenance {
     /// message: `role`).
     pub fn shown(&self) -> String {
         let mut out = self.role.clone();
-        if let Some(f) = self.folder.as_deref().filter(|f| *f != "." && !f.is_empty()) {
+        if let Some(f) = self
+            .folder
+            .as_deref()
+            .filter(|f| *f != "." && !f.is_empty())
+        {
             out.push('/');
             out.push_str(f);
         }
@@ -141,9 +145,9 @@ pub fn is_folder(folder: &str) -> bool {
         && folder
             .split('/')
             .all(|p| !p.is_empty() && p != "." && p != "..")
-        && !folder.chars().any(|c| {
-            c.is_whitespace() || is_hazard(c) || is_invisible(c) || RESERVED.contains(&c)
-        })
+        && !folder
+            .chars()
+            .any(|c| c.is_whitespace() || is_hazard(c) || is_invisible(c) || RESERVED.contains(&c))
 }
 
 /// True when `hash` is [`FOLDER_HEX`] lowercase hex digits.
@@ -165,7 +169,10 @@ mod tests {
             agent: Some("claude".into()),
             session: Some("0b6c1d2e3f40".into()),
         };
-        assert_eq!(note.shown(), "web/src/cli~3f9a2c/claude@laptop-a1b2c3#0b6c1d");
+        assert_eq!(
+            note.shown(),
+            "web/src/cli~3f9a2c/claude@laptop-a1b2c3#0b6c1d"
+        );
         let root = Provenance {
             folder: Some(".".into()),
             ..note.clone()
@@ -203,7 +210,17 @@ mod tests {
         for ok in [".", "src", "src/cli", "日本/語"] {
             assert!(is_folder(ok), "{ok}");
         }
-        for bad in ["", "/abs", "a//b", "a/./b", "../up", "a b", "a@b", "x\u{200b}", "a\nb"] {
+        for bad in [
+            "",
+            "/abs",
+            "a//b",
+            "a/./b",
+            "../up",
+            "a b",
+            "a@b",
+            "x\u{200b}",
+            "a\nb",
+        ] {
             assert!(!is_folder(bad), "{bad:?}");
         }
         let h = folder_hash("/home/me/project");

@@ -57,8 +57,7 @@ impl NoteRow {
 
 /// The columns of a [`NoteRow`], over `notes n` joined with the record it
 /// came in (`records r`, for the feed and so the device).
-const NOTE_COLUMNS: &str =
-    "n.id, n.ms, n.c, n.role, n.kind, n.text, n.event, n.agent, n.session, n.folder, \
+const NOTE_COLUMNS: &str = "n.id, n.ms, n.c, n.role, n.kind, n.text, n.event, n.agent, n.session, n.folder, \
      n.folder_hash, r.feed";
 
 /// `FROM` the notes with their records.
