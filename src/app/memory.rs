@@ -954,8 +954,7 @@ fn item_line(m: &MemoryItem) -> String {
 /// Items as short lines.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ItemLines {
-    /// `id|kind@folder~hash/agent@device#session date: text`, one item
-    /// each, with the parts it has (a message: `id|msg@role date: …`).
+    /// `id|kind@from date: text`, one item each.
     pub lines: Vec<String>,
     /// True when more items follow (or match); absent when none do.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -113,7 +113,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Search the memory: id|kind@folder~hash/agent@device#session date: text. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Search the memory. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_search(
         &self,
@@ -129,7 +129,7 @@ impl Server {
         .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id: its session's if a note, else the channel's. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_thread(
         &self,
