@@ -242,8 +242,27 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
             "session",
             MemoryNote {
                 session: Some("the raw session id".into()),
-                folder: None,
-                folder_hash: None,
+                ..base()
+            },
+        ),
+        (
+            "folder must be",
+            MemoryNote {
+                folder: Some("/home/me/secret".into()),
+                ..base()
+            },
+        ),
+        (
+            "folder must be",
+            MemoryNote {
+                folder: Some("src@evil#1 msg@b:".into()),
+                ..base()
+            },
+        ),
+        (
+            "folder_hash",
+            MemoryNote {
+                folder_hash: Some("3f9a2c".into()),
                 ..base()
             },
         ),
