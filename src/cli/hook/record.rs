@@ -3,20 +3,27 @@
 //! spool they fill.
 //!
 //! A recording hook reads the client's hook input (JSON on stdin, bounded),
-//! makes the notes of the event — the prompt on `UserPromptSubmit`; the
-//! final reply and one short record of the turn's tool calls on `Stop`, from
-//! the input and the end of the transcript file it names — and writes each
-//! to the spool of this home, fsynced, before anything else. Then it starts
-//! a detached `hook deliver` and returns: a turn never waits for the channel.
-//! Whatever fails, the hook exits 0 and says why on stderr and in
-//! `spool/record.log`. An input that makes no event is kept in
+//! makes the notes of the event and writes each to the spool of this home,
+//! fsynced, before anything else. On `UserPromptSubmit`: the prompt; a
+//! message from another session as a `peer` note; nothing for a notice the
+//! client made itself (`core::memory::notice`), but a background subagent's
+//! report inside one as a `report` note. On `Stop`: the final reply, one
+//! short record of the turn's tool calls, and the answers, reports and
+//! approved plans the turn brought in, from the input and the end of the
+//! transcript file it names. Every note names the folder the session worked
+//! in, relative to the project root, with a short hash of the absolute
+//! folder (never the path). Then it starts a detached `hook deliver` and
+//! returns: a turn never waits for the channel. Whatever fails, the hook
+//! exits 0 and says why on stderr and in `spool/record.log`. An input that
+//! makes no event (not a notice: one it cannot read) is kept in
 //! `spool/failed/`.
 //!
 //! Each event has an id made from the agent, its session, the event, what
 //! tells two events of a session apart (the client's own id of the turn or
 //! prompt where it gives one: Codex's `turn_id`, Claude Code's `prompt_id`;
 //! else the transcript's length when the hook ran) and a hash of what the
-//! event records. So a second delivery of one event adds nothing, and two
+//! event records; a note taken from one transcript entry has that entry's
+//! id in place of the turn's. So a second delivery of one event adds nothing, and two
 //! different events are never taken for one: two prompts while the
 //! transcript did not grow, or a second Stop of one turn that a Stop hook
 //! sent on. With `COUNTERSIGN_SPOOL_ONLY`
