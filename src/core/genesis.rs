@@ -53,7 +53,7 @@ pub enum GenesisError {
     #[error(transparent)]
     ReservedRole(#[from] super::ids::ReservedRole),
     /// The same role twice.
-    #[error("roles must be different: '{0}' appears more than once")]
+    #[error("roles must be different: '{0}' appears more than once; list each role once")]
     DuplicateRole(String),
     /// A channel name that is not a slug.
     #[error("channel name '{0}' must match ^[a-z0-9][a-z0-9_-]{{0,63}}$ (lowercase slug)")]

@@ -70,7 +70,7 @@ const LEAF_STACK: usize = 9;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QueryError {
     /// The query is empty or whitespace.
-    #[error("'query' is required")]
+    #[error("'query' is required; pass the words to search for")]
     Required,
     /// The query is longer than [`MAX_QUERY_CHARS`]; carries its length in characters.
     #[error("'query' must be at most {max} characters (got {0})", max = MAX_QUERY_CHARS)]

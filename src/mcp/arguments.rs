@@ -38,7 +38,9 @@ pub fn refusal(tool: &str, schema: &JsonObject, arguments: Option<&JsonObject>) 
         .filter_map(Value::as_str)
     {
         if !arguments.contains_key(name) {
-            return Some(format!("{tool}: the parameter `{name}` is required"));
+            return Some(format!(
+                "{tool}: the parameter `{name}` is required; pass `{name}` too"
+            ));
         }
     }
     arguments
@@ -463,7 +465,7 @@ mod tests {
         );
         assert_eq!(
             refusal("t", &schema, None).unwrap(),
-            "t: the parameter `to` is required"
+            "t: the parameter `to` is required; pass `to` too"
         );
         assert_eq!(
             refusal("t", &schema, Some(&args(json!({"to": "b", "flg": true})))).unwrap(),
