@@ -312,7 +312,11 @@ mod tests {
         assert_eq!(find(&ix, "message_id", "abcdef01").unwrap().id.hex(), a);
         assert_eq!(find(&ix, "message_id", "#ABCDEF02").unwrap().id.hex(), b);
         let e = find(&ix, "message_id", "abcdef03").unwrap_err().to_string();
-        assert_eq!(e, "message abcdef03 not found");
+        assert_eq!(
+            e,
+            "message abcdef03 not found; list_messages or search_messages shows the ids this \
+             role can see"
+        );
         let e = find(&ix, "message_id", "abc").unwrap_err().to_string();
         assert!(e.contains("6 to 64 hex characters"), "{e}");
         let e = find(&ix, "reply_to", "not-hex!").unwrap_err().to_string();

@@ -1490,7 +1490,10 @@ mod tests {
             Err(QueryError::Required)
         );
         assert_eq!(SearchQuery::parse("\0"), Err(QueryError::Required));
-        assert_eq!(QueryError::Required.to_string(), "'query' is required");
+        assert_eq!(
+            QueryError::Required.to_string(),
+            "'query' is required; pass the words to search for"
+        );
 
         let long = "a".repeat(MAX_QUERY_CHARS);
         assert!(SearchQuery::parse(&long).is_ok());
