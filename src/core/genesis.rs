@@ -42,8 +42,8 @@ pub enum GenesisError {
     TooFewRoles(usize),
     /// More than [`MAX_ROLES`].
     #[error(
-        "a channel has at most 12 roles (got {0}) — more participants than that need \
-         an event bus, not a mailbox"
+        "a channel has at most 12 roles (got {0}), as more participants than that need \
+         an event bus, not a mailbox; pass at most 12 to --roles"
     )]
     TooManyRoles(usize),
     /// A name that is not a slug.

@@ -238,6 +238,12 @@ async fn every_refusal_says_what_is_wrong_then_the_fix() {
         ),
         ("resolve_message", json!({}), "ValueError", "message_id"),
         (
+            "list_messages",
+            json!({"fields": ["nope"]}),
+            "ValueError",
+            "nope",
+        ),
+        (
             "mark_read",
             json!({"message_ids": [unknown]}),
             "ValueError",
