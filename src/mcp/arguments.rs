@@ -85,6 +85,28 @@ fn mismatch(value: &Value, schema: &Value, defs: &Value, path: &str) -> Option<S
     if !admits_type(schema, value, defs) {
         return wrong();
     }
+    // A number past a bound of its schema (a negative offset) would not
+    // decode, and the decoder's own words name no way out.
+    if let Value::Number(n) = value
+        && let Some(v) = n.as_f64()
+    {
+        let (min, max) = (
+            s.get("minimum").and_then(Value::as_f64),
+            s.get("maximum").and_then(Value::as_f64),
+        );
+        let range = match (min, max) {
+            (Some(a), Some(b)) if v < a || v > b => Some(format!("from {a} to {b}")),
+            (Some(a), None) if v < a => Some(format!("{a} or more")),
+            (None, Some(b)) if v > b => Some(format!("{b} or less")),
+            _ => None,
+        };
+        if let Some(range) = range {
+            return Some(format!(
+                "{what} `{path}` must be {range}; got {}",
+                given(value)
+            ));
+        }
+    }
     match value {
         Value::Array(items) => {
             let item = s.get("items")?;
@@ -415,6 +437,27 @@ mod tests {
         assert_eq!(
             why(json!({"remote": "git"})).unwrap(),
             "t: the parameter `remote` must be an object or null; got the string \"git\""
+        );
+    }
+
+    #[test]
+    fn a_number_past_its_bound_is_refused_before_it_reaches_the_decoder() {
+        let schema = object(json!({
+            "type": "object",
+            "properties": {
+                "offset": {"type": "integer", "format": "uint64", "minimum": 0},
+                "n": {"type": "integer", "minimum": 1, "maximum": 30},
+            },
+        }));
+        let why = |v: Value| refusal("t", &schema, Some(&object(v)));
+        assert_eq!(why(json!({"offset": 0, "n": 30})), None);
+        assert_eq!(
+            why(json!({"offset": -1})).unwrap(),
+            "t: the parameter `offset` must be 0 or more; got the integer -1"
+        );
+        assert_eq!(
+            why(json!({"n": 31})).unwrap(),
+            "t: the parameter `n` must be from 1 to 30; got the integer 31"
         );
     }
 

@@ -51,6 +51,7 @@ fn shape_fault(text: &str, tools: &[String]) -> Option<String> {
     }
     for raw in [
         "missing field `",
+        "invalid value: ",
         "invalid type: ",
         "unknown variant `",
         "did not match any",
@@ -60,6 +61,11 @@ fn shape_fault(text: &str, tools: &[String]) -> Option<String> {
         }
     }
     // The fix starts with what to do: a verb, a tool, or a command to run.
+    // The schema's refusals put the value to use first: "`field` must be
+    // an integer; got the string \"x\"".
+    if text.contains("` must be ") && text.contains("; got ") {
+        return None;
+    }
     let names_a_fix = |rest: &str| {
         let first = rest
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -288,6 +294,12 @@ async fn every_refusal_says_what_is_wrong_then_the_fix() {
             json!({"line": "abcdef12"}),
             "ValueError",
             "abcdef12",
+        ),
+        (
+            "compact_read",
+            json!({"job": "j", "offset": -1}),
+            "ValueError",
+            "`offset`",
         ),
     ];
     for (tool, args, kind, names) in cases {
