@@ -419,7 +419,8 @@ pub fn undo_backfill(
     let me = s.role()?;
     if ids.is_empty() {
         return Err(AppError::value(
-            "'ids' is required — the messages a cleanup pass retired that should be live again",
+            "'ids' is required; pass the messages a cleanup pass retired that should be live \
+             again",
         ));
     }
     if let Some(r) = &reason {

@@ -65,8 +65,11 @@ pub fn op_body(ix: &Index, body: String, body_ref: Option<&str>) -> AppResult<Op
         ));
     }
     let id = find_upload(ix, "body_ref", raw)?;
-    let u =
-        upload_row(ix, &id)?.ok_or_else(|| AppError::value(format!("upload {raw} not found")))?;
+    let u = upload_row(ix, &id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "upload {raw} not found; pass the upload_id that upload_content answered"
+        ))
+    })?;
     if u.sealed_ms.is_none() {
         return Err(AppError::value(format!(
             "upload {} is not sealed — seal_content it first (its uploader '{}' does), then pass \

@@ -606,7 +606,8 @@ pub fn compact_read(s: &mut Session, job: &str, offset: u64, now: i64) -> AppRes
     let starts: Vec<u64> = all.iter().map(|p| p.start as u64).collect();
     let Some(page) = starts.iter().position(|s| *s == offset) else {
         return Err(AppError::value(format!(
-            "offset {offset} starts no page of job '{job}': its pages start at {}",
+            "offset {offset} starts no page of job '{job}'; pass one of the offsets its pages \
+             start at: {}",
             list(&starts)
         )));
     };
@@ -856,7 +857,8 @@ pub fn compact_resume(s: &mut Session, line: &str) -> AppResult<Resumed> {
             Ok(Resumed { line: one.clone() })
         }
         [] => Err(AppError::value(format!(
-            "no paused or failed line starts with '{given}' here"
+            "no paused or failed line starts with '{given}' here; compact_next lists the paused \
+             lines"
         ))),
         many => Err(AppError::value(format!(
             "'{given}' names {} lines ({}): give more of the id",

@@ -341,8 +341,9 @@ impl Host {
         }
         if roster.len() >= MAX_ROLES {
             return Err(AppError::value(format!(
-                "channel '{channel}' has {} roles, and a channel has at most {MAX_ROLES} roles — \
-                 more participants than that need an event bus, not a mailbox",
+                "channel '{channel}' has {} roles, and a channel has at most {MAX_ROLES} roles (more \
+                 participants than that need an event bus, not a mailbox); host the others in a \
+                 channel of their own with create_channel",
                 roster.len()
             )));
         }
@@ -553,8 +554,8 @@ fn roster_refusal(e: &GenesisError) -> String {
              {MAX_ROLES} distinct role names"
         ),
         GenesisError::TooManyRoles(n) => format!(
-            "'roles': a channel has at most {MAX_ROLES} roles (got {n}) — more participants \
-             than that need an event bus, not a mailbox"
+            "'roles': a channel has at most {MAX_ROLES} roles (got {n}), as more participants \
+             than that need an event bus, not a mailbox; list at most {MAX_ROLES} role names"
         ),
         GenesisError::DuplicateRole(r) => format!(
             "'roles': roles must be DIFFERENT: '{r}' appears more than once — list each role once"

@@ -79,24 +79,32 @@ pub fn mark_read(
     }
     let writer = s.writer()?;
     let (rec, found) = s.channel_mut().append_if(&writer, |ix| {
-        let suffix = if single { "" } else { "; nothing was marked" };
+        let prefix = if single { "" } else { "nothing was marked: " };
         let field = if single { "message_id" } else { "message_ids" };
         let mut found: Vec<(String, RecordId, Option<i64>)> = Vec::new();
         for raw in &ids {
-            let f = find(ix, field, raw).map_err(|e| AppError::value(format!("{e}{suffix}")))?;
+            let f = find(ix, field, raw).map_err(|e| AppError::value(format!("{prefix}{e}")))?;
             if f.deleted {
-                return Err(AppError::value(format!("message {raw} not found{suffix}")));
+                return Err(AppError::value(format!(
+                    "{prefix}message {raw} not found; list_messages or \
+                     search_messages shows the ids this role can see"
+                )));
             }
             let Some(read_ms) = delivery_read(ix, &f.id, me.as_str())? else {
                 return Err(AppError::permission(format!(
-                    "message {raw} is not addressed to '{me}' — only its recipients can mark it read{suffix}"
+                    "{prefix}message {raw} is not addressed to '{me}', and only its recipients can \
+                     mark it read; mark only messages addressed to '{me}' (read_inbox lists them)"
                 )));
             };
             if !found.iter().any(|(_, id, _)| *id == f.id) {
                 found.push((raw.clone(), f.id, read_ms));
             }
         }
-        let fresh: Vec<RecordId> = found.iter().filter(|(_, _, r)| r.is_none()).map(|(_, id, _)| *id).collect();
+        let fresh: Vec<RecordId> = found
+            .iter()
+            .filter(|(_, _, r)| r.is_none())
+            .map(|(_, id, _)| *id)
+            .collect();
         let op = (!fresh.is_empty()).then_some(Op::Read(Ids { ids: fresh }));
         Ok::<_, AppError>((op, found))
     })?;

@@ -34,8 +34,12 @@ impl From<Refusal> for AppError {
 /// Loads the live message `raw` names, or the refusal.
 pub fn live_message(ix: &Index, roster: &[Role], raw: &str) -> AppResult<Message> {
     let id = find_live(ix, "message_id", raw)?;
-    load_message(ix, roster, &id)?
-        .ok_or_else(|| AppError::value(format!("message {raw} not found")))
+    load_message(ix, roster, &id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "message {raw} not found; list_messages or \
+             search_messages shows the ids this role can see"
+        ))
+    })
 }
 
 /// Runs one lifecycle step: `build` makes the op from the current state, the
@@ -55,8 +59,12 @@ fn step(
         let verdict = rules::check(&m, &me, &op)?;
         Ok::<_, AppError>(((verdict == Verdict::Apply).then_some(op), m.id))
     })?;
-    let after = load_message(s.index(), &roster, &id)?
-        .ok_or_else(|| AppError::value(format!("message {raw} not found")))?;
+    let after = load_message(s.index(), &roster, &id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "message {raw} not found; list_messages or \
+             search_messages shows the ids this role can see"
+        ))
+    })?;
     Ok((rec, after))
 }
 
@@ -204,7 +212,8 @@ pub fn set_work_status(
     let note = note_of("note", note)?;
     if blocked_by.is_some() && value != WorkStatus::Blocked {
         return Err(AppError::value(
-            "'blocked_by' is only valid with work_status='blocked'",
+            "'blocked_by' is only valid with work_status='blocked'; drop 'blocked_by', or set \
+             work_status='blocked'",
         ));
     }
     let mut previous = None;
@@ -230,17 +239,26 @@ pub fn set_work_status(
 /// A blocker must be a live, open debt: anything else could never be resolved
 /// and would block forever.
 fn check_blocker(ix: &Index, raw: &str) -> AppResult<RecordId> {
-    let id = lookup_live(ix, "blocked_by", raw)?
-        .ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
-    let b = load_message(ix, &[], &id)?
-        .ok_or_else(|| AppError::value(format!("blocked_by message {raw} not found")))?;
+    let id = lookup_live(ix, "blocked_by", raw)?.ok_or_else(|| {
+        AppError::value(format!(
+            "blocked_by message {raw} not found; list_messages or \
+             search_messages shows the ids this role can see"
+        ))
+    })?;
+    let b = load_message(ix, &[], &id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "blocked_by message {raw} not found; list_messages or \
+             search_messages shows the ids this role can see"
+        ))
+    })?;
     match &b.debt {
         None => Err(AppError::value(format!(
             "blocked_by message {raw} is not action_required — nothing could ever resolve it, so the \
              task would block forever; block on a debt, or use 'blocked' without blocked_by"
         ))),
         Some(d) if d.status == DebtStatus::Resolved => Err(AppError::value(format!(
-            "blocked_by message {raw} is already resolved — not a blocker"
+            "blocked_by message {raw} is already resolved — not a blocker; block on an open \
+             debt, or use 'blocked' without blocked_by"
         ))),
         Some(_) => Ok(id),
     }

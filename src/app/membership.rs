@@ -142,11 +142,15 @@ pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> A
     let role = role_in_roster(channel, role)?;
     if parse_pubkey(pubkey).is_none() {
         return Err(AppError::value(format!(
-            "'{pubkey}' is not a public key (64 hex characters, as `countersign join` prints it)"
+            "'{pubkey}' is not a public key; pass the 64 hex characters `countersign join` \
+             printed"
         )));
     }
     let feed = FeedId::new(role.as_str(), device).ok_or_else(|| {
-        AppError::value(format!("'{device}' is not a device id (a lowercase slug)"))
+        AppError::value(format!(
+            "'{device}' is not a device id (a lowercase slug); pass the device id \
+             `countersign join` printed"
+        ))
     })?;
     let owner = channel.owner_writer()?;
     let admit = Admit {
@@ -187,7 +191,8 @@ pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<RoleAdded> {
     channel.catch_up()?;
     if channel.roster().contains(&role) {
         return Err(AppError::value(format!(
-            "role '{role}' is already a role of this channel"
+            "role '{role}' is already a role of this channel; there is nothing to add, and \
+             `countersign invite --role {role}` brings in a device for it"
         )));
     }
     let (rec, ()) = channel.append(&owner, |_| {

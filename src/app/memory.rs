@@ -1095,7 +1095,10 @@ pub fn summarize(s: &mut Session, covers: &[String], text: &str) -> AppResult<Su
         .iter()
         .map(|c| {
             RecordId::parse(c).ok_or_else(|| {
-                AppError::value(format!("covers: '{c}' is not a full 64-character id"))
+                AppError::value(format!(
+                    "covers: '{c}' is not a full 64-character id; copy the ids as the job \
+                     gives them"
+                ))
             })
         })
         .collect::<AppResult<_>>()?;
@@ -1122,12 +1125,13 @@ pub fn summarize(s: &mut Session, covers: &[String], text: &str) -> AppResult<Su
     };
     if memory.tree().covers(node) != op.covers {
         return Err(AppError::value(
-            "covers must list the line's item, or its two halves in order",
+            "covers must list the line's item, or its two halves in order; copy them as the job \
+             gives them",
         ));
     }
     if memory.summary(&line).is_some() {
         return Err(AppError::value(format!(
-            "line {} has a summary already: the first one stands",
+            "line {} has a summary already, and the first one stands; leave this line out",
             line.short()
         )));
     }

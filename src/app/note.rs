@@ -83,6 +83,8 @@ pub fn write_note(s: &mut Session, req: NoteRequest) -> AppResult<Noted> {
             created_at: format_rfc3339(ms),
             written: false,
         }),
-        (None, None) => Err(AppError::value("nothing to write")),
+        (None, None) => Err(AppError::value(
+            "nothing to write: the note was neither written nor found recorded; write it again",
+        )),
     }
 }

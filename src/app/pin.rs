@@ -97,7 +97,10 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<PinWrite> {
                 Ok(Some(f)) => Some(f.id),
                 Ok(None) => {
                     return Ok(Err(Blocked {
-                        refusal: Refusal::Value(format!("approved_by message {raw} not found")),
+                        refusal: Refusal::Value(format!(
+                            "approved_by message {raw} not found; list_messages or \
+                             search_messages shows the ids this role can see"
+                        )),
                         missing_agrees: Vec::new(),
                         winner: None,
                     }));
@@ -172,7 +175,12 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<PinWrite> {
     let row = pin_row(ix, PinSelect::Record(&rec.id.hex()))?
         .into_iter()
         .next()
-        .ok_or_else(|| AppError::value(format!("pin '{key}' was written but did not stand")))?;
+        .ok_or_else(|| {
+            AppError::value(format!(
+                "pin '{key}' was written but did not stand; pin_get shows the version of \
+                 '{key}' that stands"
+            ))
+        })?;
     Ok(PinWrite::Written(PinWritten {
         body_length_chars: row.body_length_chars,
         key: row.key,
@@ -338,7 +346,9 @@ pub struct PinLookup(pub Option<PinVersion>);
 fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
     let v = v.trim();
     if v.is_empty() {
-        return Err(AppError::value(format!("'{field}' is required")));
+        return Err(AppError::value(format!(
+            "'{field}' is required; pass one line of at most {max} characters"
+        )));
     }
     check_length(field, v, max)?;
     check_one_line(field, v, "; the text of the version belongs in 'body'")?;

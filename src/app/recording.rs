@@ -89,10 +89,20 @@ fn deliver_one(
     sessions: &mut HashMap<(PathBuf, String), Session>,
     e: &SpooledEvent,
 ) -> AppResult<bool> {
-    let kind = NoteKind::parse(&e.kind)
-        .ok_or_else(|| AppError::value(format!("'{}' is no kind of note", e.kind)))?;
-    let role =
-        Role::new(&e.role).map_err(|_| AppError::value(format!("'{}' is no role name", e.role)))?;
+    let kind = NoteKind::parse(&e.kind).ok_or_else(|| {
+        AppError::value(format!(
+            "'{}' is no kind of note (prompt, reply, turn or note); check which hook wrote \
+                 this event, then delete it from the spool",
+            e.kind
+        ))
+    })?;
+    let role = Role::new(&e.role).map_err(|_| {
+        AppError::value(format!(
+            "'{}' is no role name (a lowercase slug); check which hook wrote this event, \
+                 then delete it from the spool",
+            e.role
+        ))
+    })?;
     let key = (e.channel.clone(), e.role.clone());
     if !sessions.contains_key(&key) {
         let dir = ChannelDir::open(&e.channel)?;

@@ -76,8 +76,13 @@ pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Revision
         let verdict = rules::check(&m, &me, &op)?;
         Ok::<_, AppError>(((verdict == Verdict::Apply).then_some(op), m))
     })?;
-    let after = load_message(s.index(), &roster, &before.id)?
-        .ok_or_else(|| AppError::value(format!("message {} not found", req.message_id)))?;
+    let after = load_message(s.index(), &roster, &before.id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "message {} not found; list_messages or \
+             search_messages shows the ids this role can see",
+            req.message_id
+        ))
+    })?;
     // The lengths of an upload's text are the index's (the fold knows its digest only).
     let shown = message_body(s.index(), &after.text)?;
     Ok(Revision {

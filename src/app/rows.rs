@@ -313,7 +313,8 @@ impl Projection {
         }
         if !unknown.is_empty() {
             return Err(AppError::value(format!(
-                "unknown field(s) {unknown:?} — allowed: {allowed:?} or \"headers\""
+                "unknown field(s) {unknown:?} in 'fields'; pass only allowed ones, {allowed:?}, \
+                 or \"headers\""
             )));
         }
         out.dedup();

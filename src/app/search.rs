@@ -198,7 +198,9 @@ impl<E: Into<AppError>> From<E> for Halt {
 fn stopped(h: Halt) -> AppError {
     match h {
         Halt::Fault(e) => e,
-        Halt::Cancelled => AppError::value("search_messages was cancelled by the client"),
+        Halt::Cancelled => AppError::value(
+            "search_messages was cancelled by the client; call it again for an answer",
+        ),
     }
 }
 

@@ -176,13 +176,21 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Sent> {
     let about = req.about_message_id.flatten();
     let (rec, ()) = s.channel_mut().append(&writer, |ix| {
         if let Some(parent) = &reply_to {
-            let id = lookup_live(ix, "reply_to", parent)?
-                .ok_or_else(|| AppError::value(format!("reply_to message {parent} not found")))?;
+            let id = lookup_live(ix, "reply_to", parent)?.ok_or_else(|| {
+                AppError::value(format!(
+                    "reply_to message {parent} not found; list_messages or \
+                     search_messages shows the ids this role can see"
+                ))
+            })?;
             send.reply_to = Some(id);
         }
         if let Some(target) = &about {
-            let id = lookup_live(ix, "about_message_id", target)?
-                .ok_or_else(|| AppError::value(format!("about_message_id {target} not found")))?;
+            let id = lookup_live(ix, "about_message_id", target)?.ok_or_else(|| {
+                AppError::value(format!(
+                    "about_message_id {target} not found; list_messages or \
+                     search_messages shows the ids this role can see"
+                ))
+            })?;
             send.about = Some(id);
         }
         check_audience(ix, &send)?;
@@ -288,8 +296,8 @@ fn voters(
             .filter(|r| roster.contains(r))
             .ok_or_else(|| {
                 AppError::value(format!(
-                    "'voters' names '{name}', which is not a role of this channel — the roles are \
-                     {}",
+                    "'voters' names '{name}', which is not a role of this channel; name only its \
+                     roles, {}",
                     roles_list(roster)
                 ))
             })?;
@@ -318,7 +326,8 @@ fn recipients(to: &ToArg, me: &Role, roster: &[Role]) -> AppResult<Vec<Role>> {
             let others: Vec<Role> = roster.iter().filter(|r| *r != me).cloned().collect();
             if others.is_empty() {
                 return Err(AppError::value(
-                    "to='*' needs at least one other role in the channel — there is nobody else to address",
+                    "to='*' needs at least one other role in the channel, and there is nobody else \
+                     to address; the owner adds one with `countersign add-role ROLE`",
                 ));
             }
             return Ok(others);
@@ -343,13 +352,14 @@ fn recipients(to: &ToArg, me: &Role, roster: &[Role]) -> AppResult<Vec<Role>> {
             .filter(|r| roster.contains(r))
             .ok_or_else(|| {
                 AppError::value(format!(
-                    "this channel's roles are {} — cannot address '{n}'",
+                    "cannot address '{n}': it is not a role of this channel; address one of its \
+                     roles, {}",
                     roles_list(roster)
                 ))
             })?;
         if &role == me {
             return Err(AppError::value(format!(
-                "cannot send to self (role='{me}')"
+                "cannot send to self (role='{me}'); address another role (list_roles shows them)"
             )));
         }
         if !out.contains(&role) {
@@ -368,8 +378,8 @@ fn addenda(raw: BTreeMap<String, String>, to: &[Role]) -> AppResult<BTreeMap<Rol
         .collect();
     if !strangers.is_empty() {
         return Err(AppError::value(format!(
-            "'addenda' names {strangers:?} who are not recipients — addenda are per-recipient \
-             tails; the recipients are {}",
+            "'addenda' names {strangers:?} who are not recipients; key addenda (per-recipient \
+             tails) by recipients only: {}",
             roles_list(to)
         )));
     }
@@ -402,8 +412,8 @@ fn check_audience(ix: &Index, send: &Send) -> AppResult<()> {
     };
     let solo = || {
         AppError::value(
-            "only ['proc', 'status'] may be sent to several roles on their own — other kinds go to \
-             one role, or reply (reply_to) to a multi-recipient message keeping its audience",
+            "only ['proc', 'status'] may be sent to several roles on their own; send other kinds \
+             to one role, or reply (reply_to) to a multi-recipient message keeping its audience",
         )
     };
     let Some((pfrom, pto)) = parent else {
@@ -420,8 +430,8 @@ fn check_audience(ix: &Index, send: &Send) -> AppResult<()> {
         .collect();
     if !outsiders.is_empty() {
         return Err(AppError::value(format!(
-            "{outsiders:?} were not party to it — a reply to message {} may only address its \
-             author and recipients (or send a new proc/status message)",
+            "{outsiders:?} were not party to it, and a reply to message {} may only address its \
+             author and recipients; drop them from 'to', or send them a new proc/status message",
             send.reply_to.map(|r| r.short()).unwrap_or_default()
         )));
     }

@@ -47,8 +47,9 @@ impl Session {
             && (channel.catch_up().is_err() || !channel.roster().contains(r))
         {
             return Err(AppError::value(format!(
-                "role '{r}' is not a role of this channel — its roles are {}. The channel \
-                 folder used: {}",
+                "role '{r}' is not a role of this channel (its roles are {}; the channel folder \
+                 used: {}); pass one of them with --role or COUNTERSIGN_ROLE, or have the owner \
+                 add it with `countersign add-role {r}`",
                 roles_list(&channel.roster()),
                 channel.dir().describe()
             )));
@@ -213,7 +214,8 @@ pub fn lookup(ix: &Index, named: Named, field: &str, raw: &str) -> AppResult<Opt
     let noun = named.noun();
     let Some(prefix) = IdPrefix::parse(raw) else {
         return Err(AppError::value(format!(
-            "'{field}' must be {} {noun} id: 6 to 64 hex characters (got '{raw}')",
+            "'{field}' must be {} {noun} id of 6 to 64 hex characters (got '{raw}'); copy the \
+             id as a listing shows it",
             named.article()
         )));
     };
@@ -252,8 +254,12 @@ pub fn lookup(ix: &Index, named: Named, field: &str, raw: &str) -> AppResult<Opt
 /// Finds a message by an id prefix typed by an agent. `field` names the
 /// parameter in refusals. Tombstones are found too; callers decide.
 pub fn find(ix: &Index, field: &str, raw: &str) -> AppResult<Found> {
-    lookup(ix, Named::Message, field, raw)?
-        .ok_or_else(|| AppError::value(format!("message {raw} not found")))
+    lookup(ix, Named::Message, field, raw)?.ok_or_else(|| {
+        AppError::value(format!(
+            "message {raw} not found; list_messages or \
+             search_messages shows the ids this role can see"
+        ))
+    })
 }
 
 /// A live message by an id prefix: `Ok(None)` when none matches or it is a
@@ -266,7 +272,12 @@ pub fn lookup_live(ix: &Index, field: &str, raw: &str) -> AppResult<Option<Recor
 
 /// Like [`find`], but a tombstone counts as not found.
 pub fn find_live(ix: &Index, field: &str, raw: &str) -> AppResult<RecordId> {
-    lookup_live(ix, field, raw)?.ok_or_else(|| AppError::value(format!("message {raw} not found")))
+    lookup_live(ix, field, raw)?.ok_or_else(|| {
+        AppError::value(format!(
+            "message {raw} not found; list_messages or \
+             search_messages shows the ids this role can see"
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -301,7 +312,11 @@ mod tests {
         assert_eq!(find(&ix, "message_id", "abcdef01").unwrap().id.hex(), a);
         assert_eq!(find(&ix, "message_id", "#ABCDEF02").unwrap().id.hex(), b);
         let e = find(&ix, "message_id", "abcdef03").unwrap_err().to_string();
-        assert_eq!(e, "message abcdef03 not found");
+        assert_eq!(
+            e,
+            "message abcdef03 not found; list_messages or search_messages shows the ids this \
+             role can see"
+        );
         let e = find(&ix, "message_id", "abc").unwrap_err().to_string();
         assert!(e.contains("6 to 64 hex characters"), "{e}");
         let e = find(&ix, "reply_to", "not-hex!").unwrap_err().to_string();

@@ -30,7 +30,11 @@ const CHUNK_MAX_ESCAPED: usize = 768 * 1024;
 pub fn find_upload(ix: &Index, field: &str, raw: &str) -> AppResult<RecordId> {
     lookup(ix, Named::Upload, field, raw)?
         .map(|f| f.id)
-        .ok_or_else(|| AppError::value(format!("upload {raw} not found")))
+        .ok_or_else(|| {
+            AppError::value(format!(
+                "upload {raw} not found; pass the upload_id that upload_content answered"
+            ))
+        })
 }
 
 /// Starts an upload holding `text` (no `upload_id`), or appends `text` to
@@ -43,7 +47,9 @@ pub fn upload_content(
 ) -> AppResult<UploadState> {
     let me = s.role()?;
     if text.is_empty() {
-        return Err(AppError::value("'text' is required — it must not be empty"));
+        return Err(AppError::value(
+            "'text' is required and must not be empty; pass the next part of the document",
+        ));
     }
     let label = label.map(str::trim).filter(|l| !l.is_empty());
     if let Some(l) = label {
@@ -112,8 +118,11 @@ fn check_append(
     total: usize,
 ) -> AppResult<RecordId> {
     let id = find_upload(ix, "upload_id", raw)?;
-    let u =
-        load_upload(ix, &id)?.ok_or_else(|| AppError::value(format!("upload {raw} not found")))?;
+    let u = load_upload(ix, &id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "upload {raw} not found; pass the upload_id that upload_content answered"
+        ))
+    })?;
     let op = Op::UploadChunk(UploadChunk {
         upload: Some(id),
         text: first.to_owned(),
@@ -149,8 +158,11 @@ pub fn seal_content(s: &mut Session, upload_id: &str) -> AppResult<UploadState> 
 /// The seal to write on upload `raw`, `None` when it is sealed already.
 fn plan_seal(ix: &Index, me: &Role, raw: &str) -> AppResult<(RecordId, Option<Op>)> {
     let id = find_upload(ix, "upload_id", raw)?;
-    let u =
-        load_upload(ix, &id)?.ok_or_else(|| AppError::value(format!("upload {raw} not found")))?;
+    let u = load_upload(ix, &id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "upload {raw} not found; pass the upload_id that upload_content answered"
+        ))
+    })?;
     let seal = Op::Seal(u.seal_op());
     Ok(match check(&u, me, &seal).map_err(refusal)? {
         Verdict::Apply => (id, Some(seal)),
@@ -168,8 +180,12 @@ pub fn get_content(s: &mut Session, upload_id: &str, with_body: bool) -> AppResu
 
 /// The answer shared by the three tools.
 fn state(ix: &Index, id: &RecordId, with_body: bool) -> AppResult<UploadState> {
-    let u = upload_row(ix, id)?
-        .ok_or_else(|| AppError::value(format!("upload {} not found", id.short())))?;
+    let u = upload_row(ix, id)?.ok_or_else(|| {
+        AppError::value(format!(
+            "upload {} not found; pass the upload_id that upload_content answered",
+            id.short()
+        ))
+    })?;
     let short = id.short();
     let note = match u.sealed_ms {
         Some(_) => format!(

@@ -88,7 +88,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             let meta = std::fs::symlink_metadata(dir)
                 .with_context(|| format!("cannot read the channels folder {}", dir.display()))?;
             if !meta.is_dir() {
-                bail!("{} is not a folder", dir.display());
+                bail!(
+                    "{} is not a folder; pass --channels-dir the folder the hosted channels live \
+                     in",
+                    dir.display()
+                );
             }
             // The channels under the folder are made and reached through the
             // management tools; without the token nobody could.

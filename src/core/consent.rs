@@ -212,7 +212,12 @@ impl Consent {
             .messages
             .get(&approved_by)
             .filter(|m| m.deleted.is_none())
-            .ok_or_else(|| Blocked::value(format!("approved_by message {pid} not found")))?;
+            .ok_or_else(|| {
+                Blocked::value(format!(
+                    "approved_by message {pid} not found; list_messages or \
+                     search_messages shows the ids this role can see"
+                ))
+            })?;
         if !p.is_proposal() {
             let kind = p.send.kind.map_or("null", |k| k.as_str());
             return Err(Blocked::value(format!(
@@ -223,7 +228,8 @@ impl Consent {
         match p.send.pin_key.as_deref() {
             Some(k) if k != key => {
                 return Err(Blocked::value(format!(
-                    "message {pid} is a proposal for pin '{k}', not '{key}'"
+                    "message {pid} is a proposal for pin '{k}', not '{key}'; pass a proposal with \
+                     pin_key='{key}' as approved_by"
                 )));
             }
             Some(_) => {}
@@ -255,7 +261,8 @@ impl Consent {
         if !tally.decisions.values().any(|d| *d == Decision::Agree) {
             return Err(Blocked {
                 refusal: Refusal::Value(format!(
-                    "message {pid} has no 'agree' acknowledgement — the change is not agreed yet"
+                    "message {pid} has no 'agree' acknowledgement, so the change is not agreed \
+                     yet; wait for the voters' 'agree' (get_acknowledgements shows the votes)"
                 )),
                 missing_agrees: needed,
                 winner: None,
@@ -292,7 +299,7 @@ impl Consent {
             return Err(Blocked {
                 refusal: Refusal::Value(format!(
                     "'{key}' needs the consent of {whose}: proposal {pid} still lacks 'agree' from \
-                     {}",
+                     {}; wait for their 'agree' (get_acknowledgements shows the votes)",
                     names(&missing)
                 )),
                 missing_agrees: missing,

@@ -42,8 +42,8 @@ pub enum GenesisError {
     TooFewRoles(usize),
     /// More than [`MAX_ROLES`].
     #[error(
-        "a channel has at most 12 roles (got {0}) — more participants than that need \
-         an event bus, not a mailbox"
+        "a channel has at most 12 roles (got {0}), as more participants than that need \
+         an event bus, not a mailbox; pass at most 12 to --roles"
     )]
     TooManyRoles(usize),
     /// A name that is not a slug.
@@ -53,7 +53,7 @@ pub enum GenesisError {
     #[error(transparent)]
     ReservedRole(#[from] super::ids::ReservedRole),
     /// The same role twice.
-    #[error("roles must be different: '{0}' appears more than once")]
+    #[error("roles must be different: '{0}' appears more than once; list each role once")]
     DuplicateRole(String),
     /// A channel name that is not a slug.
     #[error("channel name '{0}' must match ^[a-z0-9][a-z0-9_-]{{0,63}}$ (lowercase slug)")]

@@ -70,7 +70,7 @@ const LEAF_STACK: usize = 9;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QueryError {
     /// The query is empty or whitespace.
-    #[error("'query' is required")]
+    #[error("'query' is required; pass the words to search for")]
     Required,
     /// The query is longer than [`MAX_QUERY_CHARS`]; carries its length in characters.
     #[error("'query' must be at most {max} characters (got {0})", max = MAX_QUERY_CHARS)]
@@ -1490,7 +1490,10 @@ mod tests {
             Err(QueryError::Required)
         );
         assert_eq!(SearchQuery::parse("\0"), Err(QueryError::Required));
-        assert_eq!(QueryError::Required.to_string(), "'query' is required");
+        assert_eq!(
+            QueryError::Required.to_string(),
+            "'query' is required; pass the words to search for"
+        );
 
         let long = "a".repeat(MAX_QUERY_CHARS);
         assert!(SearchQuery::parse(&long).is_ok());

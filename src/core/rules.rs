@@ -52,7 +52,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
     let debt = |what: &str| {
         m.debt.as_ref().ok_or_else(|| {
             Refusal::Value(format!(
-                "message {id} has action_required=false, nothing to {what}"
+                "message {id} has action_required=false, nothing to {what}; reply to it instead, \
+                 or send a message with action_required=true"
             ))
         })
     };
@@ -61,7 +62,9 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
             // Two parties deleting concurrently meant the same thing.
             Op::Delete(_) => Ok(Verdict::Noop),
             Op::Read(_) | Op::Opened(_) => Ok(Verdict::Noop),
-            _ => Err(Refusal::Value(format!("message {id} was deleted"))),
+            _ => Err(Refusal::Value(format!(
+                "message {id} was deleted; list_messages shows the live messages"
+            ))),
         };
     }
     match op {
@@ -111,7 +114,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                 .filter(|_| d.status == DebtStatus::Resolved)
             else {
                 return Err(Refusal::Value(format!(
-                    "message {id} is not resolved — confirm_resolution follows resolve_message"
+                    "message {id} is not resolved — confirm_resolution follows resolve_message, \
+                     so wait until it is resolved"
                 )));
             };
             if &res.by == role {
@@ -139,7 +143,9 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
             party()?;
             if w.blocked_by.is_some() && w.value != WorkStatus::Blocked {
                 return Err(Refusal::Value(
-                    "'blocked_by' is only valid with work_status='blocked'".to_owned(),
+                    "'blocked_by' is only valid with work_status='blocked'; drop 'blocked_by', or \
+                     set work_status='blocked'"
+                        .to_owned(),
                 ));
             }
             let same = m.work_status == Some(w.value)
@@ -166,7 +172,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                     format!(" ({} by '{}')", l.key.id.short(), l.role)
                 });
                 return Err(Refusal::Value(format!(
-                    "the work status of message {id} moved{winner} since this move was decided"
+                    "the work status of message {id} moved{winner} since this move was decided; \
+                     read it again (get_thread) and decide again"
                 )));
             }
             if w.value == WorkStatus::Done {
@@ -191,7 +198,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                 Ok(Verdict::Apply)
             } else {
                 Err(Refusal::Permission(format!(
-                    "message {id} is not addressed to '{role}'"
+                    "message {id} is not addressed to '{role}', and only its recipients mark it \
+                     read; mark only messages addressed to '{role}' (read_inbox lists them)"
                 )))
             }
         }
@@ -225,7 +233,8 @@ pub fn check(m: &Message, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
         Op::Ack(a) => {
             if &m.from == role {
                 return Err(Refusal::Value(format!(
-                    "cannot acknowledge your own message {id} (sender agreement is implicit)"
+                    "cannot acknowledge your own message {id} (sender agreement is implicit); \
+                     acknowledge other roles' messages only"
                 )));
             }
             if a.body_sha256 != m.text.sha256 {

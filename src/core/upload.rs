@@ -200,12 +200,14 @@ pub fn check(u: &Upload, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
             }
             if c.text.is_empty() {
                 return Err(Refusal::Value(
-                    "'text' is required — it must not be empty".to_owned(),
+                    "'text' is required and must not be empty; pass the next part of the document"
+                        .to_owned(),
                 ));
             }
             if c.text.len() > CHUNK_MAX_BYTES {
                 return Err(Refusal::Value(format!(
-                    "a chunk of upload {id} holds at most {CHUNK_MAX_BYTES} bytes (got {})",
+                    "a chunk of upload {id} holds at most {CHUNK_MAX_BYTES} bytes (got {}); split \
+                     the text over several upload_content calls",
                     c.text.len()
                 )));
             }
@@ -223,7 +225,8 @@ pub fn check(u: &Upload, role: &Role, op: &Op) -> Result<Verdict, Refusal> {
                     Ok(Verdict::Noop)
                 } else {
                     Err(Refusal::Value(format!(
-                        "upload {id} is already sealed with other values"
+                        "upload {id} is already sealed with other values; get_content shows the \
+                         seal that stands"
                     )))
                 };
             }

@@ -204,12 +204,20 @@ pub async fn check(State(state): State<Shared>, mut request: Request, next: Next
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         if !guard.host_ok(host) {
-            return refuse(StatusCode::MISDIRECTED_REQUEST, "invalid Host header");
+            return refuse(
+                StatusCode::MISDIRECTED_REQUEST,
+                "invalid Host header: this server answers only the names it listens by; call it \
+                 by one of them, or have its owner add the name with --allow-host",
+            );
         }
         if let Some(origin) = request.headers().get(header::ORIGIN) {
             let ok = origin.to_str().is_ok_and(|o| guard.origin_ok(o));
             if !ok {
-                return refuse(StatusCode::FORBIDDEN, "this Origin may not call the server");
+                return refuse(
+                    StatusCode::FORBIDDEN,
+                    "this Origin may not call the server; open the page from the server's own \
+                     address, or have its owner add the name with --allow-host",
+                );
             }
         }
     }
@@ -243,7 +251,11 @@ pub async fn check(State(state): State<Shared>, mut request: Request, next: Next
 fn too_large(guard: &Guard) -> Response {
     refuse(
         StatusCode::PAYLOAD_TOO_LARGE,
-        &format!("the request body is larger than {} bytes", guard.body_limit),
+        &format!(
+            "the request body is larger than {} bytes; send less at once (a long document goes \
+             through upload_content in parts)",
+            guard.body_limit
+        ),
     )
 }
 
@@ -256,7 +268,7 @@ pub async fn read_body(guard: &Guard, body: Body) -> Result<Bytes, Response> {
         Ok(Err(e)) if is_length_limit(&e) => Err(too_large(guard)),
         Ok(Err(e)) => Err(refuse(
             StatusCode::BAD_REQUEST,
-            &format!("the request body could not be read: {e}"),
+            &format!("the request body could not be read ({e}); send the request again"),
         )),
         Err(_) => Err(refuse(
             StatusCode::REQUEST_TIMEOUT,

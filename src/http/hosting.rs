@@ -68,8 +68,8 @@ pub fn not_hosted(token: &RoleToken) -> Response {
     refuse(
         StatusCode::NOT_FOUND,
         &format!(
-            "channel '{}' is not hosted by this server (any more): the token was made for a \
-             channel this server does not serve",
+            "channel '{}' is not hosted by this server (any more), and the token was made for \
+             it; ask the server's owner for a token of a channel it serves",
             token.channel.name
         ),
     )

@@ -116,7 +116,8 @@ pub async fn handle(
         Identity::Admin => admin(&state, request).await,
         Identity::Viewer(_) => refuse(
             StatusCode::FORBIDDEN,
-            "view tokens are only valid for GET /board: calling tools needs a role token",
+            "view tokens are only valid for GET /board: calling tools needs a role token; ask the \
+             server's owner for one (`countersign token create --role R`)",
         ),
     }
 }

@@ -38,7 +38,9 @@ pub fn refusal(tool: &str, schema: &JsonObject, arguments: Option<&JsonObject>) 
         .filter_map(Value::as_str)
     {
         if !arguments.contains_key(name) {
-            return Some(format!("{tool}: the parameter `{name}` is required"));
+            return Some(format!(
+                "{tool}: the parameter `{name}` is required; pass `{name}` too"
+            ));
         }
     }
     arguments
@@ -82,6 +84,28 @@ fn mismatch(value: &Value, schema: &Value, defs: &Value, path: &str) -> Option<S
     }
     if !admits_type(schema, value, defs) {
         return wrong();
+    }
+    // A number past a bound of its schema (a negative offset) would not
+    // decode, and the decoder's own words name no way out.
+    if let Value::Number(n) = value
+        && let Some(v) = n.as_f64()
+    {
+        let (min, max) = (
+            s.get("minimum").and_then(Value::as_f64),
+            s.get("maximum").and_then(Value::as_f64),
+        );
+        let range = match (min, max) {
+            (Some(a), Some(b)) if v < a || v > b => Some(format!("from {a} to {b}")),
+            (Some(a), None) if v < a => Some(format!("{a} or more")),
+            (None, Some(b)) if v > b => Some(format!("{b} or less")),
+            _ => None,
+        };
+        if let Some(range) = range {
+            return Some(format!(
+                "{what} `{path}` must be {range}; got {}",
+                given(value)
+            ));
+        }
     }
     match value {
         Value::Array(items) => {
@@ -417,6 +441,27 @@ mod tests {
     }
 
     #[test]
+    fn a_number_past_its_bound_is_refused_before_it_reaches_the_decoder() {
+        let schema = object(json!({
+            "type": "object",
+            "properties": {
+                "offset": {"type": "integer", "format": "uint64", "minimum": 0},
+                "n": {"type": "integer", "minimum": 1, "maximum": 30},
+            },
+        }));
+        let why = |v: Value| refusal("t", &schema, Some(&object(v)));
+        assert_eq!(why(json!({"offset": 0, "n": 30})), None);
+        assert_eq!(
+            why(json!({"offset": -1})).unwrap(),
+            "t: the parameter `offset` must be 0 or more; got the integer -1"
+        );
+        assert_eq!(
+            why(json!({"n": 31})).unwrap(),
+            "t: the parameter `n` must be from 1 to 30; got the integer 31"
+        );
+    }
+
+    #[test]
     fn shapes_are_checked_and_described() {
         let schema = object(json!({
             "type": "object",
@@ -463,7 +508,7 @@ mod tests {
         );
         assert_eq!(
             refusal("t", &schema, None).unwrap(),
-            "t: the parameter `to` is required"
+            "t: the parameter `to` is required; pass `to` too"
         );
         assert_eq!(
             refusal("t", &schema, Some(&args(json!({"to": "b", "flg": true})))).unwrap(),

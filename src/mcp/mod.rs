@@ -513,7 +513,7 @@ impl Server {
                 "ValueError",
                 format!(
                     "{name} is not served here: it is in the toolset{} {} and this server serves \
-                     {} (countersign mcp --tools {},{})",
+                     {}; start the server with `countersign mcp --tools {},{}` to serve it",
                     if homes.len() > 1 { "s" } else { "" },
                     homes.join(" and "),
                     self.served,

@@ -24,6 +24,7 @@ mod mcp_inbox;
 mod mcp_lifecycle;
 mod mcp_listing;
 mod mcp_memory;
+mod mcp_refusals;
 mod mcp_search;
 mod mcp_send;
 mod mcp_server;

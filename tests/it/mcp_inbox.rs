@@ -286,7 +286,7 @@ async fn a_batch_is_checked_whole_before_anything_is_marked() {
             json!({"message_ids": [m1, "abcdef123456", m2]}),
         )
         .await
-        .value_error("message abcdef123456 not found; nothing was marked");
+        .value_error("nothing was marked: message abcdef123456 not found; list_messages");
     assert!(!m.is_empty());
     b.call("mark_read", json!({"message_ids": [m1, foreign]}))
         .await

@@ -243,7 +243,10 @@ fn spool_event(
                 notes.push((k.kind, k.text, k.kind.as_str(), entry));
             }
         }
-        other => anyhow::bail!("'{other}' is no event that records (UserPromptSubmit, Stop)"),
+        other => anyhow::bail!(
+            "'{other}' is no event that records (UserPromptSubmit, Stop); run `countersign \
+             install` again to set the hooks right"
+        ),
     }
     let session = (!session_id.is_empty()).then(|| note::session_hash(session_id));
     let mut spooled = 0;

@@ -30,12 +30,14 @@ use crate::store::binding;
 /// at `url`, sending the token held in the variable `var`.
 pub(super) fn run(cli: &Cli, a: &Args, url: &str, var: &str) -> anyhow::Result<Written> {
     if a.tool != Tool::Claude {
-        bail!("--url is for claude: it writes Claude Code's HTTP server entry");
+        bail!(
+            "--url is for claude: it writes Claude Code's HTTP server entry; drop --url for codex"
+        );
     }
     if a.tools.is_some() {
         bail!(
             "--tools chooses what a local `countersign mcp` serves; a server serves its token's \
-             tools, so --url takes no --tools"
+             tools, so --url takes no --tools; drop --tools"
         );
     }
     if !is_variable_name(var) {

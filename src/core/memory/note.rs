@@ -95,7 +95,7 @@ impl NoteKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadNote {
     /// Empty text.
-    #[error("a note's text is empty")]
+    #[error("a note's text is empty; give the note some text")]
     Empty,
     /// Over [`MAX_NOTE_BYTES`].
     #[error("a note's text is {0} bytes (at most {MAX_NOTE_BYTES})")]

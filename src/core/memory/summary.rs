@@ -30,13 +30,13 @@ pub fn merged(left: &RecordId, right: &RecordId) -> RecordId {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadSummary {
     /// `covers` is neither one item nor two lines.
-    #[error("a summary covers one item or two lines, not {0}")]
+    #[error("a summary covers one item or two lines, not {0}; copy 'covers' as the job gives it")]
     Covers(usize),
     /// The two lines are the same.
-    #[error("a summary's two lines must differ")]
+    #[error("a summary's two lines must differ; copy 'covers' as the job gives it")]
     SameLine,
     /// Empty text.
-    #[error("a summary's text is empty")]
+    #[error("a summary's text is empty; write the summary of the line in 'text'")]
     Empty,
     /// Over [`MAX_LINE_BYTES`].
     #[error("a summary's text is {0} bytes (at most {MAX_LINE_BYTES})")]

@@ -53,7 +53,10 @@ pub fn not_found(name: &str) -> Response {
     page(
         StatusCode::NOT_FOUND,
         "No such board",
-        &format!("This server hosts no channel named '{name}'."),
+        &format!(
+            "This server hosts no channel named '{name}'. Check the link, or ask the server's \
+             owner for a new one."
+        ),
     )
 }
 
