@@ -64,6 +64,14 @@ fn init_prints_wiring_and_refuses_an_existing_channel_unchanged() {
     let out = ch.cli(&["init", fresh.to_str().unwrap(), "--roles", "web,api"]);
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.lines().count() < 15, "init says what to do next in a few lines:\n{s}");
+    assert!(s.contains("install claude --apply"), "{s}");
+    assert!(!s.contains("mcpServers"), "the by-hand wiring waits for --verbose:\n{s}");
+    // --verbose adds the server entries to write by hand.
+    let verbose = ch.tmp.path().join("third");
+    let out = ch.cli(&["init", verbose.to_str().unwrap(), "--roles", "web,api", "--verbose"]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
     for needle in [
         "\"mcpServers\"",
         "[mcp_servers.channel]",
@@ -89,6 +97,15 @@ fn send_inbox_log_verify_and_reindex_work_together() {
         "--role", "frontend", "send", "--to", "backend", "--topic", "hello", "--body", "first",
     ]);
     assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("sent "),
+        "one line for a person: {}",
+        text(&out)
+    );
+    let out = ch.cli(&[
+        "--role", "frontend", "send", "--to", "backend", "--topic", "again", "--body", "second",
+        "--json",
+    ]);
     let sent: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = sent["id"].as_str().unwrap();
 
