@@ -18,6 +18,7 @@ mod log;
 mod mcp;
 pub(crate) mod mcp_client;
 pub(crate) mod memory;
+mod memory_page;
 mod memory_status;
 mod message_table;
 mod note;
