@@ -19,6 +19,7 @@ pub mod info;
 pub mod init;
 pub mod invitation;
 pub mod lifecycle;
+pub mod loopback;
 pub mod listing;
 pub mod membership;
 pub mod memory;

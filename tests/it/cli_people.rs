@@ -313,3 +313,82 @@ fn the_screens_in_a_terminal_are_coloured_aligned_and_a_look_records_nothing() {
     assert!(plain.contains(&format!("#{debt}")), "{plain}");
     assert!(!plain.contains("\x1b["), "{plain}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The board from anywhere
+
+/// A loopback port nothing listens on (just now).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// True while something accepts connections on the port.
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(
+        &([127, 0, 0, 1], port).into(),
+        Duration::from_millis(300),
+    )
+    .is_ok()
+}
+
+#[tokio::test]
+async fn a_stdio_session_hands_its_person_a_board_link_and_board_stop_ends_that_server() {
+    use serde_json::json;
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let c = crate::common::Client::spawn_with(&ch.home, &ch.dir, "frontend", &[
+        "--board-listen",
+        &addr,
+    ])
+    .await;
+    let link = c.call("board_link", json!({})).await.ok();
+    let url = link["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with(&format!("http://{addr}/board/test?n=")), "{link}");
+    assert!(link["note"].as_str().unwrap().contains("board --stop"), "{link}");
+    // The link opens the board, once.
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .new_agent();
+    let opened = agent.get(&url).call().unwrap();
+    assert!(opened.status().as_u16() < 400, "{:?}", opened.status());
+    // A second link reuses the server; another channel is refused.
+    let again = c.call("board_link", json!({"label": "phone"})).await.ok();
+    assert!(again["note"].as_str().unwrap().contains("already served"), "{again}");
+    c.call("board_link", json!({"channel": "other"}))
+        .await
+        .permission_error("own channel");
+    c.close().await;
+    assert!(listening(port), "the server outlives the session");
+
+    let stop = out(&ch, &["board", "--stop"]);
+    assert!(stop.starts_with("stopped the board server"), "{stop}");
+    let asked = Instant::now();
+    while listening(port) {
+        assert!(asked.elapsed() < Duration::from_secs(10), "still listening");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let again = out(&ch, &["board", "--stop"]);
+    assert!(again.contains("nothing to stop"), "{again}");
+
+    // A pid that is not the server started here is never signalled.
+    let mut other = Command::new("sleep").arg("30").spawn().unwrap();
+    let id = countersign::store::ChannelDir::open(&ch.dir).unwrap().id().to_owned();
+    let state = countersign::store::Home::at(ch.home.clone()).state_dir(&id);
+    fs::write(
+        state.join("board-server.json"),
+        format!(r#"{{"pid":{},"listen":"{addr}"}}"#, other.id()),
+    )
+    .unwrap();
+    let refused = out(&ch, &["board", "--stop"]);
+    assert!(refused.contains("nothing to stop"), "{refused}");
+    assert!(other.try_wait().unwrap().is_none(), "the stranger still runs");
+    other.kill().unwrap();
+    let _ = other.wait();
+}

@@ -1,0 +1,45 @@
+//! board_link in a stdio session: a one-time link to the channel's board
+//! for the session's person, from a loopback server of this machine
+//! (`app::loopback`: reused, or started as `countersign board` does). A thin
+//! adapter: the tool's parameters are the hosted board_link's, and a
+//! channel other than the session's own is refused.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{ErrorData as McpError, tool, tool_router};
+
+use super::Server;
+use super::admin::BoardLinkParams;
+use crate::app::AppError;
+use crate::app::loopback::link_for;
+
+#[tool_router(router = board_router, vis = "pub(super)")]
+impl Server {
+    /// A one-time link that opens this channel's board for your person, in a browser on this
+    /// machine (a loopback server is started if none runs). It works once, within 60 s.
+    #[tool(output_schema = super::output_schema::<crate::app::hosting::BoardLink>(), annotations(
+        title = "Board link",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn board_link(
+        &self,
+        Parameters(p): Parameters<BoardLinkParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let listen = self.board_listen;
+        self.run(move |s| {
+            let own = s.channel().dir().genesis().name.clone();
+            if !p.channel.is_empty() && p.channel != own {
+                return Err(AppError::permission(format!(
+                    "a session can only issue a board link for its own channel ('{own}'), not \
+                     '{}' — leave 'channel' out",
+                    p.channel
+                )));
+            }
+            link_for(s, &p.label, listen)
+        })
+        .await
+    }
+}
