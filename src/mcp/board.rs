@@ -6,18 +6,43 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
+use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
+use serde::{Deserialize, Serialize};
 
 use super::Server;
-use super::admin::BoardLinkParams;
 use crate::app::AppError;
 use crate::app::loopback::link_for;
 
+/// Parameters of board_link in a session (the hosted tool's, kept lean:
+/// every tool a session lists costs its context).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LinkParams {
+    /// Leave out: the session's own channel.
+    #[serde(default)]
+    pub channel: String,
+    /// A slug naming the view key.
+    #[serde(default = "board")]
+    pub label: String,
+}
+
+fn board() -> String {
+    "board".into()
+}
+
+/// What board_link answers in a session.
+#[derive(Serialize, JsonSchema)]
+struct Link {
+    /// Open once, within 60 s.
+    url: String,
+    /// What to tell the person.
+    note: String,
+}
+
 #[tool_router(router = board_router, vis = "pub(super)")]
 impl Server {
-    /// A one-time link that opens this channel's board for your person, in a browser on this
-    /// machine (a loopback server is started if none runs). It works once, within 60 s.
-    #[tool(output_schema = super::output_schema::<crate::app::hosting::BoardLink>(), annotations(
+    /// A one-time link to this channel's board for your person (a browser on this machine).
+    #[tool(output_schema = super::output_schema::<Link>(), annotations(
         title = "Board link",
         read_only_hint = false,
         destructive_hint = false,
@@ -26,7 +51,7 @@ impl Server {
     ))]
     async fn board_link(
         &self,
-        Parameters(p): Parameters<BoardLinkParams>,
+        Parameters(p): Parameters<LinkParams>,
     ) -> Result<CallToolResult, McpError> {
         let listen = self.board_listen;
         self.run(move |s| {
@@ -38,7 +63,10 @@ impl Server {
                     p.channel
                 )));
             }
-            link_for(s, &p.label, listen)
+            link_for(s, &p.label, listen).map(|l| Link {
+                url: l.url,
+                note: l.note,
+            })
         })
         .await
     }
