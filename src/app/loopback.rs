@@ -172,11 +172,8 @@ impl Loopback {
         .expect("the record serializes");
         // Without the file the server still serves; only `board --stop`
         // cannot find it, and it says so.
-        let _ = crate::store::folder_file::replace(
-            &self.state_dir.join(STARTED_FILE),
-            &record,
-            false,
-        );
+        let _ =
+            crate::store::folder_file::replace(&self.state_dir.join(STARTED_FILE), &record, false);
         Ok(Serving::Started(log))
     }
 
@@ -189,7 +186,8 @@ impl Loopback {
             AppError::value(format!("cannot {what} to start the board's server: {e}"))
         };
         if let Some(parent) = log.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io(&format!("make {}", parent.display()), e))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| io(&format!("make {}", parent.display()), e))?;
         }
         let out = std::fs::OpenOptions::new()
             .create(true)

@@ -19,12 +19,14 @@ use super::terminal::{page, stdout_is_terminal};
 
 /// Arguments of `log`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "With --role ROLE, only the records written as ROLE (the role from the \
+#[command(
+    after_help = "With --role ROLE, only the records written as ROLE (the role from the \
     environment or the project binding filters nothing: any device reads the whole log).\n\n\
     Examples:\n  \
     countersign log --limit 20\n  \
     countersign log --role backend --since 2026-11-30\n  \
-    countersign log --grep login")]
+    countersign log --grep login"
+)]
 pub struct Args {
     /// Print each verified record's body as JSON, one per line.
     #[arg(long)]
@@ -46,10 +48,9 @@ pub struct Args {
 /// records, and leave the ✗ lines out once any is given.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let since = match &a.since {
-        Some(t) => Some(
-            parse_since(t)
-                .map_err(|e| anyhow::anyhow!("--since: {e} (write e.g. 2026-11-30 or 2026-11-30T09:00:00Z)"))?,
-        ),
+        Some(t) => Some(parse_since(t).map_err(|e| {
+            anyhow::anyhow!("--since: {e} (write e.g. 2026-11-30 or 2026-11-30T09:00:00Z)")
+        })?),
         None => None,
     };
     let grep = a.grep.as_deref().map(str::to_lowercase);
@@ -82,13 +83,15 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             op,
             body,
         } = r;
-        if feed_prefix.as_ref().is_some_and(|p| !feed.starts_with(p.as_str()))
+        if feed_prefix
+            .as_ref()
+            .is_some_and(|p| !feed.starts_with(p.as_str()))
             || since.is_some_and(|t| ms < t)
         {
             return Ok(());
         }
         let line = if a.json {
-            body.to_string()
+            body
         } else {
             let what = decode_body(&body)
                 .ok()
@@ -101,7 +104,10 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
                 &id[..12]
             )
         };
-        if grep.as_ref().is_some_and(|g| !line.to_lowercase().contains(g.as_str())) {
+        if grep
+            .as_ref()
+            .is_some_and(|g| !line.to_lowercase().contains(g.as_str()))
+        {
             return Ok(());
         }
         emit(line);

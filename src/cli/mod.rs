@@ -357,6 +357,10 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
             .count();
-        assert_eq!(listed, cmd.get_subcommands().count() + 1, "each once, and help");
+        assert_eq!(
+            listed,
+            cmd.get_subcommands().count() + 1,
+            "each once, and help"
+        );
     }
 }

@@ -63,9 +63,15 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     if a.json {
         outln!("{}", serde_json::to_string(&out)?);
     } else if out.written {
-        outln!("noted {} in the channel's memory", out.id.get(..12).unwrap_or(&out.id));
+        outln!(
+            "noted {} in the channel's memory",
+            out.id.get(..12).unwrap_or(&out.id)
+        );
     } else {
-        outln!("already noted as {}: nothing written", out.id.get(..12).unwrap_or(&out.id));
+        outln!(
+            "already noted as {}: nothing written",
+            out.id.get(..12).unwrap_or(&out.id)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

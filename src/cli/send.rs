@@ -98,7 +98,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     // The roles as the channel expanded them ('*'), else as given (checked).
     let to = match &out.recipients {
-        Some(roles) => roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
+        Some(roles) => roles
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         None => one_line(&shown_to),
     };
     let debt = if a.action_required {

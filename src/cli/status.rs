@@ -21,8 +21,8 @@ use crate::app::Session;
 use crate::app::session::ROLE_VARS;
 use crate::app::status::{ACTIONABLE, Summary, status_report, summary};
 use crate::cli::output::{out, outln};
-use crate::core::ids::Role;
 use crate::cli::terminal::{Paint, Table, age, colour, paint, stdout_is_terminal};
+use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 use crate::core::timestamp::{format_rfc3339, parse_since};
 use crate::store::clock::now_ms;
@@ -215,7 +215,13 @@ pub(super) fn counts_pending(counts: &Map<String, Value>) -> Counts {
 /// What a counter means to a person, for `n` of its items: `2 debts owed
 /// to you not yet taken up`.
 pub(super) fn counter_words(counter: &str, n: u64) -> String {
-    let s = |one: &str, many: &str| if n == 1 { one.to_owned() } else { many.to_owned() };
+    let s = |one: &str, many: &str| {
+        if n == 1 {
+            one.to_owned()
+        } else {
+            many.to_owned()
+        }
+    };
     let what = match counter {
         "unread" => s("unread message", "unread messages"),
         "open_obligations_untaken" => s("debt", "debts") + " owed to you not yet taken up",
@@ -249,7 +255,10 @@ fn status_text(shown: &Shown, pending: &Counts) -> String {
     if pending.is_empty() {
         t.push_str(&format!("{who}: nothing waits for you\n"));
     } else {
-        t.push_str(&format!("{who}, {}\n", paint("waiting for you:", Paint::Bold, on)));
+        t.push_str(&format!(
+            "{who}, {}\n",
+            paint("waiting for you:", Paint::Bold, on)
+        ));
         for c in ACTIONABLE {
             if let Some(n) = pending.get(c) {
                 t.push_str(&format!("  {}\n", counter_words(c, *n)));
@@ -711,7 +720,13 @@ async fn watch_loop(cli: &Cli, a: &Args, role: &Role) -> anyhow::Result<ExitCode
 fn seen_in(report: &Value) -> Seen {
     let counts = counts_pending(report["counts"].as_object().unwrap_or(&Map::new()));
     let mut messages = Vec::new();
-    for list in ["debts", "needs_you", "resolved_for_you", "awaiting_done", "unblocked"] {
+    for list in [
+        "debts",
+        "needs_you",
+        "resolved_for_you",
+        "awaiting_done",
+        "unblocked",
+    ] {
         for m in report[list].as_array().into_iter().flatten() {
             let Some(id) = m["id"].as_str() else { continue };
             messages.push(Seen1 {
@@ -815,7 +830,10 @@ mod tests {
         let (l, _) = w.step(seen(&[], &[]), 1, T);
         assert!(l.is_empty(), "a quiet first pass says nothing");
         let (l, p) = w.step(
-            seen(&[("unread", 1)], &[("0123456789ab", "frontend", "Login API")]),
+            seen(
+                &[("unread", 1)],
+                &[("0123456789ab", "frontend", "Login API")],
+            ),
             1,
             T,
         );
@@ -828,14 +846,24 @@ mod tests {
         );
         assert_eq!(p, Duration::from_secs(1));
         assert!(
-            w.step(seen(&[("unread", 1)], &[("0123456789ab", "frontend", "Login API")]), 1, T)
-                .0
-                .is_empty(),
+            w.step(
+                seen(
+                    &[("unread", 1)],
+                    &[("0123456789ab", "frontend", "Login API")]
+                ),
+                1,
+                T
+            )
+            .0
+            .is_empty(),
             "unchanged"
         );
         assert!(w.step(seen(&[], &[]), 1, T).0.is_empty(), "a decrease");
         let (l, p) = w.step(Err("gone".into()), 5, T);
-        assert_eq!(l, vec!["10:20:30Z cannot read the channel (gone); retrying"]);
+        assert_eq!(
+            l,
+            vec!["10:20:30Z cannot read the channel (gone); retrying"]
+        );
         assert_eq!(p, Duration::from_secs(10));
         let (l, p) = w.step(Err("gone".into()), 5, T);
         assert!(l.is_empty(), "an outage is reported once");
@@ -851,7 +879,11 @@ mod tests {
     #[test]
     fn the_first_pass_reports_a_backlog_once_as_waiting() {
         let mut w = WatchState::default();
-        let (l, _) = w.step(seen(&[("unread", 3), ("needs_you", 1)], &[("a", "b", "c")]), 30, T);
+        let (l, _) = w.step(
+            seen(&[("unread", 3), ("needs_you", 1)], &[("a", "b", "c")]),
+            30,
+            T,
+        );
         assert_eq!(
             l,
             vec!["10:20:30Z waiting: 3 unread messages, 1 message handing the ball to you"]

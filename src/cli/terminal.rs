@@ -15,7 +15,11 @@ use crate::cli::output::out;
 
 /// Variables an agent's shell sets (Claude Code, Codex): a command run
 /// there is an agent's, even in a pseudo-terminal.
-const AGENT_VARS: [&str; 3] = ["CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"];
+const AGENT_VARS: [&str; 3] = [
+    "CLAUDECODE",
+    "CODEX_SANDBOX",
+    "CODEX_SANDBOX_NETWORK_DISABLED",
+];
 
 /// True when stdout is a terminal.
 pub fn stdout_is_terminal() -> bool {
@@ -176,7 +180,10 @@ pub fn page(text: &str) {
     };
     let spawned = Command::new(program)
         .args(words)
-        .env("LESS", std::env::var("LESS").unwrap_or_else(|_| "FRX".to_owned()))
+        .env(
+            "LESS",
+            std::env::var("LESS").unwrap_or_else(|_| "FRX".to_owned()),
+        )
         .stdin(Stdio::piped())
         .spawn();
     let Ok(mut child) = spawned else {
@@ -198,7 +205,10 @@ mod tests {
     fn columns_align_and_the_last_is_not_padded() {
         let mut t = Table::new();
         t.row(vec![("a".into(), Paint::Plain), ("x".into(), Paint::Plain)]);
-        t.row(vec![("long".into(), Paint::Red), ("y z".into(), Paint::Plain)]);
+        t.row(vec![
+            ("long".into(), Paint::Red),
+            ("y z".into(), Paint::Plain),
+        ]);
         assert_eq!(t.render(false), "a     x\nlong  y z\n");
         assert_eq!(t.render(true), "a     x\n\x1b[31mlong\x1b[0m  y z\n");
     }

@@ -58,7 +58,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     );
     let to = match &m.to {
         Recipients::One(r) => r.as_deref().map(one_line).unwrap_or_default(),
-        Recipients::Many(rs) => rs.iter().map(|r| one_line(r)).collect::<Vec<_>>().join(", "),
+        Recipients::Many(rs) => rs
+            .iter()
+            .map(|r| one_line(r))
+            .collect::<Vec<_>>()
+            .join(", "),
     };
     let (state, how) = message_table::state(m);
     let cells = message_table::cells(m, now);

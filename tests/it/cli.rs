@@ -64,12 +64,24 @@ fn init_prints_wiring_and_refuses_an_existing_channel_unchanged() {
     let out = ch.cli(&["init", fresh.to_str().unwrap(), "--roles", "web,api"]);
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.lines().count() < 15, "init says what to do next in a few lines:\n{s}");
+    assert!(
+        s.lines().count() < 15,
+        "init says what to do next in a few lines:\n{s}"
+    );
     assert!(s.contains("install claude --apply"), "{s}");
-    assert!(!s.contains("mcpServers"), "the by-hand wiring waits for --verbose:\n{s}");
+    assert!(
+        !s.contains("mcpServers"),
+        "the by-hand wiring waits for --verbose:\n{s}"
+    );
     // --verbose adds the server entries to write by hand.
     let verbose = ch.tmp.path().join("third");
-    let out = ch.cli(&["init", verbose.to_str().unwrap(), "--roles", "web,api", "--verbose"]);
+    let out = ch.cli(&[
+        "init",
+        verbose.to_str().unwrap(),
+        "--roles",
+        "web,api",
+        "--verbose",
+    ]);
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
     for needle in [
@@ -339,7 +351,11 @@ fn memory_commands_view_zoom_search_and_export_with_peer_text_escaped() {
     assert!(out.status.success(), "{}", text(&out));
     let html = fs::read_to_string(&page).unwrap();
     assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
-    assert_eq!(html.matches("<script").count(), 1, "the page's own script only");
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "the page's own script only"
+    );
     assert!(html.contains("&lt;script&gt;x()&lt;/script&gt;"));
     assert_eq!(
         html.matches("<details class=\"item\">").count(),

@@ -367,7 +367,11 @@ fn watch_speaks_only_when_a_counter_grows() {
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{}", r.stdout);
     let (at, what) = lines[0].split_once(' ').unwrap();
-    assert!(at.len() == 9 && at.ends_with('Z'), "a time first: {}", r.stdout);
+    assert!(
+        at.len() == 9 && at.ends_with('Z'),
+        "a time first: {}",
+        r.stdout
+    );
     assert_eq!(what, "new: 1 unread message");
     assert_eq!(lines[1], format!("  from frontend #{one} one"));
     assert_eq!(
@@ -424,11 +428,7 @@ fn watch_reports_an_outage_once_and_the_recovery() {
         "{}",
         r.stdout
     );
-    assert!(
-        r.stdout.trim_end().ends_with("); retrying"),
-        "{}",
-        r.stdout
-    );
+    assert!(r.stdout.trim_end().ends_with("); retrying"), "{}", r.stdout);
     assert!(
         r.stdout.contains("not a valid channel definition"),
         "{}",
@@ -510,7 +510,10 @@ fn watch_polls_at_its_interval_and_wakes_at_once_on_a_write() {
     let second = lines.next().unwrap().unwrap();
     assert!(second.ends_with(" new: 1 unread message"), "{second}");
     let from = lines.next().unwrap().unwrap();
-    assert!(from.starts_with("  from frontend #") && from.ends_with(" two"), "{from}");
+    assert!(
+        from.starts_with("  from frontend #") && from.ends_with(" two"),
+        "{from}"
+    );
     assert!(
         sent.elapsed() < Duration::from_secs(30),
         "woken by the folder, not the interval"
@@ -544,7 +547,13 @@ fn ctrl_c_ends_a_watch_with_exit_0() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(lines.next().unwrap().unwrap().contains(" waiting: 1 unread message"));
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .unwrap()
+            .contains(" waiting: 1 unread message")
+    );
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
