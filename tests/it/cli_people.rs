@@ -474,6 +474,16 @@ async fn a_stdio_session_hands_its_person_a_board_link_and_board_stop_ends_that_
     c.close().await;
     assert!(listening(port), "the server outlives the session");
 
+    // Both view keys are in `token list`, and `board --revoke` ends them.
+    let list = out(&ch, &["token", "list"]);
+    assert_eq!(
+        list.lines().filter(|l| l.contains("view key")).count(),
+        2,
+        "{list}"
+    );
+    let revoked = out(&ch, &["board", "--revoke"]);
+    assert!(revoked.starts_with("ended 2 view key(s)"), "{revoked}");
+
     let stop = out(&ch, &["board", "--stop"]);
     assert!(stop.starts_with("stopped the board server"), "{stop}");
     let asked = Instant::now();
