@@ -214,7 +214,9 @@ Maintenance:
   rotate-key  Replace the key of a role's feed on this device
   help        Print this message or the help of a command
 
-{all-args}{after-help}
+Options:
+{options}
+
 `countersign COMMAND --help` tells more about each.
 ";
 

@@ -216,6 +216,7 @@ fn help_groups_the_commands() {
     assert!(at("Setup:") < at("Machines:") && at("Machines:") < at("Memory:"));
     assert!(at("Memory:") < at("Maintenance:") && at("Maintenance:") < at("Options:"));
     assert!(h[at("Daily:")..at("Setup:")].contains("  inbox "), "{h}");
+    assert!(!h.contains("Commands:"), "each command once:\n{h}");
 }
 
 #[test]
