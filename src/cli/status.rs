@@ -42,9 +42,10 @@ pub enum View {
 /// Arguments of `status`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// `status` (default): what --role has waiting, as JSON with the counters, their
-    /// messages and the open debts; `pins`: the pinned rules; `watch`: stay running and
-    /// print one line whenever something actionable arrives (for a background task).
+    /// `status` (default): what --role has waiting (in words on a terminal; as JSON with
+    /// the counters, their messages and the open debts when piped); `pins`: the pinned rules;
+    /// `watch` (or --watch): stay running and print a line with the time whenever something
+    /// actionable arrives.
     #[arg(value_enum, default_value_t = View::Status)]
     pub view: View,
     /// Print text for a person (TSV for pins) instead of JSON; the default when stdout is
