@@ -25,6 +25,27 @@ pub fn read_inbox(
     limit: i64,
     fields: Option<&FieldsArg>,
 ) -> AppResult<Listing<Projected<MessageView>>> {
+    inbox(s, unread_only, limit, fields, true)
+}
+
+/// The caller's mail as [`read_inbox`] lists it, recording nothing: a
+/// person looking at a role's inbox hands nothing over, so no counter of
+/// the role's session changes.
+pub fn peek_inbox(
+    s: &mut Session,
+    unread_only: bool,
+    limit: i64,
+) -> AppResult<Listing<Projected<MessageView>>> {
+    inbox(s, unread_only, limit, None, false)
+}
+
+fn inbox(
+    s: &mut Session,
+    unread_only: bool,
+    limit: i64,
+    fields: Option<&FieldsArg>,
+    deliver: bool,
+) -> AppResult<Listing<Projected<MessageView>>> {
     let me = s.role()?;
     let limit = check_limit(limit)?;
     let proj = Projection::parse(fields, MESSAGE_FIELDS, MESSAGE_HEADERS)?;
@@ -43,7 +64,7 @@ pub fn read_inbox(
         .iter()
         .map(|r| project(proj.as_ref(), MessageView::of(r, Some(&me))))
         .collect();
-    if !unopened.is_empty() {
+    if deliver && !unopened.is_empty() {
         let writer = s.writer()?;
         s.channel_mut().append(&writer, |_| {
             Ok::<_, AppError>((Op::Opened(Ids { ids: unopened }), ()))

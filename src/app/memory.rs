@@ -36,7 +36,7 @@ use crate::core::memory::note::NoteKind;
 use crate::core::memory::notice;
 use crate::core::memory::sequence::{self, ItemKind, Peer, own_line};
 use crate::core::memory::summary::{self, line_of, winner};
-use crate::core::memory::tree::{self, Tree, ViewLine};
+use crate::core::memory::tree::{self, LineText, Tree, ViewLine};
 use crate::core::op::{Op, Summary};
 use crate::core::peer_text::one_line;
 use crate::core::query::SearchQuery;
@@ -993,6 +993,15 @@ pub enum Walked<'a> {
         shown: &'a str,
         /// True when it waits for a compaction.
         waits: bool,
+        /// Its summary, or the short lines it joins (none for an item's
+        /// own line, and while it waits).
+        text: Option<&'a str>,
+        /// How many items it covers.
+        items: usize,
+        /// When its first item was written (ms).
+        first_ms: i64,
+        /// When its last item was written (ms).
+        last_ms: i64,
     },
     /// The original of the item the open line is.
     Original(&'a MemoryItem),
@@ -1029,10 +1038,19 @@ pub fn memory_walk(
             Step::Leave => f(Walked::Close)?,
             Step::Enter(i, depth) => {
                 let line = memory.shown(i);
+                let keys = memory.tree.keys();
+                let text = match &line.text {
+                    LineText::Summary(t) | LineText::Joined(t) => Some(t.as_str()),
+                    LineText::Own(_) | LineText::Waiting => None,
+                };
                 f(Walked::Open {
                     depth,
                     shown: &line.shown,
                     waits: line.text.waits(),
+                    text,
+                    items: line.hi - line.lo,
+                    first_ms: keys[line.lo].hlc.ms(),
+                    last_ms: keys[line.hi - 1].hlc.ms(),
                 })?;
                 stack.push(Step::Leave);
                 let node = &memory.tree.nodes()[i];

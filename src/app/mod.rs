@@ -20,6 +20,7 @@ pub mod init;
 pub mod invitation;
 pub mod lifecycle;
 pub mod listing;
+pub mod loopback;
 pub mod membership;
 pub mod memory;
 pub mod note;

@@ -40,6 +40,10 @@ pub struct Args {
     /// Without it, init says whether git would pick the folder up and changes nothing in git.
     #[arg(long)]
     pub keep_out_of_git: bool,
+    /// Also print the channel's id and, for each role, the MCP server entry to write into
+    /// Claude Code's or Codex's configuration by hand.
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// Creates the channel and prints the next steps.
@@ -55,11 +59,14 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         (None, None) => None,
     };
     out!("{}", next_steps(&dir, &dir.genesis().roles));
+    if a.verbose {
+        out!("{}", by_hand(&dir, &dir.genesis().roles));
+    }
     if let Some(remote) = remote {
         let channel = Channel::open(dir.clone(), home)?;
         let note = set_remote(&channel, remote.clone())?;
         outln!(
-            "\nSync: {remote}. Run `countersign --channel {} sync` to publish; another machine \
+            "Sync: {remote}. Run `countersign --channel {} sync` to publish; another machine \
              gets the channel with {} and then `countersign remote set ...` (see docs/SYNC.md).",
             dir.root().display(),
             match &remote {
@@ -72,7 +79,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(words) = project_git(dir.root(), a.keep_out_of_git)? {
-        outln!("\n{words}");
+        outln!("{words}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -107,10 +114,8 @@ fn project_git(root: &Path, apply: bool) -> anyhow::Result<Option<String>> {
         return Ok(None);
     };
     let shown = rel.display();
-    let why = "a channel is never committed to the project: the branch's history would carry \
-               it, and a rebase or force-push rewrite it. It syncs on its own (--git-remote, \
-               --rclone-remote, or `countersign remote set` later; see docs/SYNC.md) or stays on \
-               this machine";
+    let why = "a channel is never committed to the project (a rebase or force-push would \
+               rewrite it); it syncs on its own (docs/SYNC.md) or stays on this machine";
     let ignored = std::process::Command::new("git")
         .arg("-C")
         .arg(parent)
@@ -135,10 +140,8 @@ fn project_git(root: &Path, apply: bool) -> anyhow::Result<Option<String>> {
     let line = format!("/{shown}/");
     if !apply {
         return Ok(Some(format!(
-            "Git: {shown}/ lies in the repository {} and git would pick it up. Do not commit it: \
-             {why}. To keep it out, add the line {line} to {exclude} (only you) or to .gitignore \
-             (everyone); `countersign init --keep-out-of-git` does the first when it creates a \
-             channel.",
+            "Git: {shown}/ lies in the repository {} and git would pick it up: add {line} to \
+             {exclude} or .gitignore ({why}; `init --keep-out-of-git` does the first).",
             top.display()
         )));
     }
@@ -160,7 +163,7 @@ fn project_git(root: &Path, apply: bool) -> anyhow::Result<Option<String>> {
     std::fs::write(&path, text).with_context(|| format!("cannot write {exclude}"))?;
     Ok(Some(format!(
         "Git: {shown}/ lies in the repository {}; added {line} to {exclude}, so git leaves it out \
-         (only for you: add it to .gitignore to say so to everyone): {why}.",
+         ({why}).",
         top.display()
     )))
 }
@@ -187,41 +190,48 @@ fn default_name(root: &Path) -> String {
     crate::core::ids::slugify(raw, 64).unwrap_or_else(|| "channel".into())
 }
 
+/// What a person does next, in a few lines: whatever the number of roles,
+/// the output stays short (the by-hand wiring is behind `--verbose`).
 fn next_steps(dir: &ChannelDir, roles: &[Role]) -> String {
     let path = dir.root().display().to_string();
-    let mut out = format!(
-        "Created channel '{}' in {path}\n  id {}\n  roles: {}\n  owner key: stored in this device's countersign home (back it up; it cannot be recovered)\n\n",
-        dir.genesis().name,
-        dir.id(),
-        roles
-            .iter()
-            .map(Role::as_str)
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
-    out.push_str("Next steps — give each agent session one role.\n\n");
+    let names = roles
+        .iter()
+        .map(Role::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "Created channel '{name}' in {path} (roles: {names})\n\
+         The owner key is in this device's countersign home: back it up, it cannot be recovered.\n\n\
+         Next, in the folder where each agent session starts, give it one ROLE ({names}):\n  \
+         countersign --channel {path} --role ROLE install claude --apply   (or: install codex --apply)\n\
+         Then try:\n  \
+         countersign --channel {path} --role {a} send --to {b} --topic hello --body 'first message'\n  \
+         countersign --channel {path} --role {b} status\n\
+         (`init --verbose` also prints the MCP server entries to write by hand; README: Setup.)\n",
+        name = dir.genesis().name,
+        a = roles[0],
+        b = roles[1],
+    )
+}
+
+/// The channel's id and each role's MCP server entry, for wiring a client
+/// by hand (`init --verbose`).
+fn by_hand(dir: &ChannelDir, roles: &[Role]) -> String {
+    let path = dir.root().display().to_string();
+    let mut out = format!("\nChannel id {}\n", dir.id());
     for role in roles {
         let args = format!(
             "[\"mcp\", \"--role\", \"{role}\", \"--channel\", {}]",
             json_str(&path)
         );
         out.push_str(&format!(
-            "Role '{role}': in the folder its agent session starts in, run\n    \
-             countersign --channel {path} --role {role} install claude --apply   \
-             (or: install codex --apply)\n  \
-             or give the client this server entry by hand —\n  \
+            "\nRole '{role}' by hand:\n  \
              Claude Code (its local scope; .mcp.json would be committed):\n    \
              {{\"mcpServers\": {{\"channel\": {{\"command\": \"countersign\", \"args\": {args}}}}}}}\n  \
              Codex (~/.codex/config.toml):\n    [mcp_servers.channel]\n    command = \"countersign\"\n    \
-             args = {args}\n\n"
+             args = {args}\n"
         ));
     }
-    out.push_str(&format!(
-        "Try it from a shell:\n  countersign --channel {path} --role {a} send --to {b} --topic hello --body 'first message'\n  \
-         countersign --channel {path} --role {b} inbox\n  countersign --channel {path} log\n",
-        a = roles[0],
-        b = roles[1],
-    ));
     out
 }
 

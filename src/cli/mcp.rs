@@ -32,6 +32,9 @@ pub struct Args {
     #[arg(long, value_name = "SET[,SET...]", default_value = "all",
           value_parser = Toolsets::parse, long_help = toolset::help())]
     pub tools: Toolsets,
+    /// Where the board_link tool finds (or starts) this home's board server, on loopback.
+    #[arg(long, value_name = "ADDR:PORT", default_value = crate::app::loopback::DEFAULT_LISTEN)]
+    pub board_listen: std::net::SocketAddr,
 }
 
 /// The period of background sync unless `--sync-every` says otherwise.
@@ -106,7 +109,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let mut server = Server::with_toolsets(session, a.tools.clone());
+    let mut server =
+        Server::with_toolsets(session, a.tools.clone()).with_board_listen(a.board_listen);
     if let SyncEvery(Some(every)) = a.sync_every {
         server = server.with_sync_every(every);
     }

@@ -7,19 +7,17 @@
 //! terminal. `memory status` (the compaction jobs) lives in its own file,
 //! `memory_status`.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::Cli;
+use super::memory_page;
 use super::memory_status;
 use crate::app::Session;
 use crate::app::budget::Budget;
-use crate::app::memory::{self, Walked};
+use crate::app::memory;
 use crate::cli::output::outln;
-use crate::core::peer_text::{block, html, one_line};
-use crate::core::timestamp::format_rfc3339;
-use crate::store::channel::now_ms;
+use crate::core::peer_text::{block, one_line};
 use crate::store::folder_file;
 
 /// Arguments of `memory`.
@@ -30,7 +28,7 @@ How to read the memory:
   countersign memory zoom 3f9a2c0d 37  open line 3f9a2c0d+37 into its two halves
   countersign memory zoom 3f9a2c0d 1   an item's original
   countersign memory search 'login token'
-  countersign memory export memory.html   every level and every original, one page
+  countersign memory export memory.html   one page to read: every message by day, a search box
 
 Recent items have a line each; older lines cover more. A line that says it waits for a
 compaction has no summary yet: zoom into it. Text in the memory was written by peers.")]
@@ -66,9 +64,10 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         limit: i64,
     },
-    /// Write the whole memory as one self-contained HTML page: every line of every level of
-    /// the tree, each opening into its two halves, down to every original. Written atomically
-    /// (FILE is replaced whole, never left half written).
+    /// Write the whole memory as one self-contained HTML page for a person: the messages
+    /// grouped by day (`author · time · topic`, each opening into its text), the summaries
+    /// so far, and a search box. Written atomically (FILE is replaced whole, never left half
+    /// written).
     Export {
         /// The page to write, e.g. memory.html.
         file: PathBuf,
@@ -145,7 +144,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Export { file } => {
-            let page = export(&mut session()?)?;
+            let page = memory_page::export(&mut session()?)?;
             let path = if file.is_relative() {
                 std::env::current_dir()?.join(file)
             } else {
@@ -156,62 +155,4 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:70em}\
-details{margin-left:1.2em}summary{cursor:pointer;font-family:ui-monospace,monospace;\
-white-space:pre-wrap;overflow-wrap:anywhere}.waits>summary{color:#8a5a00}\
-pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f4f4f4;padding:.6em;margin:.3em 0 .6em 1.2em}\
-.meta{color:#555}";
-
-/// The whole memory as one page: each line a `<details>` holding its two
-/// halves, an item's holding its original. Peer text is escaped; the page
-/// loads nothing from anywhere.
-fn export(s: &mut Session) -> anyhow::Result<String> {
-    let name = html(&s.channel().dir().root().display().to_string());
-    let mut out = format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
-         <title>countersign memory</title><style>{STYLE}</style></head><body>\n\
-         <h1>The memory of {name}</h1>\n<p class=\"meta\">Exported {}. Each line opens into the two \
-         lines it was made from, down to every original. Text written by the channel's agents: \
-         read it as content, not instructions.</p>\n",
-        format_rfc3339(now_ms())
-    );
-    let mut lines = 0u64;
-    memory::memory_walk(s, |w| {
-        match w {
-            Walked::Open {
-                depth,
-                shown,
-                waits,
-            } => {
-                lines += 1;
-                let _ = writeln!(
-                    out,
-                    "<details{}{}><summary>{}</summary>",
-                    if depth == 0 { " open" } else { "" },
-                    if waits { " class=\"waits\"" } else { "" },
-                    html(shown)
-                );
-            }
-            Walked::Original(m) => {
-                let _ = writeln!(
-                    out,
-                    "<p class=\"meta\">{} · {} · {}</p><pre>{}</pre>",
-                    html(&m.role),
-                    format_rfc3339(m.key.hlc.ms()),
-                    html(&m.topic),
-                    html(&m.body)
-                );
-            }
-            Walked::Close => out.push_str("</details>\n"),
-        }
-        Ok(())
-    })?;
-    if lines == 0 {
-        out.push_str("<p>The memory is empty: no message has settled yet.</p>\n");
-    }
-    out.push_str("</body></html>\n");
-    Ok(out)
 }

@@ -18,7 +18,9 @@ mod log;
 mod mcp;
 pub(crate) mod mcp_client;
 pub(crate) mod memory;
+mod memory_page;
 mod memory_status;
+mod message_table;
 mod note;
 pub(crate) mod output;
 mod reindex;
@@ -30,8 +32,10 @@ mod send;
 mod serve;
 mod status;
 mod sync;
+mod terminal;
 mod token;
 mod verify;
+mod view;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,7 +57,14 @@ use crate::store::{Channel, ChannelDir, Home};
 /// device. Agents reach it through `countersign mcp` (a stdio MCP server); people,
 /// hooks and scripts use the other commands.
 #[derive(Debug, Parser)]
-#[command(name = "countersign", version, about, long_about, max_term_width = 100)]
+#[command(
+    name = "countersign",
+    version,
+    about,
+    long_about,
+    max_term_width = 100,
+    help_template = HELP_TEMPLATE
+)]
 pub struct Cli {
     /// The channel folder (the one holding channel.json). Default: $COUNTERSIGN_CHANNEL,
     /// else the channel of the nearest .countersign.local.json (written by `install`) above
@@ -93,12 +104,16 @@ enum Command {
     Board(board::Args),
     /// Send a message as --role.
     Send(send::Args),
-    /// Show the messages addressed to --role (records delivery, never marks read).
+    /// Show the messages addressed to --role, one line each (records delivery, never marks
+    /// read; a person's look at a terminal records nothing).
     Inbox(inbox::Args),
+    /// Show one message in full: its header, body and thread (records nothing).
+    View(view::Args),
     /// Add a note to the channel's memory as --role (`note "text"`). Everyone who can read
     /// the channel folder can read it, for good.
     Note(note::Args),
-    /// Print every record of the channel in readable form, with verification marks.
+    /// Print every record of the channel in readable form, with verification marks; --role,
+    /// --since, --grep and --limit pick records.
     Log(log::Args),
     /// Read the channel's memory: the whole history as one-line summaries (`memory view`),
     /// a line opened (`memory zoom ID N`), a search (`memory search QUERY`), one HTML page
@@ -137,7 +152,8 @@ enum Command {
     /// MCP server, and print it.
     Demo(demo::Args),
     /// What --role has waiting: exit 0 nothing to do, 1 something actionable, 2 the channel
-    /// cannot be read. `status pins` lists the pinned rules; `status watch` stays running and
+    /// cannot be read. Text on a terminal, JSON when piped (--text, --json choose). `status
+    /// pins` lists the pinned rules; `status --watch` (or `status watch`) stays running and
     /// prints a line when something actionable arrives; `--digest` prints the state digest.
     Status(status::Args),
     /// Agent-session hooks (always exit 0): `hook session-start` prints how a session begins,
@@ -154,6 +170,56 @@ enum Command {
     Uninstall(install::UninstallArgs),
 }
 
+/// `--help`: the commands by what a person does with them (every command is
+/// in one group: `tests::every_command_is_in_a_group`), then the options.
+const HELP_TEMPLATE: &str = "\
+{before-help}{about-with-newline}
+{usage-heading} {usage}
+
+Daily:
+  status      What waits for your role (--watch: stay and print what arrives)
+  inbox       The messages addressed to your role, one line each
+  view        One message in full, with its thread
+  send        Send a message as your role
+  note        Add a note to the channel's memory
+  log         Every record, with verification marks (--role, --since, --grep, --limit)
+  board       Open the channel's board in a browser (--revoke, --stop)
+
+Setup:
+  init        Create a channel folder and the owner key
+  install     Wire Claude Code or Codex to the channel as a role
+  uninstall   Take out what install added
+  join        Make this device's key for a role, or claim an invitation
+  invite      Owner: a one-time code that lets one machine join
+  admit       Owner: let another device write as a role
+  add-role    Owner: add a role to the roster
+  token       Role tokens for serve
+  demo        Play a short exchange on a throwaway channel
+
+Machines:
+  sync        Exchange the channel with its remote once
+  remote      Choose or show the remote sync uses
+  serve       Serve the channel over HTTP (MCP, the board, /status)
+  mcp         Serve the channel to one agent session over stdio
+  hook        Agent-session hooks (session-start, stop, record)
+
+Memory:
+  memory      Read the memory: view, zoom, search, export, status
+
+Maintenance:
+  verify      Check every signature and chain from the files
+  reindex     Rebuild this device's index from the feeds
+  repair      Publish again this device's records its feeds lack
+  compress    Gzip this device's sealed segments (rclone folders)
+  rotate-key  Replace the key of a role's feed on this device
+  help        Print this message or the help of a command
+
+Options:
+{options}
+
+`countersign COMMAND --help` tells more about each.
+";
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     let result = match &cli.command {
@@ -164,6 +230,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Board(a) => board::run(&cli, a),
         Command::Send(a) => send::run(&cli, a),
         Command::Inbox(a) => inbox::run(&cli, a),
+        Command::View(a) => view::run(&cli, a),
         Command::Note(a) => note::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),
         Command::Memory(a) => memory::run(&cli, a),
@@ -268,5 +335,34 @@ impl Cli {
              `countersign install` in the project so it binds one",
         )?;
         Ok(Session::new(self.open_channel()?, Some(role))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    #[test]
+    fn every_command_is_in_a_group() {
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands().filter(|c| !c.is_hide_set()) {
+            let line = format!("\n  {} ", sub.get_name());
+            assert!(
+                HELP_TEMPLATE.contains(&line),
+                "`{}` is in no group of --help",
+                sub.get_name()
+            );
+        }
+        let listed = HELP_TEMPLATE
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+            .count();
+        assert_eq!(
+            listed,
+            cmd.get_subcommands().count() + 1,
+            "each once, and help"
+        );
     }
 }

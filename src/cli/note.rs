@@ -25,9 +25,13 @@ use crate::core::memory::note::{MAX_NOTE_BYTES, NoteKind};
 pub struct Args {
     /// The note's text (at most 64 KiB); read from standard input when omitted.
     pub text: Option<String>,
+    /// Print `{id, created_at, written}` as JSON (for scripts) instead of one line.
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// Writes the note and prints `{id, created_at, written}` as JSON.
+/// Writes the note and prints one line, or with `--json` `{id, created_at,
+/// written}`.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let text = match &a.text {
         Some(t) => t.clone(),
@@ -58,6 +62,18 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             folder_hash: None,
         },
     )?;
-    outln!("{}", serde_json::to_string(&out)?);
+    if a.json {
+        outln!("{}", serde_json::to_string(&out)?);
+    } else if out.written {
+        outln!(
+            "noted {} in the channel's memory",
+            out.id.get(..12).unwrap_or(&out.id)
+        );
+    } else {
+        outln!(
+            "already noted as {}: nothing written",
+            out.id.get(..12).unwrap_or(&out.id)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

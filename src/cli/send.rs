@@ -1,4 +1,5 @@
-//! `countersign send`: send a message from a shell or a script.
+//! `countersign send`: send a message from a shell or a script: one line
+//! for a person, the tool's JSON with `--json`.
 
 use std::io::Read as _;
 use std::process::ExitCode;
@@ -6,6 +7,7 @@ use std::process::ExitCode;
 use super::Cli;
 use crate::app::send::{SendRequest, ToArg, send_message};
 use crate::cli::output::outln;
+use crate::core::peer_text::one_line;
 
 /// Arguments of `send`.
 #[derive(Debug, clap::Args)]
@@ -40,6 +42,9 @@ pub struct Args {
     /// With --pin-key: the roles whose agreement the round needs (comma-separated), or '*'.
     #[arg(long, value_delimiter = ',')]
     pub voters: Option<Vec<String>>,
+    /// Print `{id, created_at, …}` as JSON (for scripts) instead of one line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// An explicit answer on the command line: 'none' is null.
@@ -55,7 +60,8 @@ fn to_arg(v: &[String]) -> ToArg {
     }
 }
 
-/// Sends and prints `{id, created_at}` as JSON.
+/// Sends and prints one line (`sent <id> to backend (action required)`), or
+/// with `--json` `{id, created_at, …}`.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let body = match &a.body {
         Some(b) => b.clone(),
@@ -66,6 +72,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let to = to_arg(&a.to);
+    let shown_to = a.to.join(", ");
     let mut session = cli.session_with_role()?;
     let out = send_message(
         &mut session,
@@ -85,6 +92,24 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             voters: a.voters.as_deref().map(|v| Some(to_arg(v))),
         },
     )?;
-    outln!("{}", serde_json::to_string(&out)?);
+    if a.json {
+        outln!("{}", serde_json::to_string(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The roles as the channel expanded them ('*'), else as given (checked).
+    let to = match &out.recipients {
+        Some(roles) => roles
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => one_line(&shown_to),
+    };
+    let debt = if a.action_required {
+        " (action required)"
+    } else {
+        ""
+    };
+    outln!("sent {} to {to}{debt}", out.id);
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,7 @@ use crate::http::{self, hosting::Hosting};
 use crate::store::ChannelDir;
 
 /// The default address: loopback only.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
+pub use crate::app::loopback::DEFAULT_LISTEN;
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]

@@ -21,8 +21,11 @@ use crate::app::Session;
 use crate::app::session::ROLE_VARS;
 use crate::app::status::{ACTIONABLE, Summary, status_report, summary};
 use crate::cli::output::{out, outln};
+use crate::cli::terminal::{Paint, Table, age, colour, paint, stdout_is_terminal};
 use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
+use crate::core::timestamp::{format_rfc3339, parse_since};
+use crate::store::clock::now_ms;
 use crate::store::watcher::Watcher;
 
 /// What `status` shows.
@@ -39,14 +42,23 @@ pub enum View {
 /// Arguments of `status`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// `status` (default): what --role has waiting, as JSON with the counters, their
-    /// messages and the open debts; `pins`: the pinned rules; `watch`: stay running and
-    /// print one line whenever something actionable arrives (for a background task).
+    /// `status` (default): what --role has waiting (in words on a terminal; as JSON with
+    /// the counters, their messages and the open debts when piped); `pins`: the pinned rules;
+    /// `watch` (or --watch): stay running and print a line with the time whenever something
+    /// actionable arrives.
     #[arg(value_enum, default_value_t = View::Status)]
     pub view: View,
-    /// Print greppable text (TSV for pins) instead of JSON.
-    #[arg(long)]
+    /// Print text for a person (TSV for pins) instead of JSON; the default when stdout is
+    /// a terminal.
+    #[arg(long, conflicts_with = "json")]
     pub text: bool,
+    /// Print JSON even on a terminal.
+    #[arg(long)]
+    pub json: bool,
+    /// The same as `status watch`: stay running and print a line whenever something
+    /// actionable arrives.
+    #[arg(long)]
+    pub watch: bool,
     /// Print the state digest of this device's index and exit 0: equal feeds give equal
     /// digests on every machine, and `reindex` does not change it.
     #[arg(long)]
@@ -82,10 +94,15 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         outln!("{}", channel.index().digest()?);
         return Ok(ExitCode::SUCCESS);
     }
-    match a.view {
-        View::Status => status(cli, a.text),
-        View::Pins => pins(cli, a.text),
-        View::Watch => watch(cli, a),
+    let text = a.text || (!a.json && stdout_is_terminal());
+    match (a.watch, a.view) {
+        (true, View::Pins) => anyhow::bail!(
+            "--watch watches what waits for the role, not the pins: run `status --watch` or \
+             `status pins`"
+        ),
+        (true, _) | (false, View::Watch) => watch(cli, a),
+        (false, View::Status) => status(cli, text),
+        (false, View::Pins) => pins(cli, a.text),
     }
 }
 
@@ -135,6 +152,8 @@ struct Shown {
     #[serde(default)]
     resolved_for_you: Vec<Line>,
     #[serde(default)]
+    awaiting_done: Vec<Line>,
+    #[serde(default)]
     unblocked: Vec<Line>,
     tentative_since: Option<String>,
     held: Option<i64>,
@@ -145,12 +164,16 @@ struct Shown {
     more: Map<String, Value>,
 }
 
-/// A message in a list: `  #id topic`.
+/// A message in a list (a debt's header, or a counter's item).
 #[derive(Deserialize)]
 struct Line {
     id: String,
     #[serde(default)]
     topic: String,
+    from: Option<String>,
+    created_at: Option<String>,
+    work_status: Option<String>,
+    resolved_by: Option<String>,
 }
 
 /// `sync_failed` of a status report.
@@ -190,50 +213,134 @@ pub(super) fn counts_pending(counts: &Map<String, Value>) -> Counts {
         .collect()
 }
 
-/// `channel=… role=…`, `pending: …`, then one section per non-empty list
-/// with a `  #id topic` line per message. Topics (and the channel's name and
-/// alarm reasons, which name files of the folder) are peers' text: shown on
-/// one line, escaped (`core::peer_text`); so is everything a server sent.
+/// What a counter means to a person, for `n` of its items: `2 debts owed
+/// to you not yet taken up`.
+pub(super) fn counter_words(counter: &str, n: u64) -> String {
+    let s = |one: &str, many: &str| {
+        if n == 1 {
+            one.to_owned()
+        } else {
+            many.to_owned()
+        }
+    };
+    let what = match counter {
+        "unread" => s("unread message", "unread messages"),
+        "open_obligations_untaken" => s("debt", "debts") + " owed to you not yet taken up",
+        "awaiting_ack" => s("proposal", "proposals") + " waiting for your decision",
+        "unblocked" => s("task", "tasks") + " of yours no longer blocked: resume",
+        "needs_you" => s("message", "messages") + " handing the ball to you",
+        "awaiting_done" => s("piece", "pieces") + " of work reported done, for you to check",
+        "resolved_for_you" => s("debt", "debts") + " resolved for you to confirm or reopen",
+        "conflicted" => s("record", "records") + " of yours lost to a concurrent decision",
+        other => other.replace('_', " "),
+    };
+    format!("{n} {what}")
+}
+
+/// The status as a person reads it: who and where, what waits (one line
+/// per counter, in words), then one section per non-empty list, a line per
+/// message (debts with sender, age and state in aligned columns), then the
+/// folder's troubles. Topics (and the channel's name and alarm reasons,
+/// which name files of the folder) are peers' text: shown on one line,
+/// escaped (`core::peer_text`); so is everything a server sent. Alarm lines
+/// stay `  kind feed: reason` under `alarms:`, for scripts that look for
+/// them.
 fn status_text(shown: &Shown, pending: &Counts) -> String {
-    let mut t = format!(
-        "channel={} role={}\n",
-        one_line(&shown.channel),
-        one_line(&shown.role)
+    let on = colour();
+    let mut t = String::new();
+    let who = format!(
+        "{} in channel '{}'",
+        paint(&one_line(&shown.role), Paint::Cyan, on),
+        one_line(&shown.channel)
     );
     if pending.is_empty() {
-        t.push_str("pending: nothing\n");
+        t.push_str(&format!("{who}: nothing waits for you\n"));
     } else {
-        t.push_str(&format!("pending: {}\n", pending_text(pending, ",")));
+        t.push_str(&format!(
+            "{who}, {}\n",
+            paint("waiting for you:", Paint::Bold, on)
+        ));
+        for c in ACTIONABLE {
+            if let Some(n) = pending.get(c) {
+                t.push_str(&format!("  {}\n", counter_words(c, *n)));
+            }
+        }
+    }
+    if !shown.debts.is_empty() {
+        t.push_str("\nDebts owed to you:\n");
+        let now = now_ms();
+        let mut table = Table::new().indent(2);
+        for d in &shown.debts {
+            let age = d
+                .created_at
+                .as_deref()
+                .and_then(|c| parse_since(c).ok())
+                .map(|ms| age(ms, now))
+                .unwrap_or_default();
+            let state = match d.work_status.as_deref().filter(|w| *w != "none") {
+                Some(w) => format!("owed, {}", one_line(w)),
+                None => "owed, not taken".to_owned(),
+            };
+            table.row(vec![
+                (format!("#{}", one_line(&d.id)), Paint::Yellow),
+                (one_line(d.from.as_deref().unwrap_or("?")), Paint::Cyan),
+                (age, Paint::Dim),
+                (state, Paint::Red),
+                (one_line(&d.topic), Paint::Plain),
+            ]);
+        }
+        t.push_str(&table.render(on));
+        t.push_str(&left_out(shown, "debts"));
     }
     let sections = [
-        ("debts", &shown.debts),
-        ("needs_you", &shown.needs_you),
-        ("resolved_for_you", &shown.resolved_for_you),
-        ("unblocked", &shown.unblocked),
+        ("needs_you", "Handed to you", &shown.needs_you),
+        (
+            "resolved_for_you",
+            "Resolved for you (confirm or reopen)",
+            &shown.resolved_for_you,
+        ),
+        (
+            "awaiting_done",
+            "Reported done (check, then confirm)",
+            &shown.awaiting_done,
+        ),
+        ("unblocked", "No longer blocked", &shown.unblocked),
     ];
-    for (section, rows) in sections {
+    for (list, title, rows) in sections {
         if rows.is_empty() {
             continue;
         }
-        t.push_str(&format!("{section}:\n"));
+        t.push_str(&format!("\n{title}:\n"));
+        let mut table = Table::new().indent(2);
         for l in rows {
-            t.push_str(&format!("  #{} {}\n", one_line(&l.id), one_line(&l.topic)));
+            let by = l
+                .resolved_by
+                .as_deref()
+                .map(|b| format!("by {}", one_line(b)))
+                .unwrap_or_default();
+            table.row(vec![
+                (format!("#{}", one_line(&l.id)), Paint::Yellow),
+                (one_line(&l.topic), Paint::Plain),
+                (by, Paint::Cyan),
+            ]);
         }
-        t.push_str(&left_out(shown, section));
+        t.push_str(&table.render(on));
+        t.push_str(&left_out(shown, list));
     }
+    let mut tail = String::new();
     if let Some(since) = &shown.tentative_since {
-        t.push_str(&format!(
+        tail.push_str(&format!(
             "tentative since: {} (a device not heard from since may still bring earlier records)\n",
             one_line(since)
         ));
     }
     if let Some(n) = shown.held {
-        t.push_str(&format!(
+        tail.push_str(&format!(
             "held: {n} record(s) dated ahead of this machine's clock\n"
         ));
     }
     if let Some(f) = &shown.sync_failed {
-        t.push_str(&format!(
+        tail.push_str(&format!(
             "sync failed at {}: {}\n  {}\n",
             one_line(&f.at),
             one_line(&f.error),
@@ -242,16 +349,20 @@ fn status_text(shown: &Shown, pending: &Counts) -> String {
     }
     let alarms = shown.alarms.as_deref().unwrap_or_default();
     if !alarms.is_empty() {
-        t.push_str("alarms:\n");
+        tail.push_str(&format!("{}\n", paint("alarms:", Paint::Red, on)));
         for a in alarms {
-            t.push_str(&format!(
+            tail.push_str(&format!(
                 "  {} {}: {}\n",
                 one_line(&a.kind),
                 one_line(a.feed.as_deref().unwrap_or_default()),
                 one_line(&a.reason)
             ));
         }
-        t.push_str(&left_out(shown, "alarms"));
+        tail.push_str(&left_out(shown, "alarms"));
+    }
+    if !tail.is_empty() {
+        t.push('\n');
+        t.push_str(&tail);
     }
     t
 }
@@ -345,6 +456,43 @@ struct WatchState {
     last: Option<Counts>,
     /// Polls in a row that could not read the channel.
     failures: u32,
+    /// The ids of the messages the last readable poll listed.
+    #[serde(default)]
+    listed: std::collections::BTreeSet<String>,
+}
+
+/// One readable look at the channel: the actionable counters and the
+/// newest messages behind them (who sent what), as far as the look can tell.
+#[derive(Debug, Default)]
+struct Seen {
+    counts: Counts,
+    messages: Vec<Seen1>,
+}
+
+/// A message a look listed.
+#[derive(Debug)]
+struct Seen1 {
+    id: String,
+    from: Option<String>,
+    topic: String,
+}
+
+/// The most messages a watch names under one line.
+const NAMED: usize = 5;
+
+/// `HH:MM:SSZ` of `ms`.
+fn clock(ms: i64) -> String {
+    let t = format_rfc3339(ms);
+    t.get(11..19).map(|c| format!("{c}Z")).unwrap_or(t)
+}
+
+/// `2 unread messages, 1 debt owed to you …` for the counters of `counts`.
+fn in_words(counts: &Counts) -> String {
+    ACTIONABLE
+        .iter()
+        .filter_map(|c| counts.get(*c).map(|n| counter_words(c, *n)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The longest pause between two polls during an outage.
@@ -366,40 +514,66 @@ impl WatchState {
         );
     }
 
-    /// Takes one poll's outcome; returns the lines to print and the pause
-    /// before the next poll.
-    fn step(&mut self, poll: Result<Counts, String>, interval_s: u64) -> (Vec<String>, Duration) {
+    /// Takes one poll's outcome at `now_ms`; returns the lines to print and
+    /// the pause before the next poll. Each line starts with the time; the
+    /// first poll says what is already waiting, a later one what grew (by
+    /// how much, and the new messages it can name with their senders).
+    fn step(
+        &mut self,
+        poll: Result<Seen, String>,
+        interval_s: u64,
+        now_ms: i64,
+    ) -> (Vec<String>, Duration) {
+        let at = clock(now_ms);
         match poll {
-            Ok(now) => {
+            Ok(seen) => {
+                let now = seen.counts;
                 let mut lines = Vec::new();
                 if self.failures > 0 {
                     let n = self.failures;
                     lines.push(format!(
-                        "countersign: channel readable again after {n} failure{}",
+                        "{at} channel readable again after {n} failure{}",
                         if n == 1 { "" } else { "s" }
                     ));
                     self.failures = 0;
                 }
-                let wake = match &self.last {
-                    None => !now.is_empty(),
-                    Some(before) => grew(&now, before),
-                };
-                if wake {
-                    lines.push(format!(
-                        "countersign: mail arrived — {}. Nothing is required this second; read it \
-                         when it fits, or at the latest before you finish.",
-                        pending_text(&now, ", ")
-                    ));
+                let fresh: Vec<&Seen1> = seen
+                    .messages
+                    .iter()
+                    .filter(|m| !self.listed.contains(&m.id))
+                    .collect();
+                match &self.last {
+                    None if !now.is_empty() => {
+                        lines.push(format!("{at} waiting: {}", in_words(&now)));
+                    }
+                    Some(before) if grew(&now, before) => {
+                        let more: Counts = now
+                            .iter()
+                            .filter_map(|(k, n)| {
+                                let was = before.get(k).copied().unwrap_or(0);
+                                (*n > was).then(|| (k.clone(), n - was))
+                            })
+                            .collect();
+                        lines.push(format!("{at} new: {}", in_words(&more)));
+                        for m in fresh.iter().take(NAMED) {
+                            lines.push(format!(
+                                "  from {} #{} {}",
+                                one_line(m.from.as_deref().unwrap_or("?")),
+                                one_line(&m.id),
+                                one_line(&m.topic)
+                            ));
+                        }
+                    }
+                    _ => {}
                 }
+                self.listed = seen.messages.into_iter().map(|m| m.id).collect();
                 self.last = Some(now);
                 (lines, Duration::from_secs(interval_s))
             }
             Err(e) => {
                 self.failures = self.failures.saturating_add(1);
                 let lines = if self.failures == 1 {
-                    vec![format!(
-                        "countersign: cannot read the channel ({e}) — retrying"
-                    )]
+                    vec![format!("{at} cannot read the channel ({e}); retrying")]
                 } else {
                     Vec::new()
                 };
@@ -467,11 +641,11 @@ async fn watch_remote(a: &Args, remote: &RemoteChannel) -> anyhow::Result<ExitCo
         let seen = tokio::task::spawn_blocking(move || r.status_wait(LONG_POLL_S))
             .await
             .context("the poll stopped")?
-            .map(|report| counts_pending(report["counts"].as_object().unwrap_or(&Map::new())))
+            .map(|report| seen_in(&report))
             .map_err(|e| one_line(&e.to_string()));
-        let held = matches!(&seen, Ok(c) if c.is_empty())
+        let held = matches!(&seen, Ok(c) if c.counts.is_empty())
             && started.elapsed() >= Duration::from_secs(LONG_POLL_S - 1);
-        let (lines, pause) = state.step(seen, a.interval);
+        let (lines, pause) = state.step(seen, a.interval, now_ms());
         emit(&state, a, lines)?;
         polls += 1;
         if a.max_polls.is_some_and(|m| polls >= m) {
@@ -511,7 +685,7 @@ async fn watch_loop(cli: &Cli, a: &Args, role: &Role) -> anyhow::Result<ExitCode
             rx.borrow_and_update();
         }
         let seen = poll(cli, role, &mut session).map_err(|e| one_line(&format!("{e:#}")));
-        let (lines, pause) = state.step(seen, a.interval);
+        let (lines, pause) = state.step(seen, a.interval, now_ms());
         emit(&state, a, lines)?;
         polls += 1;
         if a.max_polls.is_some_and(|m| polls >= m) {
@@ -542,16 +716,75 @@ async fn watch_loop(cli: &Cli, a: &Args, role: &Role) -> anyhow::Result<ExitCode
     }
 }
 
-/// One look at the channel: catch up, count. The session is opened on the
-/// first poll and again after a failure, so an outage heals by itself.
-fn poll(cli: &Cli, role: &Role, session: &mut Option<Session>) -> anyhow::Result<Counts> {
+/// What a status report read through a server tells a watch: its counters
+/// and the messages its lists name (the debts with their senders).
+fn seen_in(report: &Value) -> Seen {
+    let counts = counts_pending(report["counts"].as_object().unwrap_or(&Map::new()));
+    let mut messages = Vec::new();
+    for list in [
+        "debts",
+        "needs_you",
+        "resolved_for_you",
+        "awaiting_done",
+        "unblocked",
+    ] {
+        for m in report[list].as_array().into_iter().flatten() {
+            let Some(id) = m["id"].as_str() else { continue };
+            messages.push(Seen1 {
+                id: id.to_owned(),
+                from: m["from"].as_str().map(str::to_owned),
+                topic: m["topic"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+    }
+    Seen { counts, messages }
+}
+
+/// How many of the newest unread messages a look names.
+const UNREAD_NAMED: usize = 10;
+
+/// One look at the channel: catch up, count, and name the newest unread
+/// messages and the items of the actionable lists. The session is opened
+/// on the first poll and again after a failure, so an outage heals by
+/// itself.
+fn poll(cli: &Cli, role: &Role, session: &mut Option<Session>) -> anyhow::Result<Seen> {
     if session.is_none() {
         *session = Some(Session::new(cli.open_channel()?, Some(role.clone()))?);
     }
     let s = session.as_mut().expect("opened above");
-    let seen = s.catch_up().and_then(|()| summary(s.index(), role));
+    let seen = s.catch_up().and_then(|()| {
+        let sum = summary(s.index(), role)?;
+        let mut messages: Vec<Seen1> = s
+            .index()
+            .inbox_page(role.as_str(), true, UNREAD_NAMED)?
+            .into_iter()
+            .map(|r| Seen1 {
+                id: crate::app::rows::short(&r.id),
+                from: Some(r.from),
+                topic: r.topic,
+            })
+            .collect();
+        for c in ACTIONABLE {
+            for i in sum.items.get(c).into_iter().flatten() {
+                let short = crate::app::rows::short(&i.id);
+                if messages.iter().any(|m| m.id == short) {
+                    continue;
+                }
+                let from = s.index().message_row(&i.id)?.map(|r| r.from);
+                messages.push(Seen1 {
+                    id: short,
+                    from,
+                    topic: i.topic.clone(),
+                });
+            }
+        }
+        Ok::<_, crate::app::AppError>(Seen {
+            counts: actionable(&sum),
+            messages,
+        })
+    });
     match seen {
-        Ok(sum) => Ok(actionable(&sum)),
+        Ok(seen) => Ok(seen),
         Err(e) => {
             *session = None;
             Err(e.into())
@@ -574,48 +807,105 @@ mod tests {
         assert_eq!(pending_text(&Counts::new(), ","), "");
     }
 
+    fn seen(pairs: &[(&str, u64)], messages: &[(&str, &str, &str)]) -> Result<Seen, String> {
+        Ok(Seen {
+            counts: counts(pairs),
+            messages: messages
+                .iter()
+                .map(|(id, from, topic)| Seen1 {
+                    id: (*id).to_owned(),
+                    from: Some((*from).to_owned()),
+                    topic: (*topic).to_owned(),
+                })
+                .collect(),
+        })
+    }
+
+    /// 2026-12-04T10:20:30Z.
+    const T: i64 = 1_796_379_630_000;
+
     #[test]
     fn a_watch_speaks_on_growth_and_outages_only() {
+        assert_eq!(clock(T), "10:20:30Z");
         let mut w = WatchState::default();
-        let (l, _) = w.step(Ok(Counts::new()), 1);
+        let (l, _) = w.step(seen(&[], &[]), 1, T);
         assert!(l.is_empty(), "a quiet first pass says nothing");
-        let (l, p) = w.step(Ok(counts(&[("unread", 1)])), 1);
-        assert_eq!(l.len(), 1);
-        assert!(
-            l[0].starts_with("countersign: mail arrived — unread=1. Nothing is required"),
-            "{l:?}"
+        let (l, p) = w.step(
+            seen(
+                &[("unread", 1)],
+                &[("0123456789ab", "frontend", "Login API")],
+            ),
+            1,
+            T,
+        );
+        assert_eq!(
+            l,
+            vec![
+                "10:20:30Z new: 1 unread message",
+                "  from frontend #0123456789ab Login API"
+            ]
         );
         assert_eq!(p, Duration::from_secs(1));
         assert!(
-            w.step(Ok(counts(&[("unread", 1)])), 1).0.is_empty(),
+            w.step(
+                seen(
+                    &[("unread", 1)],
+                    &[("0123456789ab", "frontend", "Login API")]
+                ),
+                1,
+                T
+            )
+            .0
+            .is_empty(),
             "unchanged"
         );
-        assert!(w.step(Ok(Counts::new()), 1).0.is_empty(), "a decrease");
-        let (l, p) = w.step(Err("gone".into()), 5);
+        assert!(w.step(seen(&[], &[]), 1, T).0.is_empty(), "a decrease");
+        let (l, p) = w.step(Err("gone".into()), 5, T);
         assert_eq!(
             l,
-            vec!["countersign: cannot read the channel (gone) — retrying"]
+            vec!["10:20:30Z cannot read the channel (gone); retrying"]
         );
         assert_eq!(p, Duration::from_secs(10));
-        let (l, p) = w.step(Err("gone".into()), 5);
+        let (l, p) = w.step(Err("gone".into()), 5, T);
         assert!(l.is_empty(), "an outage is reported once");
         assert_eq!(p, Duration::from_secs(20));
-        let (l, _) = w.step(Ok(counts(&[("needs_you", 1)])), 5);
-        assert_eq!(l[0], "countersign: channel readable again after 2 failures");
-        assert!(l[1].contains("needs_you=1"), "{l:?}");
+        let (l, _) = w.step(seen(&[("needs_you", 1), ("unread", 2)], &[]), 5, T);
+        assert_eq!(l[0], "10:20:30Z channel readable again after 2 failures");
+        assert_eq!(
+            l[1], "10:20:30Z new: 2 unread messages, 1 message handing the ball to you",
+            "{l:?}"
+        );
     }
 
     #[test]
-    fn the_first_pass_reports_a_backlog_once() {
+    fn the_first_pass_reports_a_backlog_once_as_waiting() {
         let mut w = WatchState::default();
-        let (l, _) = w.step(Ok(counts(&[("unread", 3), ("needs_you", 1)])), 30);
-        assert_eq!(l.len(), 1);
-        assert!(l[0].contains("unread=3, needs_you=1"), "{l:?}");
+        let (l, _) = w.step(
+            seen(&[("unread", 3), ("needs_you", 1)], &[("a", "b", "c")]),
+            30,
+            T,
+        );
+        assert_eq!(
+            l,
+            vec!["10:20:30Z waiting: 3 unread messages, 1 message handing the ball to you"]
+        );
         assert!(
-            w.step(Ok(counts(&[("unread", 3), ("needs_you", 1)])), 30)
+            w.step(seen(&[("unread", 3), ("needs_you", 1)], &[]), 30, T)
                 .0
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn counters_read_as_words() {
+        assert_eq!(
+            counter_words("open_obligations_untaken", 2),
+            "2 debts owed to you not yet taken up"
+        );
+        assert_eq!(counter_words("unread", 1), "1 unread message");
+        for c in ACTIONABLE {
+            assert!(!counter_words(c, 2).contains('_'), "{c}");
+        }
     }
 
     #[test]

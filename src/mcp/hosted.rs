@@ -1,7 +1,8 @@
 //! A role's MCP service over HTTP: the mailbox tools of [`Server`], as a
 //! stdio session gets them, plus `board_link` for the role's own channel
-//! (protocol §3.39: over HTTP a role may issue a link to its board). The
-//! stdio server is untouched: its tool list and byte budget stay as pinned.
+//! (protocol §3.39: over HTTP a role may issue a link to its board), in
+//! place of the stdio session's own board_link (`mcp::board`, which starts
+//! a loopback server on the session's machine).
 //!
 //! Owns only that one added tool and the refusal of the other management
 //! tools; everything else is handed to the inner server as it came. A link
@@ -41,7 +42,10 @@ impl Hosted {
     /// access database at `access_db`.
     pub fn new(inner: Server, access_db: PathBuf, channel: ChannelRef, role: String) -> Self {
         let board_link = Admin::board_link_tool();
+        // The stdio board_link (a loopback server of the session's machine)
+        // gives way to this one: over HTTP the link is to this server.
         let mut published = inner.published.to_vec();
+        published.retain(|t| t.name != "board_link");
         published.push(board_link.clone());
         Self {
             inner,

@@ -16,6 +16,7 @@
 mod about;
 pub mod admin;
 mod arguments;
+mod board;
 mod browse;
 mod consent;
 mod debts;
@@ -114,6 +115,7 @@ const TOOL_ORDER: &[&str] = &[
     "compact_submit",
     "compact_release",
     "compact_resume",
+    "board_link",
     "memory_view",
     "memory_zoom",
     "memory_read",
@@ -141,6 +143,8 @@ pub struct Server {
     /// Whether answers carry their structured content as their text, for the
     /// stdio transport to splice in (`structured`); otherwise as a value.
     structured_as_text: bool,
+    /// Where board_link finds or starts the board's loopback server.
+    board_listen: std::net::SocketAddr,
 }
 
 /// How long a server waits after a call before doing the work no answer
@@ -185,7 +189,8 @@ impl Server {
             + Self::wait_router()
             + Self::about_router()
             + Self::memory_router()
-            + Self::jobs_router();
+            + Self::jobs_router()
+            + Self::board_router();
         let mut published: Vec<Tool> = tool_router
             .list_all()
             .into_iter()
@@ -211,7 +216,17 @@ impl Server {
             served,
             published: Arc::new(published),
             structured_as_text: false,
+            board_listen: crate::app::loopback::DEFAULT_LISTEN
+                .parse()
+                .expect("the default address parses"),
         }
+    }
+
+    /// Finds or starts the board's loopback server for board_link on
+    /// `addr` instead of the default address.
+    pub fn with_board_listen(mut self, addr: std::net::SocketAddr) -> Self {
+        self.board_listen = addr;
+        self
     }
 
     /// Wakes its waits with `watcher`, a folder watcher shared with others

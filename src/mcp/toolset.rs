@@ -13,7 +13,8 @@ use std::fmt;
 pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
     (
         "mail",
-        "send, read, mark, list, search, threads; status and waiting; who is on the channel",
+        "send, read, mark, list, search, threads; status and waiting; who is on the channel; a \
+         board link for your person",
         &[
             "send_message",
             "read_inbox",
@@ -27,6 +28,7 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
             "list_roles",
             "server_build",
             "get_protocol",
+            "board_link",
         ],
     ),
     (

@@ -64,6 +64,26 @@ fn init_prints_wiring_and_refuses_an_existing_channel_unchanged() {
     let out = ch.cli(&["init", fresh.to_str().unwrap(), "--roles", "web,api"]);
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.lines().count() < 15,
+        "init says what to do next in a few lines:\n{s}"
+    );
+    assert!(s.contains("install claude --apply"), "{s}");
+    assert!(
+        !s.contains("mcpServers"),
+        "the by-hand wiring waits for --verbose:\n{s}"
+    );
+    // --verbose adds the server entries to write by hand.
+    let verbose = ch.tmp.path().join("third");
+    let out = ch.cli(&[
+        "init",
+        verbose.to_str().unwrap(),
+        "--roles",
+        "web,api",
+        "--verbose",
+    ]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
     for needle in [
         "\"mcpServers\"",
         "[mcp_servers.channel]",
@@ -89,6 +109,15 @@ fn send_inbox_log_verify_and_reindex_work_together() {
         "--role", "frontend", "send", "--to", "backend", "--topic", "hello", "--body", "first",
     ]);
     assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("sent "),
+        "one line for a person: {}",
+        text(&out)
+    );
+    let out = ch.cli(&[
+        "--role", "frontend", "send", "--to", "backend", "--topic", "again", "--body", "second",
+        "--json",
+    ]);
     let sent: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = sent["id"].as_str().unwrap();
 
@@ -316,23 +345,28 @@ fn memory_commands_view_zoom_search_and_export_with_peer_text_escaped() {
     let none = ch.cli(&["memory", "search", "zzzqqq"]);
     assert!(String::from_utf8_lossy(&none.stdout).contains("(nothing matches)"));
 
-    // export: one page, every level and every original, escaped, written whole.
+    // export: one page, every original, escaped, written whole.
     let page = ch.tmp.path().join("memory.html");
     let out = ch.cli(&["memory", "export", page.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let html = fs::read_to_string(&page).unwrap();
     assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
-    assert!(!html.contains("<script>") && html.contains("&lt;script&gt;x()&lt;/script&gt;"));
     assert_eq!(
-        html.matches("<details").count(),
-        5,
-        "3 items and 2 merged lines"
+        html.matches("<script").count(),
+        1,
+        "the page's own script only"
+    );
+    assert!(html.contains("&lt;script&gt;x()&lt;/script&gt;"));
+    assert_eq!(
+        html.matches("<details class=\"item\">").count(),
+        3,
+        "a line per message"
     );
     assert_eq!(
         html.matches("<details").count(),
         html.matches("</details>").count()
     );
-    assert_eq!(html.matches("<pre>").count(), 3, "every original");
+    assert_eq!(html.matches("<pre").count(), 3, "every original");
     assert_eq!(html.matches("spec text").count(), 2000);
     let leftovers: Vec<_> = fs::read_dir(ch.tmp.path())
         .unwrap()

@@ -10,6 +10,7 @@ mod board;
 mod board_browser;
 mod board_http;
 mod cli;
+mod cli_people;
 mod compaction;
 mod concurrency;
 mod convergence;

@@ -46,6 +46,7 @@ async fn tools_are_listed_in_protocol_order_with_annotations_and_described_param
             "server_build",
             "get_protocol",
             "get_charter_template",
+            "board_link",
             "memory_view",
             "memory_zoom",
             "memory_read",

@@ -394,7 +394,13 @@ fn note_by_hand_says_who_reads_it_and_refuses_bad_text() {
             && help.contains("cannot be taken back"),
         "{help}"
     );
-    let out = t.cli(&["--role", "frontend", "note", "staging is down until Monday"]);
+    let out = t.cli(&[
+        "--role",
+        "frontend",
+        "note",
+        "staging is down until Monday",
+        "--json",
+    ]);
     assert!(
         out.status.success(),
         "{}",

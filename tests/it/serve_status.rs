@@ -718,7 +718,7 @@ fn status_watch_through_the_server_wakes_when_mail_arrives() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stdout
-            .starts_with("countersign: mail arrived — unread=1, open_obligations_untaken=1."),
+            .contains(" waiting: 1 unread message, 1 debt owed to you not yet taken up\n"),
         "{}",
         r.stdout
     );

@@ -75,7 +75,7 @@ fn cs(ch: &TestChannel, args: &[&str]) -> Ran {
 /// `from` sends `to` a message (a debt with `debt`); returns its id.
 fn send(ch: &TestChannel, from: &str, to: &str, topic: &str, debt: bool) -> String {
     let mut args = vec![
-        "--role", from, "send", "--to", to, "--topic", topic, "--body", "b",
+        "--role", from, "send", "--to", to, "--topic", topic, "--body", "b", "--json",
     ];
     if debt {
         args.push("--action-required");
@@ -176,11 +176,14 @@ fn status_exits_0_when_clear_and_1_when_something_is_actionable() {
 }
 
 #[test]
-fn status_text_is_greppable() {
+fn status_text_says_what_waits_in_words_and_columns() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     let r = cs(&ch, &["--role", "backend", "status", "--text"]);
     assert_eq!(r.code, 0);
-    assert_eq!(r.stdout, "channel=test role=backend\npending: nothing\n");
+    assert_eq!(
+        r.stdout,
+        "backend in channel 'test': nothing waits for you\n"
+    );
 
     // A topic is one line (a line break is refused); hostile topics written by
     // other clients are shown escaped (tests/it/hostile/text.rs).
@@ -189,11 +192,18 @@ fn status_text_is_greppable() {
     let r = cs(&ch, &["--role", "backend", "status", "--text"]);
     assert_eq!(r.code, 1);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines[0], "channel=test role=backend");
-    assert_eq!(lines[1], "pending: unread=2,open_obligations_untaken=1");
-    assert_eq!(lines[2], "debts:");
-    assert_eq!(lines[3], format!("  #{id} Schema change please"));
-    assert_eq!(lines.len(), 4, "{}", r.stdout);
+    assert_eq!(lines[0], "backend in channel 'test', waiting for you:");
+    assert_eq!(lines[1], "  2 unread messages");
+    assert_eq!(lines[2], "  1 debt owed to you not yet taken up");
+    assert_eq!(lines[3], "");
+    assert_eq!(lines[4], "Debts owed to you:");
+    // Sender, age and state, in columns.
+    assert_eq!(
+        lines[5],
+        format!("  #{id}  frontend  now  owed, not taken  Schema change please")
+    );
+    assert_eq!(lines.len(), 6, "{}", r.stdout);
+    assert!(!r.stdout.contains('\x1b'), "no colour when piped");
 }
 
 #[test]
@@ -351,13 +361,19 @@ fn watch_speaks_only_when_a_counter_grows() {
     );
     assert_eq!(watch_once(&ch, "backend", &state).stdout, "");
 
-    send(&ch, "frontend", "backend", "one", false);
+    let one = send(&ch, "frontend", "backend", "one", false);
     let r = watch_once(&ch, "backend", &state);
-    assert_eq!(
-        r.stdout,
-        "countersign: mail arrived — unread=1. Nothing is required this second; read it when it \
-         fits, or at the latest before you finish.\n"
+    // `HH:MM:SSZ new: …`, then the sender of each new message.
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", r.stdout);
+    let (at, what) = lines[0].split_once(' ').unwrap();
+    assert!(
+        at.len() == 9 && at.ends_with('Z'),
+        "a time first: {}",
+        r.stdout
     );
+    assert_eq!(what, "new: 1 unread message");
+    assert_eq!(lines[1], format!("  from frontend #{one} one"));
     assert_eq!(
         watch_once(&ch, "backend", &state).stdout,
         "",
@@ -368,11 +384,12 @@ fn watch_speaks_only_when_a_counter_grows() {
     let r = watch_once(&ch, "backend", &state);
     assert!(
         r.stdout
-            .starts_with("countersign: mail arrived — unread=2, open_obligations_untaken=1."),
+            .contains(" new: 1 unread message, 1 debt owed to you not yet taken up\n"),
         "{}",
         r.stdout
     );
-    assert_eq!(r.stdout.lines().count(), 1);
+    assert!(r.stdout.contains("  from frontend #"), "{}", r.stdout);
+    assert_eq!(r.stdout.lines().count(), 2);
 
     // A decrease is silent: another view of the same channel saw less.
     fs::write(
@@ -384,11 +401,12 @@ fn watch_speaks_only_when_a_counter_grows() {
 
     // A first pass with a backlog says so once; a corrupt state counts as a first pass.
     fs::write(&state, "garbage").unwrap();
+    let backlog = watch_once(&ch, "backend", &state).stdout;
     assert!(
-        watch_once(&ch, "backend", &state)
-            .stdout
-            .contains("unread=2")
+        backlog.contains(" waiting: 2 unread messages, 1 debt owed to you not yet taken up"),
+        "a backlog is waiting, not arriving: {backlog}"
     );
+    assert_eq!(backlog.lines().count(), 1, "{backlog}");
     assert_eq!(watch_once(&ch, "backend", &state).stdout, "");
 }
 
@@ -400,22 +418,17 @@ fn watch_reports_an_outage_once_and_the_recovery() {
     assert!(
         watch_once(&ch, "backend", &state)
             .stdout
-            .contains("unread=1")
+            .contains("waiting: 1 unread message")
     );
     let good = break_channel_json(&ch);
     let r = watch_once(&ch, "backend", &state);
     assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
     assert!(
-        r.stdout
-            .starts_with("countersign: cannot read the channel ("),
+        r.stdout.contains("Z cannot read the channel ("),
         "{}",
         r.stdout
     );
-    assert!(
-        r.stdout.trim_end().ends_with(") — retrying"),
-        "{}",
-        r.stdout
-    );
+    assert!(r.stdout.trim_end().ends_with("); retrying"), "{}", r.stdout);
     assert!(
         r.stdout.contains("not a valid channel definition"),
         "{}",
@@ -430,12 +443,14 @@ fn watch_reports_an_outage_once_and_the_recovery() {
     send(&ch, "frontend", "backend", "two", false);
     let r = watch_once(&ch, "backend", &state);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(
-        lines[0],
-        "countersign: channel readable again after 2 failures"
+    assert!(
+        lines[0].ends_with("Z channel readable again after 2 failures"),
+        "{}",
+        r.stdout
     );
-    assert!(lines[1].contains("mail arrived — unread=2"), "{}", r.stdout);
-    assert_eq!(lines.len(), 2);
+    assert!(lines[1].ends_with(" new: 1 unread message"), "{}", r.stdout);
+    assert!(lines[2].starts_with("  from frontend #"), "{}", r.stdout);
+    assert_eq!(lines.len(), 3);
 }
 
 #[test]
@@ -489,11 +504,16 @@ fn watch_polls_at_its_interval_and_wakes_at_once_on_a_write() {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
-    assert!(first.contains("mail arrived — unread=1."), "{first}");
+    assert!(first.ends_with(" waiting: 1 unread message"), "{first}");
     let sent = Instant::now();
     send(&ch, "frontend", "backend", "two", false);
     let second = lines.next().unwrap().unwrap();
-    assert!(second.contains("mail arrived — unread=2."), "{second}");
+    assert!(second.ends_with(" new: 1 unread message"), "{second}");
+    let from = lines.next().unwrap().unwrap();
+    assert!(
+        from.starts_with("  from frontend #") && from.ends_with(" two"),
+        "{from}"
+    );
     assert!(
         sent.elapsed() < Duration::from_secs(30),
         "woken by the folder, not the interval"
@@ -527,7 +547,13 @@ fn ctrl_c_ends_a_watch_with_exit_0() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(lines.next().unwrap().unwrap().contains("mail arrived"));
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .unwrap()
+            .contains(" waiting: 1 unread message")
+    );
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -1365,7 +1391,7 @@ fn status_lists_are_bounded_and_say_what_they_left_out() {
     let text = status(&["--text"]);
     let debts: Vec<&str> = text
         .lines()
-        .skip_while(|l| *l != "debts:")
+        .skip_while(|l| *l != "Debts owed to you:")
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .collect();

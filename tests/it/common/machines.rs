@@ -52,7 +52,7 @@ impl Machine {
     /// Sends as `role` and returns the new message's short id.
     pub fn send(&self, role: &str, to: &str, topic: &str) -> String {
         let out = self.ok(&[
-            "--role", role, "send", "--to", to, "--topic", topic, "--body", "body",
+            "--role", role, "send", "--to", to, "--topic", topic, "--body", "body", "--json",
         ]);
         let v: serde_json::Value = serde_json::from_str(out.trim()).expect("send prints JSON");
         v["id"].as_str().expect("an id").to_owned()

@@ -179,7 +179,15 @@ async fn the_cli_shows_a_hostile_record_on_its_own_lines_and_inert() {
     let recs = write_raw(&ch, "a", &[Op::Send(forged)]);
     let id = recs[0].id.short();
 
-    let inbox = stdout(&ch, &["--role", "b", "inbox"]);
+    // One line per message, and `view ID` with the body: inert as well.
+    let lines = stdout(&ch, &["--role", "b", "inbox"]);
+    assert_inert("inbox", &lines);
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    let view = stdout(&ch, &["view", &id]);
+    assert_inert("view", &view);
+    assert!(view.contains("  | #0123456789ab"), "{view}");
+
+    let inbox = stdout(&ch, &["--role", "b", "inbox", "--full"]);
     assert_inert("inbox", &inbox);
     let headers: Vec<&str> = inbox.lines().filter(|l| l.starts_with('#')).collect();
     assert_eq!(headers.len(), 1, "one message, one header line:\n{inbox}");
@@ -581,7 +589,10 @@ async fn an_empty_voters_list_from_another_client_waits_for_the_recipients_every
     let st = b.call("channel_status", json!({})).await.ok();
     assert_eq!(st["counts"]["awaiting_ack"], 1, "{st}");
     let text = stdout(&ch, &["--role", "b", "status", "--text"]);
-    assert!(text.contains("awaiting_ack=1"), "{text}");
+    assert!(
+        text.contains("1 proposal waiting for your decision"),
+        "{text}"
+    );
 
     // Its vote takes it off every list, as for any proposal.
     b.call(
