@@ -18,6 +18,7 @@ pub mod feed;
 pub mod folder_file;
 pub mod fts_layout;
 pub mod heads;
+pub mod heartbeat;
 pub mod home;
 pub mod index;
 pub mod ingest;

@@ -15,6 +15,7 @@ mod concurrency;
 mod convergence;
 mod golden;
 mod golden_membership;
+mod heartbeat;
 mod hostile;
 mod invitation;
 mod mcp_arguments;
