@@ -15,6 +15,7 @@ pub mod compaction;
 pub mod delete;
 pub mod hosting;
 pub mod inbox;
+pub mod import;
 pub mod info;
 pub mod init;
 pub mod invitation;

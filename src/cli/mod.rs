@@ -4,6 +4,7 @@
 
 mod add_role;
 mod admit;
+mod backup;
 mod board;
 mod compress;
 mod demo;
@@ -18,6 +19,7 @@ mod log;
 mod mcp;
 pub(crate) mod mcp_client;
 pub(crate) mod memory;
+mod memory_import;
 mod memory_status;
 mod note;
 pub(crate) mod output;
@@ -152,6 +154,9 @@ enum Command {
     /// Take out what `install` added (the channel folder stays), putting back byte for byte
     /// every file nobody changed since. Prints every change; --apply makes them.
     Uninstall(install::UninstallArgs),
+    /// Write the channel folder to one archive (`backup FILE.tar.gz`), verified before and
+    /// after; never this device's keys unless --with-keys.
+    Backup(backup::Args),
 }
 
 /// Runs the parsed command line.
@@ -183,6 +188,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Hook(a) => hook::run(&cli, a),
         Command::Install(a) => install::run(&cli, a),
         Command::Uninstall(a) => install::run_uninstall(&cli, a),
+        Command::Backup(a) => backup::run(&cli, a),
     };
     match result {
         Ok(code) => code,
