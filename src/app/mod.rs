@@ -8,6 +8,7 @@
 //! layer knows nothing of MCP, clap or terminals.
 
 pub mod backfill;
+pub mod backlog;
 pub mod board;
 pub mod body;
 pub mod budget;

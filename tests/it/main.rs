@@ -35,6 +35,7 @@ mod mcp_wait;
 mod mcp_work_status;
 mod membership;
 mod memory;
+mod memory_commands;
 mod python_client;
 mod real_clients;
 mod recording;
