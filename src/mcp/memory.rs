@@ -87,7 +87,7 @@ pub struct MemoryDateParams {
 
 #[tool_router(router = memory_router, vis = "pub(super)")]
 impl Server {
-    #[tool(output_schema = super::output_schema::<MemoryPage>(), description = concat!("The whole history as one-line summaries, oldest first, recent items on lines of their own. For an overview when the task needs history; to find something, memory_search first. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<MemoryPage>(), description = concat!("The history as one-line summaries, oldest first. For an overview; to find something, memory_search first. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_view(
         &self,
@@ -97,7 +97,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<Zoomed>(), description = concat!("Opens a line id+n of the view into its two halves, or (n=1) an item's text. For a line too vague to use. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<Zoomed>(), description = concat!("Opens line id+n into its two halves, or an item's text (n=1). For a line too vague to use. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_zoom(
         &self,
@@ -106,7 +106,7 @@ impl Server {
         self.run(move |s| memory::memory_zoom(s, &p.id, p.n)).await
     }
 
-    #[tool(output_schema = super::output_schema::<Original>(), description = concat!("An item's full text in pages. For a long original that memory_zoom cut. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<Original>(), description = concat!("An item's full text in pages, for an original memory_zoom cut. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_read(
         &self,
@@ -116,7 +116,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Searches every item of the memory by words (search_messages' grammar), best first, with ids. Start here when the task needs history. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Finds items of the memory by words, best first. Start here when the task needs history. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_search(
         &self,
@@ -132,7 +132,7 @@ impl Server {
         .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id, as search lines. To read on from a search hit. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id, to read on from a hit. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_thread(
         &self,

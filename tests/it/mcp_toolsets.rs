@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 
 use crate::common::{Client, TestChannel, bin};
 
-/// The most tools/list may take for every tool, in bytes on the wire.
-const ALL_BUDGET: usize = 32_000;
+/// The most tools/list may take for every tool, in bytes on the wire (the
+/// memory tools' descriptions say what each is for and when: 32,000 before).
+const ALL_BUDGET: usize = 32_500;
 /// The most tools/list may take for the `mail` toolset.
 const MAIL_BUDGET: usize = 12_000;
 
