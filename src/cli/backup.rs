@@ -24,12 +24,14 @@ use crate::store::{ChannelDir, Index};
 
 /// Arguments of `backup`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "The archive holds the channel folder (`channel/`: every feed, upload and \
+#[command(
+    after_help = "The archive holds the channel folder (`channel/`: every feed, upload and \
     file of the channel, not git's history), readable by your user only. It is verified before and \
     after: restore it by unpacking `channel/` where the channel folder should be.
 With --with-keys it also holds this device's keys for the channel and its id (`home/`): whoever \
     has the file can then sign as this device in every role it holds here. Keep such a file as \
-    you keep your keys.")]
+    you keep your keys."
+)]
 pub struct Args {
     /// The archive to write (e.g. channel-backup.tar.gz); it must not exist yet.
     pub file: PathBuf,
@@ -145,8 +147,7 @@ fn write_and_check(
     }
     let (files, skipped) = w.finish()?;
     let unpacked = tempfile::tempdir()?;
-    let back = archive::read(partial, Some(unpacked.path()))
-        .context("reading the archive back")?;
+    let back = archive::read(partial, Some(unpacked.path())).context("reading the archive back")?;
     if back != files {
         bail!(
             "the archive read back differs from what was written ({} files of {}): the disk may be \

@@ -403,7 +403,10 @@ mod tests {
         let id = RecordId::of_body(b"x");
         let beat = encode_beat(&feed, 7, id, Hlc(5_000, 1), Some(9_000), &key());
         let got = decode_head(beat.as_bytes(), &feed, &key().verifying_key()).unwrap();
-        assert_eq!((got.seq, got.as_of, got.heard_ms()), (7, Some(9_000), 9_000));
+        assert_eq!(
+            (got.seq, got.as_of, got.heard_ms()),
+            (7, Some(9_000), 9_000)
+        );
         // A later `as_of` is a claim of its writer: changed by anyone else, it fails.
         let lie = beat.replace("\"as_of\":9000", "\"as_of\":99000");
         assert_ne!(lie, beat);

@@ -81,9 +81,16 @@ impl ArchiveWriter {
         self.add_dir(dir, prefix, except, 0)
     }
 
-    fn add_dir(&mut self, dir: &Path, name: &str, except: &[&str], depth: usize) -> StoreResult<()> {
+    fn add_dir(
+        &mut self,
+        dir: &Path,
+        name: &str,
+        except: &[&str],
+        depth: usize,
+    ) -> StoreResult<()> {
         if depth > MAX_DEPTH {
-            self.skipped.push(format!("{name}: deeper than {MAX_DEPTH} folders"));
+            self.skipped
+                .push(format!("{name}: deeper than {MAX_DEPTH} folders"));
             return Ok(());
         }
         self.header(&format!("{name}/"), 0, 0o755, b'5')?;
@@ -192,12 +199,12 @@ impl ArchiveWriter {
     pub fn finish(mut self) -> StoreResult<(Vec<Archived>, Vec<String>)> {
         self.out.write_all(&[0u8; BLOCK * 2]).at(&self.path)?;
         let buffered = self.out.finish().at(&self.path)?;
-        let file = buffered
-            .into_inner()
-            .map_err(|e| StoreError::Io(PathError {
+        let file = buffered.into_inner().map_err(|e| {
+            StoreError::Io(PathError {
                 path: self.path.clone(),
                 source: e.into_error(),
-            }))?;
+            })
+        })?;
         file.sync_all().at(&self.path)?;
         Ok((self.files, self.skipped))
     }
@@ -350,7 +357,10 @@ pub fn read(path: &Path, into: Option<&Path>) -> StoreResult<Vec<Archived>> {
             other => {
                 return Err(bad(
                     path,
-                    format!("an entry of type {:?} ({name}): only folders and files", other as char),
+                    format!(
+                        "an entry of type {:?} ({name}): only folders and files",
+                        other as char
+                    ),
                 ));
             }
         }
@@ -367,7 +377,10 @@ mod tests {
         let src = tmp.path().join("src");
         fs::create_dir_all(src.join("feeds/a").join("x".repeat(90))).unwrap();
         fs::write(src.join("channel.json"), b"{}").unwrap();
-        let deep = src.join("feeds/a").join("x".repeat(90)).join("y".repeat(60));
+        let deep = src
+            .join("feeds/a")
+            .join("x".repeat(90))
+            .join("y".repeat(60));
         fs::write(&deep, vec![7u8; 1500]).unwrap();
         fs::create_dir_all(src.join(".git")).unwrap();
         fs::write(src.join(".git/HEAD"), b"ref").unwrap();
@@ -381,8 +394,12 @@ mod tests {
         let back = tmp.path().join("back");
         assert_eq!(read(&out, Some(&back)).unwrap(), files);
         assert_eq!(
-            fs::read(back.join("channel/feeds/a").join("x".repeat(90)).join("y".repeat(60)))
-                .unwrap(),
+            fs::read(
+                back.join("channel/feeds/a")
+                    .join("x".repeat(90))
+                    .join("y".repeat(60))
+            )
+            .unwrap(),
             vec![7u8; 1500]
         );
         assert!(!back.join("channel/.git").exists());

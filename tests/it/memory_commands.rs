@@ -33,10 +33,18 @@ fn memory_import_adds_each_note_once_and_refuses_a_bad_file_whole() {
     )
     .unwrap();
     let v = json_out(&t.cli(&["--role", "a", "memory", "import", txt.to_str().unwrap()]));
-    assert_eq!((v["written"].as_u64(), v["already"].as_u64()), (Some(2), Some(0)), "{v}");
+    assert_eq!(
+        (v["written"].as_u64(), v["already"].as_u64()),
+        (Some(2), Some(0)),
+        "{v}"
+    );
     // Again: nothing new.
     let v = json_out(&t.cli(&["--role", "a", "memory", "import", txt.to_str().unwrap()]));
-    assert_eq!((v["written"].as_u64(), v["already"].as_u64()), (Some(0), Some(2)), "{v}");
+    assert_eq!(
+        (v["written"].as_u64(), v["already"].as_u64()),
+        (Some(0), Some(2)),
+        "{v}"
+    );
     let found = ok(&t.cli(&["memory", "search", "argon2"]));
     assert!(found.contains("note@a"), "{found}");
     assert!(found.contains("We chose argon2 for passwords."), "{found}");
@@ -75,7 +83,10 @@ fn memory_import_adds_each_note_once_and_refuses_a_bad_file_whole() {
     assert_eq!(v["written"].as_u64(), Some(2), "{v}");
     assert_eq!(t.feed_records(), before + 2);
     let found = ok(&t.cli(&["memory", "search", "login"]));
-    assert!(found.contains("[2025-03-01, laptop] move the login"), "{found}");
+    assert!(
+        found.contains("[2025-03-01, laptop] move the login"),
+        "{found}"
+    );
     // A name that says no format is refused with the ones that work.
     let other = t.tmp.path().join("notes.csv");
     std::fs::write(&other, "x").unwrap();
@@ -97,24 +108,59 @@ fn listed(archive: &Path) -> Vec<String> {
 #[test]
 fn backup_writes_a_verified_archive_without_keys_unless_asked() {
     let t = TestChannel::new(&["a", "b"]);
-    ok(&t.cli(&["--role", "a", "send", "--to", "b", "--topic", "kept", "--body", "in the backup"]));
+    ok(&t.cli(&[
+        "--role",
+        "a",
+        "send",
+        "--to",
+        "b",
+        "--topic",
+        "kept",
+        "--body",
+        "in the backup",
+    ]));
     // A link planted in the folder to this device's keys is never followed.
-    let keys = std::fs::read_dir(t.home.join("keys")).unwrap().next().unwrap().unwrap().path();
+    let keys = std::fs::read_dir(t.home.join("keys"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     std::os::unix::fs::symlink(&keys, t.dir.join("feeds").join("planted")).unwrap();
     let file = t.tmp.path().join("backup.tar.gz");
     let out = ok(&t.cli(&["backup", file.to_str().unwrap()]));
     assert!(out.contains("verified before"), "{out}");
-    assert!(out.contains("left out: channel/feeds/planted: a symbolic link"), "{out}");
+    assert!(
+        out.contains("left out: channel/feeds/planted: a symbolic link"),
+        "{out}"
+    );
     assert!(out.contains("no keys are in it"), "{out}");
     let names = listed(&file);
-    assert!(names.iter().any(|n| n == "channel/channel.json"), "{names:?}");
-    assert!(names.iter().all(|n| !n.contains("keys") && !n.contains("planted")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n == "channel/channel.json"),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.contains("keys") && !n.contains("planted")),
+        "{names:?}"
+    );
     use std::os::unix::fs::PermissionsExt as _;
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     // A real tar unpacks it into a channel that verifies, with the message.
     let back = t.tmp.path().join("restored");
     std::fs::create_dir(&back).unwrap();
-    ok(&Command::new("tar").arg("-xzf").arg(&file).arg("-C").arg(&back).output().unwrap());
+    ok(&Command::new("tar")
+        .arg("-xzf")
+        .arg(&file)
+        .arg("-C")
+        .arg(&back)
+        .output()
+        .unwrap());
     let restored = back.join("channel");
     let out = ok(&Command::new(bin())
         .env("COUNTERSIGN_HOME", &t.home)
@@ -130,9 +176,15 @@ fn backup_writes_a_verified_archive_without_keys_unless_asked() {
     // With --with-keys: the keys and the device, and what that means.
     let with = t.tmp.path().join("with-keys.tar.gz");
     let out = ok(&t.cli(&["backup", with.to_str().unwrap(), "--with-keys"]));
-    assert!(out.contains("whoever has the file can act as this device"), "{out}");
+    assert!(
+        out.contains("whoever has the file can act as this device"),
+        "{out}"
+    );
     let names = listed(&with);
-    assert!(names.iter().any(|n| n.starts_with("home/keys/")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("home/keys/")),
+        "{names:?}"
+    );
     assert!(names.iter().any(|n| n == "home/device.json"), "{names:?}");
     let stray: Vec<_> = std::fs::read_dir(t.tmp.path())
         .unwrap()
@@ -167,7 +219,9 @@ fn unit_words(line: &str) -> Vec<String> {
 #[test]
 fn install_service_writes_a_unit_whose_command_runs_the_channel_and_uninstall_removes_it() {
     let t = TestChannel::new(&["a", "b"]);
-    ok(&t.cli(&["--role", "a", "send", "--to", "b", "--topic", "beat", "--body", "x"]));
+    ok(&t.cli(&[
+        "--role", "a", "send", "--to", "b", "--topic", "beat", "--body", "x",
+    ]));
     let user = t.tmp.path().join("user");
     let project = t.tmp.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
@@ -194,17 +248,38 @@ fn install_service_writes_a_unit_whose_command_runs_the_channel_and_uninstall_re
     assert!(plan.contains("Dry run"), "{plan}");
     assert!(!units.exists());
     let out = ok(&run(&["install", "service", "--apply"]));
-    assert!(out.contains("systemctl --user enable --now countersign-"), "{out}");
-    let unit: PathBuf = std::fs::read_dir(&units).unwrap().next().unwrap().unwrap().path();
+    assert!(
+        out.contains("systemctl --user enable --now countersign-"),
+        "{out}"
+    );
+    let unit: PathBuf = std::fs::read_dir(&units)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let text = std::fs::read_to_string(&unit).unwrap();
     let dir = t.dir.canonicalize().unwrap();
     let home = t.home.canonicalize().unwrap();
     assert!(text.contains("WantedBy=default.target"), "{text}");
-    let exec = text.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("ExecStart");
+    let exec = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
     let words = unit_words(exec);
-    assert_eq!(words[0], PathBuf::from(bin()).canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        words[0],
+        PathBuf::from(bin())
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
     assert_eq!(words[1..4], ["serve", "--channel", dir.to_str().unwrap()]);
-    let env = text.lines().find_map(|l| l.strip_prefix("Environment=")).expect("Environment");
+    let env = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Environment="))
+        .expect("Environment");
     assert_eq!(env, format!("COUNTERSIGN_HOME={}", home.display()));
 
     // Its command, run for a moment as the manager would: it serves the
@@ -230,8 +305,13 @@ fn install_service_writes_a_unit_whose_command_runs_the_channel_and_uninstall_re
     let mut beat = false;
     while started.elapsed() < Duration::from_secs(15) && !beat {
         std::thread::sleep(Duration::from_millis(200));
-        beat = std::fs::read_to_string(&head).unwrap().contains("\"as_of\"");
-        assert!(child.try_wait().unwrap().is_none(), "the service's command exited");
+        beat = std::fs::read_to_string(&head)
+            .unwrap()
+            .contains("\"as_of\"");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the service's command exited"
+        );
     }
     child.kill().unwrap();
     child.wait().unwrap();
@@ -245,7 +325,9 @@ fn install_service_writes_a_unit_whose_command_runs_the_channel_and_uninstall_re
 async fn memory_status_tells_the_backlog_and_only_when_asked_for() {
     let t = TestChannel::new(&["a", "b"]);
     let long = "a long message that needs a summary of its own. ".repeat(20);
-    ok(&t.cli(&["--role", "a", "send", "--to", "b", "--topic", "long", "--body", &long]));
+    ok(&t.cli(&[
+        "--role", "a", "send", "--to", "b", "--topic", "long", "--body", &long,
+    ]));
     let c = Client::spawn_with(&t.home, &t.dir, "a", &["--tools", "all,memory"]).await;
     let v = c.call("memory_status", json!({})).await.ok();
     assert_eq!(v["items"].as_u64(), Some(1), "{v}");

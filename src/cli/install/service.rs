@@ -186,7 +186,12 @@ impl Service {
                     &format!("{}.service", self.name),
                 ]),
             ],
-            Manager::Launchd => vec![words(&["launchctl", "load", "-w", &path.display().to_string()])],
+            Manager::Launchd => vec![words(&[
+                "launchctl",
+                "load",
+                "-w",
+                &path.display().to_string(),
+            ])],
         }
     }
 
@@ -201,7 +206,12 @@ impl Service {
                 &format!("{}.service", self.name),
             ])],
             Manager::Launchd => {
-                vec![words(&["launchctl", "unload", "-w", &path.display().to_string()])]
+                vec![words(&[
+                    "launchctl",
+                    "unload",
+                    "-w",
+                    &path.display().to_string(),
+                ])]
             }
         }
     }
@@ -296,7 +306,10 @@ pub(super) fn install(cli: &Cli, a: &Args) -> anyhow::Result<Written> {
     if !a.apply {
         outln!("With --apply it is then enabled: {}", shown(&enable));
     } else if run_all(&enable) {
-        outln!("enabled: it runs now and at every login ({})", shown(&enable));
+        outln!(
+            "enabled: it runs now and at every login ({})",
+            shown(&enable)
+        );
     } else {
         outln!(
             "The service manager does not answer here, so the service is not enabled yet: run \
@@ -353,7 +366,10 @@ mod tests {
             ),
             "{unit}"
         );
-        assert!(unit.contains("Environment=COUNTERSIGN_HOME=/home/u/.cs\n"), "{unit}");
+        assert!(
+            unit.contains("Environment=COUNTERSIGN_HOME=/home/u/.cs\n"),
+            "{unit}"
+        );
         assert!(unit.contains("WantedBy=default.target"), "{unit}");
     }
 

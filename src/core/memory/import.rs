@@ -140,9 +140,7 @@ fn json_lines(text: &str) -> Vec<(usize, Result<Entry, String>)> {
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
             let entry = serde_json::from_str::<Entry>(l.trim_end_matches('\r')).map_err(|e| {
-                format!(
-                    "not a JSON object of kind, text and optional date and origin ({e})"
-                )
+                format!("not a JSON object of kind, text and optional date and origin ({e})")
             });
             (i + 1, entry)
         })
@@ -183,7 +181,12 @@ fn to_note(e: &Entry) -> Result<MemoryNote, String> {
     };
     let n = MemoryNote {
         kind,
-        event: Some(event_id(kind, e.date.as_deref(), e.origin.as_deref(), &e.text)),
+        event: Some(event_id(
+            kind,
+            e.date.as_deref(),
+            e.origin.as_deref(),
+            &e.text,
+        )),
         text,
         agent: None,
         session: None,
@@ -198,7 +201,12 @@ fn to_note(e: &Entry) -> Result<MemoryNote, String> {
 pub fn event_id(kind: NoteKind, date: Option<&str>, origin: Option<&str>, text: &str) -> String {
     let mut h = Sha256::new();
     h.update(b"countersign/import\0");
-    for part in [kind.as_str(), date.unwrap_or(""), origin.unwrap_or(""), text] {
+    for part in [
+        kind.as_str(),
+        date.unwrap_or(""),
+        origin.unwrap_or(""),
+        text,
+    ] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
