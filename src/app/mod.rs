@@ -8,12 +8,14 @@
 //! layer knows nothing of MCP, clap or terminals.
 
 pub mod backfill;
+pub mod backlog;
 pub mod board;
 pub mod body;
 pub mod budget;
 pub mod compaction;
 pub mod delete;
 pub mod hosting;
+pub mod import;
 pub mod inbox;
 pub mod info;
 pub mod init;

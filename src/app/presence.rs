@@ -1,8 +1,10 @@
 //! Presence: which devices write for each role, and when each was last heard.
 //!
 //! A feed's `head.json` is its heartbeat: rewritten with every record its
-//! device writes, signed with the feed's key. A device was last heard from at
-//! the later of its newest record here and its verified head; a head that
+//! device writes, and while it writes nothing by its long-running processes
+//! with the time they last looked (`as_of`, `store::heartbeat`), signed with
+//! the feed's key. A device was last heard from at the later of its newest
+//! record here and its verified head; a head that
 //! fails its signature (a hand edit, a lie about its seq) is ignored, and a
 //! head is never trusted over the records (it never applies anything).
 //!
@@ -19,6 +21,7 @@ use super::session::Session;
 use crate::core::ids::FeedId;
 use crate::core::record::parse_pubkey;
 use crate::core::timestamp::format_rfc3339;
+use crate::store::channel::now_ms;
 use crate::store::index::AdmittedFeed;
 
 /// One device's feed of one role, as seen from here.
@@ -45,6 +48,7 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
     let ix = s.index();
 
     let me = s.channel().device().id.clone();
+    let now = now_ms();
     let mut out = Vec::new();
     for AdmittedFeed {
         feed,
@@ -62,9 +66,12 @@ pub fn devices(s: &Session) -> AppResult<Vec<Device>> {
         }
         let records = seq.max(0) as u64;
         let head = parse_pubkey(&pubkey).and_then(|key| s.channel().feed_head(&feed, &key));
-        let last_heard_ms = match (ms, head) {
-            (Some(ms), Some(h)) => Some(ms.max(h.hlc.ms())),
-            (ms, h) => ms.or(h.map(|h| h.hlc.ms())),
+        // A heartbeat dated ahead of this machine's clock says no more than
+        // "heard now": settling past our own clock would wait for nothing.
+        let beat = head.map(|h| h.heard_ms().min(now.max(h.hlc.ms())));
+        let last_heard_ms = match (ms, beat) {
+            (Some(ms), Some(b)) => Some(ms.max(b)),
+            (ms, b) => ms.or(b),
         };
         out.push(Device {
             this_device: feed.device() == me,

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use super::Cli;
 use super::memory_page;
+use super::memory_import;
 use super::memory_status;
 use crate::app::Session;
 use crate::app::budget::Budget;
@@ -76,6 +77,10 @@ pub enum Command {
     /// leases and paused lines. --statusline prints one short line for Claude Code's status
     /// line (nothing while fewer than 30 items wait).
     Status(memory_status::Args),
+    /// Import old notes as --role: FILE.txt a note per paragraph, FILE.jsonl one
+    /// {kind, text, date, origin} per line. The same entries imported again add nothing; a
+    /// file with a bad entry is refused whole, naming every bad line.
+    Import(memory_import::Args),
 }
 
 /// Runs `memory`.
@@ -89,6 +94,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         // The status line's command must stay quiet and never fail loudly: it
         // opens the channel its own way.
         Command::Status(st) => return memory_status::run(cli, st),
+        Command::Import(im) => return memory_import::run(cli, im),
         Command::View { budget } => {
             let v = memory::memory_view(&mut session()?, *budget)?;
             for l in &v.lines {

@@ -4,6 +4,7 @@
 
 mod add_role;
 mod admit;
+mod backup;
 mod board;
 mod compress;
 mod demo;
@@ -19,6 +20,7 @@ mod mcp;
 pub(crate) mod mcp_client;
 pub(crate) mod memory;
 mod memory_page;
+mod memory_import;
 mod memory_status;
 mod message_table;
 mod note;
@@ -168,6 +170,9 @@ enum Command {
     /// Take out what `install` added (the channel folder stays), putting back byte for byte
     /// every file nobody changed since. Prints every change; --apply makes them.
     Uninstall(install::UninstallArgs),
+    /// Write the channel folder to one archive (`backup FILE.tar.gz`), verified before and
+    /// after; never this device's keys unless --with-keys.
+    Backup(backup::Args),
 }
 
 /// `--help`: the commands by what a person does with them (every command is
@@ -204,13 +209,14 @@ Machines:
   hook        Agent-session hooks (session-start, stop, record)
 
 Memory:
-  memory      Read the memory: view, zoom, search, export, status
+  memory      Read the memory: view, zoom, search, export, import, status
 
 Maintenance:
   verify      Check every signature and chain from the files
   reindex     Rebuild this device's index from the feeds
   repair      Publish again this device's records its feeds lack
   compress    Gzip this device's sealed segments (rclone folders)
+  backup      Write the channel folder to one verified archive
   rotate-key  Replace the key of a role's feed on this device
   help        Print this message or the help of a command
 
@@ -250,6 +256,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Hook(a) => hook::run(&cli, a),
         Command::Install(a) => install::run(&cli, a),
         Command::Uninstall(a) => install::run_uninstall(&cli, a),
+        Command::Backup(a) => backup::run(&cli, a),
     };
     match result {
         Ok(code) => code,

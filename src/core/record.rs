@@ -207,7 +207,27 @@ pub const HEAD_DOMAIN: &[u8] = b"countersign/head/v1\0";
 /// The signed `head.json` of a feed: `{"body":{feed,seq,id,hlc},"sig":…}` plus
 /// a newline. It is a heartbeat and a hint; readers never trust it over the feed.
 pub fn encode_head(feed: &FeedId, seq: u64, id: RecordId, hlc: Hlc, key: &SigningKey) -> String {
-    let body = serde_json::json!({ "feed": feed, "seq": seq, "id": id, "hlc": hlc }).to_string();
+    encode_beat(feed, seq, id, hlc, None, key)
+}
+
+/// A head that also says when its writer last looked (`as_of`, ms since the
+/// epoch): "as of then, `seq` was my last record". A long-running process
+/// rewrites it while its device writes nothing, so the other machines know
+/// that nothing of this feed dated before `as_of` is still on its way
+/// (`store::heartbeat`). Without `as_of` (`None`) it is [`encode_head`].
+pub fn encode_beat(
+    feed: &FeedId,
+    seq: u64,
+    id: RecordId,
+    hlc: Hlc,
+    as_of: Option<i64>,
+    key: &SigningKey,
+) -> String {
+    let mut body = serde_json::json!({ "feed": feed, "seq": seq, "id": id, "hlc": hlc });
+    if let Some(t) = as_of {
+        body["as_of"] = serde_json::json!(t);
+    }
+    let body = body.to_string();
     let mut msg = HEAD_DOMAIN.to_vec();
     msg.extend_from_slice(body.as_bytes());
     line_of(&body, &key.sign(&msg))
@@ -223,6 +243,17 @@ pub struct HeadClaim {
     pub id: RecordId,
     /// Its clock.
     pub hlc: Hlc,
+    /// When its writer last said so (ms), if it was later than the record:
+    /// a heartbeat written while the device wrote nothing.
+    pub as_of: Option<i64>,
+}
+
+impl HeadClaim {
+    /// When the writer was last heard from by this head: the later of its
+    /// last record's time and `as_of`.
+    pub fn heard_ms(&self) -> i64 {
+        self.as_of.map_or(self.hlc.ms(), |t| t.max(self.hlc.ms()))
+    }
 }
 
 /// Decodes a `head.json` line and checks it: signed by `key` for `feed`.
@@ -236,6 +267,8 @@ pub fn decode_head(text: &[u8], feed: &FeedId, key: &VerifyingKey) -> Option<Hea
         seq: u64,
         id: RecordId,
         hlc: Hlc,
+        #[serde(default)]
+        as_of: Option<i64>,
     }
     let text = std::str::from_utf8(text).ok()?.trim_end();
     strict_json::check_no_duplicate_keys(text).ok()?;
@@ -249,6 +282,7 @@ pub fn decode_head(text: &[u8], feed: &FeedId, key: &VerifyingKey) -> Option<Hea
         seq: body.seq,
         id: body.id,
         hlc: body.hlc,
+        as_of: body.as_of,
     })
 }
 
@@ -361,6 +395,33 @@ mod tests {
             decode_head(head.as_bytes(), &elsewhere, &key().verifying_key()),
             None
         );
+    }
+
+    #[test]
+    fn a_heartbeat_says_when_as_signed_and_never_before_its_record() {
+        let feed = header().feed;
+        let id = RecordId::of_body(b"x");
+        let beat = encode_beat(&feed, 7, id, Hlc(5_000, 1), Some(9_000), &key());
+        let got = decode_head(beat.as_bytes(), &feed, &key().verifying_key()).unwrap();
+        assert_eq!(
+            (got.seq, got.as_of, got.heard_ms()),
+            (7, Some(9_000), 9_000)
+        );
+        // A later `as_of` is a claim of its writer: changed by anyone else, it fails.
+        let lie = beat.replace("\"as_of\":9000", "\"as_of\":99000");
+        assert_ne!(lie, beat);
+        assert_eq!(
+            decode_head(lie.as_bytes(), &feed, &key().verifying_key()),
+            None
+        );
+        // An `as_of` before the record says nothing earlier than the record.
+        let early = encode_beat(&feed, 7, id, Hlc(5_000, 1), Some(1_000), &key());
+        let got = decode_head(early.as_bytes(), &feed, &key().verifying_key()).unwrap();
+        assert_eq!(got.heard_ms(), 5_000);
+        // A plain head has none.
+        let plain = encode_head(&feed, 7, id, Hlc(5_000, 1), &key());
+        let got = decode_head(plain.as_bytes(), &feed, &key().verifying_key()).unwrap();
+        assert_eq!((got.as_of, got.heard_ms()), (None, 5_000));
     }
 
     #[test]

@@ -122,6 +122,7 @@ const TOOL_ORDER: &[&str] = &[
     "memory_search",
     "memory_thread",
     "memory_date",
+    "memory_status",
 ];
 
 /// The MCP server of one session.

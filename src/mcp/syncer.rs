@@ -1,7 +1,11 @@
 //! Background sync of a long-running process (`countersign mcp`, and
 //! `countersign serve` for each hosted channel), on by default: about a
 //! second after this device's feeds change (its own writes, from this server
-//! or another process on the machine), and every period while idle.
+//! or another process on the machine), and every period while idle (at most
+//! `store::heartbeat::KEEP_ALIVE`). Each round first writes this device's
+//! heartbeat when one is due (`store::heartbeat`), so the other machines
+//! hear from it within a period even while it writes nothing, with a remote
+//! or without one (a folder shared by other means).
 //!
 //! A channel with no remote (none chosen, and no git clone's origin) is left
 //! alone, silently: it is looked for again every period. Several processes
@@ -23,6 +27,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::app::sync::{
     WhenBusy, covered_for, has_remote, own_fingerprint, published_already, sync_now, sync_within,
 };
+use crate::store::heartbeat::KEEP_ALIVE;
 use crate::store::{Channel, ChannelDir, Home};
 use crate::sync::SyncReport;
 use crate::sync::backoff::after_failures;
@@ -63,6 +68,8 @@ pub async fn run(
         }
     };
     let state_dir = home.state_dir(dir.id());
+    // Idle rounds come often enough for the heartbeat, whatever the period.
+    let idle = every.min(KEEP_ALIVE);
     let mut next = Instant::now();
     let mut failures = 0u32;
     // Until when a channel found with no remote is not looked at again for
@@ -84,6 +91,11 @@ pub async fn run(
             if no_remote_until.is_some_and(|t| Instant::now() < t) {
                 continue;
             }
+        }
+        // The heartbeat first, so that it travels with this round's sync.
+        let (d, h) = (dir.clone(), home.clone());
+        if let Err(e) = tokio::task::spawn_blocking(move || beat(d, h, idle)).await {
+            tracing::warn!("heartbeat task failed: {e}");
         }
         let (d, s, dev) = (dir.clone(), state_dir.clone(), device.clone());
         let (published, covered) = tokio::task::spawn_blocking(move || {
@@ -117,8 +129,8 @@ pub async fn run(
         next = Instant::now()
             + match outcome {
                 Ok(Ok(Round::NoRemote)) => {
-                    no_remote_until = Some(Instant::now() + every);
-                    every
+                    no_remote_until = Some(Instant::now() + idle);
+                    idle
                 }
                 Ok(Ok(Round::Busy)) => AFTER_BUSY.min(every),
                 Ok(Ok(Round::Synced(report))) => {
@@ -129,7 +141,7 @@ pub async fn run(
                     }
                     log_report(&report);
                     failures = 0;
-                    every
+                    idle
                 }
                 Ok(Err::<_, crate::app::AppError>(e)) => {
                     failures = failures.saturating_add(1);
@@ -141,9 +153,25 @@ pub async fn run(
                 }
                 Err(e) => {
                     tracing::warn!("background sync task failed: {e}");
-                    every
+                    idle
                 }
             };
+    }
+}
+
+/// Rewrites this device's heads as heartbeats when one is due
+/// (`store::heartbeat`), after folding in what the folder holds now (a
+/// peer's newer record makes one due). Trouble is logged, never raised: a
+/// missed beat only makes the other machines wait a little longer.
+fn beat(dir: ChannelDir, home: Home, next_in: Duration) {
+    let beats = Channel::open(dir, home).and_then(|mut channel| {
+        channel.catch_up()?;
+        channel.beat(next_in)
+    });
+    match beats {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!("heartbeat: {n} head(s) rewritten"),
+        Err(e) => tracing::warn!("heartbeat not written: {e}"),
     }
 }
 

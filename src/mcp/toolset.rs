@@ -85,6 +85,7 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
             "memory_search",
             "memory_thread",
             "memory_date",
+            "memory_status",
             "server_build",
         ],
     ),
@@ -102,16 +103,17 @@ pub const TOOLSETS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "all",
-        "every tool but the jobs and memory_date (the default)",
+        "every tool but the jobs, memory_date and memory_status (the default)",
         &[],
     ),
 ];
 
 /// Tools besides the jobs that `all` leaves out: served only when a set
 /// naming them is asked for (`--tools all,memory`). The default list must fit
-/// its byte budget (tests/it/mcp_toolsets.rs), and every line the memory
-/// shows already carries its date.
-const OUTSIDE_ALL: &[&str] = &["memory_date"];
+/// its byte budget (tests/it/mcp_toolsets.rs), every line the memory shows
+/// already carries its date, and the backlog is a compactor's business, not
+/// a session's.
+const OUTSIDE_ALL: &[&str] = &["memory_date", "memory_status"];
 
 /// The sets a server serves, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]

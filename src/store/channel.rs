@@ -367,7 +367,7 @@ impl Channel {
     pub fn reconcile_own_feeds(&self) -> StoreResult<usize> {
         let mut n = 0;
         self.each_own_feed(|writer, key| {
-            writer.reconcile(key)?;
+            writer.reconcile(&key.verifying_key())?;
             n += 1;
             Ok(())
         })?;
@@ -381,7 +381,7 @@ impl Channel {
     pub fn repair_own_feeds(&self) -> StoreResult<usize> {
         let mut n = 0;
         self.each_own_feed(|writer, key| {
-            n += writer.republish_missing(key)?;
+            n += writer.republish_missing(&key.verifying_key())?;
             Ok(())
         })?;
         Ok(n)
@@ -389,9 +389,9 @@ impl Channel {
 
     /// Runs `f` on the writer of each feed this device has a journal and a
     /// key for, under that feed's lock.
-    fn each_own_feed(
+    pub(super) fn each_own_feed(
         &self,
-        mut f: impl FnMut(&FeedWriter, &ed25519_dalek::VerifyingKey) -> StoreResult<()>,
+        mut f: impl FnMut(&FeedWriter, &SigningKey) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let journals = self.state_dir.join("journal");
         let entries = match std::fs::read_dir(&journals) {
@@ -421,7 +421,7 @@ impl Channel {
             let former = former_keys(&self.index, &feed, &pubkey)?;
             let writer = self.feed_writer(feed).with_former_keys(former);
             let _lock = writer.lock()?;
-            f(&writer, &key.verifying_key())?;
+            f(&writer, &key)?;
         }
         Ok(())
     }

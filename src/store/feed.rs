@@ -1041,13 +1041,26 @@ impl FeedWriter {
     /// a symlink, a file with other names) is replaced by a temporary file
     /// renamed over it, never written through.
     fn write_head(&self, rec: &Record, key: &SigningKey) {
-        let text = record::encode_head(&self.feed, rec.header.seq, rec.id, rec.header.hlc, key);
-        let path = self.dir.join(HEAD_FILE);
-        let written = folder_file::rewrite(&path, text.as_bytes())
-            .or_else(|_| folder_file::replace(&path, text.as_bytes(), false));
-        if let Err(e) = written {
+        if let Err(e) = self.put_head(rec, None, key) {
             tracing::warn!("head of feed {} not written: {e}", self.feed);
         }
+    }
+
+    /// Rewrites `head.json` for `rec`, the feed's last record, as a
+    /// heartbeat said at `as_of` (`store::heartbeat`), the same way as
+    /// [`Self::write_head`]. The caller holds the feed's lock, so no record
+    /// is appended between reading the last one and naming it here.
+    pub fn beat(&self, rec: &Record, as_of: i64, key: &SigningKey) -> StoreResult<()> {
+        self.put_head(rec, Some(as_of), key)
+    }
+
+    fn put_head(&self, rec: &Record, as_of: Option<i64>, key: &SigningKey) -> StoreResult<()> {
+        let (seq, hlc) = (rec.header.seq, rec.header.hlc);
+        let text = record::encode_beat(&self.feed, seq, rec.id, hlc, as_of, key);
+        let path = self.dir.join(HEAD_FILE);
+        folder_file::rewrite(&path, text.as_bytes())
+            .or_else(|_| folder_file::replace(&path, text.as_bytes(), false))?;
+        Ok(())
     }
 }
 

@@ -173,6 +173,11 @@ impl Home {
         }
     }
 
+    /// The file naming this device (`device.json`).
+    pub fn device_file(&self) -> PathBuf {
+        self.config.join("device.json")
+    }
+
     /// Folder of the keys of one channel.
     pub fn keys_dir(&self, channel_id: &str) -> PathBuf {
         self.config.join("keys").join(channel_id)

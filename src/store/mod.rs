@@ -6,6 +6,7 @@
 //! what an operation means or whether a tool may perform it (that is `app`).
 
 pub mod access;
+pub mod archive;
 pub mod backup;
 pub mod binding;
 pub mod body;
@@ -18,6 +19,7 @@ pub mod feed;
 pub mod folder_file;
 pub mod fts_layout;
 pub mod heads;
+pub mod heartbeat;
 pub mod home;
 pub mod index;
 pub mod ingest;

@@ -235,8 +235,9 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
     Ok(out)
 }
 
-/// A fingerprint of this device's feed files (names and sizes): it changes
-/// whenever this device appends a record.
+/// A fingerprint of this device's feed files (names and sizes, and the
+/// heads' bytes): it changes whenever this device appends a record or
+/// rewrites a head as a heartbeat (`store::heartbeat`).
 pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -245,6 +246,13 @@ pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
         fs::symlink_metadata(root.join(f))
             .map_or(0, |m| m.len())
             .hash(&mut h);
+        // A heartbeat rewrites the head to the same size with a new time:
+        // its bytes (a few hundred) tell the change.
+        if f.ends_with("/head.json") {
+            crate::store::folder_file::read(&root.join(f), crate::store::feed::MAX_HEAD_BYTES)
+                .unwrap_or_default()
+                .hash(&mut h);
+        }
     }
     h.finish()
 }
@@ -273,5 +281,24 @@ mod tests {
         assert_eq!(segment_seq("00000001.jsonl.partial"), None);
         assert_eq!(segment_seq("00000001 (conflicted copy).jsonl"), None);
         assert_eq!(segment_seq("head.json"), None);
+    }
+
+    #[test]
+    fn a_head_rewritten_to_the_same_size_changes_the_fingerprint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("feeds/a/dev");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("00000001.jsonl"), "{}\n").unwrap();
+        fs::write(dir.join("head.json"), "{\"as_of\":1000}\n").unwrap();
+        let own = [OwnFeed {
+            dir: "feeds/a/dev".into(),
+            sealed: vec![],
+            newest: Some("feeds/a/dev/00000001.jsonl".into()),
+            head: Some("feeds/a/dev/head.json".into()),
+        }];
+        let before = own_fingerprint(tmp.path(), &own);
+        assert_eq!(own_fingerprint(tmp.path(), &own), before);
+        fs::write(dir.join("head.json"), "{\"as_of\":2000}\n").unwrap();
+        assert_ne!(own_fingerprint(tmp.path(), &own), before);
     }
 }

@@ -430,7 +430,8 @@ async fn pages_follow_one_snapshot_and_every_change_shows_on_the_next_view() {
             "memory_read",
             "memory_search",
             "memory_thread",
-            "memory_date"
+            "memory_date",
+            "memory_status"
         ]
     );
     for t in only.inner.list_all_tools().await.unwrap() {

@@ -51,6 +51,7 @@ mod json_text;
 mod note;
 mod served;
 mod server_entry;
+mod service;
 mod shell;
 mod statusline;
 mod trust;
@@ -83,6 +84,10 @@ pub enum Tool {
     /// Codex: $CODEX_HOME/config.toml, $CODEX_HOME/hooks.json and $CODEX_HOME/AGENTS.md
     /// (default ~/.codex).
     Codex,
+    /// A service that runs `countersign serve` for the channel at login (a systemd user unit
+    /// on Linux, a launchd agent on macOS): sync, heartbeats and background work while no
+    /// session runs. Needs no role.
+    Service,
 }
 
 impl Tool {
@@ -90,6 +95,7 @@ impl Tool {
         match self {
             Self::Claude => "claude",
             Self::Codex => "codex",
+            Self::Service => service::TOOL,
         }
     }
 }
@@ -235,6 +241,9 @@ fn all_or_nothing(command: impl FnOnce() -> anyhow::Result<Written>) -> anyhow::
 }
 
 fn install(cli: &Cli, a: &Args) -> anyhow::Result<Written> {
+    if a.tool == Tool::Service {
+        return service::install(cli, a);
+    }
     if a.tool == Tool::Codex && a.scope == Scope::Project {
         bail!(
             "--scope project is for claude: Codex reads its servers from $CODEX_HOME/config.toml \
@@ -371,6 +380,7 @@ fn install(cli: &Cli, a: &Args) -> anyhow::Result<Written> {
             )?);
             edits.push(section(&cwd.join("AGENTS.md"), None)?);
         }
+        Tool::Service => unreachable!("install service is planned by `service`"),
     }
     let tool = a.tool.name();
     outln!("countersign install {tool}: role '{role}', channel {dir}");
@@ -417,6 +427,7 @@ fn install(cli: &Cli, a: &Args) -> anyhow::Result<Written> {
             binding_path.display(),
             codex_hooks()?.display()
         ),
+        (Tool::Service, _) => unreachable!("install service is planned by `service`"),
     };
     outln!("How it resolves: {how}");
     if a.record {
@@ -568,6 +579,10 @@ fn uninstall(cli: &Cli, a: &UninstallArgs) -> anyhow::Result<Written> {
                 list(&sharing)
             ));
         }
+    }
+    // The channel's service goes with the last project bound through this home.
+    if others.is_empty() {
+        edits.extend(service::removal(cli, a.apply)?);
     }
     for e in &mut edits {
         if let Some(saved) = backups.get(&e.path)? {

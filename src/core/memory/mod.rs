@@ -11,6 +11,7 @@
 //! in (`page`). It must not read files, the index or the clock, and it never
 //! writes summaries: agents do, through the app.
 
+pub mod import;
 pub mod note;
 pub mod notice;
 pub mod page;
