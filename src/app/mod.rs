@@ -12,6 +12,7 @@ pub mod board;
 pub mod body;
 pub mod budget;
 pub mod compaction;
+pub mod compaction_api;
 pub mod delete;
 pub mod hosting;
 pub mod inbox;

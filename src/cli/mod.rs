@@ -18,6 +18,7 @@ mod log;
 mod mcp;
 pub(crate) mod mcp_client;
 pub(crate) mod memory;
+mod memory_api;
 mod memory_status;
 mod note;
 pub(crate) mod output;

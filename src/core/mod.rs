@@ -6,6 +6,8 @@
 //! bytes and times in. Every other layer depends on this one, never the reverse.
 
 pub mod backfill;
+pub mod api_pause;
+pub mod api_presence;
 pub mod bm25;
 pub mod chain;
 pub mod consent;

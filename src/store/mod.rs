@@ -6,6 +6,7 @@
 //! what an operation means or whether a tool may perform it (that is `app`).
 
 pub mod access;
+pub mod api_key;
 pub mod backup;
 pub mod binding;
 pub mod body;
