@@ -620,7 +620,13 @@ pub fn due(s: &mut Session, now: i64) -> AppResult<bool> {
 pub fn background_tick(s: &mut Session) -> AppResult<Option<Round>> {
     let now = compaction::now_ms();
     let mut book = load_book(s);
-    let works = match api_key::load(s.channel().home())? {
+    let key = api_key::load(s.channel().home())?;
+    // A device that never had a key writes nothing to the folder; one
+    // that said its API works says so no longer.
+    if key.is_none() && !book.claimed.is_some_and(|(works, _)| works) {
+        return Ok(None);
+    }
+    let works = match key {
         None => Err("no key"),
         Some(k) => match paused(&book, &k, now) {
             Some((_, why)) => Err(why.words()),
