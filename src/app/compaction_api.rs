@@ -34,7 +34,7 @@ use crate::core::ids::{FeedId, Role};
 use crate::core::record::parse_pubkey;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::home::KeyName;
-use crate::store::{Home, api_key, folder_file, state_file};
+use crate::store::{Channel, Home, api_key, folder_file, state_file};
 
 /// The environment variable naming the API's base URL (for a proxy, or a
 /// local stand-in in tests).
@@ -440,12 +440,15 @@ pub fn new_key(s: &mut Session) -> AppResult<()> {
 /// The role this device writes summaries as: the session's, else the first
 /// role of the roster this device holds a key of.
 fn writer_role(s: &Session) -> Option<Role> {
-    if let Some(r) = s.role_opt() {
-        return Some(r.clone());
-    }
-    let id = s.channel().dir().id().to_owned();
-    s.roster().into_iter().find(|r| {
-        s.channel()
+    s.role_opt().cloned().or_else(|| keyed_role(s.channel()))
+}
+
+/// The first role of the roster this device holds a key of: the role a
+/// process started without one writes summaries as.
+pub fn keyed_role(channel: &Channel) -> Option<Role> {
+    let id = channel.dir().id().to_owned();
+    channel.roster().into_iter().find(|r| {
+        channel
             .home()
             .load_key(&id, KeyName::Role(r))
             .ok()

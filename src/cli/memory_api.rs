@@ -132,8 +132,10 @@ impl<R: std::io::BufRead> TakeLine for R {
 /// Runs `memory compact`: one round with the API now, exit 3 when it did
 /// not work.
 pub fn compact(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let role = Session::role_from(cli.role_arg()?.as_deref())?;
-    let mut s = Session::new(cli.open_channel()?, role)?;
+    let channel = cli.open_channel()?;
+    let role = Session::role_from(cli.role_arg()?.as_deref())?
+        .or_else(|| compaction_api::keyed_role(&channel));
+    let mut s = Session::new(channel, role)?;
     let round = compaction_api::round(&mut s, true, &now_ms)?;
     let failed = |line: String| {
         let _ = writeln!(std::io::stderr(), "{line}");

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use crate::app::Session;
-use crate::app::compaction_api::{Round, background_tick};
+use crate::app::compaction_api::{Round, background_tick, keyed_role};
 use crate::core::ids::Role;
 use crate::store::lock::FileLock;
 use crate::store::{Channel, ChannelDir, Home};
@@ -56,6 +56,7 @@ fn tick(
         return Ok(None);
     };
     let channel = Channel::open(dir.clone(), home.clone())?;
+    let role = role.or_else(|| keyed_role(&channel));
     let mut s = Session::new(channel, role)?;
     Ok(background_tick(&mut s)?)
 }

@@ -11,6 +11,7 @@ mod board_browser;
 mod board_http;
 mod cli;
 mod compaction;
+mod compaction_api;
 mod concurrency;
 mod convergence;
 mod golden;
