@@ -375,8 +375,8 @@ pub fn round(s: &mut Session, try_now: bool, now_fn: &dyn Fn() -> i64) -> AppRes
                 let now = now_fn();
                 book.paused_for = Some(f.failure);
                 book.paused_until_ms = f.pause_ms.map(|p| now.saturating_add(p));
-                book.rejected_key = (f.failure == ApiFailure::KeyRejected)
-                    .then(|| api_key::fingerprint(&api.key));
+                book.rejected_key =
+                    (f.failure == ApiFailure::KeyRejected).then(|| api_key::fingerprint(&api.key));
                 book.last_error = Some(f.reason.clone());
                 save_book(s, &book)?;
                 claim(s, &mut book, false, f.failure.words(), now, true)?;
@@ -616,6 +616,18 @@ pub fn due(s: &mut Session, now: i64) -> AppResult<bool> {
     }
     let newest = s.index().newest_record_ms()?;
     Ok(newest.is_none_or(|n| now - n >= DUE_QUIET_MS))
+}
+
+/// Whether background compaction has anything to do with this home and
+/// channel: a key is stored, or this device said its API works and must
+/// now say it no longer does. Cheap (two small files), so a process whose
+/// home has no key never opens the channel for it.
+pub fn may_work(home: &Home, channel_id: &str) -> bool {
+    if api_key::load(home).ok().flatten().is_some() {
+        return true;
+    }
+    state_file::load::<Book>(&home.state_dir(channel_id), BOOK_FILE)
+        .is_some_and(|b| b.claimed.is_some_and(|(works, _)| works))
 }
 
 /// One tick of the background worker: says whether the API works here,

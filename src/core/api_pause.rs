@@ -95,13 +95,25 @@ mod tests {
         );
         assert_eq!(row(Some(401), "", None), (KeyRejected, None));
         assert_eq!(row(Some(403), "", None), (KeyRejected, None));
-        assert_eq!(row(Some(429), "", Some("120")), (RateLimited, Some(120_000)));
+        assert_eq!(
+            row(Some(429), "", Some("120")),
+            (RateLimited, Some(120_000))
+        );
         assert_eq!(row(Some(429), "", Some("3")), (RateLimited, Some(60_000)));
-        assert_eq!(row(Some(429), "", Some("soon")), (RateLimited, Some(60_000)));
+        assert_eq!(
+            row(Some(429), "", Some("soon")),
+            (RateLimited, Some(60_000))
+        );
         assert_eq!(row(Some(429), "", None), (RateLimited, Some(60_000)));
         assert_eq!(row(None, "", None), (Unreachable, Some(UNREACHABLE_MS)));
-        assert_eq!(row(Some(529), "", None), (Unreachable, Some(UNREACHABLE_MS)));
-        assert_eq!(row(Some(503), "", None), (Unreachable, Some(UNREACHABLE_MS)));
+        assert_eq!(
+            row(Some(529), "", None),
+            (Unreachable, Some(UNREACHABLE_MS))
+        );
+        assert_eq!(
+            row(Some(503), "", None),
+            (Unreachable, Some(UNREACHABLE_MS))
+        );
         assert_eq!(row(Some(500), "", None), (Other, Some(HOUR_MS)));
         assert_eq!(row(Some(400), "bad request", None), (Other, Some(HOUR_MS)));
     }

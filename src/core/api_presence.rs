@@ -96,7 +96,10 @@ mod tests {
             why: String::new(),
         };
         let text = encode(&claim, &key);
-        assert_eq!(decode(text.as_bytes(), &feed, &key.verifying_key()), Some(claim));
+        assert_eq!(
+            decode(text.as_bytes(), &feed, &key.verifying_key()),
+            Some(claim)
+        );
         assert_eq!(decode(text.as_bytes(), &other, &key.verifying_key()), None);
         let wrong = SigningKey::from_bytes(&[4; 32]);
         assert_eq!(decode(text.as_bytes(), &feed, &wrong.verifying_key()), None);

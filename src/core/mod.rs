@@ -5,9 +5,9 @@
 //! Nothing here touches files, SQLite, tokio or the wall clock; callers pass
 //! bytes and times in. Every other layer depends on this one, never the reverse.
 
-pub mod backfill;
 pub mod api_pause;
 pub mod api_presence;
+pub mod backfill;
 pub mod bm25;
 pub mod chain;
 pub mod consent;

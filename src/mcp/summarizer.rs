@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use crate::app::Session;
-use crate::app::compaction_api::{Round, background_tick, keyed_role};
+use crate::app::compaction_api::{Round, background_tick, keyed_role, may_work};
 use crate::core::ids::Role;
 use crate::store::lock::FileLock;
 use crate::store::{Channel, ChannelDir, Home};
@@ -48,6 +48,9 @@ fn tick(
     role: Option<Role>,
     serve: bool,
 ) -> anyhow::Result<Option<Round>> {
+    if !may_work(home, dir.id()) {
+        return Ok(None);
+    }
     if !serve && FileLock::try_exclusive(&home.serve_lock())?.is_none() {
         // A serve of this home runs: the work is its.
         return Ok(None);

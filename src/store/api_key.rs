@@ -83,7 +83,10 @@ mod tests {
         save(&home, "sk-ant-one").unwrap();
         save(&home, "sk-ant-two").unwrap();
         assert_eq!(load(&home).unwrap().as_deref(), Some("sk-ant-two"));
-        let mode = fs::metadata(home.api_key_file()).unwrap().permissions().mode();
+        let mode = fs::metadata(home.api_key_file())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(remove(&home).unwrap());
         assert!(!remove(&home).unwrap());

@@ -72,7 +72,12 @@ impl StandIn {
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
             .filter(|v| v["path"] == "/v1/messages")
-            .map(|v| (v["key"].as_str().unwrap_or("").to_owned(), v["body"].clone()))
+            .map(|v| {
+                (
+                    v["key"].as_str().unwrap_or("").to_owned(),
+                    v["body"].clone(),
+                )
+            })
             .collect()
     }
 
@@ -134,7 +139,10 @@ fn waiting_channel(n: usize) -> Local {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");
     for i in 0..n {
-        let body = format!("Message {i}: {}", "the login token expires too soon ".repeat(30));
+        let body = format!(
+            "Message {i}: {}",
+            "the login token expires too soon ".repeat(30)
+        );
         local::send(&mut s, "b", &format!("topic {i}"), &body);
     }
     l
@@ -165,8 +173,14 @@ fn a_stored_key_writes_every_waiting_line_through_the_job_protocol() {
     api.heal();
     let o = run(&home, &l.dir, &api, &["memory", "api-key"], "sk-test-one\n");
     assert!(o.status.success(), "{}", text(&o));
-    assert!(!text(&o).contains("sk-test-one"), "the key is never printed");
-    let mode = fs::metadata(l.home.api_key_file()).unwrap().permissions().mode();
+    assert!(
+        !text(&o).contains("sk-test-one"),
+        "the key is never printed"
+    );
+    let mode = fs::metadata(l.home.api_key_file())
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     // One tiny request checked it.
     let checks = api.requests();
@@ -183,13 +197,21 @@ fn a_stored_key_writes_every_waiting_line_through_the_job_protocol() {
     let written = after["api"]["lines"].as_u64().unwrap();
     assert!(written >= 12, "{after}");
     assert!(after["api"]["dollars"].as_f64().unwrap() > 0.0, "{after}");
-    assert!(after["api"]["input_tokens"].as_u64().unwrap() > 0, "{after}");
+    assert!(
+        after["api"]["input_tokens"].as_u64().unwrap() > 0,
+        "{after}"
+    );
     assert_eq!(after["api"]["model"], "claude-haiku-4-5");
     // The jobs went out as the subagent reads them, with the key, no tools.
     let jobs: Vec<(String, Value)> = api
         .requests()
         .into_iter()
-        .filter(|(_, b)| b["messages"][0]["content"].as_str().unwrap_or("").contains("TASK 1 of"))
+        .filter(|(_, b)| {
+            b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .contains("TASK 1 of")
+        })
         .collect();
     assert!(jobs.len() >= 2, "12 items make two jobs of at most 10");
     for (key, body) in &jobs {
@@ -223,7 +245,11 @@ fn each_failure_pauses_the_api_for_its_row_and_gives_the_job_back() {
     // Without a key, compact exits 3 and names the way out.
     let o = run(&home, &l.dir, &api, &["memory", "compact"], "");
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(text(&o).contains("countersign memory api-key"), "{}", text(&o));
+    assert!(
+        text(&o).contains("countersign memory api-key"),
+        "{}",
+        text(&o)
+    );
     let o = run(&home, &l.dir, &api, &["memory", "api-key"], "sk-one\n");
     assert!(o.status.success(), "{}", text(&o));
     let wanted = status(&home, &l.dir, &api)["wanted"].clone();
@@ -236,8 +262,16 @@ fn each_failure_pauses_the_api_for_its_row_and_gives_the_job_back() {
             "no credit",
             Some(3_600_000),
         ),
-        (json!({"status": 429, "retry_after": "120"}), "rate limited", Some(120_000)),
-        (json!({"status": 429, "retry_after": "5"}), "rate limited", Some(min)),
+        (
+            json!({"status": 429, "retry_after": "120"}),
+            "rate limited",
+            Some(120_000),
+        ),
+        (
+            json!({"status": 429, "retry_after": "5"}),
+            "rate limited",
+            Some(min),
+        ),
         (json!({"status": 529}), "not reachable", Some(300_000)),
         (json!({"status": 503}), "not reachable", Some(300_000)),
         (json!({"status": 500}), "error", Some(3_600_000)),
@@ -263,7 +297,10 @@ fn each_failure_pauses_the_api_for_its_row_and_gives_the_job_back() {
         assert_eq!(st["wanted"], wanted, "{how}: {st}");
         let o = run(&home, &l.dir, &api, &["memory", "status"], "");
         assert!(
-            text(&o).contains(&format!("paused until {}, {words}", st["api"]["paused_until"].as_str().unwrap())),
+            text(&o).contains(&format!(
+                "paused until {}, {words}",
+                st["api"]["paused_until"].as_str().unwrap()
+            )),
             "{}",
             text(&o)
         );
@@ -273,7 +310,13 @@ fn each_failure_pauses_the_api_for_its_row_and_gives_the_job_back() {
     api.script(json!({"status": 402}));
     let o = run(&home, &l.dir, &api, &["memory", "compact"], "");
     assert_eq!(o.status.code(), Some(3));
-    let o = run(&home, &l.dir, &api, &["memory", "status", "--statusline"], "{}");
+    let o = run(
+        &home,
+        &l.dir,
+        &api,
+        &["memory", "status", "--statusline"],
+        "{}",
+    );
     assert!(text(&o).contains("API: no credit"), "{}", text(&o));
 
     // A key rejected pauses until a new key, whatever the time.
@@ -367,7 +410,7 @@ fn two_devices_elect_one_writer_and_the_other_takes_over_when_it_pauses() {
         assert!(o.status.success(), "{}", text(&o));
     }
     let id1 = l.home.device().unwrap().id;
-    let id2 = joined.device.clone();
+    let id2 = joined.device;
     let ((first_home, first_api, first_id), (second_home, second_api)) = if id1 < id2 {
         ((&home1, &api1, &id1), (&home2, &api2))
     } else {
@@ -378,7 +421,10 @@ fn two_devices_elect_one_writer_and_the_other_takes_over_when_it_pauses() {
     assert_eq!(st1["api"]["runs_here"], true, "{st1}");
     assert_eq!(st2["api"]["runs_here"], false, "{st2}");
     assert!(
-        st2["api"]["why"].as_str().unwrap().contains(first_id.as_str()),
+        st2["api"]["why"]
+            .as_str()
+            .unwrap()
+            .contains(first_id.as_str()),
         "{st2}"
     );
     // The first pauses (no credit): the other takes over.
