@@ -619,20 +619,21 @@ pub fn due(s: &mut Session, now: i64) -> AppResult<bool> {
 }
 
 /// Whether background compaction has anything to do with this home and
-/// channel: a key is stored, or this device said its API works and must
-/// now say it no longer does. Cheap (two small files), so a process whose
+/// channel: a key is stored, a device shared one through the folder, or
+/// this device said its API works and must now say it no longer does. Cheap (two small files), so a process whose
 /// home has no key never opens the channel for it.
-pub fn may_work(home: &Home, channel_id: &str) -> bool {
-    if api_key::load(home).ok().flatten().is_some() {
+pub fn may_work(home: &Home, dir: &crate::store::ChannelDir) -> bool {
+    if api_key::load(home).ok().flatten().is_some() || super::key_share::any_share(dir) {
         return true;
     }
-    state_file::load::<Book>(&home.state_dir(channel_id), BOOK_FILE)
+    state_file::load::<Book>(&home.state_dir(dir.id()), BOOK_FILE)
         .is_some_and(|b| b.claimed.is_some_and(|(works, _)| works))
 }
 
 /// One tick of the background worker: says whether the API works here,
 /// and runs a round when this device is elected and a round is due.
 pub fn background_tick(s: &mut Session) -> AppResult<Option<Round>> {
+    super::key_share::refresh(s)?;
     let now = compaction::now_ms();
     let mut book = load_book(s);
     let key = api_key::load(s.channel().home())?;

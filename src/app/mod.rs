@@ -19,6 +19,7 @@ pub mod inbox;
 pub mod info;
 pub mod init;
 pub mod invitation;
+pub mod key_share;
 pub mod lifecycle;
 pub mod listing;
 pub mod membership;

@@ -15,6 +15,7 @@ use super::Cli;
 use crate::app::Session;
 use crate::app::compaction::now_ms;
 use crate::app::compaction_api::{self, ModelApi, Round};
+use crate::app::key_share;
 use crate::cli::output::outln;
 use crate::store::api_key;
 
@@ -27,9 +28,14 @@ const KEYS_PAGE: &str = "https://platform.claude.com/settings/keys";
 /// Arguments of `memory api-key`.
 #[derive(Debug, clap::Args)]
 pub struct KeyArgs {
-    /// Delete the stored key instead.
+    /// Delete the stored key instead (a key this device shared is removed on the others too).
     #[arg(long)]
     pub remove: bool,
+    /// Also write the key into the channel folder, sealed to each admitted device (only their
+    /// device keys open it); the others take it up within a background round or at `memory
+    /// compact`. Kept current when a device is admitted, retired or rotated.
+    #[arg(long, conflicts_with = "remove")]
+    pub share: bool,
 }
 
 /// Runs `memory api-key`.
@@ -37,7 +43,14 @@ pub fn api_key(cli: &Cli, a: &KeyArgs) -> anyhow::Result<ExitCode> {
     let home = cli.home()?;
     if a.remove {
         let had = api_key::remove(&home)?;
+        let travels = session(cli)
+            .map(|mut s| key_share::unshare(&mut s, now_ms()))
+            .transpose()?
+            .unwrap_or(false);
         forget_pause(cli);
+        if travels {
+            outln!("The removal is in the channel folder: the other devices delete the key too.");
+        }
         outln!(
             "{}",
             if had {
@@ -66,6 +79,16 @@ pub fn api_key(cli: &Cli, a: &KeyArgs) -> anyhow::Result<ExitCode> {
     }
     api_key::save(&home, &key)?;
     forget_pause(cli);
+    if a.share {
+        let Some(mut s) = session(cli) else {
+            bail!("the key is stored here, but no channel was found to share it through");
+        };
+        let n = key_share::share(&mut s, now_ms())?;
+        outln!(
+            "Shared: the key is in the channel folder sealed to {n} other device(s); only their \
+             device keys open it."
+        );
+    }
     outln!(
         "The key works and is stored in {} (readable only by you). A long-running countersign \
          process (serve, or mcp when no serve runs) now writes the memory's summaries with {} \
@@ -74,6 +97,12 @@ pub fn api_key(cli: &Cli, a: &KeyArgs) -> anyhow::Result<ExitCode> {
         api.model()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A session on the channel found here, if any.
+fn session(cli: &Cli) -> Option<Session> {
+    let channel = cli.open_channel().ok()?;
+    Session::new(channel, None).ok()
 }
 
 /// A new key (or none) ends a pause of the channel found here, if any.
@@ -136,6 +165,8 @@ pub fn compact(cli: &Cli) -> anyhow::Result<ExitCode> {
     let role = Session::role_from(cli.role_arg()?.as_deref())?
         .or_else(|| compaction_api::keyed_role(&channel));
     let mut s = Session::new(channel, role)?;
+    // A key shared through the folder (or its removal) is taken up first.
+    key_share::refresh(&mut s)?;
     let round = compaction_api::round(&mut s, true, &now_ms)?;
     let failed = |line: String| {
         let _ = writeln!(std::io::stderr(), "{line}");

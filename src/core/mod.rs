@@ -24,6 +24,7 @@ pub mod query;
 pub mod record;
 pub mod remote_target;
 pub mod rules;
+pub mod sealed_key;
 pub mod snippet;
 pub mod strict_json;
 pub mod timestamp;

@@ -48,7 +48,7 @@ fn tick(
     role: Option<Role>,
     serve: bool,
 ) -> anyhow::Result<Option<Round>> {
-    if !may_work(home, dir.id()) {
+    if !may_work(home, dir) {
         return Ok(None);
     }
     if !serve && FileLock::try_exclusive(&home.serve_lock())?.is_none() {

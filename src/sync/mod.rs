@@ -187,9 +187,10 @@ pub struct OwnFeed {
     pub newest: Option<String>,
     /// `head.json`, if present.
     pub head: Option<String>,
-    /// `api.json` (whether this device's model API works), if present: it
-    /// travels as the head does.
-    pub api: Option<String>,
+    /// `api.json` (whether this device's model API works) and
+    /// `api-key.json` (the shared API key, sealed), if present: they travel
+    /// as the head does.
+    pub api: Vec<String>,
 }
 
 impl OwnFeed {
@@ -214,7 +215,7 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
         let rel = format!("feeds/{}/{}", feed.role(), feed.device());
         let mut segments: Vec<(u64, String)> = Vec::new();
         let mut head = None;
-        let mut api = None;
+        let mut api = Vec::new();
         for entry in fs::read_dir(&path).at(&path)? {
             let entry = entry.at(&path)?;
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
@@ -227,8 +228,10 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
             }
             if name == "head.json" {
                 head = Some(format!("{rel}/{name}"));
-            } else if name == crate::core::api_presence::API_FILE {
-                api = Some(format!("{rel}/{name}"));
+            } else if name == crate::core::api_presence::API_FILE
+                || name == crate::core::sealed_key::KEY_FILE
+            {
+                api.push(format!("{rel}/{name}"));
             } else if let Some(seq) = segment_seq(&name) {
                 segments.push((seq, format!("{rel}/{name}")));
             }

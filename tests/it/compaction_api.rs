@@ -450,3 +450,103 @@ fn two_devices_elect_one_writer_and_the_other_takes_over_when_it_pauses() {
     let st2 = status(second_home, &l.dir, second_api);
     assert_eq!(st2["api"]["runs_here"], true, "{st2}");
 }
+
+/// Every byte of every file under `dir`.
+fn all_bytes(dir: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(all_bytes(&p));
+        } else {
+            out.extend(fs::read(&p).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_shared_key_travels_sealed_to_each_admitted_device_and_so_does_its_removal() {
+    let l = waiting_channel(3);
+    let home1 = l.home_root();
+    let home2 = l.tmp.path().join("home-2");
+    let joined = join(&mut local::open(&l.dir, &Home::at(home2.clone())), "b").unwrap();
+    admit(&mut l.channel(), "b", &joined.pubkey, &joined.device).unwrap();
+    // A device that asked to join and was never admitted.
+    let home3 = l.tmp.path().join("home-3");
+    join(&mut local::open(&l.dir, &Home::at(home3.clone())), "b").unwrap();
+    let api = StandIn::start(l.tmp.path(), "api");
+    let secret = "sk-ant-shared-5f1c9a";
+    let o = run(
+        &home1,
+        &l.dir,
+        &api,
+        &["memory", "api-key", "--share"],
+        &format!("{secret}\n"),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("sealed to 1 other device"),
+        "{}",
+        text(&o)
+    );
+    // Whoever reads the folder learns nothing of the key.
+    let bytes = all_bytes(&l.dir);
+    assert!(
+        !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+        "the key is in the folder in clear"
+    );
+    let device1 = l.home.device().unwrap().id;
+    let file = l.dir.join("feeds/a").join(&device1).join("api-key.json");
+    assert!(file.is_file());
+
+    // The admitted device takes it up (here at `memory compact`, which then
+    // writes with it); the one never admitted cannot open it.
+    let o = run(&home2, &l.dir, &api, &["memory", "compact"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        fs::read_to_string(home2.join("anthropic-api-key"))
+            .unwrap()
+            .trim(),
+        secret
+    );
+    assert_eq!(api.requests().last().unwrap().0, secret);
+    let o = run(&home3, &l.dir, &api, &["memory", "compact"], "");
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(!home3.join("anthropic-api-key").exists());
+
+    // Admitted later, it gets a copy at the sharer's next look.
+    let pubkey3 = {
+        let mut ch = local::open(&l.dir, &Home::at(home3.clone()));
+        join(&mut ch, "b").unwrap().pubkey
+    };
+    let device3 = Home::at(home3.clone()).device().unwrap().id;
+    admit(&mut l.channel(), "b", &pubkey3, &device3).unwrap();
+    let o = run(&home1, &l.dir, &api, &["memory", "compact"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&home3, &l.dir, &api, &["memory", "compact"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(home3.join("anthropic-api-key").exists());
+
+    // A forged share (the file altered) is ignored.
+    let good = fs::read_to_string(&file).unwrap();
+    fs::write(&file, good.replace("\"removed\":false", "\"removed\":true")).unwrap();
+    let o = run(&home2, &l.dir, &api, &["memory", "compact"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(home2.join("anthropic-api-key").exists());
+    fs::write(&file, good).unwrap();
+
+    // The removal travels the same way.
+    let o = run(&home1, &l.dir, &api, &["memory", "api-key", "--remove"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("the other devices delete the key too"),
+        "{}",
+        text(&o)
+    );
+    for home in [&home2, &home3] {
+        let o = run(home, &l.dir, &api, &["memory", "compact"], "");
+        assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+        assert!(!home.join("anthropic-api-key").exists());
+    }
+}
