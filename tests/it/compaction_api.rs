@@ -376,8 +376,18 @@ async fn a_long_running_mcp_writes_the_summaries_in_the_background() {
     let api = StandIn::start(l.tmp.path(), "api");
     let o = run(&home, &l.dir, &api, &["memory", "api-key"], "sk-bg\n");
     assert!(o.status.success(), "{}", text(&o));
+    // While a serve of this home holds its lock, the mcp leaves the work
+    // to it.
+    let serving = countersign::store::lock::FileLock::try_exclusive(&l.home.serve_lock())
+        .unwrap()
+        .unwrap();
     let server = mcp(&home, &l.dir, &api).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let st = status(&home, &l.dir, &api);
+    assert_ne!(st["wanted"], 0, "{st}");
+    assert_eq!(st["api"]["jobs"], 0, "{st}");
+    drop(serving);
+    let deadline = Instant::now() + Duration::from_secs(45);
     loop {
         let st = status(&home, &l.dir, &api);
         if st["wanted"] == 0 {
