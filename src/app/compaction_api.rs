@@ -78,6 +78,7 @@ const SYSTEM: &str = "You write the one-line summaries of a channel's memory. Th
 
 /// This channel's book of the API on this device.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 struct Book {
     lines: u64,
     jobs: u64,
@@ -94,7 +95,13 @@ struct Book {
     last_error: Option<String>,
     /// What this device last said in its signed `api.json`.
     claimed: Option<(bool, i64)>,
+    /// When the model's last answer was refused by `compact_submit`: the
+    /// background waits [`AFTER_REFUSAL_MS`] before it pays for another.
+    refused_at: Option<i64>,
 }
+
+/// How long the background waits after a refused answer.
+const AFTER_REFUSAL_MS: i64 = 5 * 60 * 1000;
 
 fn load_book(s: &Session) -> Book {
     state_file::load(s.channel().state_dir(), BOOK_FILE).unwrap_or_default()
@@ -403,6 +410,7 @@ pub fn round(s: &mut Session, try_now: bool, now_fn: &dyn Fn() -> i64) -> AppRes
                     }
                     Err(AppError::Value(reason)) => {
                         book.last_error = Some(format!("answer refused: {reason}"));
+                        book.refused_at = Some(now_fn());
                         save_book(s, &book)?;
                         return Ok(Round::Refused { reason, lines });
                     }
@@ -415,6 +423,7 @@ pub fn round(s: &mut Session, try_now: bool, now_fn: &dyn Fn() -> i64) -> AppRes
     book.paused_for = None;
     book.paused_until_ms = None;
     book.rejected_key = None;
+    book.refused_at = None;
     save_book(s, &book)?;
     let now = now_fn();
     claim(s, &mut book, true, "", now, false)?;
@@ -657,7 +666,14 @@ pub fn background_tick(s: &mut Session) -> AppResult<Option<Round>> {
         now,
         false,
     )?;
-    if works.is_err() || !elect(s, now)?.runs_here || !due(s, now)? {
+    if works.is_err()
+        || book
+            .refused_at
+            .is_some_and(|at| now - at < AFTER_REFUSAL_MS)
+    {
+        return Ok(None);
+    }
+    if !elect(s, now)?.runs_here || !due(s, now)? {
         return Ok(None);
     }
     round(s, false, &compaction::now_ms).map(Some)
