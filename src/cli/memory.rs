@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use super::Cli;
 use super::memory_page;
 use super::memory_import;
+use super::memory_api;
 use super::memory_status;
 use crate::app::Session;
 use crate::app::budget::Budget;
@@ -81,6 +82,14 @@ pub enum Command {
     /// {kind, text, date, origin} per line. The same entries imported again add nothing; a
     /// file with a bad entry is refused whole, naming every bad line.
     Import(memory_import::Args),
+    /// Store an Anthropic API key, so that a long-running countersign process (serve, or mcp
+    /// when no serve runs here) writes the summaries in the background with a small model.
+    /// The key is read hidden (from the terminal, or stdin when piped), checked with one tiny
+    /// request and stored readable only by you. --remove deletes it.
+    ApiKey(memory_api::KeyArgs),
+    /// Write the waiting summaries with the API now (a stored key needed); exit status 3,
+    /// saying why, when it fails: then use the compactor subagent.
+    Compact,
 }
 
 /// Runs `memory`.
@@ -95,6 +104,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         // opens the channel its own way.
         Command::Status(st) => return memory_status::run(cli, st),
         Command::Import(im) => return memory_import::run(cli, im),
+        Command::ApiKey(k) => return memory_api::api_key(cli, k),
+        Command::Compact => return memory_api::compact(cli),
         Command::View { budget } => {
             let v = memory::memory_view(&mut session()?, *budget)?;
             for l in &v.lines {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::Cli;
 use crate::app::Session;
 use crate::app::compaction::{CompactionStatus, compaction_status, items_waiting, now_ms};
+use crate::app::compaction_api::{ApiStatus, api_status, api_word};
 use crate::cli::output::{out, outln};
 
 /// Items that must wait before the status line shows anything.
@@ -45,9 +46,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         statusline(cli, a.with.as_deref());
         return Ok(ExitCode::SUCCESS);
     }
-    let st = status(cli)?;
+    let (st, api) = status(cli)?;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&st)?);
+        let mut v = serde_json::to_value(&st)?;
+        v["api"] = serde_json::to_value(&api)?;
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         out!(
             "items:          {}\n\
@@ -62,18 +65,23 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             st.leased,
             st.paused
         );
+        out!("{}", super::memory_api::status_lines(&api));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn status(cli: &Cli) -> anyhow::Result<CompactionStatus> {
-    let mut s = Session::new(cli.open_channel()?, None)?;
-    Ok(compaction_status(&mut s, now_ms())?)
+fn status(cli: &Cli) -> anyhow::Result<(CompactionStatus, ApiStatus)> {
+    let role = Session::role_from(cli.role_arg()?.as_deref())?;
+    let mut s = Session::new(cli.open_channel()?, role)?;
+    let now = now_ms();
+    let st = compaction_status(&mut s, now)?;
+    Ok((st, api_status(&mut s, now)?))
 }
 
-fn waiting(cli: &Cli) -> anyhow::Result<u64> {
+/// The items waiting, and the API's word while it rests.
+fn waiting(cli: &Cli) -> anyhow::Result<(u64, Option<String>)> {
     let mut s = Session::new(cli.open_channel()?, None)?;
-    Ok(items_waiting(&mut s)?)
+    Ok((items_waiting(&mut s)?, api_word(&s, now_ms())))
 }
 
 /// The status line: the previous one's output, then ours when enough waits.
@@ -90,8 +98,11 @@ fn statusline(cli: &Cli, with: Option<&str>) {
     }
     let ours = waiting(cli)
         .ok()
-        .filter(|n| *n >= STATUSLINE_FROM)
-        .map(|n| format!("memory: {n} items wait (/countersign-compact)"));
+        .filter(|(n, _)| *n >= STATUSLINE_FROM)
+        .map(|(n, api)| match api {
+            Some(api) => format!("memory: {n} items wait (/countersign-compact), {api}"),
+            None => format!("memory: {n} items wait (/countersign-compact)"),
+        });
     let line = match (before, ours) {
         (Some(b), Some(o)) => format!("{b} · {o}"),
         (Some(b), None) => b,

@@ -21,6 +21,7 @@ pub(crate) mod mcp_client;
 pub(crate) mod memory;
 mod memory_page;
 mod memory_import;
+mod memory_api;
 mod memory_status;
 mod message_table;
 mod note;
@@ -209,7 +210,8 @@ Machines:
   hook        Agent-session hooks (session-start, stop, record)
 
 Memory:
-  memory      Read the memory: view, zoom, search, export, import, status
+  memory      Read the memory: view, zoom, search, export, import, status,
+              api-key, compact
 
 Maintenance:
   verify      Check every signature and chain from the files

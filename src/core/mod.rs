@@ -5,6 +5,8 @@
 //! Nothing here touches files, SQLite, tokio or the wall clock; callers pass
 //! bytes and times in. Every other layer depends on this one, never the reverse.
 
+pub mod api_pause;
+pub mod api_presence;
 pub mod backfill;
 pub mod bm25;
 pub mod chain;
@@ -22,6 +24,7 @@ pub mod query;
 pub mod record;
 pub mod remote_target;
 pub mod rules;
+pub mod sealed_key;
 pub mod snippet;
 pub mod strict_json;
 pub mod timestamp;

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::mcp::syncer;
+use crate::mcp::{summarizer, syncer};
 use std::sync::Arc;
 
 use crate::store::watcher::Watcher;
@@ -39,16 +39,18 @@ impl Syncing {
     /// Starts the background sync of `dir` with `home`, woken by `watcher`
     /// (on its interval alone when `None`), unless syncing is off or it runs
     /// already. Must be called inside the server's runtime.
+    /// Background compaction with a model (`mcp::summarizer`) starts with
+    /// it, whether syncing is on or off.
     pub fn start(&self, dir: &ChannelDir, home: &Home, watcher: Option<Arc<Watcher>>) {
-        let Some(every) = self.every else {
-            return;
-        };
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         if running.contains_key(dir.id()) {
             return;
         }
-        let changes = watcher.as_deref().map(Watcher::subscribe);
-        tokio::spawn(syncer::run(dir.clone(), home.clone(), every, changes));
+        tokio::spawn(summarizer::run(dir.clone(), home.clone(), None, true));
+        if let Some(every) = self.every {
+            let changes = watcher.as_deref().map(Watcher::subscribe);
+            tokio::spawn(syncer::run(dir.clone(), home.clone(), every, changes));
+        }
         running.insert(dir.id().to_owned(), watcher);
     }
 }

@@ -28,6 +28,7 @@ mod messaging;
 pub mod schema;
 mod stdio;
 mod structured;
+pub mod summarizer;
 pub mod syncer;
 pub mod toolset;
 pub mod unbound;
@@ -256,6 +257,14 @@ impl Server {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             (s.channel().dir().clone(), s.channel().home().clone())
         };
+        let role = {
+            let s = self
+                .session
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.role_opt().cloned()
+        };
+        tokio::spawn(summarizer::run(dir.clone(), home.clone(), role, false));
         let syncing = self.sync_every.is_some();
         if let Some(every) = self.sync_every {
             tokio::spawn(syncer::run(

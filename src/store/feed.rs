@@ -245,7 +245,10 @@ pub fn survey_segments(dir: &Path) -> Result<(Vec<Segment>, Vec<Stray>), PathErr
     let mut strays = Vec::new();
     for (name, path, kind, ino) in entries(dir)? {
         let segment = parse_segment_file(&name);
-        let known = segment.is_some() || name == HEAD_FILE;
+        let known = segment.is_some()
+            || name == HEAD_FILE
+            || name == crate::core::api_presence::API_FILE
+            || name == crate::core::sealed_key::KEY_FILE;
         match (kind, segment) {
             (FileKind::Regular, Some((first_seq, gz))) => out.push(Segment {
                 path,

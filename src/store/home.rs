@@ -133,6 +133,18 @@ impl Home {
         self.config.join("access.sqlite3")
     }
 
+    /// The Anthropic API key stored by `countersign memory api-key` (mode
+    /// 0600, `store::api_key`), kept with the keys.
+    pub fn api_key_file(&self) -> PathBuf {
+        self.config.join("anthropic-api-key")
+    }
+
+    /// The lock a running `countersign serve` holds for its whole life, so
+    /// that an `mcp` server of this home leaves background compaction to it.
+    pub fn serve_lock(&self) -> PathBuf {
+        self.state.join("serve.lock")
+    }
+
     /// True when this home has a device already (`device` would not make one).
     pub fn has_device(&self) -> bool {
         self.config.join("device.json").is_file()

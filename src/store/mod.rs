@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod archive;
+pub mod api_key;
 pub mod backup;
 pub mod binding;
 pub mod body;

@@ -187,12 +187,20 @@ pub struct OwnFeed {
     pub newest: Option<String>,
     /// `head.json`, if present.
     pub head: Option<String>,
+    /// `api.json` (whether this device's model API works) and
+    /// `api-key.json` (the shared API key, sealed), if present: they travel
+    /// as the head does.
+    pub api: Vec<String>,
 }
 
 impl OwnFeed {
     /// Every file of the feed.
     pub fn files(&self) -> impl Iterator<Item = &String> {
-        self.sealed.iter().chain(&self.newest).chain(&self.head)
+        self.sealed
+            .iter()
+            .chain(&self.newest)
+            .chain(&self.head)
+            .chain(&self.api)
     }
 }
 
@@ -207,6 +215,7 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
         let rel = format!("feeds/{}/{}", feed.role(), feed.device());
         let mut segments: Vec<(u64, String)> = Vec::new();
         let mut head = None;
+        let mut api = Vec::new();
         for entry in fs::read_dir(&path).at(&path)? {
             let entry = entry.at(&path)?;
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
@@ -219,6 +228,10 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
             }
             if name == "head.json" {
                 head = Some(format!("{rel}/{name}"));
+            } else if name == crate::core::api_presence::API_FILE
+                || name == crate::core::sealed_key::KEY_FILE
+            {
+                api.push(format!("{rel}/{name}"));
             } else if let Some(seq) = segment_seq(&name) {
                 segments.push((seq, format!("{rel}/{name}")));
             }
@@ -230,6 +243,7 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
             sealed: segments.into_iter().map(|(_, n)| n).collect(),
             newest,
             head,
+            api,
         });
     }
     Ok(out)

@@ -153,7 +153,11 @@ fn exchange(root: &Path, up: &Upload) -> Result<SyncReport, SyncError> {
         .map(String::as_str)
         .collect();
     let newest: Vec<&str> = own.iter().filter_map(|f| f.newest.as_deref()).collect();
-    let heads: Vec<&str> = own.iter().filter_map(|f| f.head.as_deref()).collect();
+    let heads: Vec<&str> = own
+        .iter()
+        .flat_map(|f| f.head.iter().chain(&f.api))
+        .map(String::as_str)
+        .collect();
     let steps: [(&str, &[&str], &str); 4] = [
         (
             "copy the channel's fixed files up",

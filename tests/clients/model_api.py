@@ -29,6 +29,15 @@ With --compact it plays a compaction instead, for the compactor subagent of Clau
   - a request offering the Agent tool and no job tool (the session) calls the subagent
     `countersign-compactor` once, then answers with the final text.
 
+With --summarize it answers compaction jobs sent to the Messages API without tools, as
+countersign's background compaction sends them: one valid summary line per `TASK n of m, line
+<id>:` of the job, as a JSON array ([{"line", "text"}]); a request with no task (the key's
+check) gets "ok". With --fail FILE, while FILE exists and holds a JSON object, every Messages
+request is answered by it instead: {"status": 402, "retry_after": "120", "message": "..."} is
+an error answer with that status (and a retry-after header when given); {"answer": "text"} is a
+normal answer with that text (a model that answers nonsense). A test writes and removes the
+file between requests to script failures.
+
 Every request is appended to --record as one JSON line ({"method", "path", "body"}),
 before it is answered, so a test can assert on what the client sent.
 
@@ -212,6 +221,22 @@ def compact_turn(body, final):
     return ("tool", agent, args, None)
 
 
+TASK = re.compile(r"^TASK \d+ of \d+, line ([0-9a-f]{8,64}):", re.M)
+
+
+def summarize_turn(body):
+    """The answer to a compaction job sent without tools: one line per task, in order."""
+    text = ""
+    for m in body.get("messages") or []:
+        c = m.get("content") if isinstance(m, dict) else None
+        if isinstance(c, str):
+            text += c
+        elif isinstance(c, list):
+            text += "".join(b.get("text", "") for b in c if isinstance(b, dict))
+    lines = [{"line": t, "text": "summary of " + t} for t in TASK.findall(text)]
+    return json.dumps(lines) if lines else "ok"
+
+
 def script_turn(body, script, final):
     """The next call of a scripted sequence ([[tool, arguments], ...]): the first tool of
     the script the conversation has not called yet, each once, in order; where the script's
@@ -249,7 +274,9 @@ class Handler(BaseHTTPRequestHandler):
             return {"unparsed": raw.decode("utf-8", "replace")}
 
     def record(self, body):
-        line = json.dumps({"method": self.command, "path": self.path, "body": body})
+        line = json.dumps(
+            {"method": self.command, "path": self.path, "body": body, "key": self.headers.get("x-api-key")}
+        )
         with LOCK:
             with open(self.server.record, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
@@ -327,8 +354,38 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- Anthropic Messages ------------------------------------------------------------
 
+    def scripted_failure(self):
+        """The --fail file's object, or None."""
+        if not self.server.fail:
+            return None
+        try:
+            with open(self.server.fail, encoding="utf-8") as f:
+                v = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return v if isinstance(v, dict) else None
+
     def anthropic(self, body):
-        turn = self.turn(body)
+        failure = self.scripted_failure()
+        if failure is not None and "status" in failure:
+            status = int(failure["status"])
+            data = json.dumps(
+                {"type": "error", "error": {"type": "scripted", "message": failure.get("message", "scripted failure")}}
+            ).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            if failure.get("retry_after") is not None:
+                self.send_header("retry-after", str(failure["retry_after"]))
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if failure is not None and "answer" in failure:
+            turn = ("text", str(failure["answer"]))
+        elif self.server.summarize:
+            turn = ("text", summarize_turn(body))
+        else:
+            turn = self.turn(body)
         model = body.get("model") or "stand-in"
         usage = {"input_tokens": 100, "output_tokens": 10}
         if turn[0] == "tool":
@@ -466,6 +523,8 @@ def main():
     )
     p.add_argument("--final", default="Done: the message is sent.", help="the final text")
     p.add_argument("--compact", action="store_true", help="play a compaction (see above)")
+    p.add_argument("--summarize", action="store_true", help="answer compaction jobs (see above)")
+    p.add_argument("--fail", help="a file that, while it exists, scripts the answers (see above)")
     a = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
@@ -473,6 +532,8 @@ def main():
     server.send_args = json.loads(a.send)
     server.final = a.final
     server.compact = a.compact
+    server.summarize = a.summarize
+    server.fail = a.fail
     server.script = json.loads(a.script) if a.script else None
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

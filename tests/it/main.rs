@@ -12,6 +12,7 @@ mod board_http;
 mod cli;
 mod cli_people;
 mod compaction;
+mod compaction_api;
 mod concurrency;
 mod convergence;
 mod golden;

@@ -95,15 +95,41 @@ pub(super) fn agent_file(exe: &str, role: &str, dir: &str, home: Option<&str>) -
     )
 }
 
-/// The `/countersign-compact` command.
-pub(super) fn command_file() -> String {
+/// A word quoted for the shell (POSIX single quotes).
+fn sh(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// The command that tries the API first: `countersign memory compact` for
+/// this role and channel (with the home passed on, as the servers').
+pub(super) fn compact_command(exe: &str, role: &str, dir: &str, home: Option<&str>) -> String {
+    let env = home.map_or_else(String::new, |h| format!("COUNTERSIGN_HOME={} ", sh(h)));
+    format!(
+        "{env}{} --role {} --channel {} memory compact",
+        sh(exe),
+        sh(role),
+        sh(dir)
+    )
+}
+
+/// The `/countersign-compact` command: the API first (`memory compact`),
+/// the subagent when that exits 3 (no key, or the API paused or failing).
+pub(super) fn command_file(exe: &str, role: &str, dir: &str, home: Option<&str>) -> String {
+    let run = compact_command(exe, role, dir, home);
     format!(
         "---\n\
-         description: Compact the countersign channel's memory with the {AGENT} subagent\n\
+         description: Compact the countersign channel's memory (the API first, else the {AGENT} \
+         subagent)\n\
          ---\n\
-         Start the {AGENT} subagent and let it work until it stops, then tell me in one line \
-         what it reported. Do not call the job tools yourself and do not read the jobs: the \
-         subagent does, in its own context.\n"
+         First run this command with the Bash tool, as it is:\n\
+         \n\
+         ```\n{run}\n```\n\
+         \n\
+         If it exits 0, the stored API key wrote the summaries: tell me in one line what it \
+         printed, and stop. If it exits 3 (no key stored, or the API paused or failing), start \
+         the {AGENT} subagent and let it work until it stops, then tell me in one line what it \
+         reported, with the reason the API did not do it. Do not call the job tools yourself and \
+         do not read the jobs: the subagent does, in its own context.\n"
     )
 }
 
@@ -135,5 +161,15 @@ mod tests {
         assert!(front.contains(r#"COUNTERSIGN_HOME: "/h""#));
         assert!(text.contains("never instructions"));
         assert!(text.contains("Read all of them before you write anything"));
+    }
+
+    #[test]
+    fn the_command_tries_the_api_first_then_the_subagent() {
+        let text = command_file("/bin/count signer", "web", "/ch 'x'", Some("/h"));
+        assert!(text.contains(
+            r"COUNTERSIGN_HOME='/h' '/bin/count signer' --role 'web' --channel '/ch '\''x'\''' memory compact"
+        ));
+        assert!(text.contains("exits 3"));
+        assert!(text.contains("countersign-compactor"));
     }
 }

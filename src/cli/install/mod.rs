@@ -353,7 +353,7 @@ fn install(cli: &Cli, a: &Args) -> anyhow::Result<Written> {
             )?);
             edits.push(plain_file(
                 &claude_dir.join(COMMAND_FILE),
-                Some(&command_file()),
+                Some(&command_file(&exe, &role, &dir, home_root.as_deref())),
             )?);
             edits.push(section(
                 &cwd.join(note_file),
