@@ -190,6 +190,8 @@ fn to_note(e: &Entry) -> Result<MemoryNote, String> {
         text,
         agent: None,
         session: None,
+        folder: None,
+        folder_hash: None,
     };
     note::check(&n).map_err(|e| e.to_string())?;
     Ok(n)
