@@ -9,17 +9,20 @@
 //! Every string from the channel goes through [`escape`].
 
 use super::chart::{colour, svg};
+use super::detail::entries;
+use super::links::Links;
+use super::strip;
 use super::html::{escape, push, push_fmt};
 use super::when::{ago_tag, time_tag};
 use crate::app::board::{
     AlarmItem, Board, DebtItem, DeviceItem, PinItem, ProposalItem, RoleCard, Section, SyncHealth,
-    TrafficItem,
 };
 
 /// Seconds between refreshes of the page without JavaScript.
 pub const NOSCRIPT_REFRESH_SECS: u32 = 30;
 
-const STYLE: &str = r#"
+/// The board's stylesheet, shared by its pages.
+pub const STYLE: &str = r#"
 :root { color-scheme: light; --ink: #1f2328; --muted: #656d76; --line: #d8dee4;
   --card: #ffffff; --page: #f6f8fa; --warn: #9a3412; --warn-bg: #fff4ed; }
 * { box-sizing: border-box; }
@@ -114,9 +117,12 @@ pub fn render(b: &Board) -> String {
     push(&mut out, &b.channel);
     out.push_str(" · countersign board</title><style>");
     out.push_str(STYLE);
+    out.push_str(strip::STYLE);
     out.push_str("</style></head><body><header><h1>");
     push(&mut out, &b.channel);
-    out.push_str("</h1><span class=\"meta\">read ");
+    out.push_str("</h1>");
+    strip::alarm_badge(&mut out, &b.attention);
+    out.push_str("<span class=\"meta\">read ");
     out.push_str(&ago_tag(now, now));
     out.push_str("</span><span class=\"meta\">");
     match &b.remote {
@@ -132,6 +138,8 @@ pub fn render(b: &Board) -> String {
         format_args!("refreshes every {NOSCRIPT_REFRESH_SECS} s; reload the page for the latest"),
     );
     out.push_str("</span></header>\n<main>");
+    let links = Links::board(&b.channel);
+    strip::strip(&mut out, &b.attention, &links);
     let colours: Vec<(&str, &str)> = b
         .roles
         .iter()
@@ -163,25 +171,25 @@ pub fn render(b: &Board) -> String {
     out.push_str("</div>");
     debts(
         &mut out,
-        "Open debts",
-        "open-debts",
+        ("Open debts", "open-debts"),
         &b.open_debts,
         now,
         "no open debts",
+        &links,
     );
     debts(
         &mut out,
-        "Resolved, waiting for confirmation",
-        "unconfirmed",
+        ("Resolved, waiting for confirmation", "unconfirmed"),
         &b.unconfirmed,
         now,
         "no resolution waits for confirmation",
+        &links,
     );
-    proposals(&mut out, &b.proposals, now);
-    pins(&mut out, &b.pins, now);
+    proposals(&mut out, &b.proposals, now, &links);
+    pins(&mut out, &b.pins, now, &links);
     devices(&mut out, &b.devices, now);
-    alarms(&mut out, &b.alarms);
-    traffic(&mut out, &b.traffic, now);
+    alarms(&mut out, &b.alarms, b.attention.quiet_problems);
+    activity(&mut out, b, now, &links);
     out.push_str("</main>\n<script>");
     out.push_str(SCRIPT);
     out.push_str("</script></body></html>\n");
@@ -247,7 +255,14 @@ fn names(out: &mut String, roles: &[String]) {
     }
 }
 
-fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i64, none: &str) {
+fn debts(
+    out: &mut String,
+    (title, id): (&str, &str),
+    s: &Section<DebtItem>,
+    now: i64,
+    none: &str,
+    links: &Links,
+) {
     heading(out, title, id, s.items.len(), s.more);
     if s.items.is_empty() {
         push_fmt(out, format_args!("<p class=\"empty\">{none}</p>"));
@@ -258,9 +273,16 @@ fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i6
          <th>whose move</th><th>for</th><th>sent</th></tr>",
     );
     for d in &s.items {
-        out.push_str("<tr class=\"debt\"><td class=\"id\">");
+        push_fmt(
+            out,
+            format_args!(
+                "<tr class=\"debt\" id=\"d-{}\"><td class=\"id\"><a href=\"{}\">",
+                escape(&d.id),
+                links.message(&d.id)
+            ),
+        );
         push(out, &d.id);
-        out.push_str("</td><td class=\"topic\">");
+        out.push_str("</a></td><td class=\"topic\">");
         push(out, &d.topic);
         out.push_str("</td><td>");
         push(out, &d.from);
@@ -274,9 +296,15 @@ fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i6
             push(out, by);
         }
         if let Some(b) = &d.blocked_by {
-            out.push_str(" on <span class=\"id\">");
+            push_fmt(
+                out,
+                format_args!(
+                    " on <a class=\"id blocker\" href=\"{}\">",
+                    links.message(b)
+                ),
+            );
             push(out, b);
-            out.push_str("</span>");
+            out.push_str("</a>");
         }
         out.push_str("</td><td>");
         names(out, &d.court);
@@ -290,7 +318,7 @@ fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i6
     more_note(out, s.more);
 }
 
-fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
+fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64, links: &Links) {
     heading(out, "Open proposals", "proposals", s.items.len(), s.more);
     if s.items.is_empty() {
         out.push_str("<p class=\"empty\">no proposal waits for a decision</p>");
@@ -298,12 +326,18 @@ fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
     }
     out.push_str(
         "<table><tr><th>id</th><th>topic</th><th>from</th><th>pin</th><th>votes cast</th>\
-         <th>awaited</th><th>sent</th></tr>",
+         <th>awaited</th><th>state</th><th>sent</th></tr>",
     );
     for p in &s.items {
-        out.push_str("<tr class=\"proposal\"><td class=\"id\">");
+        push_fmt(
+            out,
+            format_args!(
+                "<tr class=\"proposal\"><td class=\"id\"><a href=\"{}\">",
+                links.message(&p.id)
+            ),
+        );
         push(out, &p.id);
-        out.push_str("</td><td class=\"topic\">");
+        out.push_str("</a></td><td class=\"topic\">");
         push(out, &p.topic);
         out.push_str("</td><td>");
         push(out, &p.from);
@@ -345,6 +379,8 @@ fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
         out.push_str("</td><td>");
         names(out, &p.awaiting);
         out.push_str("</td><td>");
+        strip::round_state(out, &p.state);
+        out.push_str("</td><td>");
         out.push_str(&ago_tag(p.sent_ms, now));
         out.push_str("</td></tr>");
     }
@@ -352,7 +388,7 @@ fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
     more_note(out, s.more);
 }
 
-fn pins(out: &mut String, s: &Section<PinItem>, now: i64) {
+fn pins(out: &mut String, s: &Section<PinItem>, now: i64, links: &Links) {
     heading(out, "Pins", "pins", s.items.len(), s.more);
     if s.items.is_empty() {
         out.push_str("<p class=\"empty\">nothing pinned</p>");
@@ -363,9 +399,15 @@ fn pins(out: &mut String, s: &Section<PinItem>, now: i64) {
          <th>approved by</th><th>set</th></tr>",
     );
     for p in &s.items {
-        out.push_str("<tr class=\"pin\"><td><code>");
+        push_fmt(
+            out,
+            format_args!(
+                "<tr class=\"pin\"><td><a href=\"{}\"><code>",
+                links.pin(&p.key)
+            ),
+        );
         push(out, &p.key);
-        out.push_str("</code></td><td class=\"topic\">");
+        out.push_str("</code></a></td><td class=\"topic\">");
         push(out, &p.title);
         out.push_str("</td><td>");
         push(out, &p.version);
@@ -449,10 +491,27 @@ fn devices(out: &mut String, list: &[DeviceItem], now: i64) {
     out.push_str("</table>");
 }
 
-fn alarms(out: &mut String, s: &Section<AlarmItem>) {
+fn alarms(out: &mut String, s: &Section<AlarmItem>, quiet: usize) {
     heading(out, "Alarms", "alarms", s.items.len(), s.more);
+    if quiet > 0 {
+        // Said even with no alarm: `verify` exits 1 on these, so the board
+        // must not read "nothing wrong".
+        push_fmt(
+            out,
+            format_args!(
+                "<p class=\"more\" id=\"verify-note\">besides alarms, <code>countersign verify</code> \
+                 reports {quiet} harmless problem(s): files no feed uses (a conflict copy left by a \
+                 sync tool, say) or unreadable lines; it lists them, and removing the files clears \
+                 them</p>"
+            ),
+        );
+    }
     if s.items.is_empty() {
-        out.push_str("<p class=\"empty\">no alarm: nothing wrong found in the folder</p>");
+        out.push_str(if quiet > 0 {
+            "<p class=\"empty\">no alarm: no fork, quarantine, held record or lost decision</p>"
+        } else {
+            "<p class=\"empty\">no alarm: nothing wrong found in the folder</p>"
+        });
         return;
     }
     out.push_str("<table><tr><th>kind</th><th>feed</th><th>where</th><th>what</th></tr>");
@@ -471,35 +530,13 @@ fn alarms(out: &mut String, s: &Section<AlarmItem>) {
     more_note(out, s.more);
 }
 
-fn traffic(out: &mut String, list: &[TrafficItem], now: i64) {
-    heading(out, "Recent traffic", "traffic", list.len(), false);
-    if list.is_empty() {
-        out.push_str("<p class=\"empty\">no message yet</p>");
-        return;
-    }
-    out.push_str("<table><tr><th>when</th><th>from → to</th><th>topic</th><th>id</th></tr>");
-    for t in list {
-        out.push_str("<tr class=\"message\"><td>");
-        out.push_str(&ago_tag(t.ms, now));
-        out.push_str("</td><td>");
-        push(out, &t.from);
-        out.push_str(" → ");
-        names(out, &t.to);
-        out.push_str("</td><td class=\"topic\">");
-        if t.debt {
-            out.push_str("<span class=\"tag\">debt</span> ");
-        }
-        if let Some(k) = &t.kind {
-            out.push_str("<span class=\"tag\">");
-            push(out, k);
-            out.push_str("</span> ");
-        }
-        push(out, &t.topic);
-        out.push_str("<div class=\"excerpt\">");
-        push(out, &t.excerpt);
-        out.push_str("</div></td><td class=\"id\">");
-        push(out, &t.id);
-        out.push_str("</td></tr>");
-    }
-    out.push_str("</table>");
+fn activity(out: &mut String, b: &Board, now: i64, links: &Links) {
+    heading(
+        out,
+        "Recent activity",
+        "traffic",
+        b.activity.entries.len(),
+        b.activity.next.is_some(),
+    );
+    entries(out, &b.activity, now, links);
 }
