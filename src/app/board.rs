@@ -20,10 +20,10 @@ use serde::Serialize;
 
 use super::attention::{self, Attention, RoundState, round_state};
 use super::presence;
-use super::timeline::{self, ActivityPage};
 use super::refusal::AppResult;
 use super::rows::short;
 use super::session::Session;
+use super::timeline::{self, ActivityPage};
 use crate::store::access::{Access, ChannelRef, NONCE_TTL};
 use crate::store::index::{DebtLine, DebtState, PinSelect};
 use crate::store::sync_outcome::SyncOutcome;

@@ -4,6 +4,7 @@
 
 mod add_role;
 mod admit;
+mod attention;
 mod board;
 mod compress;
 mod demo;
@@ -21,6 +22,7 @@ pub(crate) mod memory;
 mod memory_status;
 mod note;
 pub(crate) mod output;
+mod pin;
 mod reindex;
 mod remote;
 mod remote_channel;
@@ -105,6 +107,8 @@ enum Command {
     /// of every level (`memory export FILE.html`), and how much waits for a compaction
     /// (`memory status [--statusline]`).
     Memory(memory::Args),
+    /// Read a pinned rule whole: `pin show KEY` prints its text with its version and sha256.
+    Pin(pin::Args),
     /// Check every signature and chain from the files: exit 0 clean, 1 problems, 2 unreadable.
     Verify(verify::Args),
     /// Rebuild this device's index of the channel from the feeds.
@@ -167,6 +171,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Note(a) => note::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),
         Command::Memory(a) => memory::run(&cli, a),
+        Command::Pin(a) => pin::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
         Command::Compress(a) => compress::run(&cli, a),

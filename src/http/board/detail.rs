@@ -65,10 +65,7 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
         if let Some((b, topic)) = &d.blocked_by {
             push_fmt(
                 &mut out,
-                format_args!(
-                    " on <a class=\"id blocker\" href=\"{}\">",
-                    links.message(b)
-                ),
+                format_args!(" on <a class=\"id blocker\" href=\"{}\">", links.message(b)),
             );
             push(&mut out, b);
             out.push_str("</a>");
@@ -95,10 +92,7 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
     if let Some(k) = &d.pin_key {
         push_fmt(
             &mut out,
-            format_args!(
-                "<dt>pin key</dt><dd><a href=\"{}\"><code>",
-                links.pin(k)
-            ),
+            format_args!("<dt>pin key</dt><dd><a href=\"{}\"><code>", links.pin(k)),
         );
         push(&mut out, k);
         out.push_str("</code></a></dd>");

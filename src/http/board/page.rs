@@ -10,9 +10,9 @@
 
 use super::chart::{colour, svg};
 use super::detail::entries;
+use super::html::{escape, push, push_fmt};
 use super::links::Links;
 use super::strip;
-use super::html::{escape, push, push_fmt};
 use super::when::{ago_tag, time_tag};
 use crate::app::board::{
     AlarmItem, Board, DebtItem, DeviceItem, PinItem, ProposalItem, RoleCard, Section, SyncHealth,
@@ -298,10 +298,7 @@ fn debts(
         if let Some(b) = &d.blocked_by {
             push_fmt(
                 out,
-                format_args!(
-                    " on <a class=\"id blocker\" href=\"{}\">",
-                    links.message(b)
-                ),
+                format_args!(" on <a class=\"id blocker\" href=\"{}\">", links.message(b)),
             );
             push(out, b);
             out.push_str("</a>");
