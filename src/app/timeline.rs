@@ -368,7 +368,7 @@ fn entry(t: &Touch, excerpt: Option<usize>) -> Entry {
         Op::Ack(a) => (format!("voted {}", a.decision), a.note.clone()),
         Op::PinSet(p) => {
             e.pin_key = Some(p.key.clone());
-            (format!("pinned '{}' version {}", p.key, p.version), None)
+            (format!("pinned {} version {}", p.key, p.version), None)
         }
         other => (other.name().replace('_', " "), None),
     };

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use super::Cli;
 use crate::app::Session;
 use crate::app::pin::versions;
-use crate::cli::output::outln;
+use crate::cli::output::{out, outln};
 use crate::core::peer_text::{block, one_line};
 
 /// Arguments of `pin`.
@@ -72,6 +72,9 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| ", set directly".to_owned())
     );
     outln!();
-    outln!("{}", block(&v.body, ""));
+    out!("{}", block(&v.body, ""));
+    if !v.body.ends_with('\n') {
+        outln!();
+    }
     Ok(ExitCode::SUCCESS)
 }

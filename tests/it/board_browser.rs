@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::board::{HOSTILE_FILE, HOSTILE_TOPIC, scene};
+use crate::board::{HOSTILE_FILE, HOSTILE_TOPIC, PERSON_NOTE, scene};
 use crate::board_http::BoardServer;
 
 /// Fails the test, loudly, when Chromium is not installed: the browser tests
@@ -101,4 +101,47 @@ fn the_board_renders_in_a_browser_with_peer_text_as_text() {
     assert!(!dom.contains(&HOSTILE_FILE.replace(' ', "")));
     assert!(!dom.contains("<img"));
     assert_eq!(dom.matches("<script").count(), 1);
+}
+
+#[test]
+fn a_link_of_the_attention_strip_opens_the_message_in_the_browser() {
+    let sc = scene();
+    let server = BoardServer::start(&sc.local);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = tmp.path().join("profile");
+
+    // The board, as the browser built it: the strip links to the task
+    // blocked on a person.
+    let dom = chromium(&profile, &server.link().url, &["--dump-dom".into()]);
+    let strip = &dom[dom
+        .find("id=\"attention\"")
+        .expect("the strip is in the DOM")..];
+    let href = format!("local/m/{}", sc.ids["licence"]);
+    assert!(
+        strip.contains(&format!("href=\"{href}\"")),
+        "no link to {href}"
+    );
+    assert!(strip.contains(PERSON_NOTE));
+
+    // The same browser (its cookie kept in the profile) follows it, the
+    // href resolved against the board's address as a click resolves it.
+    let url = format!("{}/board/{href}", server.base);
+    let detail = chromium(
+        &profile,
+        &url,
+        &[format!(
+            "--screenshot={}",
+            output_dir().join("board-detail.png").display()
+        )],
+    );
+    let _ = detail;
+    let dom = chromium(&profile, &url, &["--dump-dom".into()]);
+    std::fs::write(output_dir().join("board-detail.dom.html"), &dom).unwrap();
+    assert!(
+        dom.contains("<h1 dir=\"auto\">pick a licence</h1>"),
+        "the message's page opened: {dom}"
+    );
+    assert!(dom.contains("about pick a licence"));
+    assert!(dom.contains("work status → blocked"));
+    assert!(!dom.contains("<script"), "the detail page runs no script");
 }

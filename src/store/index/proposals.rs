@@ -76,14 +76,17 @@ impl Index {
             )
             .and_then(|mut st| {
                 st.query_map([limit as i64 + 1], |r| {
-                    let awaiting: String = r.get(5)?;
+                    // Null for a round nobody is awaited on.
+                    let awaiting: Option<String> = r.get(5)?;
                     Ok(OpenProposal {
                         id: r.get(0)?,
                         from: r.get(1)?,
                         topic: r.get(2)?,
                         ms: r.get(3)?,
                         pin_key: r.get(4)?,
-                        awaiting: serde_json::from_str(&awaiting).unwrap_or_default(),
+                        awaiting: awaiting
+                            .and_then(|a| serde_json::from_str(&a).ok())
+                            .unwrap_or_default(),
                         votes: Vec::new(),
                     })
                 })?
