@@ -227,7 +227,7 @@ fn thread(ix: &Index, full: &str) -> AppResult<(Vec<ThreadLine>, bool)> {
             _ => break,
         }
     }
-    let mut tree = vec![root.clone()];
+    let mut tree = vec![root];
     let mut at = 0;
     let mut cut = false;
     while at < tree.len() {

@@ -284,7 +284,7 @@ fn the_activity_pages_back_through_all_of_history() {
     let (mut a, mut b) = (local.session("alpha"), local.session("beta"));
     let mut debts = Vec::new();
     for i in 0..30 {
-        let mut req = SendRequest::new("beta", &format!("debt {i}"), "owed");
+        let mut req = SendRequest::new("beta", format!("debt {i}"), "owed");
         req.action_required = true;
         debts.push(send_message(&mut a, req).unwrap().id);
     }

@@ -100,18 +100,12 @@ async fn message(
     Path((name, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    below(&state, peer, &headers, &name, move |r, now| {
-        r.message(&id, now).map(|page| {
-            page.ok_or_else(|| {
-                refusal::page(
-                    StatusCode::NOT_FOUND,
-                    "No such message",
-                    &format!("No message of this channel has an id starting with '{id}'."),
-                )
-            })
-        })
+    let missing = format!("No message of this channel has an id starting with '{id}'.");
+    let drawn = below(&state, peer, &headers, &name, move |r, now| {
+        r.message(&id, now)
     })
-    .await
+    .await;
+    drawn.unwrap_or_else(|| refusal::page(StatusCode::NOT_FOUND, "No such message", &missing))
 }
 
 /// `GET /board/<channel>/pin/<key>`: one pin, its text in full and its
@@ -123,9 +117,10 @@ async fn pin(
     headers: HeaderMap,
 ) -> Response {
     below(&state, peer, &headers, &name, move |r, now| {
-        r.pin(&key, now).map(Ok)
+        r.pin(&key, now).map(Some)
     })
     .await
+    .unwrap_or_else(|| refusal::not_found(&name))
 }
 
 /// `GET /board/<channel>/activity?before=<cursor>`: the channel's moves
@@ -139,39 +134,41 @@ async fn activity(
 ) -> Response {
     let before = query.get("before").cloned();
     below(&state, peer, &headers, &name, move |r, now| {
-        r.activity(before.as_deref(), now).map(Ok)
+        r.activity(before.as_deref(), now).map(Some)
     })
     .await
+    .unwrap_or_else(|| refusal::not_found(&name))
 }
 
 /// A page below the board, for a viewer of its channel: `draw` runs off
-/// the async threads and gives the page, or a refusal page of its own. A
-/// refusal of the app (a malformed id or cursor) is a 400 saying why; a
-/// fault is a 503 whose reason goes to the log.
+/// the async threads and gives the page, or `None` when what the address
+/// names is not there (the caller answers 404 in its words). A refusal of
+/// the app (a malformed id or cursor) is a 400 saying why; a fault is a 503
+/// whose reason goes to the log.
 async fn below(
     state: &Shared,
     peer: SocketAddr,
     headers: &HeaderMap,
     name: &str,
-    draw: impl FnOnce(&Reader, i64) -> anyhow::Result<Result<String, Response>> + Send + 'static,
-) -> Response {
+    draw: impl FnOnce(&Reader, i64) -> anyhow::Result<Option<String>> + Send + 'static,
+) -> Option<Response> {
     let viewer = match viewer::authorize(state, peer, headers, name).await {
         Ok(v) => v,
-        Err(refused) => return refused,
+        Err(refused) => return Some(refused),
     };
     let reader = match open(state, &viewer).await {
         Ok(r) => r,
-        Err(refused) => return refused,
+        Err(refused) => return Some(refused),
     };
     let drawn = tokio::task::spawn_blocking(move || draw(&reader, now_ms())).await;
-    match drawn {
-        Ok(Ok(Ok(html))) => (
+    Some(match drawn {
+        Ok(Ok(Some(html))) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
             html,
         )
             .into_response(),
-        Ok(Ok(Err(refused))) => refused,
+        Ok(Ok(None)) => return None,
         Ok(Err(e)) => match e.downcast_ref::<AppError>() {
             Some(refusal @ (AppError::Value(_) | AppError::Permission(_))) => refusal::page(
                 StatusCode::BAD_REQUEST,
@@ -187,7 +184,7 @@ async fn below(
             }
         },
         Err(e) => refusal::broken(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    })
 }
 
 /// `GET /board/<channel>/events`: the page's event stream.
