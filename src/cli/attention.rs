@@ -8,33 +8,32 @@
 
 use super::Cli;
 use super::remote_channel::RemoteChannel;
-use crate::app::Session;
 use crate::app::attention::{Attention, PER_KIND, Subject, Who, attention};
 use crate::cli::output::out;
 use crate::core::peer_text::one_line;
 use crate::store::clock::now_ms;
 
 /// Prints the block for the channel `cli` points at. Through a server
-/// (`COUNTERSIGN_URL`) the folder is not here: the block says where to look.
+/// (`COUNTERSIGN_URL`) the folder is not here and the server's status
+/// report is all there is: no block (the server's board shows it). The
+/// session is opened as `status` opens it, so a status that cannot run (no
+/// role, a stranger, an unreadable channel) prints nothing at all.
 pub fn print_block(cli: &Cli) -> anyhow::Result<()> {
     if RemoteChannel::from_env()?.is_some() {
-        out!("needs attention: read through a server; its board shows it\n\n");
         return Ok(());
     }
-    let mut s = Session::new(cli.open_channel()?, None)?;
+    let mut s = cli.session_with_role()?;
     let now = now_ms();
     out!("{}", block(&attention(&mut s, now)?, now));
     Ok(())
 }
 
 /// `needs attention (N):` then one line per item, `  what  #id topic → who,
-/// for 3 d: note`, then a blank line; `needs attention: nothing` when the
-/// channel holds nothing stuck.
+/// for 3 d: note`, then a blank line; nothing at all when the channel holds
+/// nothing stuck (a calm channel's status reads as it always did).
 pub fn block(a: &Attention, now: i64) -> String {
     if a.items.is_empty() {
-        return "needs attention: nothing (no alarm, no contested or stalled round, nothing \
-                idle over a day)\n\n"
-            .to_owned();
+        return String::new();
     }
     let total = a.items.len() + a.left_out.iter().map(|(_, n)| n - PER_KIND).sum::<usize>();
     let width = a
