@@ -32,10 +32,13 @@ use super::search::{SearchFilter, search_messages};
 use super::session::Session;
 use crate::core::hlc::OrderKey;
 use crate::core::ids::RecordId;
+use crate::core::memory::note::NoteKind;
+use crate::core::memory::notice;
 use crate::core::memory::sequence::{self, ItemKind, Peer, own_line};
 use crate::core::memory::summary::{self, line_of, winner};
 use crate::core::memory::tree::{self, Tree, ViewLine};
 use crate::core::op::{Op, Summary};
+use crate::core::peer_text::one_line;
 use crate::core::query::SearchQuery;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::now_ms;
@@ -56,7 +59,7 @@ impl Items {
             keys: items.iter().map(|m| m.key).collect(),
             own: items
                 .iter()
-                .map(|m| own_line(m.kind, &m.role, &m.topic, &m.body))
+                .map(|m| own_line(m.kind, &m.from.shown(), line_topic(m), &m.body))
                 .collect(),
         }
     }
@@ -706,9 +709,25 @@ pub struct Original {
     pub next_offset: Option<u64>,
 }
 
-/// A short line naming one item: `id|kind@role date: text`, the text on one
-/// line and cut at [`SHORT_TEXT_BYTES`].
-pub fn short_line(id: &str, kind: ItemKind, role: &str, at: &str, text: &str) -> String {
+/// The topic an item's lines show: a message's; none for a note, whose kind
+/// opens the line already.
+fn line_topic(m: &MemoryItem) -> &str {
+    match m.kind {
+        ItemKind::Message => &m.topic,
+        ItemKind::Note(_) => "",
+    }
+}
+
+/// True when `m` is a prompt the client made itself (a notice, recorded by
+/// an earlier version): search and thread leave it out.
+fn is_notice(kind: ItemKind, text: &str) -> bool {
+    kind == ItemKind::Note(NoteKind::Prompt) && notice::is_generated(text)
+}
+
+/// A short line naming one item: `id|kind@from date: text` (`from`: where
+/// it came from, `core::memory::provenance` as shown), the text on one line
+/// and cut at [`SHORT_TEXT_BYTES`].
+pub fn short_line(id: &str, kind: ItemKind, from: &str, at: &str, text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut cut = flat.as_str();
     if cut.len() > SHORT_TEXT_BYTES {
@@ -720,7 +739,8 @@ pub fn short_line(id: &str, kind: ItemKind, role: &str, at: &str, text: &str) ->
     }
     let more = if cut.len() < flat.len() { "…" } else { "" };
     let id = id.get(..12).unwrap_or(id);
-    format!("{id}|{}@{role} {at}: {cut}{more}", kind.as_str())
+    let from = one_line(from);
+    format!("{id}|{}@{from} {at}: {cut}{more}", kind.as_str())
 }
 
 fn topic_and(topic: &str, text: &str) -> String {
@@ -773,10 +793,10 @@ pub fn memory_search(
         .map(|n| {
             short_line(
                 &n.key.id.hex(),
-                ItemKind::Note,
-                &n.role,
+                ItemKind::Note(n.kind),
+                &n.provenance().shown(),
                 &format_rfc3339(n.key.hlc.ms()),
-                &topic_and(n.kind.as_str(), &n.text),
+                &n.text,
             )
         })
         .collect();
@@ -834,44 +854,107 @@ fn note_hits(
         .search_notes(&fts, NOTE_CANDIDATES)?
         .into_iter()
         .filter(|n| q.matches(n.kind.as_str(), &n.text))
+        .filter(|n| !is_notice(ItemKind::Note(n.kind), &n.text))
         .take(limit)
         .collect())
 }
 
-/// The `n` items after line `id` (after its last item), as short lines.
+/// The `n` items after line `id` (after its last item), as short lines:
+/// when `id` is one note of a recorded session, the next notes of that
+/// session (one conversation); otherwise the next items of the channel.
+/// Prompts the client made itself are left out of both.
 pub fn memory_thread(s: &mut Session, id: &str, n: i64) -> AppResult<ItemLines> {
     if !(1..=30).contains(&n) {
         return Err(AppError::value(format!("n: between 1 and 30 (got {n})")));
     }
+    let n = n as usize;
     let memory = Memory::load(s)?;
     let i = memory.resolve("id", id, None)?;
-    let from = memory.tree.nodes()[i].hi;
-    let total = memory.tree.keys().len();
-    let to = (from + n as usize).min(total);
-    let mut lines = Vec::with_capacity(to - from);
-    for j in from..to {
-        let id = memory.tree.keys()[j].id;
-        // An item deleted since the memory was read is left out.
-        if let Some(m) = s.index().memory_item(&id)? {
-            lines.push(short_line(
-                &id.short(),
-                m.kind,
-                &m.role,
-                &format_rfc3339(m.key.hlc.ms()),
-                &topic_and(&m.topic, &m.body),
-            ));
+    let node = &memory.tree.nodes()[i];
+    let from = node.hi;
+    if node.items() == 1 {
+        let key = memory.tree.keys()[node.lo];
+        if let Some(note) = s.index().note(&key.id)?
+            && let Some(session) = note.session.as_deref()
+        {
+            return session_thread(s, &memory, &note.role, session, key, n);
         }
+    }
+    let total = memory.tree.keys().len();
+    let mut lines = Vec::with_capacity(n);
+    let mut j = from;
+    while j < total && lines.len() < n {
+        let id = memory.tree.keys()[j].id;
+        j += 1;
+        // An item deleted since the memory was read is left out.
+        let Some(m) = s.index().memory_item(&id)? else {
+            continue;
+        };
+        if is_notice(m.kind, &m.body) {
+            continue;
+        }
+        lines.push(item_line(&m));
     }
     Ok(ItemLines {
         lines,
-        more: (to < total).then_some(true),
+        more: (j < total).then_some(true),
     })
+}
+
+/// The notes of `role`'s session `session` after `after` that are in the
+/// memory, at most `n`, as short lines.
+fn session_thread(
+    s: &Session,
+    memory: &Memory,
+    role: &str,
+    session: &str,
+    mut after: OrderKey,
+    n: usize,
+) -> AppResult<ItemLines> {
+    let mut lines = Vec::with_capacity(n);
+    loop {
+        let batch = s
+            .index()
+            .session_notes_after(role, session, &after, n + 1)?;
+        let full = batch.len() > n;
+        for note in batch {
+            after = note.key;
+            if !sequence::settled(&note.key, memory.horizon) {
+                // Tentative: not in the memory yet, and nothing after it is.
+                return Ok(ItemLines { lines, more: None });
+            }
+            if is_notice(ItemKind::Note(note.kind), &note.text) {
+                continue;
+            }
+            if lines.len() == n {
+                return Ok(ItemLines {
+                    lines,
+                    more: Some(true),
+                });
+            }
+            lines.push(item_line(&MemoryItem::from(note)));
+        }
+        if !full {
+            return Ok(ItemLines { lines, more: None });
+        }
+    }
+}
+
+/// An item as a short line.
+fn item_line(m: &MemoryItem) -> String {
+    short_line(
+        &m.key.id.short(),
+        m.kind,
+        &m.from.shown(),
+        &format_rfc3339(m.key.hlc.ms()),
+        &topic_and(line_topic(m), &m.body),
+    )
 }
 
 /// Items as short lines.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ItemLines {
-    /// `id|kind@role date: text`, one item each.
+    /// `id|kind@from date: text`, one item each.
     pub lines: Vec<String>,
     /// True when more items follow (or match); absent when none do.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1095,6 +1178,7 @@ impl Memory {
 mod tests {
     use super::*;
     use crate::core::hlc::Hlc;
+    use crate::core::memory::provenance::Provenance;
 
     fn memory_of(ids: &[[u8; 32]]) -> Memory {
         let keys: Vec<OrderKey> = ids
@@ -1159,6 +1243,10 @@ mod tests {
             role: "a".into(),
             topic: String::new(),
             body: body.into(),
+            from: Provenance {
+                role: "a".into(),
+                ..Provenance::default()
+            },
         }
     }
 

@@ -30,6 +30,10 @@ pub struct NoteRequest {
     pub agent: Option<String>,
     /// The short hash of the agent's session.
     pub session: Option<String>,
+    /// The folder the session worked in, relative to the project root.
+    pub folder: Option<String>,
+    /// The short hash of that folder's absolute path.
+    pub folder_hash: Option<String>,
 }
 
 /// What writing a note answers.
@@ -53,6 +57,8 @@ pub fn write_note(s: &mut Session, req: NoteRequest) -> AppResult<Noted> {
         event: req.event,
         agent: req.agent,
         session: req.session,
+        folder: req.folder,
+        folder_hash: req.folder_hash,
     };
     note::check(&op).map_err(|e| AppError::value(format!("{e}. Nothing was written")))?;
     let role = s.role()?;

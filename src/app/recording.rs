@@ -108,6 +108,8 @@ fn deliver_one(
             event: Some(e.event.clone()),
             agent: Some(e.agent.clone()),
             session: e.session.clone(),
+            folder: e.folder.clone(),
+            folder_hash: e.folder_hash.clone(),
         },
     )?;
     Ok(noted.written)

@@ -54,6 +54,8 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             event: None,
             agent: None,
             session: None,
+            folder: None,
+            folder_hash: None,
         },
     )?;
     outln!("{}", serde_json::to_string(&out)?);

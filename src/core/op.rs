@@ -532,4 +532,11 @@ pub struct MemoryNote {
     /// A short hash of the agent's session id (never the id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The folder the session worked in, relative to the project root (`.`
+    /// for the root); absent in notes written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+    /// A short hash of that folder's absolute path (never the path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder_hash: Option<String>,
 }

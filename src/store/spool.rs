@@ -45,7 +45,7 @@ pub struct SpooledEvent {
     pub channel: PathBuf,
     /// The role whose feed gets the note.
     pub role: String,
-    /// The note's kind (`prompt`, `reply`, `turn`).
+    /// The note's kind (`prompt`, `reply`, `turn`, `answer` …).
     pub kind: String,
     /// The note's text.
     pub text: String,
@@ -56,6 +56,12 @@ pub struct SpooledEvent {
     /// The short hash of the agent's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The folder the session worked in, relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+    /// The short hash of that folder's absolute path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder_hash: Option<String>,
 }
 
 /// The spool of one home.

@@ -7,6 +7,16 @@ use std::process::{Command, Output};
 use super::SyncError;
 use crate::core::peer_text;
 
+/// Git settings that run a program of the config's choosing on the commands
+/// a sync uses, each pinned to its harmless value: a file system monitor,
+/// hooks, a pager, and the `ext::` transport (a URL that is a command line).
+const PINNED_GIT_CONFIG: [(&str, &str); 4] = [
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("protocol.ext.allow", "never"),
+];
+
 /// One external program run in one folder on behalf of one remote.
 pub(super) struct Tool {
     program: &'static str,
@@ -25,7 +35,20 @@ impl Tool {
 
     /// Runs the program; a non-zero exit is the caller's to judge.
     pub(super) fn output(&self, args: &[&str]) -> Result<Output, SyncError> {
-        Command::new(self.program)
+        let mut command = Command::new(self.program);
+        if self.program == "git" {
+            // The repository's own config is a file in the channel folder,
+            // and a folder carried by a shared drive can arrive with one
+            // written by someone else: these keys would run their command at
+            // the next `git status` or commit. Settings given here outrank
+            // every config file, so a planted one cannot turn them back on.
+            command.env("GIT_CONFIG_COUNT", PINNED_GIT_CONFIG.len().to_string());
+            for (i, (key, value)) in PINNED_GIT_CONFIG.iter().enumerate() {
+                command.env(format!("GIT_CONFIG_KEY_{i}"), key);
+                command.env(format!("GIT_CONFIG_VALUE_{i}"), value);
+            }
+        }
+        command
             .args(args)
             .current_dir(&self.cwd)
             // Never wait for a password prompt nobody will answer; keep the

@@ -164,7 +164,7 @@ fn the_board_opens_with_the_strip_and_a_red_alarm_count() {
     let sc = scene();
     let html = page::render(&board_of(&sc.local));
     let strip_at = html.find("id=\"attention\"").expect("the strip is drawn");
-    let main_at = html.find("<main>").unwrap();
+    let main_at = html.find("<main ").unwrap();
     let roles_at = html.find("id=\"roles\"").unwrap();
     assert!(
         main_at < strip_at && strip_at < roles_at,
@@ -178,7 +178,7 @@ fn the_board_opens_with_the_strip_and_a_red_alarm_count() {
     }
     assert!(html.contains(PERSON_NOTE));
     assert!(html.contains("<b>a person</b>"));
-    assert!(html.contains("contested: beta reject"));
+    assert!(html.contains("contested: <bdi>beta</bdi> reject"));
     // The board never says nothing is wrong while verify would exit 1.
     assert!(!html.contains("nothing wrong found"));
     assert!(html.contains("id=\"verify-note\""));

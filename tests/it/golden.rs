@@ -580,8 +580,8 @@ fn memory_summary_lines_are_frozen_and_verify() {
 }
 
 /// The memory's note records: a prompt and a reply recorded by a hook (with
-/// their event, agent and session hash) and a note by hand, on a feed of
-/// their own.
+/// their event, agent and session hash), a note by hand, and a subagent's
+/// report with the folder it was recorded in, on a feed of their own.
 fn note_records() -> Vec<String> {
     let ch = channel_id(&genesis().to_bytes());
     let feed = FeedId::new("backend", "golden-000005").unwrap();
@@ -602,6 +602,8 @@ fn note_records() -> Vec<String> {
             ])),
             agent: Some("claude".into()),
             session: Some(note::session_hash("golden-session")),
+            folder: None,
+            folder_hash: None,
         }),
         Op::Note(MemoryNote {
             kind: NoteKind::Reply,
@@ -609,6 +611,8 @@ fn note_records() -> Vec<String> {
             event: Some(note::event_id(&["claude", "golden-session", "Stop", "2"])),
             agent: Some("claude".into()),
             session: Some(note::session_hash("golden-session")),
+            folder: None,
+            folder_hash: None,
         }),
         Op::Note(MemoryNote {
             kind: NoteKind::Note,
@@ -616,6 +620,28 @@ fn note_records() -> Vec<String> {
             event: None,
             agent: None,
             session: None,
+            folder: None,
+            folder_hash: None,
+        }),
+        // Since notes record their folder: a subagent's report from a
+        // folder below the project root, appended after the notes above,
+        // which stay as they were written.
+        Op::Note(MemoryNote {
+            kind: NoteKind::Report,
+            text: "Check the tests:\nThe login tests cover the error path.".into(),
+            event: Some(note::event_id(&[
+                "claude",
+                "golden-session",
+                "entry",
+                "5291c4ea-0000-4000-8000-000000000001",
+                "report",
+            ])),
+            agent: Some("claude".into()),
+            session: Some(note::session_hash("golden-session")),
+            folder: Some("web/src".into()),
+            folder_hash: Some(countersign::core::memory::provenance::folder_hash(
+                "/home/golden/project/web/src",
+            )),
         }),
     ];
     chain(&ch, &feed, ops, 1_796_000_004_000)
@@ -641,5 +667,5 @@ fn memory_note_lines_are_frozen_and_verify() {
             notes += 1;
         }
     }
-    assert_eq!(notes, 3);
+    assert_eq!(notes, 4);
 }

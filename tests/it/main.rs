@@ -38,6 +38,7 @@ mod memory;
 mod python_client;
 mod real_clients;
 mod recording;
+mod recording_rules;
 mod search_catch_up;
 mod search_grammar;
 mod search_snippet;

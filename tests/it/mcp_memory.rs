@@ -29,7 +29,8 @@ fn is_view_line(l: &str) -> bool {
         && crate::common::is_rfc3339_ms(date)
 }
 
-/// A short line: `<12 hex>|<kind>@<role> <rfc3339>: <text>`.
+/// A short line: `<12 hex>|<kind>@<role>[@<device>] <rfc3339>: <text>` (a
+/// note names the device that wrote it, a message its role only).
 fn is_short_line(l: &str, kind: &str, role: &str) -> bool {
     let Some((id, rest)) = l.split_once('|') else {
         return false;
@@ -40,8 +41,12 @@ fn is_short_line(l: &str, kind: &str, role: &str) -> bool {
     let Some((date, _)) = rest.split_once(": ") else {
         return false;
     };
+    let prefix = format!("{kind}@{role}");
     id.len() == 12
-        && who == format!("{kind}@{role}")
+        && (who == prefix
+            || (kind != "msg"
+                && who.starts_with(&format!("{prefix}@"))
+                && who.len() > prefix.len() + 1))
         && crate::common::is_rfc3339_ms(date)
         && !l.contains('\n')
 }
@@ -451,6 +456,8 @@ async fn a_search_finds_notes_beside_messages_and_a_thread_shows_them() {
             event: None,
             agent: None,
             session: None,
+            folder: None,
+            folder_hash: None,
         },
     )
     .unwrap();
@@ -476,8 +483,11 @@ async fn a_search_finds_notes_beside_messages_and_a_thread_shows_them() {
         .iter()
         .find(|h| h.starts_with(&format!("{short}|")))
         .unwrap_or_else(|| panic!("no note among {hits:?}"));
-    assert!(is_short_line(hit, "note", "a"), "{hit}");
-    assert!(hit.contains("prompt — why do quince"), "{hit}");
+    assert!(is_short_line(hit, "prompt", "a"), "{hit}");
+    assert!(
+        hit.ends_with(": why do quince entries expire so early?"),
+        "{hit}"
+    );
     // A word the note lacks finds the message alone; one the message lacks,
     // the note alone (every phrase is checked, not only the candidates').
     let both = c
@@ -494,7 +504,7 @@ async fn a_search_finds_notes_beside_messages_and_a_thread_shows_them() {
         .ok();
     let next = t["lines"][0].as_str().unwrap();
     assert!(
-        next.starts_with(&format!("{short}|")) && is_short_line(next, "note", "a"),
+        next.starts_with(&format!("{short}|")) && is_short_line(next, "prompt", "a"),
         "{t}"
     );
 }

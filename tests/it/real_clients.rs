@@ -1287,6 +1287,17 @@ fn claude_code_records_the_prompt_and_the_final_reply_as_notes() {
             .contains(&(ME.to_owned(), "recorded".to_owned())),
         "the message itself was not sent\n{context}"
     );
+    // The memory's lines say where the prompt came from: the project's root
+    // folder of ME, with a hash of its absolute path, the agent, this device
+    // and the session.
+    let found = w.cs_ok(&["--role", ME, "memory", "search", "backend hello"]);
+    let hash = countersign::core::memory::provenance::folder_hash(
+        &w.project.canonicalize().unwrap().to_string_lossy(),
+    );
+    assert!(
+        found.contains(&format!("|prompt@{ME}~{hash}/claude@")) && found.contains('#'),
+        "{found}"
+    );
 }
 
 /// `install codex --record --apply`, the hooks trusted as Codex's review does, then

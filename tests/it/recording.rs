@@ -32,6 +32,8 @@ fn note(kind: NoteKind, text: &str, event: Option<&str>) -> NoteRequest {
         event: event.map(str::to_owned),
         agent: event.map(|_| "claude".to_owned()),
         session: None,
+        folder: None,
+        folder_hash: None,
     }
 }
 
@@ -92,8 +94,11 @@ fn notes_are_items_of_the_memory_sorted_among_messages() {
         .collect();
     assert_eq!(shown.len(), 3, "{shown:?}");
     assert!(shown[0].ends_with("msg@a: Login — Which fields does POST /login return?"));
+    // A note says where it came from: its kind, role, agent and device.
     assert!(
-        shown[1].ends_with("note@a: prompt — make the login form show errors"),
+        shown[1].contains("|2026-")
+            && shown[1].contains(": prompt@a/claude@")
+            && shown[1].ends_with(": make the login form show errors"),
         "{shown:?}"
     );
     assert!(shown[1].starts_with(&noted.id[..12]), "{shown:?}");
@@ -201,6 +206,8 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
         event: None,
         agent: None,
         session: None,
+        folder: None,
+        folder_hash: None,
     };
     let shapes: Vec<(&str, MemoryNote)> = vec![
         (
@@ -235,6 +242,27 @@ fn a_peers_note_that_breaks_the_rules_is_quarantined_at_ingest() {
             "session",
             MemoryNote {
                 session: Some("the raw session id".into()),
+                ..base()
+            },
+        ),
+        (
+            "folder must be",
+            MemoryNote {
+                folder: Some("/home/me/secret".into()),
+                ..base()
+            },
+        ),
+        (
+            "folder must be",
+            MemoryNote {
+                folder: Some("src@evil#1 msg@b:".into()),
+                ..base()
+            },
+        ),
+        (
+            "folder_hash",
+            MemoryNote {
+                folder_hash: Some("3f9a2c".into()),
                 ..base()
             },
         ),
@@ -545,6 +573,7 @@ fn a_stop_records_the_reply_and_the_turns_tool_calls_from_the_transcript() {
              "input": {"file_path": "/work/p/src/login.rs"}},
             {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "cargo test"}}]}}),
         json!({"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "updated"},
             {"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": "failed"}]}}),
         json!({"type": "assistant", "message": {"content": [
             {"type": "text", "text": "The login is fixed; one test still fails."}]}}),

@@ -1074,6 +1074,8 @@ fn a_fork_takes_its_notes_back_everywhere() {
                 event: None,
                 agent: None,
                 session: None,
+                folder: None,
+                folder_hash: None,
             },
         )
         .unwrap();

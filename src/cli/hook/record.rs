@@ -3,20 +3,27 @@
 //! spool they fill.
 //!
 //! A recording hook reads the client's hook input (JSON on stdin, bounded),
-//! makes the notes of the event — the prompt on `UserPromptSubmit`; the
-//! final reply and one short record of the turn's tool calls on `Stop`, from
-//! the input and the end of the transcript file it names — and writes each
-//! to the spool of this home, fsynced, before anything else. Then it starts
-//! a detached `hook deliver` and returns: a turn never waits for the channel.
-//! Whatever fails, the hook exits 0 and says why on stderr and in
-//! `spool/record.log`. An input that makes no event is kept in
+//! makes the notes of the event and writes each to the spool of this home,
+//! fsynced, before anything else. On `UserPromptSubmit`: the prompt; a
+//! message from another session as a `peer` note; nothing for a notice the
+//! client made itself (`core::memory::notice`), but a background subagent's
+//! report inside one as a `report` note. On `Stop`: the final reply, one
+//! short record of the turn's tool calls, and the answers, reports and
+//! approved plans the turn brought in, from the input and the end of the
+//! transcript file it names. Every note names the folder the session worked
+//! in, relative to the project root, with a short hash of the absolute
+//! folder (never the path). Then it starts a detached `hook deliver` and
+//! returns: a turn never waits for the channel. Whatever fails, the hook
+//! exits 0 and says why on stderr and in `spool/record.log`. An input that
+//! makes no event (not a notice: one it cannot read) is kept in
 //! `spool/failed/`.
 //!
 //! Each event has an id made from the agent, its session, the event, what
 //! tells two events of a session apart (the client's own id of the turn or
 //! prompt where it gives one: Codex's `turn_id`, Claude Code's `prompt_id`;
 //! else the transcript's length when the hook ran) and a hash of what the
-//! event records. So a second delivery of one event adds nothing, and two
+//! event records; a note taken from one transcript entry has that entry's
+//! id in place of the turn's. So a second delivery of one event adds nothing, and two
 //! different events are never taken for one: two prompts while the
 //! transcript did not grow, or a second Stop of one turn that a Stop hook
 //! sent on. With `COUNTERSIGN_SPOOL_ONLY`
@@ -25,7 +32,7 @@
 
 use std::fs::OpenOptions;
 use std::io::{IsTerminal as _, Read as _, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
@@ -36,9 +43,10 @@ use super::transcript::{self, Turn};
 use crate::app::Session;
 use crate::app::recording;
 use crate::core::memory::note::{self, NoteKind};
+use crate::core::memory::{notice, provenance};
 use crate::core::peer_text::one_line;
-use crate::store::Home;
 use crate::store::spool::{Spool, SpooledEvent};
+use crate::store::{Home, binding};
 
 /// The most of stdin a recording hook reads (a prompt is at most what the
 /// client accepts; past this the input is cut and the event fails).
@@ -186,11 +194,31 @@ fn spool_event(
         ),
     };
     let cwd = s("cwd").unwrap_or_default();
-    let mut notes: Vec<(NoteKind, String, &str)> = Vec::new();
+    let (folder, folder_hash) = match folder_of(cwd) {
+        Some((f, h)) => (Some(f), Some(h)),
+        None => (None, None),
+    };
+    // Each note: its kind, text, the part of the event it is, and the
+    // client's id of the transcript entry it came from when it has its own.
+    let mut notes: Vec<(NoteKind, String, &str, Option<String>)> = Vec::new();
     match event {
         "UserPromptSubmit" => {
             let prompt = s("prompt").context("UserPromptSubmit without a prompt")?;
-            notes.push((NoteKind::Prompt, prompt.to_owned(), "prompt"));
+            if let Some((from, text)) = notice::peer_message(prompt) {
+                let text = match from {
+                    Some(f) => format!("from {f}:\n{text}"),
+                    None => text,
+                };
+                notes.push((NoteKind::Peer, note::cut_chars(&text), "peer", None));
+            } else if notice::is_generated(prompt) {
+                // The client's own notice, not a prompt: only a background
+                // subagent's report in it is kept.
+                if let Some(r) = transcript::background_report(prompt) {
+                    notes.push((NoteKind::Report, r, "report", None));
+                }
+            } else {
+                notes.push((NoteKind::Prompt, prompt.to_owned(), "prompt", None));
+            }
         }
         "Stop" => {
             let lines = transcript_path
@@ -205,31 +233,70 @@ fn spool_event(
                 .map(str::to_owned)
                 .or_else(|| turn.reply.clone());
             if let Some(r) = reply.filter(|r| !r.trim().is_empty()) {
-                notes.push((NoteKind::Reply, r, "reply"));
+                notes.push((NoteKind::Reply, r, "reply", None));
             }
             if let Some(t) = Turn::record(&turn) {
-                notes.push((NoteKind::Turn, t, "turn"));
+                notes.push((NoteKind::Turn, t, "turn", None));
+            }
+            for k in turn.kept {
+                let entry = (!k.entry.is_empty()).then_some(k.entry);
+                notes.push((k.kind, k.text, k.kind.as_str(), entry));
             }
         }
         other => anyhow::bail!("'{other}' is no event that records (UserPromptSubmit, Stop)"),
     }
     let session = (!session_id.is_empty()).then(|| note::session_hash(session_id));
     let mut spooled = 0;
-    for (kind, text, part) in notes {
+    for (kind, text, part, entry) in notes {
         let content = content_hash(&text);
+        // A note from one transcript entry is that entry's, whichever Stop
+        // reads it: its id is the entry's, so a later Stop that reads it
+        // again adds nothing.
+        let event_id = match &entry {
+            Some(uuid) => note::event_id(&[agent, session_id, "entry", uuid, part, &content]),
+            None => note::event_id(&[agent, session_id, event, &when, part, &content]),
+        };
         let e = SpooledEvent {
             channel: channel.clone(),
             role: role.to_string(),
             kind: kind.as_str().to_owned(),
             text: note::cut(&text),
-            event: note::event_id(&[agent, session_id, event, &when, part, &content]),
+            event: event_id,
             agent: agent.to_owned(),
             session: session.clone(),
+            folder: folder.clone(),
+            folder_hash: folder_hash.clone(),
         };
         spool.put(&e)?;
         spooled += 1;
     }
     Ok(spooled)
+}
+
+/// The folder a session works in (`cwd`, absolute) as a note records it:
+/// relative to the project root (the folder of the nearest project binding,
+/// else `cwd` itself), and a short hash of the absolute folder. `None` when
+/// the hook input names no absolute folder.
+fn folder_of(cwd: &str) -> Option<(String, String)> {
+    let dir = Path::new(cwd);
+    if !dir.is_absolute() {
+        return None;
+    }
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let root = binding::find(&dir)
+        .ok()
+        .flatten()
+        .and_then(|f| f.path.parent().map(Path::to_path_buf))
+        .map(|r| r.canonicalize().unwrap_or(r))
+        .unwrap_or_else(|| dir.clone());
+    let relative = dir
+        .strip_prefix(&root)
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Some((
+        provenance::folder_label(&relative),
+        provenance::folder_hash(&dir.to_string_lossy()),
+    ))
 }
 
 /// The fields of a hook input that carry the client's own id of the turn

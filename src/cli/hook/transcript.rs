@@ -1,6 +1,9 @@
 //! The end of a client's transcript file, read for the recording hook: the
-//! agent's last reply and the tool calls of the last turn (files changed,
-//! commands that failed), in Claude Code's and Codex's formats.
+//! agent's last reply, the tool calls of the last turn (what it explored, as
+//! counts and a few file names; files changed; what failed), and what the
+//! turn brought in that is kept whole or nearly (the user's answers to the
+//! agent's questions, subagents' reports, an approved plan), in Claude Code's
+//! and Codex's formats.
 //!
 //! Reads at most [`TAIL_BYTES`] from the end of a regular file (no symlink
 //! followed); lines it cannot read are skipped. It never fails a hook: what
@@ -13,6 +16,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::core::memory::note::{self, NoteKind};
+
+/// The most files a turn record names of those it read.
+const MAX_READ_NAMED: usize = 3;
 /// The most bytes read from the end of a transcript.
 pub const TAIL_BYTES: u64 = 4 * 1024 * 1024;
 /// The most files a turn record names.
@@ -57,24 +64,81 @@ pub fn tail_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// What one turn did with its tools.
+/// What one turn did with its tools, and what it brought in that matters
+/// later.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Turn {
     /// Files written or edited, in the order first seen.
     pub files: Vec<String>,
     /// Commands that failed, with their exit code when known.
     pub failed: Vec<String>,
+    /// Files whose edit or write failed.
+    pub failed_edits: Vec<String>,
+    /// Files read, in the order first seen.
+    pub read: Vec<String>,
+    /// Searches made (Grep, Glob, a web search, `grep`/`rg`/`find` …).
+    pub searches: usize,
+    /// Folders listed (`ls`, `tree` …).
+    pub listings: usize,
     /// The agent's last text of the turn.
     pub reply: Option<String>,
+    /// What the turn brought in, each from one transcript entry.
+    pub kept: Vec<Kept>,
+}
+
+/// Something of a turn kept as a note of its own: the user's answers to
+/// the agent's questions, a subagent's report, an approved plan.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// What it is.
+    pub kind: NoteKind,
+    /// Its text, cut as its kind is (`note::cut_chars` for all but answers).
+    pub text: String,
+    /// The client's id of the transcript entry it came from.
+    pub entry: String,
 }
 
 impl Turn {
-    /// The turn as one short record, `None` when it changed no file and no
-    /// command failed.
+    /// The turn as one short record, `None` when it explored nothing,
+    /// changed no file and nothing failed:
+    /// `read 12 files (src/a.rs, …), 3 searches; files changed: …; commands
+    /// failed: …`.
     pub fn record(&self) -> Option<String> {
         let mut parts = Vec::new();
+        let mut explored = Vec::new();
+        if !self.read.is_empty() {
+            explored.push(format!(
+                "read {} file{} ({})",
+                self.read.len(),
+                plural(self.read.len()),
+                list(&self.read, MAX_READ_NAMED)
+            ));
+        }
+        if self.searches > 0 {
+            explored.push(format!(
+                "{} search{}",
+                self.searches,
+                plural_es(self.searches)
+            ));
+        }
+        if self.listings > 0 {
+            explored.push(format!(
+                "{} listing{}",
+                self.listings,
+                plural(self.listings)
+            ));
+        }
+        if !explored.is_empty() {
+            parts.push(explored.join(", "));
+        }
         if !self.files.is_empty() {
             parts.push(format!("files changed: {}", list(&self.files, MAX_FILES)));
+        }
+        if !self.failed_edits.is_empty() {
+            parts.push(format!(
+                "edits failed: {}",
+                list(&self.failed_edits, MAX_FILES)
+            ));
         }
         if !self.failed.is_empty() {
             parts.push(format!(
@@ -84,6 +148,14 @@ impl Turn {
         }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn plural_es(n: usize) -> &'static str {
+    if n == 1 { "" } else { "es" }
 }
 
 fn list(items: &[String], max: usize) -> String {
@@ -103,18 +175,72 @@ fn short_command(c: &str) -> String {
     format!("`{s}`")
 }
 
-fn push_file(files: &mut Vec<String>, seen: &mut BTreeSet<String>, path: &str, cwd: &str) {
+/// `path` as a turn record names it: relative to `cwd` when under it.
+fn shown_path(path: &str, cwd: &str) -> Option<String> {
     let p = path.trim();
     if p.is_empty() {
-        return;
+        return None;
     }
-    let shown = Path::new(p)
-        .strip_prefix(cwd)
-        .ok()
-        .filter(|r| !r.as_os_str().is_empty() && !cwd.is_empty())
-        .map_or_else(|| p.to_owned(), |r| r.display().to_string());
-    if seen.insert(shown.clone()) {
+    Some(
+        Path::new(p)
+            .strip_prefix(cwd)
+            .ok()
+            .filter(|r| !r.as_os_str().is_empty() && !cwd.is_empty())
+            .map_or_else(|| p.to_owned(), |r| r.display().to_string()),
+    )
+}
+
+fn push_file(files: &mut Vec<String>, seen: &mut BTreeSet<String>, path: &str, cwd: &str) {
+    if let Some(shown) = shown_path(path, cwd)
+        && seen.insert(shown.clone())
+    {
         files.push(shown);
+    }
+}
+
+/// What a shell command does, as far as a turn record counts it.
+enum Exploring<'a> {
+    /// Reads these files.
+    Read(Vec<&'a str>),
+    /// Searches.
+    Search,
+    /// Lists a folder.
+    List,
+    /// Anything else.
+    Other,
+}
+
+/// How a shell command explores, by its first word (a pipeline by its
+/// first command).
+fn exploring(command: &str) -> Exploring<'_> {
+    let first = command.split(['|', ';', '&']).next().unwrap_or_default();
+    let mut words = first.split_whitespace();
+    match words.next().unwrap_or_default() {
+        "cat" | "head" | "tail" | "less" | "more" | "nl" | "bat" => {
+            Exploring::Read(words.filter(|w| !w.starts_with('-')).collect())
+        }
+        "sed" if first.contains(" -n") => Exploring::Read(
+            words
+                .filter(|w| !w.starts_with('-') && !w.starts_with('\'') && !w.ends_with('p'))
+                .collect(),
+        ),
+        "grep" | "rg" | "ag" | "ack" | "find" | "fd" | "fdfind" | "locate" => Exploring::Search,
+        "ls" | "tree" | "exa" | "eza" => Exploring::List,
+        _ => Exploring::Other,
+    }
+}
+
+/// Counts a shell command into the turn's exploration.
+fn explore_command(turn: &mut Turn, read_seen: &mut BTreeSet<String>, command: &str, cwd: &str) {
+    match exploring(command) {
+        Exploring::Read(files) => {
+            for f in files {
+                push_file(&mut turn.read, read_seen, f, cwd);
+            }
+        }
+        Exploring::Search => turn.searches += 1,
+        Exploring::List => turn.listings += 1,
+        Exploring::Other => {}
     }
 }
 
@@ -135,6 +261,54 @@ fn content_text(content: &Value) -> Option<String> {
     }
 }
 
+/// A Claude Code tool call of the turn, waiting for its result.
+struct Call {
+    name: String,
+    input: Value,
+}
+
+/// The user's answers to AskUserQuestion, one `question → answer` a line,
+/// from the entry's `toolUseResult.answers` (else the result's own text).
+fn answers(entry: &Value, result: &Value) -> Option<String> {
+    let lines: Vec<String> = entry["toolUseResult"]["answers"]
+        .as_object()
+        .map(|a| {
+            a.iter()
+                .filter_map(|(q, v)| v.as_str().map(|v| format!("{q} → {v}")))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !lines.is_empty() {
+        return Some(lines.join("\n"));
+    }
+    content_text(&result["content"]).filter(|t| !t.trim().is_empty())
+}
+
+/// A finished subagent's report: the texts of `toolUseResult.content` but
+/// the client's own note of the tools it used, after the task's
+/// description. `None` for a subagent started in the background (its report
+/// comes later, as a notice).
+fn report(entry: &Value, call: &Call) -> Option<String> {
+    let r = &entry["toolUseResult"];
+    if r["status"] != "completed" {
+        return None;
+    }
+    let texts: Vec<&str> = r["content"]
+        .as_array()?
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .filter(|t| !t.trim_start().starts_with("<tools-used-before-summary>"))
+        .collect();
+    let body = texts.join("\n");
+    if body.trim().is_empty() {
+        return None;
+    }
+    Some(match call.input["description"].as_str() {
+        Some(d) if !d.trim().is_empty() => format!("{d}:\n{body}"),
+        _ => body,
+    })
+}
+
 /// The last turn of a Claude Code transcript (`type` user/assistant lines
 /// whose `message.content` holds text, `tool_use` and `tool_result` parts).
 pub fn claude_turn(lines: &[Value], cwd: &str) -> Turn {
@@ -150,7 +324,9 @@ pub fn claude_turn(lines: &[Value], cwd: &str) -> Turn {
     let start = lines.iter().rposition(is_prompt).map_or(0, |i| i + 1);
     let mut turn = Turn::default();
     let mut seen = BTreeSet::new();
-    let mut commands: HashMap<String, String> = HashMap::new();
+    let mut failed_seen = BTreeSet::new();
+    let mut read_seen = BTreeSet::new();
+    let mut calls: HashMap<String, Call> = HashMap::new();
     for l in &lines[start..] {
         let Some(parts) = l["message"]["content"].as_array() else {
             continue;
@@ -160,38 +336,123 @@ pub fn claude_turn(lines: &[Value], cwd: &str) -> Turn {
                 turn.reply = Some(t);
             }
             for p in parts.iter().filter(|p| p["type"] == "tool_use") {
+                let (Some(id), Some(name)) = (p["id"].as_str(), p["name"].as_str()) else {
+                    continue;
+                };
                 let input = &p["input"];
-                match p["name"].as_str().unwrap_or_default() {
-                    "Edit" | "Write" | "MultiEdit" => {
-                        if let Some(f) = input["file_path"].as_str() {
-                            push_file(&mut turn.files, &mut seen, f, cwd);
+                match name {
+                    "Read" | "NotebookRead" => {
+                        let f = input["file_path"]
+                            .as_str()
+                            .or(input["notebook_path"].as_str());
+                        if let Some(f) = f {
+                            push_file(&mut turn.read, &mut read_seen, f, cwd);
                         }
                     }
-                    "NotebookEdit" => {
-                        if let Some(f) = input["notebook_path"].as_str() {
-                            push_file(&mut turn.files, &mut seen, f, cwd);
-                        }
-                    }
+                    "Grep" | "Glob" | "WebSearch" | "ToolSearch" => turn.searches += 1,
+                    "LS" => turn.listings += 1,
                     "Bash" => {
-                        if let (Some(id), Some(c)) = (p["id"].as_str(), input["command"].as_str()) {
-                            commands.insert(id.to_owned(), c.to_owned());
+                        if let Some(c) = input["command"].as_str() {
+                            explore_command(&mut turn, &mut read_seen, c, cwd);
+                        }
+                    }
+                    _ => {}
+                }
+                calls.insert(
+                    id.to_owned(),
+                    Call {
+                        name: name.to_owned(),
+                        input: input.clone(),
+                    },
+                );
+            }
+        } else if l["type"] == "user" {
+            let entry = l["uuid"].as_str().unwrap_or_default();
+            for p in parts.iter().filter(|p| p["type"] == "tool_result") {
+                let Some(call) = p["tool_use_id"].as_str().and_then(|id| calls.get(id)) else {
+                    continue;
+                };
+                let failed = p["is_error"] == Value::Bool(true);
+                let file = call.input["file_path"]
+                    .as_str()
+                    .or(call.input["notebook_path"].as_str());
+                match (call.name.as_str(), failed) {
+                    ("Edit" | "Write" | "MultiEdit" | "NotebookEdit", false) => {
+                        if let Some(f) = file {
+                            push_file(&mut turn.files, &mut seen, f, cwd);
+                        }
+                    }
+                    ("Edit" | "Write" | "MultiEdit" | "NotebookEdit", true) => {
+                        if let Some(f) = file {
+                            push_file(&mut turn.failed_edits, &mut failed_seen, f, cwd);
+                        }
+                    }
+                    ("Bash", true) => {
+                        if let Some(c) = call.input["command"].as_str() {
+                            turn.failed.push(short_command(c));
+                        }
+                    }
+                    ("AskUserQuestion", false) => {
+                        if let Some(text) = answers(l, p) {
+                            turn.kept.push(Kept {
+                                kind: NoteKind::Answer,
+                                text,
+                                entry: entry.to_owned(),
+                            });
+                        }
+                    }
+                    ("Agent" | "Task", false) => {
+                        if let Some(text) = report(l, call) {
+                            turn.kept.push(Kept {
+                                kind: NoteKind::Report,
+                                text: note::cut_chars(&text),
+                                entry: entry.to_owned(),
+                            });
+                        }
+                    }
+                    ("ExitPlanMode", false) => {
+                        let plan = l["toolUseResult"]["plan"]
+                            .as_str()
+                            .or(call.input["plan"].as_str())
+                            .filter(|p| !p.trim().is_empty());
+                        if let Some(plan) = plan {
+                            turn.kept.push(Kept {
+                                kind: NoteKind::Plan,
+                                text: note::cut_chars(plan),
+                                entry: entry.to_owned(),
+                            });
                         }
                     }
                     _ => {}
                 }
             }
-        } else if l["type"] == "user" {
-            for p in parts.iter().filter(|p| p["type"] == "tool_result") {
-                if p["is_error"] != Value::Bool(true) {
-                    continue;
-                }
-                if let Some(c) = p["tool_use_id"].as_str().and_then(|id| commands.get(id)) {
-                    turn.failed.push(short_command(c));
-                }
-            }
         }
     }
     turn
+}
+
+/// A background subagent's report, from the notice Claude Code hands the
+/// prompt hook when the subagent finishes
+/// (`<task-notification>…<summary>Agent "…" finished</summary>…<result>…</result>`):
+/// the summary and the result, cut at `note::MAX_KEPT_CHARS`. `None` for any
+/// other notice (a background command, a failed or killed task).
+pub fn background_report(notice: &str) -> Option<String> {
+    let inner = |tag: &str| {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        let from = notice.find(&open)? + open.len();
+        let to = from + notice[from..].rfind(&close)?;
+        Some(notice[from..to].trim())
+    };
+    if !notice.trim_start().starts_with("<task-notification>") {
+        return None;
+    }
+    let summary = inner("summary")?;
+    if !summary.starts_with("Agent ") {
+        return None;
+    }
+    let result = inner("result").filter(|r| !r.is_empty())?;
+    Some(note::cut_chars(&format!("{summary}:\n{result}")))
 }
 
 /// The command of a Codex tool call's arguments (a list of words, or one
@@ -238,6 +499,7 @@ pub fn codex_turn(lines: &[Value], cwd: &str) -> Turn {
     let start = lines.iter().rposition(is_prompt).map_or(0, |i| i + 1);
     let mut turn = Turn::default();
     let mut seen = BTreeSet::new();
+    let mut read_seen = BTreeSet::new();
     let mut commands: HashMap<String, String> = HashMap::new();
     let mut failed_ids = BTreeSet::new();
     for l in &lines[start..] {
@@ -260,6 +522,7 @@ pub fn codex_turn(lines: &[Value], cwd: &str) -> Turn {
                         push_file(&mut turn.files, &mut seen, f, cwd);
                     }
                 } else if let Some(c) = codex_command(&args) {
+                    explore_command(&mut turn, &mut read_seen, &c, cwd);
                     commands.insert(call_id, c);
                 }
             }
@@ -272,6 +535,21 @@ pub fn codex_turn(lines: &[Value], cwd: &str) -> Turn {
                 let code = p["exit_code"].as_i64().unwrap_or(0);
                 if code != 0 && failed_ids.insert(call_id.clone()) {
                     let c = codex_command(p).or_else(|| commands.get(&call_id).cloned());
+                    if let Some(c) = c {
+                        turn.failed
+                            .push(format!("{} (exit {code})", short_command(&c)));
+                    }
+                }
+            }
+            (Some("event_msg"), Some("item_completed"))
+                if p["item"]["type"] == "CommandExecution" =>
+            {
+                // Codex 0.17x: a command's end is an item of the turn.
+                let item = &p["item"];
+                let code = item["exit_code"].as_i64().unwrap_or(0);
+                let id = item["id"].as_str().unwrap_or_default().to_owned();
+                if code != 0 && failed_ids.insert(id.clone()) {
+                    let c = codex_command(item).or_else(|| commands.get(&id).cloned());
                     if let Some(c) = c {
                         turn.failed
                             .push(format!("{} (exit {code})", short_command(&c)));
@@ -328,13 +606,21 @@ mod tests {
                  "input": {"command": "cargo   test\n--quiet"}},
                 {"type": "tool_use", "id": "t3", "name": "Bash", "input": {"command": "ls"}}]}}),
             json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
                 {"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": "1 failed"},
                 {"type": "tool_result", "tool_use_id": "t3", "content": "src"}]}}),
             json!({"type": "assistant", "message": {"content": [
                 {"type": "tool_use", "id": "t4", "name": "Write",
                  "input": {"file_path": "/elsewhere/notes.md"}},
                 {"type": "tool_use", "id": "t5", "name": "Edit",
-                 "input": {"file_path": "/p/src/login.rs"}}]}}),
+                 "input": {"file_path": "/p/src/login.rs"}},
+                {"type": "tool_use", "id": "t6", "name": "Edit",
+                 "input": {"file_path": "/p/src/gone.rs"}}]}}),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "t4", "content": "ok"},
+                {"type": "tool_result", "tool_use_id": "t5", "content": "ok"},
+                {"type": "tool_result", "tool_use_id": "t6", "is_error": true,
+                 "content": "<tool_use_error>File does not exist.</tool_use_error>"}]}}),
             json!({"type": "assistant", "message": {"content": [
                 {"type": "text", "text": "Done: the login is fixed."}]}}),
         ];
@@ -342,9 +628,11 @@ mod tests {
         assert_eq!(t.files, ["src/login.rs", "/elsewhere/notes.md"]);
         assert_eq!(t.failed, ["`cargo test --quiet`"]);
         assert_eq!(t.reply.as_deref(), Some("Done: the login is fixed."));
+        assert_eq!(t.failed_edits, ["src/gone.rs"]);
         assert_eq!(
             t.record().unwrap(),
-            "files changed: src/login.rs, /elsewhere/notes.md; commands failed: `cargo test --quiet`"
+            "1 listing; files changed: src/login.rs, /elsewhere/notes.md; edits failed: \
+             src/gone.rs; commands failed: `cargo test --quiet`"
         );
         assert_eq!(claude_turn(&lines[..3], "/p").record(), None);
     }

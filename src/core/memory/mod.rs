@@ -6,12 +6,15 @@
 //! of the times passed in: the same records give the same sequence, tree and
 //! view on every machine. It owns the sequence rule (`sequence`), the shape of
 //! the tree and the choice of the view (`tree`), and what a summary may hold
-//! (`summary`) and a note (`note`), and the pages a compaction job is read
+//! (`summary`) and a note (`note`), where an item came from (`provenance`),
+//! and the pages a compaction job is read
 //! in (`page`). It must not read files, the index or the clock, and it never
 //! writes summaries: agents do, through the app.
 
 pub mod note;
+pub mod notice;
 pub mod page;
+pub mod provenance;
 pub mod queue;
 pub mod sequence;
 pub mod summary;

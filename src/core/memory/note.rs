@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::provenance::{FOLDER_HEX, MAX_FOLDER_BYTES, is_folder, is_folder_hash};
 use crate::core::op::MemoryNote;
 use crate::core::peer_text::{describe, first_hazard_in_lines, is_hazard, is_invisible};
 
@@ -27,9 +28,12 @@ pub const MAX_EVENT_BYTES: usize = 128;
 pub const MAX_AGENT_BYTES: usize = 32;
 /// The hex digits of a session hash.
 pub const SESSION_HEX: usize = 12;
+/// The most characters a subagent's report, an approved plan or another
+/// session's message keeps (the recording hook cuts them: [`cut_chars`]).
+pub const MAX_KEPT_CHARS: usize = 4_000;
 
 /// What a note records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoteKind {
     /// A prompt the user submitted.
@@ -41,6 +45,18 @@ pub enum NoteKind {
     Turn,
     /// A note added by hand (`countersign note`).
     Note,
+    /// The user's answers to the agent's questions (Claude Code's
+    /// AskUserQuestion), in full.
+    Answer,
+    /// A subagent's report to the session (a background one's too), cut at
+    /// [`MAX_KEPT_CHARS`].
+    Report,
+    /// A plan the user approved (Claude Code's ExitPlanMode), cut at
+    /// [`MAX_KEPT_CHARS`].
+    Plan,
+    /// A message another agent session sent this one, cut at
+    /// [`MAX_KEPT_CHARS`].
+    Peer,
 }
 
 impl NoteKind {
@@ -51,14 +67,27 @@ impl NoteKind {
             Self::Reply => "reply",
             Self::Turn => "turn",
             Self::Note => "note",
+            Self::Answer => "answer",
+            Self::Report => "report",
+            Self::Plan => "plan",
+            Self::Peer => "peer",
         }
     }
 
     /// The kind named `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Prompt, Self::Reply, Self::Turn, Self::Note]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        [
+            Self::Prompt,
+            Self::Reply,
+            Self::Turn,
+            Self::Note,
+            Self::Answer,
+            Self::Report,
+            Self::Plan,
+            Self::Peer,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
     }
 }
 
@@ -94,6 +123,20 @@ pub enum BadNote {
     /// A session that is not [`SESSION_HEX`] lowercase hex digits.
     #[error("a note's session must be {SESSION_HEX} lowercase hex digits")]
     Session,
+    /// A folder that is not relative, plain and short
+    /// (`core::memory::provenance::is_folder`).
+    #[error(
+        "a note's folder must be `.` or a relative folder of at most {MAX_FOLDER_BYTES} bytes, \
+         without spaces, `@ # ~ | : \\`, `.` or `..` parts, or control, bidirectional or \
+         invisible characters"
+    )]
+    Folder,
+    /// A folder hash that is not [`FOLDER_HEX`] lowercase hex digits, or
+    /// one without its folder.
+    #[error(
+        "a note's folder_hash must be {FOLDER_HEX} lowercase hex digits, given with its folder"
+    )]
+    FolderHash,
 }
 
 /// Checks a note, at write and at ingest.
@@ -131,6 +174,14 @@ pub fn check(n: &MemoryNote) -> Result<(), BadNote> {
         if !ok {
             return Err(BadNote::Session);
         }
+    }
+    if n.folder.as_deref().is_some_and(|f| !is_folder(f)) {
+        return Err(BadNote::Folder);
+    }
+    if let Some(h) = &n.folder_hash
+        && (!is_folder_hash(h) || n.folder.is_none())
+    {
+        return Err(BadNote::FolderHash);
     }
     Ok(())
 }
@@ -192,6 +243,20 @@ pub fn cut(text: &str) -> String {
     )
 }
 
+/// `text` cut to [`MAX_KEPT_CHARS`] characters, with a last line saying how
+/// many were not kept; shorter text as it is.
+pub fn cut_chars(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= MAX_KEPT_CHARS {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(MAX_KEPT_CHARS).collect();
+    format!(
+        "{kept}\n[… {} more characters not recorded]",
+        total - MAX_KEPT_CHARS
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +268,8 @@ mod tests {
             event: None,
             agent: None,
             session: None,
+            folder: None,
+            folder_hash: None,
         }
     }
 
@@ -264,8 +331,25 @@ mod tests {
             event: Some(event_id(&["claude", "s", "UserPromptSubmit"])),
             agent: Some("claude".into()),
             session: Some(session_hash("0b6c…")),
+            folder: Some("src/cli".into()),
+            folder_hash: Some("3f9a2c".into()),
         };
         assert!(check(&good).is_ok());
+        let bad_folder = MemoryNote {
+            folder: Some("/home/me".into()),
+            ..good.clone()
+        };
+        assert_eq!(check(&bad_folder), Err(BadNote::Folder));
+        let lone_hash = MemoryNote {
+            folder: None,
+            ..good.clone()
+        };
+        assert_eq!(check(&lone_hash), Err(BadNote::FolderHash));
+        let bad_hash = MemoryNote {
+            folder_hash: Some("3F9A2C".into()),
+            ..good
+        };
+        assert_eq!(check(&bad_hash), Err(BadNote::FolderHash));
     }
 
     #[test]
@@ -287,6 +371,14 @@ mod tests {
         assert!(c.len() <= MAX_NOTE_BYTES, "{}", c.len());
         assert!(c.ends_with("more bytes not recorded]"));
         assert!(check(&note(&c)).is_ok());
+        assert_eq!(cut_chars("short"), "short");
+        let report = "é".repeat(MAX_KEPT_CHARS + 5);
+        let kept = cut_chars(&report);
+        assert!(kept.starts_with(&"é".repeat(MAX_KEPT_CHARS)));
+        assert!(
+            kept.ends_with("[… 5 more characters not recorded]"),
+            "{kept}"
+        );
     }
 
     #[test]
@@ -296,6 +388,10 @@ mod tests {
             NoteKind::Reply,
             NoteKind::Turn,
             NoteKind::Note,
+            NoteKind::Answer,
+            NoteKind::Report,
+            NoteKind::Plan,
+            NoteKind::Peer,
         ] {
             assert_eq!(NoteKind::parse(k.as_str()), Some(k));
         }

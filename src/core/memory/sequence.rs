@@ -11,6 +11,7 @@
 //! lines covering that place are formed again (`tree`).
 
 use super::MAX_LINE_BYTES;
+use super::note::NoteKind;
 use crate::core::hlc::OrderKey;
 use crate::core::peer_text::one_line;
 
@@ -23,17 +24,18 @@ pub enum ItemKind {
     /// A message of the channel (a `send`).
     Message,
     /// A note recorded for the memory (a prompt, a final reply, a turn's
-    /// tool calls, a note by hand: a `note` record), sorted among messages
+    /// tool calls, a note by hand …: a `note` record), sorted among messages
     /// by the same rule.
-    Note,
+    Note(NoteKind),
 }
 
 impl ItemKind {
-    /// The word shown in a line.
+    /// The word shown in a line: `msg`, or the note's kind (`prompt`,
+    /// `reply`, `turn`, `note` …).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Message => "msg",
-            Self::Note => "note",
+            Self::Note(k) => k.as_str(),
         }
     }
 }
@@ -82,19 +84,20 @@ pub fn sequence<T: Clone>(
     out
 }
 
-/// An item's own line: its author, kind, topic and text on one line
+/// An item's own line: its kind, where it came from (`from`, a
+/// `core::memory::provenance` as shown), its topic and text on one line
 /// (line breaks become spaces, and whatever else could break the line,
 /// reorder it or hide text is shown as an escape: `core::peer_text`, since a
 /// body keeps every byte its writer sent). `None` when it is longer than
 /// [`MAX_LINE_BYTES`]: then it needs a summary.
-pub fn own_line(kind: ItemKind, role: &str, topic: &str, text: &str) -> Option<String> {
+pub fn own_line(kind: ItemKind, from: &str, topic: &str, text: &str) -> Option<String> {
     let flat = |s: &str| one_line(&s.split_whitespace().collect::<Vec<_>>().join(" "));
     let topic = flat(topic);
     let text = flat(text);
     let line = if topic.is_empty() {
-        format!("{}@{role}: {text}", kind.as_str())
+        format!("{}@{from}: {text}", kind.as_str())
     } else {
-        format!("{}@{role}: {topic} — {text}", kind.as_str())
+        format!("{}@{from}: {topic} — {text}", kind.as_str())
     };
     (line.len() <= MAX_LINE_BYTES).then_some(line)
 }
@@ -150,10 +153,11 @@ mod tests {
     fn own_lines_are_one_line_within_the_bound() {
         let l = own_line(ItemKind::Message, "backend", "Login", "a\nb  c").unwrap();
         assert_eq!(l, "msg@backend: Login — a b c");
-        assert!(own_line(ItemKind::Note, "web", "", &"x".repeat(600)).is_none());
+        let note = ItemKind::Note(NoteKind::Prompt);
+        assert!(own_line(note, "web", "", &"x".repeat(600)).is_none());
         assert_eq!(
-            own_line(ItemKind::Note, "web", "", "kept").unwrap(),
-            "note@web: kept"
+            own_line(note, "web/src~3f9a2c/claude@dev-000001#0b6c1d", "", "kept").unwrap(),
+            "prompt@web/src~3f9a2c/claude@dev-000001#0b6c1d: kept"
         );
         // A body keeps every byte; its own line shows them inert.
         let l = own_line(

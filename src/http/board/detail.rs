@@ -6,11 +6,14 @@
 //!
 //! Like the board, each page loads nothing and runs no script (they need
 //! none: they do not refresh); every string from the channel goes through
-//! `escape`, peer text with `dir="auto"`, and bodies are bounded by the app.
+//! `escape`, each piece of peer text isolated in its direction (`dir="auto"`
+//! or `<bdi>`), and bodies are bounded by the app. They share the board's
+//! stylesheet (both palettes, and table rows as labelled cards below
+//! 700 px, so a phone never scrolls sideways).
 
-use super::html::{push, push_fmt};
+use super::html::{push, push_bdi, push_fmt};
 use super::links::Links;
-use super::page::STYLE;
+use super::page::{STYLE, cell, topic_cell};
 use super::when::ago_tag;
 use crate::app::pin::PinVersion;
 use crate::app::timeline::{ActivityPage, Entry, MessageDetail};
@@ -27,9 +30,14 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
     out.push_str("</code> <span class=\"muted\">");
     push(&mut out, &d.full_id);
     out.push_str("</span></dd><dt>from → to</dt><dd>");
-    push(&mut out, &d.from);
+    push_bdi(&mut out, &d.from);
     out.push_str(" → ");
-    push(&mut out, &d.to.join(", "));
+    for (i, r) in d.to.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        push_bdi(&mut out, r);
+    }
     out.push_str("</dd><dt>sent</dt><dd>");
     out.push_str(&ago_tag(d.ms, now));
     out.push_str("</dd>");
@@ -44,7 +52,7 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
         out.push_str("</span>");
         if let Some(by) = &d.resolved_by {
             out.push_str(" by ");
-            push(&mut out, by);
+            push_bdi(&mut out, by);
             out.push_str(if d.confirmed {
                 ", confirmed"
             } else {
@@ -94,7 +102,7 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
             &mut out,
             format_args!("<dt>pin key</dt><dd><a href=\"{}\"><code>", links.pin(k)),
         );
-        push(&mut out, k);
+        push_bdi(&mut out, k);
         out.push_str("</code></a></dd>");
     }
     if let Some(ms) = d.deleted_ms {
@@ -125,15 +133,19 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
     if !d.votes.is_empty() {
         out.push_str("<h2 id=\"votes\">Votes</h2><table><tr><th>role</th><th>decision</th><th>note</th></tr>");
         for v in &d.votes {
-            out.push_str("<tr class=\"vote\"><td>");
-            push(&mut out, &v.role);
-            out.push_str("</td><td><span class=\"tag");
+            out.push_str("<tr class=\"vote\">");
+            cell(&mut out, "", "");
+            push_bdi(&mut out, &v.role);
+            out.push_str("</td>");
+            cell(&mut out, "state", "");
+            out.push_str("<span class=\"tag");
             if v.stale {
                 out.push_str(" stale\" title=\"cast on an earlier text");
             }
             out.push_str("\">");
             push(&mut out, &v.decision);
-            out.push_str("</span></td><td dir=\"auto\">");
+            out.push_str("</span></td>");
+            topic_cell(&mut out);
             push(&mut out, v.note.as_deref().unwrap_or(""));
             out.push_str("</td></tr>");
         }
@@ -159,7 +171,7 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
         );
         push(&mut out, &t.id);
         out.push_str("</a> ");
-        push(&mut out, &t.from);
+        push_bdi(&mut out, &t.from);
         out.push_str(": <bdi dir=\"auto\">");
         push(&mut out, &t.topic);
         out.push_str("</bdi> ");
@@ -184,7 +196,7 @@ pub fn message(channel: &str, d: &MessageDetail, now: i64) -> String {
         out.push_str("<li class=\"event\">");
         out.push_str(&ago_tag(e.ms, now));
         out.push_str(" <b>");
-        push(&mut out, &e.role);
+        push_bdi(&mut out, &e.role);
         out.push_str("</b> ");
         what(&mut out, e, &links);
         out.push_str("</li>");
@@ -203,7 +215,7 @@ pub fn pin(channel: &str, key: &str, versions: &[PinVersion], now: i64) -> Strin
     let title = format!("pin {key}");
     let mut out = head(channel, &title, &links);
     out.push_str("<h1>pin <code>");
-    push(&mut out, key);
+    push_bdi(&mut out, key);
     out.push_str("</code></h1>");
     let Some(cur) = versions.first() else {
         out.push_str("<p class=\"empty\">nothing is pinned under this key</p>");
@@ -212,11 +224,11 @@ pub fn pin(channel: &str, key: &str, versions: &[PinVersion], now: i64) -> Strin
     out.push_str("<dl class=\"facts\"><dt>title</dt><dd dir=\"auto\">");
     push(&mut out, &cur.title);
     out.push_str("</dd><dt>version</dt><dd>");
-    push(&mut out, &cur.version);
+    push_bdi(&mut out, &cur.version);
     out.push_str("</dd><dt>sha256</dt><dd><code class=\"sha\">");
     push(&mut out, &cur.body_sha256);
     out.push_str("</code></dd><dt>by</dt><dd>");
-    push(&mut out, &cur.updated_by);
+    push_bdi(&mut out, &cur.updated_by);
     out.push(' ');
     out.push_str(&ago_tag(rfc_ms(&cur.updated_at), now));
     out.push_str("</dd><dt>approved by</dt><dd>");
@@ -250,13 +262,18 @@ pub fn pin(channel: &str, key: &str, versions: &[PinVersion], now: i64) -> Strin
         ),
     );
     for v in versions {
-        out.push_str("<tr class=\"pin-version\"><td>");
-        push(&mut out, &v.version);
-        out.push_str("</td><td><code>");
+        out.push_str("<tr class=\"pin-version\">");
+        cell(&mut out, "", "version");
+        push_bdi(&mut out, &v.version);
+        out.push_str("</td>");
+        cell(&mut out, "id", "sha256");
+        out.push_str("<code>");
         push(&mut out, v.body_sha256.get(..12).unwrap_or(&v.body_sha256));
-        out.push_str("…</code></td><td>");
-        push(&mut out, &v.updated_by);
-        out.push_str("</td><td>");
+        out.push_str("…</code></td>");
+        cell(&mut out, "", "by");
+        push_bdi(&mut out, &v.updated_by);
+        out.push_str("</td>");
+        cell(&mut out, "", "approved by");
         if let Some(id) = &v.approved_by {
             push_fmt(
                 &mut out,
@@ -265,7 +282,8 @@ pub fn pin(channel: &str, key: &str, versions: &[PinVersion], now: i64) -> Strin
             push(&mut out, id);
             out.push_str("</a>");
         }
-        out.push_str("</td><td>");
+        out.push_str("</td>");
+        cell(&mut out, "when", "set");
         out.push_str(&ago_tag(rfc_ms(&v.updated_at), now));
         out.push_str("</td></tr>");
     }
@@ -291,11 +309,15 @@ pub fn entries(out: &mut String, page: &ActivityPage, now: i64, links: &Links) {
     }
     out.push_str("<table class=\"activity\"><tr><th>when</th><th>who</th><th>what</th></tr>");
     for e in &page.entries {
-        out.push_str("<tr class=\"move\"><td>");
+        out.push_str("<tr class=\"move\">");
+        cell(out, "when", "");
         out.push_str(&ago_tag(e.ms, now));
-        out.push_str("</td><td>");
-        push(out, &e.role);
-        out.push_str("</td><td class=\"topic\">");
+        out.push_str("</td>");
+        cell(out, "", "");
+        push_bdi(out, &e.role);
+        out.push_str("</td>");
+        // The page's own words, each piece of peer text isolated in it.
+        out.push_str("<td class=\"topic\">");
         what(out, e, links);
         out.push_str("</td></tr>");
     }
@@ -364,7 +386,7 @@ fn head(channel: &str, title: &str, links: &Links) -> String {
             links.board_href()
         ),
     );
-    push(&mut out, channel);
+    push_bdi(&mut out, channel);
     out.push_str("</a></nav>");
     out
 }

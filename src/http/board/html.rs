@@ -15,6 +15,15 @@ pub fn push(out: &mut String, text: &str) {
     out.push_str(&escape(text));
 }
 
+/// Appends `text`, escaped, in a `<bdi>`: a run of peer text isolated in
+/// its own direction, so that a right-to-left name or topic is neither
+/// reordered nor reorders what stands around it.
+pub fn push_bdi(out: &mut String, text: &str) {
+    out.push_str("<bdi>");
+    push(out, text);
+    out.push_str("</bdi>");
+}
+
 /// Appends `format_args!`-style text to `out` (for numbers and the page's
 /// own words, never peer text).
 pub fn push_fmt(out: &mut String, args: std::fmt::Arguments<'_>) {
@@ -39,6 +48,13 @@ mod tests {
         assert_eq!(attr, "<p title=\"&quot; onmouseover=&quot;alert(1)\">");
         let single = format!("<p title='{}'>", escape("' onclick='x"));
         assert!(!single[10..single.len() - 2].contains('\''), "{single}");
+    }
+
+    #[test]
+    fn isolated_text_is_escaped_too() {
+        let mut out = String::new();
+        push_bdi(&mut out, "<b>שלום</b>");
+        assert_eq!(out, "<bdi>&lt;b&gt;שלום&lt;/b&gt;</bdi>");
     }
 
     #[test]

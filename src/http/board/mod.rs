@@ -13,6 +13,7 @@
 //! writes a record.
 
 pub mod chart;
+pub mod contrast;
 pub mod detail;
 pub mod events;
 pub mod headers;

@@ -6,13 +6,15 @@
 //! on peer text, so a right-to-left topic keeps its order); every item
 //! links to the message it is about, or to the board's alarms.
 
-use super::html::{push, push_fmt};
+use super::html::{push, push_bdi, push_fmt};
 use super::links::Links;
 use super::when::time_tag;
 use crate::app::attention::{Attention, AttentionItem, PER_KIND, RoundState, Subject, Who};
 
-/// The strip's own style, added after the board's stylesheet (it uses the
-/// board's colours and classes, and adds only its own).
+/// The strip's own style, added after the board's stylesheet: it uses the
+/// board's classes and only the colours of its palettes (the alarm red and
+/// the amber of an ageing debt are named there, so `contrast` checks them
+/// in both schemes; the badge's white-on-red is `--card` on `--alarm`).
 pub const STYLE: &str = r#"
 .attention { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 8px 14px; margin: 8px 0 4px; }
@@ -25,13 +27,13 @@ pub const STYLE: &str = r#"
 .attention .who { white-space: nowrap; }
 .attention .note { color: var(--muted); overflow-wrap: anywhere; }
 .attention .topic { overflow-wrap: anywhere; }
-.attention li.alarm .what, .attention li.conflict .what { color: #b42318; }
-.heat-1 { color: #8a5a00; } .heat-2 { color: #b54708; font-weight: 600; }
-.heat-3 { color: #b42318; font-weight: 700; }
+.attention li.alarm .what, .attention li.conflict .what { color: var(--alarm); }
+.heat-1 { color: var(--heat); } .heat-2 { color: var(--warn); font-weight: 600; }
+.heat-3 { color: var(--alarm); font-weight: 700; }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 13px; font-weight: 600;
-  background: #b42318; color: #ffffff; text-decoration: none; }
-.badge.calm { background: #eef1f4; color: var(--muted); font-weight: 400; }
-.state.contested { background: #fde8e8; } .state.ready { background: #e6f4ea; }
+  background: var(--alarm); color: var(--card); text-decoration: none; }
+.badge.calm { background: var(--tag-bg); color: var(--muted); font-weight: 400; }
+.state.contested { background: var(--reject-bg); } .state.ready { background: var(--agree-bg); }
 .detail pre.body { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 10px 14px; white-space: pre-wrap; overflow-wrap: anywhere; font: inherit; }
 .detail dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0; }
@@ -129,7 +131,7 @@ fn entry(out: &mut String, item: &AttentionItem, now: i64, links: &Links) {
     who(out, &item.who);
     if let Some(h) = &item.held_by {
         out.push_str(" (held by ");
-        push(out, h);
+        push_bdi(out, h);
         out.push(')');
     }
     out.push_str("</span>");
@@ -167,7 +169,7 @@ pub fn who(out: &mut String, w: &Who) {
                     out.push_str(", ");
                 }
                 out.push_str("<b>");
-                push(out, r);
+                push_bdi(out, r);
                 out.push_str("</b>");
             }
         }
@@ -186,7 +188,7 @@ pub fn round_state(out: &mut String, s: &RoundState) {
         ),
         RoundState::Contested { by, decision, note } => {
             out.push_str("<span class=\"tag state contested\">contested: ");
-            push(out, by);
+            push_bdi(out, by);
             out.push(' ');
             push(out, &decision.replace('_', " "));
             out.push_str("</span>");

@@ -1,5 +1,9 @@
 //! Times as a person reads them on the board: how long ago, with the exact
 //! UTC time in a `title` attribute.
+//!
+//! Each `<time>` carries a class (`span` or `ago`) by which the page's
+//! script rewrites its text as time passes, in the same words as [`ago`],
+//! so that a page left open never reads "just now" an hour later.
 
 use crate::core::timestamp::format_rfc3339;
 
@@ -19,22 +23,22 @@ pub fn ago(ms: i64, now_ms: i64) -> String {
 /// A `<time>` element reading how long since `ms` ("3 h"), with the UTC
 /// time as its `datetime` and `title`.
 pub fn time_tag(ms: i64, now_ms: i64) -> String {
-    tag(ms, ago(ms, now_ms))
+    tag("span", ms, ago(ms, now_ms))
 }
 
 /// A `<time>` element reading when `ms` was ("3 h ago", "just now").
 pub fn ago_tag(ms: i64, now_ms: i64) -> String {
     let span = ago(ms, now_ms);
     if span == "just now" {
-        tag(ms, span)
+        tag("ago", ms, span)
     } else {
-        tag(ms, format!("{span} ago"))
+        tag("ago", ms, format!("{span} ago"))
     }
 }
 
-fn tag(ms: i64, text: String) -> String {
+fn tag(class: &str, ms: i64, text: String) -> String {
     let utc = format_rfc3339(ms);
-    format!("<time datetime=\"{utc}\" title=\"{utc}\">{text}</time>")
+    format!("<time class=\"{class}\" datetime=\"{utc}\" title=\"{utc}\">{text}</time>")
 }
 
 #[cfg(test)]
@@ -56,9 +60,11 @@ mod tests {
         let tag = time_tag(0, 7_200_000);
         assert_eq!(
             tag,
-            "<time datetime=\"1970-01-01T00:00:00.000Z\" title=\"1970-01-01T00:00:00.000Z\">2 h</time>"
+            "<time class=\"span\" datetime=\"1970-01-01T00:00:00.000Z\" \
+             title=\"1970-01-01T00:00:00.000Z\">2 h</time>"
         );
         assert!(ago_tag(0, 7_200_000).ends_with(">2 h ago</time>"));
+        assert!(ago_tag(0, 7_200_000).starts_with("<time class=\"ago\" "));
         assert!(ago_tag(0, 1_000).ends_with(">just now</time>"));
     }
 }

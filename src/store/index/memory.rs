@@ -12,6 +12,7 @@ use rusqlite::params;
 use super::Index;
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
+use crate::core::memory::provenance::Provenance;
 use crate::core::memory::sequence::ItemKind;
 use crate::core::op::Summary;
 use crate::store::error::{SqlContext as _, StoreResult};
@@ -29,17 +30,21 @@ pub struct MemoryItem {
     pub topic: String,
     /// Its text as it stands (a message's current body, a note's text).
     pub body: String,
+    /// Where it came from: its role and device, and for a recorded note its
+    /// folder, agent and session.
+    pub from: Provenance,
 }
 
-impl MemoryItem {
+impl From<super::NoteRow> for MemoryItem {
     /// A note as an item: its kind (`prompt`, `reply` …) stands where a
     /// message has its topic.
-    fn of_note(n: super::NoteRow) -> Self {
+    fn from(n: super::NoteRow) -> Self {
         Self {
             key: n.key,
-            kind: ItemKind::Note,
-            role: n.role,
+            kind: ItemKind::Note(n.kind),
             topic: n.kind.as_str().to_owned(),
+            from: n.provenance(),
+            role: n.role,
             body: n.text,
         }
     }
@@ -111,7 +116,7 @@ impl Index {
         if notes.is_empty() {
             return Ok(items);
         }
-        items.extend(notes.into_iter().map(MemoryItem::of_note));
+        items.extend(notes.into_iter().map(MemoryItem::from));
         items.sort_by_key(|i| i.key);
         Ok(items)
     }
@@ -182,7 +187,7 @@ impl Index {
     /// deleted, with the text they stand with) and notes, in no order.
     pub fn memory_items_after(&self, n: i64) -> StoreResult<Vec<MemoryItem>> {
         let mut items = self.memory_messages_sent_after(n)?;
-        items.extend(self.notes_after(n)?.into_iter().map(MemoryItem::of_note));
+        items.extend(self.notes_after(n)?.into_iter().map(MemoryItem::from));
         Ok(items)
     }
 
@@ -237,7 +242,7 @@ impl Index {
         if let Some(m) = self.memory_message(id)? {
             return Ok(Some(m));
         }
-        Ok(self.note(id)?.map(MemoryItem::of_note))
+        Ok(self.note(id)?.map(MemoryItem::from))
     }
 
     fn memory_message(&self, id: &RecordId) -> StoreResult<Option<MemoryItem>> {
@@ -284,6 +289,12 @@ impl Index {
                                 id: RecordId::parse(&id)?,
                             },
                             kind: ItemKind::Message,
+                            // A message was sent, not recorded: its role
+                            // is where it came from.
+                            from: Provenance {
+                                role: role.clone(),
+                                ..Provenance::default()
+                            },
                             role,
                             topic,
                             body,

@@ -256,8 +256,11 @@ CREATE INDEX IF NOT EXISTS summaries_line ON summaries(line, ms, c, id);
 CREATE TABLE IF NOT EXISTS notes(
     n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, role TEXT NOT NULL, ms INTEGER NOT NULL,
     c INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, event TEXT, agent TEXT,
-    session TEXT);
+    session TEXT, folder TEXT, folder_hash TEXT);
 CREATE INDEX IF NOT EXISTS notes_event ON notes(role, event) WHERE event IS NOT NULL;
+-- One session's notes in order, for memory_thread.
+CREATE INDEX IF NOT EXISTS notes_session ON notes(role, session, ms, c, id)
+    WHERE session IS NOT NULL;
 -- The notes' own full-text table: the message search never sees a note, a
 -- memory search reads both. Notes are few (a few per turn), so each is
 -- indexed as it is ingested.
@@ -398,6 +401,7 @@ impl Index {
             .conn
             .execute_batch(SCHEMA)
             .and_then(|()| me.conn.execute_batch(crate::store::invitation::SCHEMA))
+            .and_then(|()| notes::add_folder_columns(&me.conn))
             .and_then(|()| me.conn.pragma_update(None, "user_version", schema_stamp()))
             .db(path)
             .and_then(|()| {

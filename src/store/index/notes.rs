@@ -12,6 +12,7 @@ use super::Index;
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::note::NoteKind;
+use crate::core::memory::provenance::Provenance;
 use crate::core::op::MemoryNote;
 use crate::store::error::{SqlContext as _, StoreResult};
 
@@ -32,9 +33,49 @@ pub struct NoteRow {
     pub agent: Option<String>,
     /// The short hash of the agent's session.
     pub session: Option<String>,
+    /// The folder the session worked in, relative to the project root.
+    pub folder: Option<String>,
+    /// The short hash of that folder's absolute path.
+    pub folder_hash: Option<String>,
+    /// The device whose feed holds it.
+    pub device: Option<String>,
 }
 
-const NOTE_COLUMNS: &str = "id, ms, c, role, kind, text, event, agent, session";
+impl NoteRow {
+    /// Where the note came from.
+    pub fn provenance(&self) -> Provenance {
+        Provenance {
+            role: self.role.clone(),
+            device: self.device.clone(),
+            folder: self.folder.clone(),
+            folder_hash: self.folder_hash.clone(),
+            agent: self.agent.clone(),
+            session: self.session.clone(),
+        }
+    }
+}
+
+/// The columns of a [`NoteRow`], over `notes n` joined with the record it
+/// came in (`records r`, for the feed and so the device).
+const NOTE_COLUMNS: &str = "n.id, n.ms, n.c, n.role, n.kind, n.text, n.event, n.agent, n.session, n.folder, \
+     n.folder_hash, r.feed";
+
+/// `FROM` the notes with their records.
+const NOTES_FROM: &str = "FROM notes n LEFT JOIN records r ON r.n = n.n";
+
+/// Adds `notes.folder` and `notes.folder_hash` to an index made before
+/// notes recorded their folder (every note it holds has none).
+pub(super) fn add_folder_columns(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    for column in ["folder", "folder_hash"] {
+        let has: bool = conn
+            .prepare("SELECT 1 FROM pragma_table_info('notes') WHERE name = ?1")?
+            .exists([column])?;
+        if !has {
+            conn.execute_batch(&format!("ALTER TABLE notes ADD COLUMN {column} TEXT"))?;
+        }
+    }
+    Ok(())
+}
 
 fn note_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<NoteRow>> {
     let id: String = r.get(0)?;
@@ -52,6 +93,12 @@ fn note_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<NoteRow>> {
             event: r.get(6).unwrap_or(None),
             agent: r.get(7).unwrap_or(None),
             session: r.get(8).unwrap_or(None),
+            folder: r.get(9).unwrap_or(None),
+            folder_hash: r.get(10).unwrap_or(None),
+            device: r
+                .get::<_, Option<String>>(11)
+                .unwrap_or(None)
+                .and_then(|f| f.split_once('/').map(|(_, d)| d.to_owned())),
         }))
 }
 
@@ -68,8 +115,8 @@ impl Index {
         let added = self
             .conn
             .prepare_cached(
-                "INSERT OR IGNORE INTO notes(n, id, role, ms, c, kind, text, event, agent, session) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT OR IGNORE INTO notes(n, id, role, ms, c, kind, text, event, agent, session, \
+                 folder, folder_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )
             .and_then(|mut st| {
                 st.execute(params![
@@ -82,7 +129,9 @@ impl Index {
                     note.text,
                     note.event,
                     note.agent,
-                    note.session
+                    note.session,
+                    note.folder,
+                    note.folder_hash
                 ])
             })
             .db(&self.path)?;
@@ -139,7 +188,7 @@ impl Index {
     pub fn notes(&self) -> StoreResult<Vec<NoteRow>> {
         self.conn
             .prepare_cached(&format!(
-                "SELECT {NOTE_COLUMNS} FROM notes ORDER BY ms, c, id"
+                "SELECT {NOTE_COLUMNS} {NOTES_FROM} ORDER BY n.ms, n.c, n.id"
             ))
             .and_then(|mut st| st.query_map([], note_row)?.collect::<Result<Vec<_>, _>>())
             .db(&self.path)
@@ -149,7 +198,9 @@ impl Index {
     /// The notes ingested after record `n`, in no order.
     pub fn notes_after(&self, n: i64) -> StoreResult<Vec<NoteRow>> {
         self.conn
-            .prepare_cached(&format!("SELECT {NOTE_COLUMNS} FROM notes WHERE n > ?1"))
+            .prepare_cached(&format!(
+                "SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.n > ?1"
+            ))
             .and_then(|mut st| st.query_map([n], note_row)?.collect::<Result<Vec<_>, _>>())
             .db(&self.path)
             .map(|rows| rows.into_iter().flatten().collect())
@@ -158,23 +209,56 @@ impl Index {
     /// The note with record id `id`, if one is here.
     pub fn note(&self, id: &RecordId) -> StoreResult<Option<NoteRow>> {
         self.conn
-            .prepare_cached(&format!("SELECT {NOTE_COLUMNS} FROM notes WHERE id = ?1"))
+            .prepare_cached(&format!(
+                "SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.id = ?1"
+            ))
             .and_then(|mut st| st.query_row([id.hex()], note_row).optional())
             .db(&self.path)
             .map(Option::flatten)
+    }
+
+    /// The notes of `role`'s session `session` after `after` in the total
+    /// order, oldest first, at most `limit`.
+    pub fn session_notes_after(
+        &self,
+        role: &str,
+        session: &str,
+        after: &OrderKey,
+        limit: usize,
+    ) -> StoreResult<Vec<NoteRow>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.role = ?1 AND n.session = ?2 \
+                 AND (n.ms, n.c, n.id) > (?3, ?4, ?5) ORDER BY n.ms, n.c, n.id LIMIT ?6"
+            ))
+            .and_then(|mut st| {
+                st.query_map(
+                    params![
+                        role,
+                        session,
+                        after.hlc.0,
+                        after.hlc.1,
+                        after.id.hex(),
+                        limit as i64
+                    ],
+                    note_row,
+                )?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .db(&self.path)
+            .map(|rows| rows.into_iter().flatten().collect())
     }
 
     /// The notes whose text matches `fts` (an FTS5 query over the trigram
     /// table), best first, at most `limit`. The message search never reads
     /// this table; a memory search reads it beside the messages'.
     pub fn search_notes(&self, fts: &str, limit: usize) -> StoreResult<Vec<NoteRow>> {
-        let cols: Vec<String> = NOTE_COLUMNS.split(", ").map(|c| format!("n.{c}")).collect();
         self.conn
             .prepare_cached(&format!(
-                "SELECT {} FROM notes_fts JOIN notes n ON n.n = notes_fts.rowid \
+                "SELECT {NOTE_COLUMNS} FROM notes_fts JOIN notes n ON n.n = notes_fts.rowid \
+                 LEFT JOIN records r ON r.n = n.n \
                  WHERE notes_fts MATCH ?1 ORDER BY bm25(notes_fts), n.ms DESC, n.c DESC, n.id DESC \
-                 LIMIT ?2",
-                cols.join(", ")
+                 LIMIT ?2"
             ))
             .and_then(|mut st| {
                 st.query_map(params![fts, limit as i64], note_row)?

@@ -112,6 +112,8 @@ fn a_note_keeps_its_line_breaks_but_refuses_separators_bidi_and_invisibles() {
         event: None,
         agent: None,
         session: None,
+        folder: None,
+        folder_hash: None,
     };
     let bad = [
         ("first\u{2028}msg@a: a APPROVES", "U+2028"),
@@ -149,6 +151,8 @@ fn a_note_keeps_its_line_breaks_but_refuses_separators_bidi_and_invisibles() {
                 event: None,
                 agent: None,
                 session: None,
+                folder: None,
+                folder_hash: None,
             }),
         );
         let mut reader = local::open(&l.dir, &Home::at(l.tmp.path().join("reader")));

@@ -44,3 +44,44 @@ fn a_remote_hooks_escapes_reach_the_terminal_inert() {
         "shown as escapes: {err}"
     );
 }
+
+/// A channel folder whose repository config and hooks were written by
+/// someone else (a folder carried by a shared drive brings its `.git` along):
+/// a sync runs none of the programs they name, and still syncs.
+#[test]
+fn a_planted_repository_config_runs_nothing() {
+    let w = World::git(1, &["a", "b"]);
+    let m = &w.machines[0];
+    let ran = w.tmp.path().join("ran");
+    let script = w.tmp.path().join("planted.sh");
+    fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\nexit 0\n", ran.display()),
+    )
+    .unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let git_dir = m.dir.join(".git");
+    let script = script.to_str().unwrap();
+    crate::common::machines::git_ok(&m.dir, &["config", "core.fsmonitor", script]);
+    for hook in ["pre-commit", "post-commit", "post-merge", "pre-push"] {
+        let path = git_dir.join("hooks").join(hook);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::copy(script, &path).unwrap();
+    }
+    let commits = || {
+        crate::common::machines::git_ok(&w.remote, &["rev-list", "--count", "--all"])
+            .trim()
+            .parse::<u32>()
+            .unwrap()
+    };
+    let before = commits();
+    m.send("a", "b", "past the planted config");
+
+    m.sync();
+    assert!(
+        !ran.exists(),
+        "a planted program ran: {}",
+        fs::read_to_string(&ran).unwrap_or_default()
+    );
+    assert!(commits() > before, "the sync still pushed");
+}
