@@ -18,10 +18,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::attention::{self, Attention, RoundState, round_state};
 use super::presence;
 use super::refusal::AppResult;
 use super::rows::short;
 use super::session::Session;
+use super::timeline::{self, ActivityPage};
 use crate::store::access::{Access, ChannelRef, NONCE_TTL};
 use crate::store::index::{DebtLine, DebtState, PinSelect};
 use crate::store::sync_outcome::SyncOutcome;
@@ -62,7 +64,8 @@ pub struct Board {
     pub open_debts: Section<DebtItem>,
     /// Resolved debts waiting for confirmation, oldest first.
     pub unconfirmed: Section<DebtItem>,
-    /// Proposals still waiting for decisions, newest first.
+    /// Proposals still waiting for decisions, and live rounds on a pin
+    /// key (contested, or ready to pin), newest first.
     pub proposals: Section<ProposalItem>,
     /// The current version of every pin, by key.
     pub pins: Section<PinItem>,
@@ -74,6 +77,10 @@ pub struct Board {
     pub alarms: Section<AlarmItem>,
     /// Open debts per role over the last days.
     pub chart: Chart,
+    /// What is stuck and who must move.
+    pub attention: Attention,
+    /// The newest moves of the channel, with the cursor of older ones.
+    pub activity: ActivityPage,
 }
 
 /// A bounded list: its items, and whether more were left out.
@@ -121,7 +128,7 @@ pub struct DebtItem {
     /// Its recipients.
     pub to: Vec<String>,
     /// Where it stands (`open`, `taken`, `in_progress`, `blocked`,
-    /// `needs_you`, `done_local`, `resolved`).
+    /// `needs_you`, `done_local`, `done`, `resolved`).
     pub state: String,
     /// The roles whose move it is.
     pub court: Vec<String>,
@@ -152,6 +159,8 @@ pub struct ProposalItem {
     pub votes: Vec<VoteItem>,
     /// Roles whose decision it still waits for.
     pub awaiting: Vec<String>,
+    /// Where it stands (waiting, contested, ready to pin).
+    pub state: RoundState,
 }
 
 /// One role's standing decision.
@@ -319,6 +328,7 @@ pub fn view(s: &Session, now_ms: i64) -> AppResult<Board> {
         .open_proposals(PROPOSAL_LIMIT)?
         .into_iter()
         .map(|p| ProposalItem {
+            state: round_state(&p),
             id: short(&p.id),
             topic: p.topic,
             from: p.from,
@@ -418,6 +428,8 @@ pub fn view(s: &Session, now_ms: i64) -> AppResult<Board> {
         generated_ms: now_ms,
         remote: super::sync::remote(s.channel()).map(|r| r.to_string()),
         chart: chart(s, &roster, now_ms)?,
+        attention: attention::read(s, now_ms)?,
+        activity: timeline::activity_page(s, None)?,
         roles,
         open_debts,
         unconfirmed,
@@ -463,6 +475,8 @@ fn debt_item(d: DebtLine, state: DebtState) -> DebtItem {
             (Some(ws @ ("in_progress" | "blocked")), Some(by)) => {
                 (ws.to_owned(), vec![by.to_owned()], d.last_move_ms)
             }
+            // Done on both sides and still open: the addressees resolve it.
+            (Some(ws @ "done"), _) => (ws.to_owned(), d.to.clone(), d.last_move_ms),
             _ if d.taken => ("taken".to_owned(), d.to.clone(), d.last_move_ms),
             _ => ("open".to_owned(), d.to.clone(), d.ms),
         },

@@ -7,6 +7,7 @@
 //! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
 //! layer knows nothing of MCP, clap or terminals.
 
+pub mod attention;
 pub mod backfill;
 pub mod backlog;
 pub mod board;
@@ -42,6 +43,7 @@ pub mod session;
 pub mod status;
 pub mod sync;
 pub mod thread;
+pub mod timeline;
 pub mod upload;
 pub mod vote;
 pub mod wait;

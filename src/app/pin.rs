@@ -391,6 +391,15 @@ pub fn pin_history(
     Ok(Listing::whole(out))
 }
 
+/// Every version of `key` with its text, newest first (the board's pin page
+/// and `countersign pin show`), after catching up with the folder.
+pub fn versions(s: &mut Session, key: &str) -> AppResult<Vec<PinVersion>> {
+    s.catch_up()?;
+    let mut rows = pin_row(s.index(), PinSelect::History(key.trim()))?;
+    rows.reverse();
+    Ok(rows)
+}
+
 /// The pin versions `select` names, ordered by key and version.
 fn pin_row(ix: &Index, select: PinSelect<'_>) -> AppResult<Vec<PinVersion>> {
     Ok(ix

@@ -4,6 +4,7 @@
 
 mod add_role;
 mod admit;
+mod attention;
 mod backup;
 mod board;
 mod compress;
@@ -26,6 +27,7 @@ mod memory_status;
 mod message_table;
 mod note;
 pub(crate) mod output;
+mod pin;
 mod reindex;
 mod remote;
 mod remote_channel;
@@ -123,6 +125,8 @@ enum Command {
     /// of every level (`memory export FILE.html`), and how much waits for a compaction
     /// (`memory status [--statusline]`).
     Memory(memory::Args),
+    /// Read a pinned rule whole: `pin show KEY` prints its text with its version and sha256.
+    Pin(pin::Args),
     /// Check every signature and chain from the files: exit 0 clean, 1 problems, 2 unreadable.
     Verify(verify::Args),
     /// Rebuild this device's index of the channel from the feeds.
@@ -186,6 +190,7 @@ Daily:
   status      What waits for your role (--watch: stay and print what arrives)
   inbox       The messages addressed to your role, one line each
   view        One message in full, with its thread
+  pin         A pinned rule in full (pin show KEY)
   send        Send a message as your role
   note        Add a note to the channel's memory
   log         Every record, with verification marks (--role, --since, --grep, --limit)
@@ -242,6 +247,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Note(a) => note::run(&cli, a),
         Command::Log(a) => log::run(&cli, a),
         Command::Memory(a) => memory::run(&cli, a),
+        Command::Pin(a) => pin::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Reindex(a) => reindex::run(&cli, a),
         Command::Compress(a) => compress::run(&cli, a),

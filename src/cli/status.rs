@@ -110,6 +110,9 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
 // status
 
 fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
+    if text {
+        super::attention::print_block(cli)?;
+    }
     let report = match RemoteChannel::from_env()? {
         Some(remote) => remote.status()?,
         None => {

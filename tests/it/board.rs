@@ -21,12 +21,23 @@ pub const HOSTILE_TOPIC: &str = "<script>alert(1)</script>";
 /// The name of a symlink planted in the folder (a `wrong_type` alarm).
 pub const HOSTILE_FILE: &str = "<img src=x onerror=alert(2)>";
 
+/// The note of the task in [`scene`] blocked on a person.
+pub const PERSON_NOTE: &str = "waiting for the human product owner";
+/// A file a sync tool could leave in a feed folder: no feed uses its name.
+pub const CONFLICT_COPY: &str = "00000001 (conflicted copy).jsonl";
+
 /// What [`scene`] made, by name.
 pub struct Scene {
     pub local: Local,
     /// Short ids: `ship` (alpha → beta, open), `hostile` (alpha → gamma,
     /// open), `docs` (beta → alpha, resolved by alpha), `ask` (gamma →
-    /// beta, needs_you back to gamma), `approved` and `open` (proposals).
+    /// beta, needs_you back to gamma), `approved` and `open` (proposals);
+    /// and what needs attention: `old` (delta → epsilon, resolved two days
+    /// ago, unconfirmed), `idle` (delta → epsilon, untouched for three
+    /// days), `licence` (gamma → beta, blocked on a person), `deploy`
+    /// (alpha → gamma, blocked on `ship`), `changelog` (alpha → beta, done
+    /// on both sides, open), `contested` (a round on `naming`: three agree,
+    /// beta rejects).
     pub ids: BTreeMap<&'static str, String>,
 }
 
@@ -45,12 +56,55 @@ fn proposal(s: &mut Session, key: &str, voters: ToArg, topic: &str) -> String {
     send_message(s, req).unwrap().id
 }
 
-/// A channel of three roles with a little of everything the board shows:
-/// open debts in different courts, a resolution waiting for confirmation,
-/// an approved pin, an open proposal with a vote, traffic, and an alarm.
+/// A history three days old, written first (a feed's clock only moves
+/// forward): delta's two debts to epsilon, one resolved by epsilon two days
+/// ago and never confirmed, one nobody touched since.
+fn past(local: &Local, ids: &mut BTreeMap<&'static str, String>) {
+    use countersign::core::hlc::Hlc;
+    use countersign::core::ids::Role;
+    use countersign::core::op::{Note, Op, Send};
+    let day = 86_400_000;
+    let start = now_ms() - 3 * day;
+    let mut ch = local.channel();
+    let debt = |topic: &str| {
+        Op::Send(Send {
+            to: vec![Role::new("epsilon").unwrap()],
+            topic: topic.into(),
+            body: format!("about {topic}"),
+            action_required: true,
+            ..Send::default()
+        })
+    };
+    let mut delta = ch.bulk(&Role::new("delta").unwrap(), start).unwrap();
+    let idle = delta.push(&debt("stale question"), start, Hlc::default());
+    let (idle_id, idle_hlc) = (idle.id, idle.header.hlc);
+    let old = delta.push(&debt("rotate the keys"), start + 1000, idle_hlc);
+    let (old_id, seen) = (old.id, old.header.hlc);
+    delta.flush().unwrap();
+    drop(delta);
+    let mut epsilon = ch.bulk(&Role::new("epsilon").unwrap(), start).unwrap();
+    let resolve = Op::Resolve(Note {
+        id: old_id,
+        note: Some("rotated".into()),
+    });
+    epsilon.push(&resolve, start + day, seen);
+    epsilon.flush().unwrap();
+    drop(epsilon);
+    ch.catch_up().unwrap();
+    ids.insert("old", old_id.short());
+    ids.insert("idle", idle_id.short());
+}
+
+/// A channel of five roles with a little of everything the board shows:
+/// open debts in different courts, resolutions waiting for confirmation
+/// (one for two days), an approved pin, an open proposal with a vote and a
+/// contested round, a task blocked on a person and one on another debt,
+/// work done on both sides of an open debt, traffic, an alarm and a file
+/// only `verify` reports.
 pub fn scene() -> Scene {
-    let local = Local::new(&["alpha", "beta", "gamma"]);
+    let local = Local::new(&["alpha", "beta", "gamma", "delta", "epsilon"]);
     let mut ids = BTreeMap::new();
+    past(&local, &mut ids);
     let (mut a, mut b, mut g) = (
         local.session("alpha"),
         local.session("beta"),
@@ -63,6 +117,37 @@ pub fn scene() -> Scene {
     ids.insert("ask", debt(&mut g, "beta", "which port?"));
     set_work_status(&mut b, &ids["ask"], "needs_you", None, None).unwrap();
     send(&mut g, "alpha", "hello", "just saying hi");
+
+    ids.insert("licence", debt(&mut g, "beta", "pick a licence"));
+    set_work_status(
+        &mut b,
+        &ids["licence"],
+        "blocked",
+        Some(PERSON_NOTE.into()),
+        None,
+    )
+    .unwrap();
+    ids.insert("deploy", debt(&mut a, "gamma", "deploy the parser"));
+    set_work_status(&mut g, &ids["deploy"], "blocked", None, Some(&ids["ship"])).unwrap();
+    ids.insert("changelog", debt(&mut a, "beta", "write the changelog"));
+    set_work_status(&mut b, &ids["changelog"], "done_local", None, None).unwrap();
+    set_work_status(&mut a, &ids["changelog"], "done", None, None).unwrap();
+    let voters = ["beta", "gamma", "delta", "epsilon"]
+        .map(String::from)
+        .to_vec();
+    let contested = proposal(&mut a, "naming", ToArg::Many(voters), "proposal for naming");
+    for role in ["gamma", "delta", "epsilon"] {
+        acknowledge(&mut local.session(role), &contested, "agree", None, None).unwrap();
+    }
+    acknowledge(
+        &mut b,
+        &contested,
+        "reject",
+        Some("the names are too long".into()),
+        None,
+    )
+    .unwrap();
+    ids.insert("contested", contested);
 
     let approved = proposal(
         &mut a,
@@ -96,6 +181,7 @@ pub fn scene() -> Scene {
 
     std::os::unix::fs::symlink("/etc/hostname", local.dir.join("feeds").join(HOSTILE_FILE))
         .unwrap();
+    std::fs::write(local.feed_dir("alpha").join(CONFLICT_COPY), "").unwrap();
     Scene { local, ids }
 }
 
@@ -112,15 +198,16 @@ fn each_role_card_counts_what_waits_for_it() {
     let card = |r: &str| b.roles.iter().find(|c| c.role == r).unwrap().clone();
     assert_eq!(
         b.roles.iter().map(|c| c.role.as_str()).collect::<Vec<_>>(),
-        ["alpha", "beta", "gamma"]
+        ["alpha", "beta", "delta", "epsilon", "gamma"]
     );
     let beta = card("beta");
-    assert_eq!((beta.owed, beta.to_confirm), (2, 1), "{beta:?}");
+    assert_eq!((beta.owed, beta.to_confirm), (4, 1), "{beta:?}");
     assert!(beta.votes_awaited >= 1, "{beta:?}");
     assert!(beta.unread >= 3, "{beta:?}");
     let alpha = card("alpha");
     assert_eq!((alpha.owed, alpha.to_confirm), (0, 0), "{alpha:?}");
-    assert_eq!(card("gamma").owed, 1);
+    assert_eq!(card("gamma").owed, 2);
+    assert_eq!((card("epsilon").owed, card("delta").to_confirm), (1, 1));
 }
 
 #[test]
@@ -153,8 +240,19 @@ fn each_debt_says_whose_move_it_is() {
     assert_eq!(docs.state, "resolved");
     assert_eq!(docs.resolved_by.as_deref(), Some("alpha"));
     assert_eq!(docs.court, ["beta"]);
-    assert!(b.unconfirmed.items.iter().all(|d| d.id == sc.ids["docs"]));
-    assert_eq!(b.open_debts.items.len(), 3);
+    let unconfirmed: Vec<&str> = b.unconfirmed.items.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(unconfirmed, [&sc.ids["old"], &sc.ids["docs"]]);
+    assert_eq!(b.open_debts.items.len(), 7);
+    // Work done on both sides reads done, and it is the addressee's to resolve.
+    let changelog = find("changelog");
+    assert_eq!(
+        (changelog.state.as_str(), changelog.court.clone()),
+        ("done", vec!["beta".to_owned()])
+    );
+    assert_eq!(
+        find("deploy").blocked_by.as_deref(),
+        Some(sc.ids["ship"].as_str())
+    );
     assert!(!b.open_debts.more);
 }
 
@@ -187,7 +285,7 @@ fn proposals_pins_devices_alarms_and_traffic_are_all_there() {
     assert_eq!(pin.approved_topic.as_deref(), Some("proposal for style"));
     assert_eq!(pin.sha256.len(), 64);
 
-    assert_eq!(b.devices.len(), 3, "{:?}", b.devices);
+    assert_eq!(b.devices.len(), 5, "{:?}", b.devices);
     assert!(
         b.devices
             .iter()
@@ -254,9 +352,9 @@ fn the_chart_counts_open_debts_per_role_for_fourteen_days() {
     assert_eq!(b.chart.days.len(), board::CHART_DAYS);
     assert!(b.chart.days.windows(2).all(|w| w[1] - w[0] == 86_400_000));
     let series: BTreeMap<_, _> = b.chart.series.iter().cloned().collect();
-    // Today: beta owes two, gamma one, alpha none (its debt is resolved).
-    assert_eq!(series["beta"].last(), Some(&2));
-    assert_eq!(series["gamma"].last(), Some(&1));
+    // Today: beta owes four, gamma two, alpha none (its debt is resolved).
+    assert_eq!(series["beta"].last(), Some(&4));
+    assert_eq!(series["gamma"].last(), Some(&2));
     assert_eq!(series["alpha"].last(), Some(&0));
     // Nothing was open before the channel existed.
     assert_eq!(series["beta"][0], 0);

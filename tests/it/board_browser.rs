@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use countersign::http::board::page;
 
-use crate::board::{HOSTILE_FILE, HOSTILE_TOPIC, board_of, scene};
+use crate::board::{HOSTILE_FILE, HOSTILE_TOPIC, PERSON_NOTE, board_of, scene};
 use crate::board_http::BoardServer;
 use crate::common::local::{Local, send};
 
@@ -124,13 +124,56 @@ fn the_board_renders_in_a_browser_with_peer_text_as_text() {
     assert_eq!(dom.matches("<script").count(), 1);
 }
 
+#[test]
+fn a_link_of_the_attention_strip_opens_the_message_in_the_browser() {
+    let sc = scene();
+    let server = BoardServer::start(&sc.local);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = tmp.path().join("profile");
+
+    // The board, as the browser built it: the strip links to the task
+    // blocked on a person.
+    let dom = chromium(&profile, &server.link().url, &["--dump-dom".into()]);
+    let strip = &dom[dom
+        .find("id=\"attention\"")
+        .expect("the strip is in the DOM")..];
+    let href = format!("local/m/{}", sc.ids["licence"]);
+    assert!(
+        strip.contains(&format!("href=\"{href}\"")),
+        "no link to {href}"
+    );
+    assert!(strip.contains(PERSON_NOTE));
+
+    // The same browser (its cookie kept in the profile) follows it, the
+    // href resolved against the board's address as a click resolves it.
+    let url = format!("{}/board/{href}", server.base);
+    let detail = chromium(
+        &profile,
+        &url,
+        &[format!(
+            "--screenshot={}",
+            output_dir().join("board-detail.png").display()
+        )],
+    );
+    let _ = detail;
+    let dom = chromium(&profile, &url, &["--dump-dom".into()]);
+    std::fs::write(output_dir().join("board-detail.dom.html"), &dom).unwrap();
+    assert!(
+        dom.contains("<h1 dir=\"auto\">pick a licence</h1>"),
+        "the message's page opened: {dom}"
+    );
+    assert!(dom.contains("about pick a licence"));
+    assert!(dom.contains("work status → blocked"));
+    assert!(!dom.contains("<script"), "the detail page runs no script");
+}
+
 /// A right-to-left topic (Hebrew: "translating the guide into Hebrew").
 pub const RTL_TOPIC: &str = "תרגום המדריך לעברית, פרק 2";
 
 /// A channel as a person finds it after a while of work: six roles, debts
-/// in every state (in progress, blocked on another debt, handed back,
-/// resolved and waiting for confirmation, confirmed, reopened), proposals
-/// with votes, a pin, a right-to-left topic, a hostile topic, a planted
+/// in every state (in progress, blocked on another debt or on a person,
+/// handed back, done on both sides, resolved and waiting for confirmation,
+/// confirmed, reopened), proposals with votes (one contested), a pin, a right-to-left topic, a hostile topic, a planted
 /// file, and chatter between them. The screenshots in docs/ are of it.
 pub fn realistic() -> Local {
     let roles = ["lead", "parser", "storage", "web", "docs", "review"];
@@ -318,6 +361,23 @@ pub fn realistic() -> Local {
         "Follow the system setting.",
     );
     set_work_status(&mut s[at("web")], &dark, "done_local", None, None).unwrap();
+    // The lead checked it too: done on both sides, the debt still open.
+    set_work_status(&mut s[at("lead")], &dark, "done", None, None).unwrap();
+    let proxy = debt(
+        &mut s,
+        "lead",
+        "web",
+        "Publish the board behind the company proxy",
+        "Under /countersign, with TLS.",
+    );
+    set_work_status(
+        &mut s[at("web")],
+        &proxy,
+        "blocked",
+        Some("waiting for IT to open port 443 on the proxy".into()),
+        None,
+    )
+    .unwrap();
 
     let vote = |s: &mut [Session], key: &str, topic: &str| {
         let mut req = SendRequest::new("*", topic, "Agree or reject by Friday.");
@@ -375,7 +435,7 @@ fn every_piece_of_peer_text_keeps_its_own_direction() {
     // Every place the right-to-left topic shows, it is isolated in its own
     // direction: a cell or span with dir="auto", or a <bdi>.
     let shown: Vec<usize> = html.match_indices(RTL_TOPIC).map(|(i, _)| i).collect();
-    assert!(shown.len() >= 2, "in the debts and in the traffic");
+    assert!(shown.len() >= 2, "in the debts and in the activity");
     for at in shown {
         let before = &html[..at];
         assert!(
@@ -570,8 +630,29 @@ const LAYOUT: &str = r#"(() => {
     rtl_direction: topic && getComputedStyle(topic).direction,
     rtl_text: topic && topic.textContent,
     scripts: document.querySelectorAll("script").length,
+    strip: (() => {
+      const s = document.getElementById("attention");
+      if (!s) return null;
+      const r = s.getBoundingClientRect();
+      return { top: Math.round(r.top), width: Math.round(r.width), height: Math.round(r.height),
+               visible: getComputedStyle(s).display !== "none" && getComputedStyle(s).visibility === "visible",
+               items: [...s.querySelectorAll("li .what")].map(e => e.textContent),
+               round: s.querySelector("li.contested a.id") && s.querySelector("li.contested a.id").href };
+    })(),
+    badge: document.querySelector("header #alarm-count") && document.querySelector("header #alarm-count").textContent,
   };
 })()"#;
+
+/// What a page below the board looks like, measured in the browser.
+const DETAIL_LAYOUT: &str = r#"(() => ({
+  scroll: document.documentElement.scrollWidth,
+  inner: innerWidth,
+  body: getComputedStyle(document.body).backgroundColor,
+  viewport: !!document.querySelector('meta[name="viewport"]'),
+  h1_dir: document.querySelector("h1") && document.querySelector("h1").getAttribute("dir"),
+  text_dir: document.querySelector("pre.body") && document.querySelector("pre.body").getAttribute("dir"),
+  row: document.querySelector("tr.move, tr.vote") && getComputedStyle(document.querySelector("tr.move, tr.vote")).display,
+}))()"#;
 
 /// Also writes the screenshots docs/ shows (`docs-board.png` and
 /// `docs-board-phone.png` in the test output are docs/board.png and
@@ -627,6 +708,46 @@ fn the_board_fits_a_desktop_and_a_phone_in_light_and_dark() {
         assert_eq!(m["rtl_direction"], "rtl", "{what}");
         assert_eq!(m["rtl_text"], RTL_TOPIC, "{what}");
         assert_eq!(m["scripts"], 1, "{what}");
+        // The strip opens the page, in view, with what the channel holds:
+        // a task blocked on a person, a contested round, work done on both
+        // sides; the alarm's count is in the header the script swaps.
+        let strip = &m["strip"];
+        assert_eq!(strip["visible"], true, "{what}");
+        assert!(strip["height"].as_i64().unwrap() > 60, "{what}");
+        assert!(strip["top"].as_i64().unwrap() < 200, "{what}");
+        assert!(
+            strip["width"].as_i64().unwrap() <= i64::from(width),
+            "{what}"
+        );
+        for item in ["blocked on a person", "contested", "done, still open"] {
+            assert!(
+                strip["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|i| i.as_str().unwrap().contains(item)),
+                "{item}: {what}"
+            );
+        }
+        assert_eq!(m["badge"], "1 alarm", "{what}");
+        if width < 700 {
+            // The contested round's page, reached from the strip, fits the
+            // phone too (its votes as cards), in the same palette.
+            let url = strip["round"].as_str().unwrap().to_owned();
+            b.go(&url);
+            if !dark {
+                b.screenshot(&output_dir().join("board-detail-phone.png"), None);
+            }
+            let d = b.eval(DETAIL_LAYOUT);
+            let what = format!("{name} {url}: {d}");
+            assert_eq!(d["scroll"], json!(width), "{what}");
+            assert_eq!(d["inner"], json!(width), "{what}");
+            assert_eq!(d["body"], page, "{what}");
+            assert_eq!(d["viewport"], true, "{what}");
+            assert_eq!(d["h1_dir"], "auto", "{what}");
+            assert_eq!(d["text_dir"], "auto", "{what}");
+            assert_eq!(d["row"], "flex", "{what}");
+        }
     }
 }
 

@@ -136,13 +136,13 @@ impl Answer {
             .unwrap_or_else(|| panic!("no {name} header: {:?}", self.headers))
     }
 
-    fn assert_secured(&self) {
+    pub fn assert_secured(&self) {
         for (name, value) in SECURITY_HEADERS {
             assert_eq!(self.header(name), value, "{name}");
         }
     }
 
-    fn assert_html(&self, status: u16, needle: &str) {
+    pub fn assert_html(&self, status: u16, needle: &str) {
         assert_eq!(self.status, status, "{}", self.body);
         assert_eq!(self.header("content-type"), "text/html; charset=utf-8");
         assert!(self.body.contains(needle), "{needle} not in {}", self.body);

@@ -7,6 +7,7 @@
 mod common;
 
 mod board;
+mod board_attention;
 mod board_browser;
 mod board_http;
 mod cli;

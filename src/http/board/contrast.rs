@@ -41,6 +41,7 @@ mod tests {
     use super::*;
     use crate::http::board::chart::{DARK_GROUNDS, LIGHT_GROUNDS, role_colours};
     use crate::http::board::page::STYLE;
+    use crate::http::board::strip;
 
     /// The declarations of the block that opens with `opening`, as
     /// (name without `--`, `#rrggbb`), and the stylesheet without that block.
@@ -136,6 +137,12 @@ mod tests {
             "both palettes name the same colours"
         );
         assert_eq!(stray_colour(&rest), None, "a colour outside the palettes");
+        // The strip's stylesheet, added after the board's, uses them too.
+        assert_eq!(
+            stray_colour(strip::STYLE),
+            None,
+            "a colour of the strip outside the palettes"
+        );
         let mut failed = failures(&light);
         failed.extend(failures(&dark).into_iter().map(|f| format!("dark: {f}")));
         assert!(failed.is_empty(), "below 4.5:1: {failed:#?}");

@@ -19,25 +19,30 @@
 //! scrolls sideways.
 
 use super::chart::{role_style, svg};
+use super::detail::entries;
 use super::html::{escape, push, push_bdi, push_fmt};
+use super::links::Links;
+use super::strip;
 use super::when::{ago_tag, time_tag};
 use crate::app::board::{
     AlarmItem, Board, DebtItem, DeviceItem, PinItem, ProposalItem, RoleCard, Section, SyncHealth,
-    TrafficItem,
 };
 
 /// Seconds between refreshes of the page without JavaScript.
 pub const NOSCRIPT_REFRESH_SECS: u32 = 30;
 
+/// The board's stylesheet, shared by its pages.
 pub const STYLE: &str = r#"
 :root { color-scheme: light dark;
   --ink: #1f2328; --muted: #59636e; --warn: #9a3412; --line: #d8dee4;
   --page: #f6f8fa; --card: #ffffff; --head-bg: #f6f8fa; --tag-bg: #eef1f4;
-  --agree-bg: #e6f4ea; --reject-bg: #fde8e8; --warn-bg: #fff4ed; }
+  --agree-bg: #e6f4ea; --reject-bg: #fde8e8; --warn-bg: #fff4ed;
+  --alarm: #b42318; --heat: #8a5a00; --link: #0a5cc2; }
 @media (prefers-color-scheme: dark) { :root {
   --ink: #e6edf3; --muted: #a3acb7; --warn: #ff9b57; --line: #30363d;
   --page: #0d1117; --card: #161b22; --head-bg: #1c2128; --tag-bg: #262c36;
-  --agree-bg: #12301c; --reject-bg: #3b1618; --warn-bg: #2d1a0e; } }
+  --agree-bg: #12301c; --reject-bg: #3b1618; --warn-bg: #2d1a0e;
+  --alarm: #ff7b72; --heat: #d29922; --link: #6cb6ff; } }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
   color: var(--ink); background: var(--page); }
@@ -66,6 +71,7 @@ td code { overflow-wrap: anywhere; }
 tr:last-child td { border-bottom: none; }
 code, .id { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
 .muted { color: var(--muted); }
+a, a:visited { color: var(--link); }
 .empty { color: var(--muted); font-style: italic; padding: 4px 0; }
 .tag { display: inline-block; padding: 0 6px; border-radius: 10px; background: var(--tag-bg); font-size: 12px;
   white-space: nowrap; }
@@ -212,9 +218,12 @@ pub fn render(b: &Board) -> String {
     push(&mut out, &b.channel);
     out.push_str(" · countersign board</title><style>");
     out.push_str(STYLE);
+    out.push_str(strip::STYLE);
     out.push_str("</style></head><body><header><h1>");
     push_bdi(&mut out, &b.channel);
-    out.push_str("</h1><span class=\"meta\">read ");
+    out.push_str("</h1>");
+    strip::alarm_badge(&mut out, &b.attention);
+    out.push_str("<span class=\"meta\">read ");
     out.push_str(&ago_tag(now, now));
     out.push_str("</span><span class=\"meta\">");
     match &b.remote {
@@ -233,6 +242,8 @@ pub fn render(b: &Board) -> String {
         &mut out,
         format_args!("</span></header>\n<main data-now=\"{now}\">"),
     );
+    let links = Links::board(&b.channel);
+    strip::strip(&mut out, &b.attention, &links);
 
     roles(&mut out, &b.roles);
     out.push_str("<h2>Open debts per role, last 14 days</h2>");
@@ -252,25 +263,25 @@ pub fn render(b: &Board) -> String {
     out.push_str("</div>");
     debts(
         &mut out,
-        "Open debts",
-        "open-debts",
+        ("Open debts", "open-debts"),
         &b.open_debts,
         now,
         "no open debts",
+        &links,
     );
     debts(
         &mut out,
-        "Resolved, waiting for confirmation",
-        "unconfirmed",
+        ("Resolved, waiting for confirmation", "unconfirmed"),
         &b.unconfirmed,
         now,
         "no resolution waits for confirmation",
+        &links,
     );
-    proposals(&mut out, &b.proposals, now);
-    pins(&mut out, &b.pins, now);
+    proposals(&mut out, &b.proposals, now, &links);
+    pins(&mut out, &b.pins, now, &links);
     devices(&mut out, &b.devices, now);
-    alarms(&mut out, &b.alarms);
-    traffic(&mut out, &b.traffic, now);
+    alarms(&mut out, &b.alarms, b.attention.quiet_problems);
+    activity(&mut out, b, now, &links);
     out.push_str("</main>\n<script>");
     out.push_str(SCRIPT);
     out.push_str("</script></body></html>\n");
@@ -296,7 +307,7 @@ fn more_note(out: &mut String, more: bool) {
 /// Opens a cell: `class` says how it lays out (`id`, `when`, `state`,
 /// `num` never wrap), `label` names it where rows become cards on a narrow
 /// screen (the page's own words, never peer text).
-fn cell(out: &mut String, class: &str, label: &str) {
+pub(super) fn cell(out: &mut String, class: &str, label: &str) {
     out.push_str("<td");
     if !class.is_empty() {
         push_fmt(out, format_args!(" class=\"{class}\""));
@@ -309,7 +320,7 @@ fn cell(out: &mut String, class: &str, label: &str) {
 
 /// Opens the cell of a row's peer-written subject: first on a card, its
 /// direction taken from its own text.
-fn topic_cell(out: &mut String) {
+pub(super) fn topic_cell(out: &mut String) {
     out.push_str("<td class=\"topic\" dir=\"auto\">");
 }
 
@@ -355,7 +366,14 @@ fn names(out: &mut String, roles: &[String]) {
     }
 }
 
-fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i64, none: &str) {
+fn debts(
+    out: &mut String,
+    (title, id): (&str, &str),
+    s: &Section<DebtItem>,
+    now: i64,
+    none: &str,
+    links: &Links,
+) {
     heading(out, title, id, s.items.len(), s.more);
     if s.items.is_empty() {
         push_fmt(out, format_args!("<p class=\"empty\">{none}</p>"));
@@ -366,10 +384,14 @@ fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i6
          <th>whose move</th><th>for</th><th>sent</th></tr>",
     );
     for d in &s.items {
-        out.push_str("<tr class=\"debt\">");
+        push_fmt(
+            out,
+            format_args!("<tr class=\"debt\" id=\"d-{}\">", escape(&d.id)),
+        );
         cell(out, "id", "");
+        push_fmt(out, format_args!("<a href=\"{}\">", links.message(&d.id)));
         push(out, &d.id);
-        out.push_str("</td>");
+        out.push_str("</a></td>");
         topic_cell(out);
         push(out, &d.topic);
         out.push_str("</td>");
@@ -387,9 +409,12 @@ fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i6
             push_bdi(out, by);
         }
         if let Some(b) = &d.blocked_by {
-            out.push_str(" on <span class=\"id\">");
+            push_fmt(
+                out,
+                format_args!(" on <a class=\"id blocker\" href=\"{}\">", links.message(b)),
+            );
             push(out, b);
-            out.push_str("</span>");
+            out.push_str("</a>");
         }
         out.push_str("</td>");
         cell(out, "", "whose move");
@@ -406,7 +431,7 @@ fn debts(out: &mut String, title: &str, id: &str, s: &Section<DebtItem>, now: i6
     more_note(out, s.more);
 }
 
-fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
+fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64, links: &Links) {
     heading(out, "Open proposals", "proposals", s.items.len(), s.more);
     if s.items.is_empty() {
         out.push_str("<p class=\"empty\">no proposal waits for a decision</p>");
@@ -414,13 +439,14 @@ fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
     }
     out.push_str(
         "<table><tr><th>id</th><th>topic</th><th>from</th><th>pin</th><th>votes cast</th>\
-         <th>awaited</th><th>sent</th></tr>",
+         <th>awaited</th><th>state</th><th>sent</th></tr>",
     );
     for p in &s.items {
         out.push_str("<tr class=\"proposal\">");
         cell(out, "id", "");
+        push_fmt(out, format_args!("<a href=\"{}\">", links.message(&p.id)));
         push(out, &p.id);
-        out.push_str("</td>");
+        out.push_str("</a></td>");
         topic_cell(out);
         push(out, &p.topic);
         out.push_str("</td>");
@@ -467,6 +493,9 @@ fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
         cell(out, "", "awaited");
         names(out, &p.awaiting);
         out.push_str("</td>");
+        cell(out, "", "");
+        strip::round_state(out, &p.state);
+        out.push_str("</td>");
         cell(out, "when", "sent");
         out.push_str(&ago_tag(p.sent_ms, now));
         out.push_str("</td></tr>");
@@ -475,7 +504,7 @@ fn proposals(out: &mut String, s: &Section<ProposalItem>, now: i64) {
     more_note(out, s.more);
 }
 
-fn pins(out: &mut String, s: &Section<PinItem>, now: i64) {
+fn pins(out: &mut String, s: &Section<PinItem>, now: i64, links: &Links) {
     heading(out, "Pins", "pins", s.items.len(), s.more);
     if s.items.is_empty() {
         out.push_str("<p class=\"empty\">nothing pinned</p>");
@@ -488,9 +517,12 @@ fn pins(out: &mut String, s: &Section<PinItem>, now: i64) {
     for p in &s.items {
         out.push_str("<tr class=\"pin\">");
         cell(out, "", "");
-        out.push_str("<code>");
+        push_fmt(
+            out,
+            format_args!("<a href=\"{}\"><code>", links.pin(&p.key)),
+        );
         push_bdi(out, &p.key);
-        out.push_str("</code></td>");
+        out.push_str("</code></a></td>");
         topic_cell(out);
         push(out, &p.title);
         out.push_str("</td>");
@@ -588,10 +620,27 @@ fn devices(out: &mut String, list: &[DeviceItem], now: i64) {
     out.push_str("</table>");
 }
 
-fn alarms(out: &mut String, s: &Section<AlarmItem>) {
+fn alarms(out: &mut String, s: &Section<AlarmItem>, quiet: usize) {
     heading(out, "Alarms", "alarms", s.items.len(), s.more);
+    if quiet > 0 {
+        // Said even with no alarm: `verify` exits 1 on these, so the board
+        // must not read "nothing wrong".
+        push_fmt(
+            out,
+            format_args!(
+                "<p class=\"more\" id=\"verify-note\">besides alarms, <code>countersign verify</code> \
+                 reports {quiet} harmless problem(s): files no feed uses (a conflict copy left by a \
+                 sync tool, say) or unreadable lines; it lists them, and removing the files clears \
+                 them</p>"
+            ),
+        );
+    }
     if s.items.is_empty() {
-        out.push_str("<p class=\"empty\">no alarm: nothing wrong found in the folder</p>");
+        out.push_str(if quiet > 0 {
+            "<p class=\"empty\">no alarm: no fork, quarantine, held record or lost decision</p>"
+        } else {
+            "<p class=\"empty\">no alarm: nothing wrong found in the folder</p>"
+        });
         return;
     }
     out.push_str("<table><tr><th>kind</th><th>feed</th><th>where</th><th>what</th></tr>");
@@ -616,40 +665,13 @@ fn alarms(out: &mut String, s: &Section<AlarmItem>) {
     more_note(out, s.more);
 }
 
-fn traffic(out: &mut String, list: &[TrafficItem], now: i64) {
-    heading(out, "Recent traffic", "traffic", list.len(), false);
-    if list.is_empty() {
-        out.push_str("<p class=\"empty\">no message yet</p>");
-        return;
-    }
-    out.push_str("<table><tr><th>when</th><th>from → to</th><th>topic</th><th>id</th></tr>");
-    for t in list {
-        out.push_str("<tr class=\"message\">");
-        cell(out, "when", "");
-        out.push_str(&ago_tag(t.ms, now));
-        out.push_str("</td>");
-        cell(out, "", "");
-        push_bdi(out, &t.from);
-        out.push_str(" → ");
-        names(out, &t.to);
-        out.push_str("</td>");
-        topic_cell(out);
-        if t.debt {
-            out.push_str("<span class=\"tag\">debt</span> ");
-        }
-        if let Some(k) = &t.kind {
-            out.push_str("<span class=\"tag\">");
-            push(out, k);
-            out.push_str("</span> ");
-        }
-        out.push_str("<span dir=\"auto\">");
-        push(out, &t.topic);
-        out.push_str("</span><div class=\"excerpt\" dir=\"auto\">");
-        push(out, &t.excerpt);
-        out.push_str("</div></td>");
-        cell(out, "id", "");
-        push(out, &t.id);
-        out.push_str("</td></tr>");
-    }
-    out.push_str("</table>");
+fn activity(out: &mut String, b: &Board, now: i64, links: &Links) {
+    heading(
+        out,
+        "Recent activity",
+        "traffic",
+        b.activity.entries.len(),
+        b.activity.next.is_some(),
+    );
+    entries(out, &b.activity, now, links);
 }

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::page;
+use super::{detail, page};
 use crate::app::Session;
-use crate::app::board;
+use crate::app::{board, pin, timeline};
 use crate::store::{Channel, ChannelDir, Home};
 
 /// One channel as the board reads it.
@@ -30,6 +30,32 @@ impl Reader {
         let mut s = self.session.lock().unwrap_or_else(PoisonError::into_inner);
         let view = board::board(&mut s, now_ms)?;
         Ok(page::render(&view))
+    }
+
+    /// The page of the message `id` names, as of `now_ms`: `Ok(None)` when
+    /// no message has that id, a refusal (`AppError`) for a malformed or
+    /// ambiguous one. Blocks.
+    pub fn message(&self, id: &str, now_ms: i64) -> anyhow::Result<Option<String>> {
+        let mut s = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        let detail = timeline::message_detail(&mut s, id)?;
+        let channel = s.channel().dir().genesis().name.clone();
+        Ok(detail.map(|d| detail::message(&channel, &d, now_ms)))
+    }
+
+    /// The page of pin `key`, as of `now_ms`. Blocks.
+    pub fn pin(&self, key: &str, now_ms: i64) -> anyhow::Result<String> {
+        let mut s = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        let versions = pin::versions(&mut s, key)?;
+        let channel = s.channel().dir().genesis().name.clone();
+        Ok(detail::pin(&channel, key, &versions, now_ms))
+    }
+
+    /// The page of moves before `before`, as of `now_ms`. Blocks.
+    pub fn activity(&self, before: Option<&str>, now_ms: i64) -> anyhow::Result<String> {
+        let mut s = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        let page = timeline::activity(&mut s, before)?;
+        let channel = s.channel().dir().genesis().name.clone();
+        Ok(detail::activity(&channel, &page, now_ms))
     }
 }
 

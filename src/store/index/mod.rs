@@ -19,6 +19,7 @@ mod debts;
 mod deliveries;
 mod events;
 mod feeds;
+mod history;
 mod memory;
 mod messages;
 mod notes;
@@ -35,6 +36,7 @@ pub use debts::{DebtLine, DebtPage, DebtSpan, DebtState, OpenDebt, PendingResolu
 pub use deliveries::UnreadMail;
 pub use events::EventRow;
 pub use feeds::{AdmittedFeed, RecordLine};
+pub use history::{Before, MOVES, MessageHead, Touch};
 pub use memory::{MemoryItem, MemoryStamp, SummaryRow};
 pub use messages::{MessageFilter, MessageRow, PrefixMatch, TrafficLine, like_pattern};
 pub use notes::NoteRow;

@@ -200,6 +200,39 @@ impl Index {
         rows.collect::<Result<_, _>>().db(p)
     }
 
+    /// The first `limit + 1` problems that are not alarms (unreadable lines
+    /// and files no feed uses), in the order they were found: harmless to
+    /// the channel, and still what makes `verify` exit 1.
+    pub fn quiet_problems(&self, limit: usize) -> StoreResult<Vec<Problem>> {
+        let p = &self.path;
+        let quiet: Vec<&str> = ProblemKind::ALL
+            .into_iter()
+            .filter(|k| !k.is_alarm())
+            .map(ProblemKind::as_str)
+            .collect();
+        let quiet = serde_json::to_string(&quiet).expect("a list of words serializes");
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT kind, path, offset, record, feed, reason FROM problems \
+                 WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY n LIMIT ?2",
+            )
+            .db(p)?;
+        let rows = st
+            .query_map(params![quiet, limit as i64 + 1], |r| {
+                Ok(Problem {
+                    kind: r.get(0)?,
+                    path: r.get(1)?,
+                    offset: r.get::<_, i64>(2)? as u64,
+                    record: r.get(3)?,
+                    feed: r.get(4)?,
+                    reason: r.get(5)?,
+                })
+            })
+            .db(p)?;
+        rows.collect::<Result<_, _>>().db(p)
+    }
+
     /// Records a problem unless one of its kind stands at `path` and
     /// `offset` already: the number of problems added (0 or 1).
     pub(in crate::store) fn record_problem(

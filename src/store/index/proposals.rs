@@ -45,6 +45,8 @@ pub struct CastVote {
     pub stale: bool,
     /// When (ms).
     pub ms: i64,
+    /// The note cast with it.
+    pub note: Option<String>,
 }
 
 /// A proposal behind the `awaiting_ack` counter.
@@ -58,26 +60,33 @@ pub struct AwaitedProposal {
 
 impl Index {
     /// The newest `limit + 1` live proposals that still wait for someone's
-    /// decision (from `messages_awaiting`), each with its votes.
+    /// decision or hold a round on a pin key (not retired: a pin write
+    /// settles the rounds on its key), each with its votes. A round nobody
+    /// is awaited on (contested, or agreed and not pinned yet) is listed too:
+    /// it still holds its key.
     pub fn open_proposals(&self, limit: usize) -> StoreResult<Vec<OpenProposal>> {
         let p = &self.path;
         let mut out: Vec<OpenProposal> = self
             .conn
             .prepare_cached(
                 "SELECT m.id, m.from_role, m.topic, m.ms, m.pin_key, m.awaiting FROM messages m \
-                 WHERE m.awaiting IS NOT NULL AND m.deleted_ms IS NULL \
+                 WHERE m.kind = 'proc' AND m.deleted_ms IS NULL AND (m.awaiting IS NOT NULL \
+                 OR (m.pin_key IS NOT NULL AND m.retired_ms IS NULL)) \
                  ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
             )
             .and_then(|mut st| {
                 st.query_map([limit as i64 + 1], |r| {
-                    let awaiting: String = r.get(5)?;
+                    // Null for a round nobody is awaited on.
+                    let awaiting: Option<String> = r.get(5)?;
                     Ok(OpenProposal {
                         id: r.get(0)?,
                         from: r.get(1)?,
                         topic: r.get(2)?,
                         ms: r.get(3)?,
                         pin_key: r.get(4)?,
-                        awaiting: serde_json::from_str(&awaiting).unwrap_or_default(),
+                        awaiting: awaiting
+                            .and_then(|a| serde_json::from_str(&a).ok())
+                            .unwrap_or_default(),
                         votes: Vec::new(),
                     })
                 })?
@@ -87,7 +96,8 @@ impl Index {
         let mut st = self
             .conn
             .prepare_cached(
-                "SELECT role, decision, stale, ms FROM votes WHERE message_id = ?1 ORDER BY role",
+                "SELECT role, decision, stale, ms, note FROM votes WHERE message_id = ?1 \
+                 ORDER BY role",
             )
             .db(p)?;
         for prop in &mut out {
@@ -98,6 +108,7 @@ impl Index {
                         decision: r.get(1)?,
                         stale: r.get(2)?,
                         ms: r.get(3)?,
+                        note: r.get(4)?,
                     })
                 })
                 .and_then(|rows| rows.collect())
