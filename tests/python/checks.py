@@ -20,7 +20,8 @@ TOOLS = [
     "upload_content", "seal_content", "get_content", "revise_message", "message_history",
     "pin_set", "pin_get", "pin_list", "pin_history", "acknowledge", "get_acknowledgements",
     "backfill_superseded", "undo_backfill", "list_roles", "channel_status", "wait_for_reply",
-    "wait_for_mail", "server_build", "get_protocol", "get_charter_template", "memory_view",
+    "wait_for_mail", "server_build", "get_protocol", "get_charter_template", "board_link",
+    "memory_view",
     "memory_zoom", "memory_read", "memory_search", "memory_thread",
 ]
 READ_ONLY = {

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -38,10 +39,21 @@ ROLES = ("frontend", "backend")
 TIMEOUT_S = 120
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Where board_link starts its loopback server: a free port, so that runs in parallel
+# never meet; the server is stopped with `countersign board --stop` at the end.
+BOARD_LISTEN = f"127.0.0.1:{free_port()}"
+
+
 async def connect(stack: AsyncExitStack, binary: str, home: str, channel: str, role: str) -> ClientSession:
     params = StdioServerParameters(
         command=binary,
-        args=["mcp", "--role", role, "--channel", channel],
+        args=["mcp", "--role", role, "--channel", channel, "--board-listen", BOARD_LISTEN],
         # Merged over the SDK's small default environment (PATH, HOME, ...), so no
         # COUNTERSIGN_ROLE or COUNTERSIGN_CHANNEL from the caller leaks in.
         env={"COUNTERSIGN_HOME": home},
@@ -257,6 +269,7 @@ async def every_output_schema(tools: list[Any], fe: ClientSession, be: ClientSes
     # about
     await call_ok(fe, "list_roles", {})
     await call_ok(fe, "server_build", {})
+    await call_ok(fe, "board_link", {"label": "cross-check"})
 
     # the memory (memory_date is outside the default set)
     view = await call_ok(fe, "memory_view", {})
@@ -295,8 +308,12 @@ def main() -> int:
             return 1
         ok("countersign init", f"roles {','.join(ROLES)}")
 
-        if not run_checks(lambda: run(binary, home, channel), TIMEOUT_S):
-            return 1
+        try:
+            if not run_checks(lambda: run(binary, home, channel), TIMEOUT_S):
+                return 1
+        finally:
+            subprocess.run([binary, "--channel", channel, "board", "--stop"],
+                           env=env, capture_output=True, text=True, timeout=60)
     print("cross_check: all checks passed", flush=True)
     return 0
 
