@@ -120,7 +120,7 @@ const KEYS_KEPT: usize = 4096;
 pub struct ScanCache {
     feeds_mtime: Option<SystemTime>,
     role_mtimes: HashMap<PathBuf, SystemTime>,
-    feeds: Vec<(FeedId, PathBuf)>,
+    feeds: Arc<[(FeedId, PathBuf)]>,
     dirs: HashMap<PathBuf, DirScan>,
     files: HashMap<PathBuf, (u64, SystemTime)>,
     /// Per feed, the last fruitless search for a missing record: its seq and
@@ -178,7 +178,7 @@ impl ScanCache {
         if let Some(tree) = listing.tree {
             self.feeds_mtime = Some(tree.root);
             self.role_mtimes = tree.roles.into_iter().collect();
-            self.feeds = tree.feeds;
+            self.feeds = tree.feeds.into();
             self.tree_clean = true;
         }
         for (dir, mtime, segments) in listing.dirs {
@@ -225,7 +225,7 @@ impl ScanCache {
                         .iter()
                         .map(|(p, m)| (p.clone(), *m))
                         .collect(),
-                    feeds: self.feeds.clone(),
+                    feeds: self.feeds.to_vec(),
                 })
             }
             _ => None,
@@ -346,10 +346,11 @@ pub struct Ingest<'a, 'p> {
     gap: Option<u64>,
     /// True once a fork took records back: consent is folded again whole.
     refold_all: bool,
-    /// Every file cursor, read in one query when this process has not seen
-    /// the folder yet (its first pass looks at every segment); `None` once
-    /// it has, and each file changed is looked up alone.
-    cursors: Option<HashMap<String, Cursor>>,
+    /// Every file cursor's size and mtime, read in one query when this
+    /// process has not seen the folder yet (its first pass looks at every
+    /// segment, most of them unchanged); `None` once it has. A file changed
+    /// has its whole cursor looked up alone.
+    cursors: Option<HashMap<String, (i64, i64)>>,
     /// Read with the cursors: the feeds (and listing scopes) that have
     /// problems of [`FOLDER_KINDS`] standing, and of which kinds. A first
     /// pass lists every feed folder; a folder with none (most, and every
@@ -444,8 +445,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
             me.load_folder_problems()?;
         }
         cache.settled = false;
-        for (feed, path) in me.feed_dirs(cache)? {
-            me.ingest_feed(&feed, &path, cache)?;
+        for (feed, path) in me.feed_dirs(cache)?.iter() {
+            me.ingest_feed(feed, path, cache)?;
         }
         cache.settled = me.quiet();
         me.finish()
@@ -523,7 +524,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         Ok(())
     }
 
-    fn feed_dirs(&mut self, cache: &mut ScanCache) -> StoreResult<Vec<(FeedId, PathBuf)>> {
+    fn feed_dirs(&mut self, cache: &mut ScanCache) -> StoreResult<Arc<[(FeedId, PathBuf)]>> {
         let root = self.dir.feeds();
         let root_mtime = mtime_of(&root);
         let unchanged = root_mtime.is_some()
@@ -535,7 +536,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if !unchanged {
             let survey = feed::survey_feeds(&root)?;
             self.report_strays(FOLDER_SCOPE, &survey.strays)?;
-            cache.feeds = survey.feeds;
+            cache.feeds = survey.feeds.into();
             // A role folder whose time could not be read cannot vouch for
             // its listing: the next pass lists everything again.
             let timed = survey.roles.iter().all(|(_, m)| m.is_some());
@@ -548,7 +549,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             cache.tree_clean = survey.strays.is_empty();
             cache.listing_dirty = true;
         }
-        Ok(cache.feeds.clone())
+        Ok(Arc::clone(&cache.feeds))
     }
 
     fn load_feeds(&mut self, cache: &mut ScanCache) -> StoreResult<()> {
@@ -608,10 +609,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut st = self
             .index
             .conn()
-            .prepare_cached("SELECT size, mtime_ns, offset, tail_len, tail_hash, path FROM files")
+            .prepare_cached("SELECT path, size, mtime_ns FROM files")
             .db(p)?;
         let all = st
-            .query_map([], |r| Ok((r.get::<_, String>(5)?, cursor_row(r)?)))
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?))))
             .and_then(|rows| rows.collect::<Result<HashMap<_, _>, _>>())
             .db(p)?;
         self.cursors = Some(all);
@@ -961,9 +962,15 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let rel = self.rel(path);
         let p = self.index.path();
-        let cursor = match &self.cursors {
-            Some(all) => all.get(&rel).cloned(),
-            None => self
+        let mtime_ns = nanos(mtime);
+        let known = self.cursors.as_ref().map(|all| all.get(&rel));
+        let cursor = match known {
+            Some(None) => None,
+            Some(Some(&(size, m))) if size == len as i64 && m == mtime_ns => {
+                cache.files.insert(path.to_path_buf(), (len, mtime));
+                return Ok(None);
+            }
+            _ => self
                 .index
                 .conn()
                 .prepare_cached(
@@ -972,7 +979,6 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .and_then(|mut s| s.query_row([&rel], cursor_row).optional())
                 .db(p)?,
         };
-        let mtime_ns = nanos(mtime);
         if let Some((size, m, ..)) = &cursor
             && *size == len as i64
             && *m == mtime_ns
@@ -1126,10 +1132,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             })
             .db(self.index.path())?;
         if let Some(all) = self.cursors.as_mut() {
-            all.insert(
-                rel.to_owned(),
-                (size, mtime_ns, offset as i64, tail_len as i64, tail_hash),
-            );
+            all.insert(rel.to_owned(), (size, mtime_ns));
         }
         Ok(())
     }
