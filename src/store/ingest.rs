@@ -726,15 +726,22 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 
     fn feed_state(&mut self, feed: &FeedId) -> &mut FeedState {
-        let owner_key = self.owner_key;
-        self.feeds.entry(feed.clone()).or_insert_with(|| FeedState {
-            role: feed.role().to_owned(),
-            pubkey: if feed.is_owner() { owner_key } else { None },
-            pending_key: None,
-            head: None,
-            frozen: None,
-            dirty: true,
-        })
+        // Looked up before any copy of the id is made: a pass asks several
+        // times per feed, for thousands of feeds when junk folders abound.
+        if !self.feeds.contains_key(feed) {
+            let state = FeedState {
+                role: feed.role().to_owned(),
+                pubkey: if feed.is_owner() { self.owner_key } else { None },
+                pending_key: None,
+                head: None,
+                frozen: None,
+                dirty: true,
+            };
+            self.feeds.insert(feed.clone(), state);
+        }
+        self.feeds
+            .get_mut(feed)
+            .expect("the feed's state was inserted above")
     }
 
     fn ingest_feed(&mut self, feed: &FeedId, dir: &Path, cache: &mut ScanCache) -> StoreResult<()> {
@@ -1197,9 +1204,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// `cut` problem, which goes once the records are back). A feed that
     /// waits is reported as waiting already.
     fn check_cut(&mut self, feed: &FeedId, dir: &Path, waits: bool) -> StoreResult<()> {
-        let state = self.feed_state(feed).clone();
-        let applied = state.head.map_or(0, |h| h.seq);
-        let claim = match (waits, state.frozen.is_some(), state.pubkey) {
+        let state = self.feed_state(feed);
+        let (applied, frozen, pubkey) = (
+            state.head.map_or(0, |h| h.seq),
+            state.frozen.is_some(),
+            state.pubkey,
+        );
+        let claim = match (waits, frozen, pubkey) {
             // Right after this device's own append, the head is the one it
             // just signed for the record it just applied: reading the file
             // back and checking its signature would only cost time.

@@ -108,7 +108,8 @@ fn render(l: &Listing, feeds_root: &Path) -> Option<String> {
     for (dir, mtime, segments) in &l.dirs {
         let rel = dir.strip_prefix(feeds_root).ok()?;
         let mut parts = rel.iter().map(|p| p.to_str());
-        let (Some(Some(role)), Some(Some(device)), None) = (parts.next(), parts.next(), parts.next())
+        let (Some(Some(role)), Some(Some(device)), None) =
+            (parts.next(), parts.next(), parts.next())
         else {
             return None;
         };

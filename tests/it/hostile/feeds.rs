@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use countersign::app::Session;
 use countersign::app::send::{SendRequest, send_message};
-use countersign::store::index::ProblemKind;
 use countersign::store::feed::list_segments;
+use countersign::store::index::ProblemKind;
 
 use crate::common::bin;
 use crate::common::local::{Local, send};
@@ -92,10 +92,7 @@ fn settle(dir: &Path) {
                 folders.push(entry.path());
             }
         }
-        fs::File::open(&folder)
-            .unwrap()
-            .set_modified(then)
-            .unwrap();
+        fs::File::open(&folder).unwrap().set_modified(then).unwrap();
     }
 }
 
@@ -171,7 +168,13 @@ fn a_later_command_lists_no_settled_junk_folder_and_still_sees_each_change() {
     assert_eq!(l.channel().catch_up().unwrap().listed, 1);
     let out = Command::new(bin())
         .env("COUNTERSIGN_HOME", l.home_root())
-        .args(["--channel", l.dir.to_str().unwrap(), "status", "--role", "b"])
+        .args([
+            "--channel",
+            l.dir.to_str().unwrap(),
+            "status",
+            "--role",
+            "b",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -189,13 +192,7 @@ fn a_command_catches_up_once() {
     every.catch_up().unwrap();
     plant(&l.dir, 0..1);
     let path = "feeds/b/vm-000000/00000001.jsonl";
-    let seen = |s: &Session| {
-        s.index()
-            .problems()
-            .unwrap()
-            .iter()
-            .any(|p| p.path == path)
-    };
+    let seen = |s: &Session| s.index().problems().unwrap().iter().any(|p| p.path == path);
     once.catch_up().unwrap();
     assert!(!seen(&once), "the command's second catch-up looked again");
     every.catch_up().unwrap();
