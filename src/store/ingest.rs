@@ -731,7 +731,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if !self.feeds.contains_key(feed) {
             let state = FeedState {
                 role: feed.role().to_owned(),
-                pubkey: if feed.is_owner() { self.owner_key } else { None },
+                pubkey: if feed.is_owner() {
+                    self.owner_key
+                } else {
+                    None
+                },
                 pending_key: None,
                 head: None,
                 frozen: None,
