@@ -248,7 +248,7 @@ mod tests {
         let root = tmp.path().join("channel").join("feeds");
         let l = sample(&root);
         save(tmp.path(), &root, &l);
-        assert_eq!(load(tmp.path(), &root), Some(l.clone()));
+        assert_eq!(load(tmp.path(), &root), Some(l));
         // Another channel folder's listing is not this one's.
         assert_eq!(load(tmp.path(), &tmp.path().join("other")), None);
         // Cut short anywhere, or with a line it does not know: absent.
