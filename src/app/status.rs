@@ -488,9 +488,8 @@ fn held(ix: &Index) -> AppResult<i64> {
 /// (harmless, ignored) are left to `verify`.
 fn alarms(ix: &Index) -> AppResult<Vec<Alarm>> {
     Ok(ix
-        .problems()?
+        .alarm_problems(usize::MAX)?
         .into_iter()
-        .filter(|p| p.kind.is_alarm())
         .map(|p| Alarm {
             kind: p.kind.to_string(),
             feed: p.feed,

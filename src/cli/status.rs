@@ -116,7 +116,7 @@ fn status(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
     let report = match RemoteChannel::from_env()? {
         Some(remote) => remote.status()?,
         None => {
-            let mut s = cli.session_with_role()?;
+            let mut s = cli.session_with_role()?.for_one_command();
             serde_json::to_value(status_report(&mut s)?.1)?
         }
     };

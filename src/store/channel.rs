@@ -23,6 +23,7 @@ use super::home::{Device, Home, KeyName};
 use super::index::{Index, SearchBacklog};
 use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
 use super::invitation;
+use super::listing;
 use super::lock::FileLock;
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
@@ -160,14 +161,32 @@ impl Channel {
             accepted: report.accepted + again.accepted,
             new_problems: report.new_problems + again.new_problems,
             refolded: report.refolded + again.refolded,
+            listed: report.listed + again.listed,
             ..again
         })
     }
 
     fn ingest_now(&mut self) -> StoreResult<IngestReport> {
+        if self.cache.is_blank()
+            && let Some(kept) = listing::load(&self.state_dir, &self.dir.feeds())
+        {
+            // The first pass of this process: folders unchanged since an
+            // earlier process listed them are not listed again.
+            self.cache.recall(kept);
+        }
         if self.cache.unchanged(&self.dir.feeds()) {
             return Ok(IngestReport::default());
         }
+        let report = self.ingest_changed()?;
+        // Kept only once the pass is committed: the listing is what the
+        // index was brought up to date with.
+        if let Some(seen) = self.cache.take_listing(std::time::SystemTime::now()) {
+            listing::save(&self.state_dir, &self.dir.feeds(), &seen);
+        }
+        Ok(report)
+    }
+
+    fn ingest_changed(&mut self) -> StoreResult<IngestReport> {
         // A failed pass rolls the index back, so the cache must forget what
         // that pass saw. It is cleared rather than saved and restored: a copy
         // on every call cost more than the rare pass that looks at every file

@@ -161,24 +161,44 @@ pub type FeedFolder = (FeedId, PathBuf);
 
 /// Every feed folder under `feeds/`, sorted by feed id; the owner's feeds first.
 pub fn list_feeds(feeds: &Path) -> Result<Vec<FeedFolder>, PathError> {
-    survey_feeds(feeds).map(|(feeds, _)| feeds)
+    survey_feeds(feeds).map(|s| s.feeds)
+}
+
+/// What [`survey_feeds`] found under `feeds/`.
+#[derive(Clone, Debug, Default)]
+pub struct FeedsSurvey {
+    /// The feed folders, sorted by feed id, the owner's first.
+    pub feeds: Vec<FeedFolder>,
+    /// What does not belong at the two levels of folders above the feed files.
+    pub strays: Vec<Stray>,
+    /// Every role folder listed, with its modification time as it stood
+    /// just before the listing (`None` when it could not be read): a device
+    /// folder added later changes it, even in a role folder that held none.
+    pub roles: Vec<(PathBuf, Option<SystemTime>)>,
 }
 
 /// Like [`list_feeds`], also giving what does not belong at the two levels
 /// of folders above the feed files: a role or device folder that is a
 /// symlink or a file, a folder whose name is no role or device.
-pub fn survey_feeds(feeds: &Path) -> Result<(Vec<FeedFolder>, Vec<Stray>), PathError> {
-    let mut out = Vec::new();
-    let mut strays = Vec::new();
+pub fn survey_feeds(feeds: &Path) -> Result<FeedsSurvey, PathError> {
+    let mut survey = FeedsSurvey::default();
+    let FeedsSurvey {
+        feeds: out,
+        strays,
+        roles: role_dirs,
+    } = &mut survey;
     // `feeds` itself must be a real folder: a link would make another folder
     // this channel's.
     match FileKind::at(feeds)? {
         Some(FileKind::Directory) | None => {}
-        Some(other) => return Ok((out, vec![Stray::wrong(feeds.to_path_buf(), other)])),
+        Some(other) => {
+            strays.push(Stray::wrong(feeds.to_path_buf(), other));
+            return Ok(survey);
+        }
     }
     let roles = match entries(feeds) {
         Ok(r) => r,
-        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return Ok((out, strays)),
+        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => return Ok(survey),
         Err(e) => return Err(e),
     };
     for (role_name, role_path, kind, _) in roles {
@@ -197,11 +217,13 @@ pub fn survey_feeds(feeds: &Path) -> Result<(Vec<FeedFolder>, Vec<Stray>), PathE
             strays.push(Stray::unknown(role_path));
             continue;
         }
+        let mtime = fs::metadata(&role_path).and_then(|m| m.modified()).ok();
         let devices = match entries(&role_path) {
             Ok(d) => d,
             Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
+        role_dirs.push((role_path, mtime));
         for (dev_name, dev_path, kind, _) in devices {
             match (kind, FeedId::new(&role_name, &dev_name)) {
                 (FileKind::Directory, Some(feed)) => out.push((feed, dev_path)),
@@ -214,7 +236,7 @@ pub fn survey_feeds(feeds: &Path) -> Result<(Vec<FeedFolder>, Vec<Stray>), PathE
     }
     out.sort_by(|a, b| (!a.0.is_owner(), &a.0).cmp(&(!b.0.is_owner(), &b.0)));
     strays.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((out, strays))
+    Ok(survey)
 }
 
 /// The segments of one feed folder as its writer sees them, by first seq.

@@ -40,6 +40,7 @@ use super::feed::{self, Line, Segment};
 use super::folder_file::{FolderError, Refusal};
 use super::index::{Index, ProblemKind};
 use super::invitation;
+use super::listing::{self, Listing, Tree};
 use super::message::refold_with;
 use super::records::{Acting, SendRow};
 use super::upload;
@@ -93,6 +94,10 @@ pub struct IngestReport {
     pub admissible: Vec<crate::store::invitation::Reviewed>,
     /// Admits written for such claims (by `Channel::catch_up`, on the owner's machine).
     pub admitted: usize,
+    /// Feed folders listed (read as a folder) in this pass: the others were
+    /// known unchanged by their times, from this process's earlier passes
+    /// or from the listing an earlier process kept ([`super::listing`]).
+    pub listed: usize,
 }
 
 /// A file's cursor row: size and mtime when last read, the offset read to,
@@ -115,7 +120,7 @@ const KEYS_KEPT: usize = 4096;
 pub struct ScanCache {
     feeds_mtime: Option<SystemTime>,
     role_mtimes: HashMap<PathBuf, SystemTime>,
-    feeds: Vec<(FeedId, PathBuf)>,
+    feeds: Arc<[(FeedId, PathBuf)]>,
     dirs: HashMap<PathBuf, DirScan>,
     files: HashMap<PathBuf, (u64, SystemTime)>,
     /// Per feed, the last fruitless search for a missing record: its seq and
@@ -127,6 +132,12 @@ pub struct ScanCache {
     /// decompress every feed's key again: a point decompression each, about
     /// 3 µs, on every write.
     keys: HashMap<String, Option<VerifyingKey>>,
+    /// True when the listing of `feeds/` and its role folders found nothing
+    /// stray (it may then be kept, see [`super::listing`]).
+    tree_clean: bool,
+    /// True when something was listed since the listing was last handed out
+    /// ([`Self::take_listing`]).
+    listing_dirty: bool,
 }
 
 impl ScanCache {
@@ -154,6 +165,82 @@ impl ScanCache {
     /// nothing waiting or held, and the feed folders and the segments it had
     /// not finished with are as it left them. The same `stat` calls as a
     /// pass over an unchanged folder, without its transaction and queries.
+    /// True before the first pass with this cache (and after [`Self::clear`]).
+    pub fn is_blank(&self) -> bool {
+        self.feeds_mtime.is_none() && self.dirs.is_empty() && self.files.is_empty()
+    }
+
+    /// Takes `listing` (kept by an earlier process) as what the folders
+    /// held: each entry is used only while its folder's time still matches.
+    /// Its folders are treated as listed anew by the next pass, except that
+    /// it does not list them (see [`DirScan::recalled`]).
+    pub fn recall(&mut self, listing: Listing) {
+        if let Some(tree) = listing.tree {
+            self.feeds_mtime = Some(tree.root);
+            self.role_mtimes = tree.roles.into_iter().collect();
+            self.feeds = tree.feeds.into();
+            self.tree_clean = true;
+        }
+        for (dir, mtime, segments) in listing.dirs {
+            self.dirs.insert(
+                dir,
+                DirScan {
+                    mtime,
+                    segments: segments.into(),
+                    checked: 0,
+                    checked_head: 0,
+                    clean: true,
+                    recalled: true,
+                },
+            );
+        }
+        self.listing_dirty = false;
+    }
+
+    /// The listing to keep for the next process, when something was listed
+    /// since the last one was handed out: the folders whose listings found
+    /// nothing stray and whose times lie [`listing::SETTLE`] before `now`.
+    /// While some are left out for being too recent, the next call hands one
+    /// out again.
+    pub fn take_listing(&mut self, now: SystemTime) -> Option<Listing> {
+        if !self.listing_dirty {
+            return None;
+        }
+        let mut whole = true;
+        let mut settled = |m: SystemTime| {
+            let ok = listing::settled(m, now);
+            whole &= ok;
+            ok
+        };
+        let tree = match self.feeds_mtime {
+            Some(root)
+                if self.tree_clean
+                    && settled(root)
+                    && self.role_mtimes.values().all(|m| settled(*m)) =>
+            {
+                Some(Tree {
+                    root,
+                    roles: self
+                        .role_mtimes
+                        .iter()
+                        .map(|(p, m)| (p.clone(), *m))
+                        .collect(),
+                    feeds: self.feeds.to_vec(),
+                })
+            }
+            _ => None,
+        };
+        let dirs = self
+            .feeds
+            .iter()
+            .filter_map(|(_, dir)| self.dirs.get(dir).map(|d| (dir, d)))
+            .filter(|(_, d)| d.clean && settled(d.mtime))
+            .map(|(dir, d)| (dir.clone(), d.mtime, d.segments.to_vec()))
+            .collect();
+        self.listing_dirty = !whole;
+        Some(Listing { tree, dirs })
+    }
+
     pub fn unchanged(&self, feeds_root: &Path) -> bool {
         self.settled
             && self.feeds_mtime.is_some()
@@ -193,6 +280,13 @@ struct DirScan {
     /// read again until the process starts anew.
     checked: usize,
     checked_head: u64,
+    /// True when its listing found nothing stray.
+    clean: bool,
+    /// True while it comes from a listing an earlier process kept and no
+    /// pass of this one has looked at the feed: the next pass treats the
+    /// folder as listed anew (the feed's head checked for a cut), without
+    /// listing it.
+    recalled: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -252,10 +346,11 @@ pub struct Ingest<'a, 'p> {
     gap: Option<u64>,
     /// True once a fork took records back: consent is folded again whole.
     refold_all: bool,
-    /// Every file cursor, read in one query when this process has not seen
-    /// the folder yet (its first pass looks at every segment); `None` once
-    /// it has, and each file changed is looked up alone.
-    cursors: Option<HashMap<String, Cursor>>,
+    /// Every file cursor's size and mtime, read in one query when this
+    /// process has not seen the folder yet (its first pass looks at every
+    /// segment, most of them unchanged); `None` once it has. A file changed
+    /// has its whole cursor looked up alone.
+    cursors: Option<HashMap<String, (i64, i64)>>,
     /// Read with the cursors: the feeds (and listing scopes) that have
     /// problems of [`FOLDER_KINDS`] standing, and of which kinds. A first
     /// pass lists every feed folder; a folder with none (most, and every
@@ -350,8 +445,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
             me.load_folder_problems()?;
         }
         cache.settled = false;
-        for (feed, path) in me.feed_dirs(cache)? {
-            me.ingest_feed(&feed, &path, cache)?;
+        for (feed, path) in me.feed_dirs(cache)?.iter() {
+            me.ingest_feed(feed, path, cache)?;
         }
         cache.settled = me.quiet();
         me.finish()
@@ -429,7 +524,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         Ok(())
     }
 
-    fn feed_dirs(&mut self, cache: &mut ScanCache) -> StoreResult<Vec<(FeedId, PathBuf)>> {
+    fn feed_dirs(&mut self, cache: &mut ScanCache) -> StoreResult<Arc<[(FeedId, PathBuf)]>> {
         let root = self.dir.feeds();
         let root_mtime = mtime_of(&root);
         let unchanged = root_mtime.is_some()
@@ -439,18 +534,22 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .iter()
                 .all(|(p, m)| mtime_of(p).as_ref() == Some(m));
         if !unchanged {
-            let (feeds, strays) = feed::survey_feeds(&root)?;
-            self.report_strays(FOLDER_SCOPE, &strays)?;
-            cache.feeds = feeds;
-            cache.feeds_mtime = root_mtime;
-            cache.role_mtimes = cache
-                .feeds
-                .iter()
-                .filter_map(|(_, p)| p.parent())
-                .filter_map(|rp| mtime_of(rp).map(|m| (rp.to_path_buf(), m)))
+            let survey = feed::survey_feeds(&root)?;
+            self.report_strays(FOLDER_SCOPE, &survey.strays)?;
+            cache.feeds = survey.feeds.into();
+            // A role folder whose time could not be read cannot vouch for
+            // its listing: the next pass lists everything again.
+            let timed = survey.roles.iter().all(|(_, m)| m.is_some());
+            cache.feeds_mtime = root_mtime.filter(|_| timed);
+            cache.role_mtimes = survey
+                .roles
+                .into_iter()
+                .filter_map(|(p, m)| Some((p, m?)))
                 .collect();
+            cache.tree_clean = survey.strays.is_empty();
+            cache.listing_dirty = true;
         }
-        Ok(cache.feeds.clone())
+        Ok(Arc::clone(&cache.feeds))
     }
 
     fn load_feeds(&mut self, cache: &mut ScanCache) -> StoreResult<()> {
@@ -510,10 +609,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut st = self
             .index
             .conn()
-            .prepare_cached("SELECT size, mtime_ns, offset, tail_len, tail_hash, path FROM files")
+            .prepare_cached("SELECT path, size, mtime_ns FROM files")
             .db(p)?;
         let all = st
-            .query_map([], |r| Ok((r.get::<_, String>(5)?, cursor_row(r)?)))
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?))))
             .and_then(|rows| rows.collect::<Result<HashMap<_, _>, _>>())
             .db(p)?;
         self.cursors = Some(all);
@@ -627,23 +726,36 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 
     fn feed_state(&mut self, feed: &FeedId) -> &mut FeedState {
-        let owner_key = self.owner_key;
-        self.feeds.entry(feed.clone()).or_insert_with(|| FeedState {
-            role: feed.role().to_owned(),
-            pubkey: if feed.is_owner() { owner_key } else { None },
-            pending_key: None,
-            head: None,
-            frozen: None,
-            dirty: true,
-        })
+        // Looked up before any copy of the id is made: a pass asks several
+        // times per feed, for thousands of feeds when junk folders abound.
+        if !self.feeds.contains_key(feed) {
+            let state = FeedState {
+                role: feed.role().to_owned(),
+                pubkey: if feed.is_owner() {
+                    self.owner_key
+                } else {
+                    None
+                },
+                pending_key: None,
+                head: None,
+                frozen: None,
+                dirty: true,
+            };
+            self.feeds.insert(feed.clone(), state);
+        }
+        self.feeds
+            .get_mut(feed)
+            .expect("the feed's state was inserted above")
     }
 
     fn ingest_feed(&mut self, feed: &FeedId, dir: &Path, cache: &mut ScanCache) -> StoreResult<()> {
         let dir_mtime = mtime_of(dir);
         let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
-        let (segments, listed_again, skip) = match (dir_mtime, cache.dirs.get(dir)) {
+        let mut recalled = false;
+        let (segments, listed_again, skip) = match (dir_mtime, cache.dirs.get_mut(dir)) {
             (Some(m), Some(d)) if d.mtime == m => {
                 let skip = if head >= d.checked_head { d.checked } else { 0 };
+                recalled = std::mem::take(&mut d.recalled);
                 (Arc::clone(&d.segments), false, skip)
             }
             _ => {
@@ -675,6 +787,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
                         0
                     }
                 });
+                cache.listing_dirty = true;
+                self.report.listed += 1;
                 match dir_mtime {
                     Some(m) => {
                         cache.dirs.insert(
@@ -684,6 +798,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
                                 segments: Arc::clone(&segs),
                                 checked: 0,
                                 checked_head: 0,
+                                clean: strays.is_empty(),
+                                recalled: false,
                             },
                         );
                     }
@@ -755,7 +871,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // Remember how far the segments are complete and read, for the next pass.
         let before = head;
         let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
-        if listed_again || head != before {
+        if listed_again || recalled || head != before {
             // A torn tail is a record on its way: not a cut.
             let waits = waits || self.torn;
             self.check_cut(feed, dir, waits)?;
@@ -857,9 +973,15 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let rel = self.rel(path);
         let p = self.index.path();
-        let cursor = match &self.cursors {
-            Some(all) => all.get(&rel).cloned(),
-            None => self
+        let mtime_ns = nanos(mtime);
+        let known = self.cursors.as_ref().map(|all| all.get(&rel));
+        let cursor = match known {
+            Some(None) => None,
+            Some(Some(&(size, m))) if size == len as i64 && m == mtime_ns => {
+                cache.files.insert(path.to_path_buf(), (len, mtime));
+                return Ok(None);
+            }
+            _ => self
                 .index
                 .conn()
                 .prepare_cached(
@@ -868,7 +990,6 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .and_then(|mut s| s.query_row([&rel], cursor_row).optional())
                 .db(p)?,
         };
-        let mtime_ns = nanos(mtime);
         if let Some((size, m, ..)) = &cursor
             && *size == len as i64
             && *m == mtime_ns
@@ -1022,10 +1143,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             })
             .db(self.index.path())?;
         if let Some(all) = self.cursors.as_mut() {
-            all.insert(
-                rel.to_owned(),
-                (size, mtime_ns, offset as i64, tail_len as i64, tail_hash),
-            );
+            all.insert(rel.to_owned(), (size, mtime_ns));
         }
         Ok(())
     }
@@ -1090,9 +1208,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// `cut` problem, which goes once the records are back). A feed that
     /// waits is reported as waiting already.
     fn check_cut(&mut self, feed: &FeedId, dir: &Path, waits: bool) -> StoreResult<()> {
-        let state = self.feed_state(feed).clone();
-        let applied = state.head.map_or(0, |h| h.seq);
-        let claim = match (waits, state.frozen.is_some(), state.pubkey) {
+        let state = self.feed_state(feed);
+        let (applied, frozen, pubkey) = (
+            state.head.map_or(0, |h| h.seq),
+            state.frozen.is_some(),
+            state.pubkey,
+        );
+        let claim = match (waits, frozen, pubkey) {
             // Right after this device's own append, the head is the one it
             // just signed for the record it just applied: reading the file
             // back and checking its signature would only cost time.

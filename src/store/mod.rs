@@ -26,6 +26,7 @@ pub mod index;
 pub mod ingest;
 pub mod invitation;
 pub mod leases;
+pub mod listing;
 pub mod lock;
 pub mod message;
 pub mod message_rows;

@@ -169,24 +169,29 @@ impl Index {
     }
 
     /// The first `limit + 1` problems that are alarms
-    /// ([`ProblemKind::is_alarm`]), in the order they were found.
+    /// ([`ProblemKind::is_alarm`]), in the order they were found (every one
+    /// when `limit` is `usize::MAX`). Looked up by kind, so the rows of
+    /// harmless problems (a garbage line in each of thousands of junk
+    /// segments) are never read.
     pub fn alarm_problems(&self, limit: usize) -> StoreResult<Vec<Problem>> {
         let p = &self.path;
-        let quiet: Vec<&str> = ProblemKind::ALL
+        let alarms: Vec<&str> = ProblemKind::ALL
             .into_iter()
-            .filter(|k| !k.is_alarm())
+            .filter(|k| k.is_alarm())
             .map(ProblemKind::as_str)
             .collect();
         let mut st = self
             .conn
             .prepare_cached(
                 "SELECT kind, path, offset, record, feed, reason FROM problems \
-                 WHERE kind NOT IN (SELECT value FROM json_each(?1)) ORDER BY n LIMIT ?2",
+                 WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY n LIMIT ?2",
             )
             .db(p)?;
-        let quiet = serde_json::to_string(&quiet).expect("a list of words serializes");
+        let alarms = serde_json::to_string(&alarms).expect("a list of words serializes");
+        // SQLite takes a negative limit for none.
+        let limit = i64::try_from(limit).map_or(-1, |l| l.saturating_add(1));
         let rows = st
-            .query_map(params![quiet, limit as i64 + 1], |r| {
+            .query_map(params![alarms, limit], |r| {
                 Ok(Problem {
                     kind: r.get(0)?,
                     path: r.get(1)?,

@@ -3,11 +3,15 @@
 //! and stay reported; a segment with a second name is never written through.
 
 use std::fs;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, SystemTime};
 
+use countersign::app::Session;
 use countersign::app::send::{SendRequest, send_message};
 use countersign::store::feed::list_segments;
+use countersign::store::index::ProblemKind;
 
 use crate::common::bin;
 use crate::common::local::{Local, send};
@@ -74,6 +78,125 @@ fn junk_feed_folders_cost_later_calls_in_proportion_and_stay_reported() {
         .filter(|l| l.starts_with("garbage: feeds/b/vm-"))
         .count();
     assert_eq!(garbage, 5_000, "{}", &text[..text.len().min(2_000)]);
+}
+
+/// Sets the time of every folder under `feeds/` an hour back, as folders
+/// look once they have settled: a listing of them may then be kept.
+fn settle(dir: &Path) {
+    let then = SystemTime::now() - Duration::from_secs(3600);
+    let mut folders = vec![dir.join("feeds")];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(&folder).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                folders.push(entry.path());
+            }
+        }
+        fs::File::open(&folder).unwrap().set_modified(then).unwrap();
+    }
+}
+
+/// The garbage problems recorded for `path` (relative to the channel
+/// folder), by offset.
+fn garbage_at(l: &Local, path: &str) -> Vec<u64> {
+    l.channel()
+        .index()
+        .problems()
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.kind == ProblemKind::Garbage && p.path == path)
+        .map(|p| p.offset)
+        .collect()
+}
+
+#[test]
+fn a_later_command_lists_no_settled_junk_folder_and_still_sees_each_change() {
+    // Every command, hook and new session is a new process, whose first
+    // pass listed every feed folder again: thousands of junk folders cost
+    // each an open, two reads of the folder and a close, besides the `stat`
+    // of the folder and of its segment that tell a change.
+    let l = Local::new(&["a", "b"]);
+    send(&mut l.session("a"), "b", "first", "a real message");
+    plant(&l.dir, 0..200);
+    assert!(l.channel().catch_up().unwrap().listed >= 200);
+    // Their listing is kept once their times lie in the past: a file added
+    // in the same tick of the file system's clock would not move them.
+    settle(&l.dir);
+    assert!(l.channel().catch_up().unwrap().listed >= 200);
+    let later = l.channel().catch_up().unwrap();
+    assert_eq!(later.listed, 0, "{later:?}");
+
+    // A segment added to one junk folder: that folder alone is listed, and
+    // the segment read.
+    let added = "feeds/b/vm-000007/00000002.jsonl";
+    fs::write(l.dir.join(added), "more junk\n").unwrap();
+    let seen = l.channel().catch_up().unwrap();
+    assert_eq!(seen.listed, 1, "{seen:?}");
+    assert_eq!(garbage_at(&l, added), vec![0]);
+
+    // A junk segment that grows in place leaves its folder's time as it was:
+    // its own `stat` tells.
+    let grown = "feeds/b/vm-000003/00000001.jsonl";
+    let before = fs::metadata(l.dir.join(grown)).unwrap().len();
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(l.dir.join(grown))
+        .unwrap();
+    f.write_all(b"grown junk\n").unwrap();
+    drop(f);
+    l.channel().catch_up().unwrap();
+    assert_eq!(garbage_at(&l, grown), vec![0, before]);
+
+    // A stray in a junk folder, and a new junk folder, are reported.
+    fs::write(l.dir.join("feeds/b/vm-000011/notes.txt"), "x").unwrap();
+    plant(&l.dir, 500..501);
+    let seen = l.channel().catch_up().unwrap();
+    assert!(seen.new_problems >= 2, "{seen:?}");
+    let problems = l.channel().index().problems().unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.kind == ProblemKind::Stray && p.path == "feeds/b/vm-000011/notes.txt"),
+        "{problems:?}"
+    );
+    assert_eq!(garbage_at(&l, "feeds/b/vm-000500/00000001.jsonl"), vec![0]);
+
+    // Settled again: only the folder holding a stray is listed (a listing
+    // is kept only when it found nothing stray), and status still answers.
+    settle(&l.dir);
+    l.channel().catch_up().unwrap();
+    assert_eq!(l.channel().catch_up().unwrap().listed, 1);
+    let out = Command::new(bin())
+        .env("COUNTERSIGN_HOME", l.home_root())
+        .args([
+            "--channel",
+            l.dir.to_str().unwrap(),
+            "status",
+            "--role",
+            "b",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}
+
+#[test]
+fn a_command_catches_up_once() {
+    // A command's later reads see the index as its one catch-up left it;
+    // a long-lived session (the MCP server) catches up on every call.
+    let l = Local::new(&["a", "b"]);
+    send(&mut l.session("a"), "b", "first", "a real message");
+    let mut once = l.session("b").for_one_command();
+    let mut every = l.session("b");
+    once.catch_up().unwrap();
+    every.catch_up().unwrap();
+    plant(&l.dir, 0..1);
+    let path = "feeds/b/vm-000000/00000001.jsonl";
+    let seen = |s: &Session| s.index().problems().unwrap().iter().any(|p| p.path == path);
+    once.catch_up().unwrap();
+    assert!(!seen(&once), "the command's second catch-up looked again");
+    every.catch_up().unwrap();
+    assert!(seen(&every));
 }
 
 #[test]
