@@ -100,7 +100,7 @@ pub fn backfill_superseded(s: &mut Session, req: BackfillRequest) -> AppResult<B
     let snapshot = req
         .snapshot_at
         .as_deref()
-        .map(|t| parse_since(t).map_err(|e| AppError::value(format!("'snapshot_at': {e}"))))
+        .map(|t| parse_since(t).map_err(|e| AppError::value(e.named("snapshot_at"))))
         .transpose()?;
     if !req.dry_run {
         return apply(s, &req, keys, snapshot);

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::Cli;
-use super::memory_page;
-use super::memory_import;
 use super::memory_api;
+use super::memory_import;
+use super::memory_page;
 use super::memory_status;
 use crate::app::Session;
 use crate::app::budget::Budget;

@@ -48,6 +48,17 @@ pub struct SinceError {
     input: String,
 }
 
+impl SinceError {
+    /// The same refusal for a parameter with another name than `since`.
+    #[must_use]
+    pub fn named(&self, field: &str) -> String {
+        format!(
+            "'{field}' must be an ISO-8601 timestamp such as 2026-08-09T10:00:00Z (got '{}')",
+            self.input
+        )
+    }
+}
+
 /// Formats `ms` (milliseconds since the Unix epoch, UTC) as RFC 3339, e.g.
 /// `2026-08-09T10:00:00.123Z`.
 ///
@@ -531,6 +542,11 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "'since' must be an ISO-8601 timestamp such as 2026-08-09T10:00:00Z \
+             (got ' 2026-13-01 ')"
+        );
+        assert_eq!(
+            err.named("snapshot_at"),
+            "'snapshot_at' must be an ISO-8601 timestamp such as 2026-08-09T10:00:00Z \
              (got ' 2026-13-01 ')"
         );
     }

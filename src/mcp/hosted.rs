@@ -43,10 +43,13 @@ impl Hosted {
     pub fn new(inner: Server, access_db: PathBuf, channel: ChannelRef, role: String) -> Self {
         let board_link = Admin::board_link_tool();
         // The stdio board_link (a loopback server of the session's machine)
-        // gives way to this one: over HTTP the link is to this server.
+        // gives way to this one, in its place, so both transports list the
+        // same tools in one order: over HTTP the link is to this server.
         let mut published = inner.published.to_vec();
-        published.retain(|t| t.name != "board_link");
-        published.push(board_link.clone());
+        match published.iter_mut().find(|t| t.name == "board_link") {
+            Some(stdio) => *stdio = board_link.clone(),
+            None => published.push(board_link.clone()),
+        }
         Self {
             inner,
             access_db,

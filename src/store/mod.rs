@@ -6,8 +6,8 @@
 //! what an operation means or whether a tool may perform it (that is `app`).
 
 pub mod access;
-pub mod archive;
 pub mod api_key;
+pub mod archive;
 pub mod backup;
 pub mod binding;
 pub mod body;

@@ -79,7 +79,8 @@ async def run(url: str, fe_token: str, be_token: str) -> dict[str, str]:
         tools = (await fe.list_tools()).tools
         names = [t.name for t in tools]
         expect(names[:len(TOOLS)] == TOOLS and set(names[len(TOOLS):]) <= HTTP_ONLY, "tools/list",
-               f"got {names}, expected the stdio list {TOOLS} and at most {sorted(HTTP_ONLY)}")
+               f"got {names}, expected the stdio list {TOOLS}, in its order, and at most "
+               f"{sorted(HTTP_ONLY - set(TOOLS))} after it")
         ok("tools/list", f"the {len(TOOLS)} mailbox tools of stdio, in order, then {names[len(TOOLS):]}")
 
         # Who is calling comes from the token: list_roles says which role this session is.
