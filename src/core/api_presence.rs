@@ -8,14 +8,12 @@
 //! its check (a hand edit, another feed's file, a torn write) is ignored.
 //! Pure: the caller reads and writes the file and passes the time in.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as B64;
-use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
 use super::ids::FeedId;
 use super::peer_text::one_line;
-use super::strict_json;
+use super::signed_file;
 
 /// The file's name in a feed's folder.
 pub const API_FILE: &str = "api.json";
@@ -38,44 +36,17 @@ pub struct ApiClaim {
     pub why: String,
 }
 
-#[derive(Serialize)]
-struct LineOut<'a> {
-    body: &'a serde_json::value::RawValue,
-    sig: String,
-}
-
-#[derive(Deserialize)]
-struct LineIn<'a> {
-    #[serde(borrow)]
-    body: &'a serde_json::value::RawValue,
-    sig: &'a str,
-}
-
 /// The file's bytes for `claim`, signed with `key`.
 pub fn encode(claim: &ApiClaim, key: &SigningKey) -> String {
     let mut claim = claim.clone();
     claim.why = claim.why.chars().take(MAX_WHY).collect();
-    let body = serde_json::to_string(&claim).expect("a claim serializes");
-    let mut msg = API_DOMAIN.to_vec();
-    msg.extend_from_slice(body.as_bytes());
-    let sig = B64.encode(key.sign(&msg).to_bytes());
-    let raw = serde_json::value::RawValue::from_string(body).expect("valid JSON");
-    let mut line = serde_json::to_string(&LineOut { body: &raw, sig }).expect("serializes");
-    line.push('\n');
-    line
+    signed_file::encode(&claim, API_DOMAIN, key)
 }
 
 /// The claim in `text` if it is signed by `key` for `feed`; `None` for
 /// anything else.
 pub fn decode(text: &[u8], feed: &FeedId, key: &VerifyingKey) -> Option<ApiClaim> {
-    let text = std::str::from_utf8(text).ok()?.trim_end();
-    strict_json::check_no_duplicate_keys(text).ok()?;
-    let outer: LineIn<'_> = serde_json::from_str(text).ok()?;
-    let sig = Signature::from_slice(&B64.decode(outer.sig.as_bytes()).ok()?).ok()?;
-    let mut msg = API_DOMAIN.to_vec();
-    msg.extend_from_slice(outer.body.get().as_bytes());
-    key.verify_strict(&msg, &sig).ok()?;
-    let mut claim: ApiClaim = serde_json::from_str(outer.body.get()).ok()?;
+    let mut claim: ApiClaim = signed_file::decode(text, API_DOMAIN, key)?;
     claim.why = one_line(&claim.why.chars().take(MAX_WHY).collect::<String>());
     (&claim.feed == feed).then_some(claim)
 }

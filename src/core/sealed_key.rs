@@ -15,13 +15,13 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use curve25519_dalek::montgomery::MontgomeryPoint;
-use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use ring::hkdf::{HKDF_SHA256, Salt};
 use serde::{Deserialize, Serialize};
 
 use super::ids::FeedId;
-use super::strict_json;
+use super::signed_file;
 
 /// The file's name in a feed's folder.
 pub const KEY_FILE: &str = "api-key.json";
@@ -111,41 +111,14 @@ pub fn open(copy: &Copy, key: &SigningKey) -> Option<Vec<u8>> {
     Some(plain.to_vec())
 }
 
-#[derive(Serialize)]
-struct LineOut<'a> {
-    body: &'a serde_json::value::RawValue,
-    sig: String,
-}
-
-#[derive(Deserialize)]
-struct LineIn<'a> {
-    #[serde(borrow)]
-    body: &'a serde_json::value::RawValue,
-    sig: &'a str,
-}
-
 /// The file's bytes, signed with the sharing feed's `key`.
 pub fn encode(shared: &SharedKey, key: &SigningKey) -> String {
-    let body = serde_json::to_string(shared).expect("serializes");
-    let mut msg = KEY_DOMAIN.to_vec();
-    msg.extend_from_slice(body.as_bytes());
-    let sig = B64.encode(key.sign(&msg).to_bytes());
-    let raw = serde_json::value::RawValue::from_string(body).expect("valid JSON");
-    let mut line = serde_json::to_string(&LineOut { body: &raw, sig }).expect("serializes");
-    line.push('\n');
-    line
+    signed_file::encode(shared, KEY_DOMAIN, key)
 }
 
 /// The file's content if it is signed by `key` for `feed`.
 pub fn decode(text: &[u8], feed: &FeedId, key: &VerifyingKey) -> Option<SharedKey> {
-    let text = std::str::from_utf8(text).ok()?.trim_end();
-    strict_json::check_no_duplicate_keys(text).ok()?;
-    let outer: LineIn<'_> = serde_json::from_str(text).ok()?;
-    let sig = Signature::from_slice(&B64.decode(outer.sig.as_bytes()).ok()?).ok()?;
-    let mut msg = KEY_DOMAIN.to_vec();
-    msg.extend_from_slice(outer.body.get().as_bytes());
-    key.verify_strict(&msg, &sig).ok()?;
-    let shared: SharedKey = serde_json::from_str(outer.body.get()).ok()?;
+    let shared: SharedKey = signed_file::decode(text, KEY_DOMAIN, key)?;
     (&shared.feed == feed).then_some(shared)
 }
 

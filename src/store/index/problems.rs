@@ -153,18 +153,7 @@ impl Index {
             .conn
             .prepare("SELECT kind, path, offset, record, feed, reason FROM problems ORDER BY n")
             .db(p)?;
-        let rows = st
-            .query_map([], |r| {
-                Ok(Problem {
-                    kind: r.get(0)?,
-                    path: r.get(1)?,
-                    offset: r.get::<_, i64>(2)? as u64,
-                    record: r.get(3)?,
-                    feed: r.get(4)?,
-                    reason: r.get(5)?,
-                })
-            })
-            .db(p)?;
+        let rows = st.query_map([], problem_row).db(p)?;
         rows.collect::<Result<_, _>>().db(p)
     }
 
@@ -174,48 +163,26 @@ impl Index {
     /// harmless problems (a garbage line in each of thousands of junk
     /// segments) are never read.
     pub fn alarm_problems(&self, limit: usize) -> StoreResult<Vec<Problem>> {
-        let p = &self.path;
-        let alarms: Vec<&str> = ProblemKind::ALL
-            .into_iter()
-            .filter(|k| k.is_alarm())
-            .map(ProblemKind::as_str)
-            .collect();
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT kind, path, offset, record, feed, reason FROM problems \
-                 WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY n LIMIT ?2",
-            )
-            .db(p)?;
-        let alarms = serde_json::to_string(&alarms).expect("a list of words serializes");
-        // SQLite takes a negative limit for none.
-        let limit = i64::try_from(limit).map_or(-1, |l| l.saturating_add(1));
-        let rows = st
-            .query_map(params![alarms, limit], |r| {
-                Ok(Problem {
-                    kind: r.get(0)?,
-                    path: r.get(1)?,
-                    offset: r.get::<_, i64>(2)? as u64,
-                    record: r.get(3)?,
-                    feed: r.get(4)?,
-                    reason: r.get(5)?,
-                })
-            })
-            .db(p)?;
-        rows.collect::<Result<_, _>>().db(p)
+        self.problems_of_kinds(true, limit)
     }
 
     /// The first `limit + 1` problems that are not alarms (unreadable lines
     /// and files no feed uses), in the order they were found: harmless to
     /// the channel, and still what makes `verify` exit 1.
     pub fn quiet_problems(&self, limit: usize) -> StoreResult<Vec<Problem>> {
+        self.problems_of_kinds(false, limit)
+    }
+
+    /// The first `limit + 1` problems whose kind is an alarm or not, as
+    /// `alarm` says, in the order they were found.
+    fn problems_of_kinds(&self, alarm: bool, limit: usize) -> StoreResult<Vec<Problem>> {
         let p = &self.path;
-        let quiet: Vec<&str> = ProblemKind::ALL
+        let kinds: Vec<&str> = ProblemKind::ALL
             .into_iter()
-            .filter(|k| !k.is_alarm())
+            .filter(|k| k.is_alarm() == alarm)
             .map(ProblemKind::as_str)
             .collect();
-        let quiet = serde_json::to_string(&quiet).expect("a list of words serializes");
+        let kinds = serde_json::to_string(&kinds).expect("a list of words serializes");
         let mut st = self
             .conn
             .prepare_cached(
@@ -223,18 +190,9 @@ impl Index {
                  WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY n LIMIT ?2",
             )
             .db(p)?;
-        let rows = st
-            .query_map(params![quiet, limit as i64 + 1], |r| {
-                Ok(Problem {
-                    kind: r.get(0)?,
-                    path: r.get(1)?,
-                    offset: r.get::<_, i64>(2)? as u64,
-                    record: r.get(3)?,
-                    feed: r.get(4)?,
-                    reason: r.get(5)?,
-                })
-            })
-            .db(p)?;
+        // SQLite takes a negative limit for none.
+        let limit = i64::try_from(limit).map_or(-1, |l| l.saturating_add(1));
+        let rows = st.query_map(params![kinds, limit], problem_row).db(p)?;
         rows.collect::<Result<_, _>>().db(p)
     }
 
@@ -362,6 +320,18 @@ impl Index {
             .and_then(|mut st| st.query_row([kind], |r| r.get(0)))
             .db(&self.path)
     }
+}
+
+/// A row of `SELECT kind, path, offset, record, feed, reason FROM problems`.
+fn problem_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Problem> {
+    Ok(Problem {
+        kind: r.get(0)?,
+        path: r.get(1)?,
+        offset: r.get::<_, i64>(2)? as u64,
+        record: r.get(3)?,
+        feed: r.get(4)?,
+        reason: r.get(5)?,
+    })
 }
 
 #[cfg(test)]
