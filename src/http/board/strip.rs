@@ -8,7 +8,7 @@
 
 use super::html::{push, push_bdi, push_fmt};
 use super::links::Links;
-use super::when::time_tag;
+use super::when::ago_tag;
 use crate::app::attention::{Attention, AttentionItem, PER_KIND, RoundState, Subject, Who};
 
 /// The strip's own style, added after the board's stylesheet: it uses the
@@ -146,8 +146,8 @@ fn entry(out: &mut String, item: &AttentionItem, now: i64, links: &Links) {
         push_fmt(
             out,
             format_args!(
-                " <span class=\"age heat-{heat}\">for {}</span>",
-                time_tag(item.since_ms, now)
+                " <span class=\"age heat-{heat}\">{}</span>",
+                ago_tag(item.since_ms, now)
             ),
         );
     }
