@@ -247,10 +247,7 @@ fn next_job(
             .queue
             .ready
             .iter()
-            .filter(|t| {
-                let hex = t.line.hex();
-                !busy.leased.contains_key(&hex) && !busy.paused.contains(&hex)
-            })
+            .filter(|t| busy.is_free(&t.line.hex()))
             .collect();
         let Some(kind) = free.first().map(|t| t.kind) else {
             return Ok(None);
@@ -922,10 +919,7 @@ pub fn compaction_status(s: &mut Session, now: i64) -> AppResult<CompactionStatu
             .queue
             .ready
             .iter()
-            .filter(|t| {
-                let hex = t.line.hex();
-                !busy.leased.contains_key(&hex) && !busy.paused.contains(&hex)
-            })
+            .filter(|t| busy.is_free(&t.line.hex()))
             .count() as u64,
         leased: busy.leased.len() as u64,
         paused: busy.paused.len() as u64,

@@ -7,11 +7,10 @@
 //! logs or prints it.
 
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 
 use super::error::{IoContext as _, StoreResult};
 use super::home::Home;
+use super::private_file;
 
 /// The most bytes read of the key file (a key is about a hundred).
 const MAX_KEY_BYTES: usize = 4096;
@@ -34,23 +33,7 @@ pub fn load(home: &Home) -> StoreResult<Option<String>> {
 /// Stores `key` (mode 0600): a temporary file made private before a byte
 /// is written, then renamed over the old key.
 pub fn save(home: &Home, key: &str) -> StoreResult<()> {
-    let path = home.api_key_file();
-    let dir = path.parent().expect("the key file has a folder");
-    fs::create_dir_all(dir).at(dir)?;
-    let tmp = path.with_extension("tmp");
-    let _ = fs::remove_file(&tmp);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .at(&tmp)?;
-    f.write_all(key.as_bytes()).at(&tmp)?;
-    f.write_all(b"\n").at(&tmp)?;
-    f.sync_all().at(&tmp)?;
-    drop(f);
-    fs::rename(&tmp, &path).at(&path)?;
-    Ok(())
+    private_file::replace(&home.api_key_file(), format!("{key}\n").as_bytes())
 }
 
 /// Removes the stored key; true when there was one.

@@ -11,8 +11,6 @@
 //! records; what they mean to a client is the command line's business.
 
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +18,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::error::{IoContext as _, StoreError, StoreResult};
 use super::home::Home;
+use super::private_file;
 
 /// One file's record.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -110,22 +109,9 @@ impl Backups {
 
     /// Stores `saved` (atomically, mode 0600: it may hold private settings).
     pub fn put(&self, saved: &Saved) -> StoreResult<PathBuf> {
-        fs::create_dir_all(&self.dir).at(&self.dir)?;
         let rec = self.record_path(&saved.path);
-        let mut rnd = [0u8; 8];
-        getrandom::fill(&mut rnd).expect("the OS random source works");
-        let tmp = rec.with_extension(format!("tmp-{}", hex::encode(rnd)));
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .at(&tmp)?;
         let bytes = serde_json::to_vec_pretty(saved).expect("a record serializes");
-        f.write_all(&bytes).at(&tmp)?;
-        f.sync_all().at(&tmp)?;
-        drop(f);
-        fs::rename(&tmp, &rec).at(&rec)?;
+        private_file::replace(&rec, &bytes)?;
         Ok(rec)
     }
 

@@ -118,6 +118,14 @@ pub struct Busy {
     pub paused: HashSet<String>,
 }
 
+impl Busy {
+    /// True when the line `hex` is neither leased nor paused: a worker may
+    /// take it.
+    pub fn is_free(&self, hex: &str) -> bool {
+        !self.leased.contains_key(hex) && !self.paused.contains(hex)
+    }
+}
+
 /// A job to record: its tasks, text and number of pages.
 pub struct NewJob {
     /// Its tasks, in order.

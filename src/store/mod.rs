@@ -31,6 +31,7 @@ pub mod lock;
 pub mod message;
 pub mod message_rows;
 pub mod prefs;
+pub mod private_file;
 pub mod records;
 pub mod spool;
 pub mod state_file;
