@@ -2,22 +2,21 @@
 //!
 //! # Layout
 //! Arrows point down only: transports ([`mcp`], [`http`], [`cli`]) → [`app`] → [`store`] → [`core`].
-//! - [`core`]: pure rules (record format, signatures, chain, order, the fold).
-//! - [`store`]: feeds on disk, keys, the SQLite index and ingest.
-//! - [`sync`]: moving the folder between machines (git, rclone); beside `store`, under `app`.
-//! - [`app`]: the use cases shared by the MCP server and the CLI.
+//! Each arrow is a crate boundary (docs/ARCHITECTURE.md), so an import that
+//! points up does not compile:
+//! - [`core`] (`countersign-core`): pure rules (record format, signatures, chain, order, the fold).
+//! - [`store`], [`sync`], [`app`] (`countersign-lib`): feeds on disk, keys, the
+//!   SQLite index and ingest; moving the folder between machines; the use cases
+//!   shared by every transport.
 //! - [`mcp`]: the MCP server (its tools), thin adapters over [`app`].
 //! - [`http`]: `countersign serve`: the MCP tools over HTTP, the board, `/status`.
 //! - [`cli`]: commands for people, hooks and scripts.
-//! - `bench` (feature `bench` only): `countersign-bench`, which measures the
-//!   budgets; on top, like the transports, and not in the installed binary.
+//!
+//! `countersign-bench` (crates/bench), which measures the budgets, sits on top
+//! like the transports and is not in the installed binary.
 
-pub mod app;
-#[cfg(feature = "bench")]
-pub mod bench;
+pub use countersign_lib::{app, core, store, sync};
+
 pub mod cli;
-pub mod core;
 pub mod http;
 pub mod mcp;
-pub mod store;
-pub mod sync;

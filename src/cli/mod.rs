@@ -18,7 +18,8 @@ mod invite;
 mod join;
 mod log;
 mod mcp;
-pub(crate) mod mcp_client;
+// Public for `countersign-bench`, which drives servers through the same client.
+pub mod mcp_client;
 pub(crate) mod memory;
 mod memory_api;
 mod memory_import;

@@ -1,0 +1,112 @@
+//! The read tools timed on the wire: the same calls as the server section,
+//! made by a client that writes each request as one JSON line and reads the
+//! answer's line without parsing it. What the server and the pipe cost,
+//! without any client's decoding (rmcp's client parses each answer into its
+//! typed model, which for a 60 kB answer is a good part of the figure the
+//! table shows); a client cannot go below it.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, ensure};
+use serde_json::{Value, json};
+
+use super::sampler::{MIN_CALLS, Sampler};
+use super::seed::Seeded;
+use super::{RARE_TERM, SERVER_ROLE};
+use countersign::cli::mcp_client::server_command;
+
+/// Per tool: its name and the p50 and p99 on the wire.
+pub struct Wire {
+    pub rows: Vec<(&'static str, Vec<Duration>)>,
+}
+
+/// A `countersign mcp` spoken to in raw JSON lines.
+struct Raw {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    line: String,
+    next_id: u64,
+}
+
+impl Raw {
+    fn spawn(exe: &Path, seeded: &Seeded) -> anyhow::Result<Self> {
+        let mut child = server_command(exe, seeded.dir.root(), &seeded.home_path, SERVER_ROLE, &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", exe.display()))?;
+        let input = child.stdin.take().context("the server's stdin")?;
+        let output = BufReader::new(child.stdout.take().context("the server's stdout")?);
+        let mut raw = Self {
+            child,
+            input,
+            output,
+            line: String::new(),
+            next_id: 0,
+        };
+        raw.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "countersign-bench-wire", "version": "1"}}),
+        )?;
+        raw.input
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")?;
+        Ok(raw)
+    }
+
+    /// Sends one request and reads its answer's line (kept in `self.line`).
+    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<()> {
+        self.next_id += 1;
+        let mut req = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}),
+        )?;
+        req.push(b'\n');
+        self.input.write_all(&req)?;
+        self.input.flush()?;
+        self.line.clear();
+        let n = self.output.read_line(&mut self.line)?;
+        ensure!(n > 0, "the server closed its output");
+        Ok(())
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Wire {
+    pub fn measure(exe: &Path, seeded: &Seeded, calls: usize) -> anyhow::Result<Self> {
+        let mut raw = Raw::spawn(exe, seeded)?;
+        let mut rows = Vec::new();
+        for (tool, args) in [
+            ("read_inbox", json!({})),
+            ("list_messages", json!({"limit": 50})),
+            ("search_messages", json!({"query": RARE_TERM})),
+            ("open_obligations", json!({"limit": 50})),
+            ("channel_status", json!({})),
+        ] {
+            let mut sampler = Sampler::new(calls, MIN_CALLS);
+            while sampler.more() {
+                let params = json!({"name": tool, "arguments": args});
+                let t = Instant::now();
+                raw.request("tools/call", params)?;
+                sampler.record(t.elapsed());
+            }
+            ensure!(
+                !raw.line.contains("\"isError\":true"),
+                "{tool} was refused: {}",
+                raw.line.chars().take(300).collect::<String>()
+            );
+            rows.push((tool, sampler.into_samples()));
+        }
+        Ok(Self { rows })
+    }
+}

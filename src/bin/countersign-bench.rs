@@ -1,8 +1,0 @@
-//! The `countersign-bench` binary (feature `bench`): measures the `countersign`
-//! built beside it against the performance budgets. See docs/benchmarks.md.
-
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    countersign::bench::main()
-}
