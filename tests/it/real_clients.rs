@@ -1337,6 +1337,35 @@ fn codex_records_the_prompt_and_the_final_reply_as_notes() {
     );
 }
 
+/// `codex exec --ephemeral` keeps no transcript, like the Codex app's background threads
+/// (task suggestions): its hooks run, but nothing of it is recorded. A later run that keeps
+/// its transcript is recorded as usual.
+#[test]
+fn codex_records_nothing_of_a_thread_without_a_transcript() {
+    let (w, api, _) = codex_world_with("not recorded", &["--record"]);
+    let cwd = w.project.canonicalize().unwrap();
+    let mut app = AppServer::start(&w);
+    let ours: Vec<Value> = app.hooks(&cwd).into_iter().filter(is_ours).collect();
+    app.trust(&ours);
+    drop(app);
+    let (_, turns, context) = codex_exec(&w, &api, &["--ephemeral"]);
+    assert!(
+        !turns.is_empty(),
+        "the ephemeral run never reached the model\n{context}"
+    );
+    // Whatever its hooks spooled is delivered now, not in the background.
+    w.cs_ok(&["hook", "deliver"]);
+    let notes = feed_notes(&w, ME);
+    assert!(
+        notes.is_empty(),
+        "an ephemeral thread was recorded: {notes:?}"
+    );
+    let (_, _, context) = codex_exec(&w, &api, &[]);
+    let notes = wait_for_notes(&w, &context);
+    let prompts = notes.iter().filter(|(kind, _, _)| kind == "prompt").count();
+    assert_eq!(prompts, 1, "{notes:?}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Two machines
 

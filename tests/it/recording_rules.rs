@@ -250,6 +250,43 @@ fn codex_turns_count_what_they_read_and_name_what_failed() {
     }
 }
 
+/// A Codex prompt from a thread that keeps no rollout file (the app's task
+/// suggestions run in such threads) is not recorded; a prompt of a thread
+/// with its rollout is, whatever its words.
+#[test]
+fn codex_prompts_of_threads_without_a_transcript_are_not_recorded() {
+    let t = channel();
+    let transcript = fixture("codex-explore.rollout.jsonl");
+    let prompt = |turn: &str, transcript: Value, text: &str| {
+        json!({"session_id": format!("codex-{turn}"), "turn_id": turn,
+            "transcript_path": transcript, "cwd": "/tmp/cap/cx/project", "model": "m",
+            "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+            "prompt": text})
+        .to_string()
+    };
+    record(
+        &t,
+        &prompt("t1", Value::Null, "Suggest three tasks for this repository"),
+    );
+    record(&t, &prompt("t2", json!(""), "Suggest more tasks"));
+    record(
+        &t,
+        &prompt(
+            "t3",
+            json!(transcript),
+            "Suggest three tasks for this repository",
+        ),
+    );
+    let notes = settled_notes(&t, 1);
+    assert_eq!(
+        notes,
+        [(
+            "prompt".to_owned(),
+            "Suggest three tasks for this repository".to_owned()
+        )]
+    );
+}
+
 /// Two prompts with the same words while the transcript did not change are
 /// two events when the client tells them apart; one prompt delivered twice
 /// is one.

@@ -7,7 +7,8 @@
 //! fsynced, before anything else. On `UserPromptSubmit`: the prompt; a
 //! message from another session as a `peer` note; nothing for a notice the
 //! client made itself (`core::memory::notice`), but a background subagent's
-//! report inside one as a `report` note. On `Stop`: the final reply, one
+//! report inside one as a `report` note. Nothing for an event of a Codex
+//! thread that keeps no transcript (the app's task suggestions). On `Stop`: the final reply, one
 //! short record of the turn's tool calls, and the answers, reports and
 //! approved plans the turn brought in, from the input and the end of the
 //! transcript file it names. Every note names the folder the session worked
@@ -179,7 +180,9 @@ fn spool_event(
     let root = cli.channel_dir()?.root().to_path_buf();
     let channel = root.canonicalize().unwrap_or(root);
     let session_id = s("session_id").unwrap_or_default();
-    let transcript_path = s("transcript_path").map(PathBuf::from);
+    let transcript_path = s("transcript_path")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
     // What tells two events of one session apart: the client's own id of
     // the turn or prompt, else the transcript's length; with the content
     // (below), as either can stand still between two events.
@@ -193,6 +196,14 @@ fn spool_event(
             transcript_path.as_deref().map_or(0, transcript::size)
         ),
     };
+    // A Codex thread that keeps no rollout file (`transcript_path` null) is
+    // one nobody returns to: the app's background threads, such as the one
+    // asking the model for task suggestions, and `codex exec --ephemeral`.
+    // Every thread a person works in has its rollout, so no typed prompt is
+    // lost by skipping these.
+    if agent == "codex" && transcript_path.is_none() {
+        return Ok(0);
+    }
     let cwd = s("cwd").unwrap_or_default();
     let (folder, folder_hash) = match folder_of(cwd) {
         Some((f, h)) => (Some(f), Some(h)),
