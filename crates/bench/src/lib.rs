@@ -703,12 +703,13 @@ fn growth_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
 /// The read tools on the wire (see `wire`).
 fn wire_details(wire: &Wire) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("  On the wire (raw JSON lines, the answer read but not parsed):");
-    for (tool, v) in &wire.rows {
+    println!("  On the wire (raw JSON lines, each answer read and parsed; its bytes):");
+    for (tool, v, bytes) in &wire.rows {
         println!(
-            "  {tool:<62} p50 {:>9.3} ms   p99 {:>9.3} ms   (n={})",
+            "  {tool:<50} p50 {:>9.3} ms   p99 {:>9.3} ms   {:>8.1} kB   (n={})",
             ms(p(v, 50)),
             ms(p(v, 99)),
+            *bytes as f64 / 1e3,
             v.len()
         );
     }
