@@ -9,8 +9,10 @@
 //! `store` owns the index: the connection never leaves `store`, and every
 //! query the use cases need is a method of [`Index`] with a name from the
 //! domain, returning typed rows, in the child module of its noun (`debts`,
-//! `ball`, `proposals`, `messages`, `search` …). What a folded message
-//! writes is `store::message_rows`; ingest decides when.
+//! `ball`, `proposals`, `messages`, `search` …). Every write is a method of
+//! [`IndexTx`], which only [`Index::write`] hands out, in `write/` by noun
+//! (what a folded message writes is `write::messages`); ingest and the
+//! folds decide when.
 
 mod ball;
 mod checkpoint;
@@ -29,6 +31,7 @@ mod proposals;
 mod search;
 mod uploads;
 mod work;
+mod write;
 
 pub use ball::{Ball, BallItem};
 pub use conflicts::{ConflictTarget, StandingConflict};
@@ -45,16 +48,16 @@ pub use problems::{Problem, ProblemKind};
 pub use proposals::{AwaitedProposal, CastVote, OpenProposal};
 pub use search::{PhraseHit, SearchScope};
 pub use work::IndexWork;
+pub use write::{FeedRow, IndexTx, ShownBody};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 use sha2::{Digest as _, Sha256};
 
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::fts_layout;
-use crate::core::ids::RecordId;
 use crate::core::message::Conflict;
 
 /// The schema version; part of the file name.
@@ -90,6 +93,11 @@ pub struct SearchBacklog {
     pub total: i64,
 }
 
+/// Every table and index of the index file. The last table, `claims`
+/// (invitation claims, derived: emptied by a rebuild like every folded
+/// table), ends the text without a comment of its own: the batch hashes to
+/// the stamp it had while `store::invitation` kept it, so index files made
+/// before are not set up again.
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- Ingest cursors, one per segment file (relative path).
@@ -266,6 +274,11 @@ CREATE INDEX IF NOT EXISTS notes_session ON notes(role, session, ms, c, id)
 -- indexed as it is ingested.
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     text, content='notes', content_rowid='n', tokenize='trigram');
+
+CREATE TABLE IF NOT EXISTS claims(
+    id TEXT PRIMARY KEY, feed TEXT NOT NULL, invitation TEXT NOT NULL, pubkey TEXT NOT NULL,
+    proof TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, path TEXT NOT NULL,
+    offset INTEGER NOT NULL);
 "#;
 
 /// Tables emptied by a rebuild (everything folded from the feeds).
@@ -343,7 +356,6 @@ fn schema_stamp() -> i32 {
         use sha2::Digest as _;
         let mut h = sha2::Sha256::new();
         h.update(SCHEMA.as_bytes());
-        h.update(crate::store::invitation::SCHEMA.as_bytes());
         let d = h.finalize();
         let v = i32::from_be_bytes([d[0], d[1], d[2], d[3]]) & i32::MAX;
         v.max(1)
@@ -400,7 +412,6 @@ impl Index {
         let made = me
             .conn
             .execute_batch(SCHEMA)
-            .and_then(|()| me.conn.execute_batch(crate::store::invitation::SCHEMA))
             .and_then(|()| notes::add_folder_columns(&me.conn))
             .and_then(|()| me.conn.pragma_update(None, "user_version", schema_stamp()))
             .db(path)
@@ -435,8 +446,6 @@ impl Index {
         )
         .db(&path)?;
         conn.execute_batch(SCHEMA).db(&path)?;
-        conn.execute_batch(crate::store::invitation::SCHEMA)
-            .db(&path)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('channel_id', ?1)",
             [channel_id],
@@ -488,13 +497,37 @@ impl Index {
     }
 
     /// Runs `f` inside one write transaction (`BEGIN IMMEDIATE`): either all of
-    /// it lands or none of it.
-    pub fn write<T, E>(&self, f: impl FnOnce(&Self) -> Result<T, E>) -> Result<T, E>
+    /// it lands or none of it. `f` gets the index's writes ([`IndexTx`]),
+    /// which exist nowhere else.
+    pub fn write<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
     where
         E: From<super::error::StoreError>,
     {
-        self.conn.execute_batch("BEGIN IMMEDIATE").db(&self.path)?;
-        match f(self) {
+        self.transact("BEGIN IMMEDIATE", f)
+    }
+
+    /// Like [`Self::write`], but the transaction begins as a reader's
+    /// (`BEGIN`) and takes the write lock at its first write: a pass that
+    /// usually finds nothing to write does not wait for other writers. A
+    /// write that finds another process's commit since its reads fails
+    /// busy, and the caller runs it again with [`Self::write`].
+    pub fn write_deferred<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<super::error::StoreError>,
+    {
+        self.transact("BEGIN", f)
+    }
+
+    fn transact<T, E>(
+        &self,
+        begin: &str,
+        f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<super::error::StoreError>,
+    {
+        self.conn.execute_batch(begin).db(&self.path)?;
+        match f(&IndexTx::begun(self)) {
             Ok(v) => {
                 self.conn.execute_batch("COMMIT").db(&self.path)?;
                 if let Some(c) = &self.checkpointer {
@@ -507,41 +540,6 @@ impl Index {
                 Err(e)
             }
         }
-    }
-
-    /// Empties every table folded from the feeds (inside the caller's transaction).
-    pub fn clear_derived(&self) -> StoreResult<()> {
-        for t in DERIVED_TABLES {
-            self.conn
-                .execute(&format!("DELETE FROM {t}"), [])
-                .db(&self.path)?;
-        }
-        self.conn
-            .execute(
-                "INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')",
-                [],
-            )
-            .db(&self.path)?;
-        self.conn
-            .execute("INSERT INTO notes_fts(notes_fts) VALUES ('delete-all')", [])
-            .db(&self.path)?;
-        self.conn
-            .execute("DELETE FROM meta WHERE key = 'fts_rowid'", [])
-            .db(&self.path)?;
-        Ok(())
-    }
-
-    /// Adds the body rows written since the last call to the full-text index,
-    /// in one statement (inside the caller's transaction). A pass that more
-    /// than doubles the index (the first indexing of a channel's bodies) is
-    /// done in bulk, as a rebuild's is ([`Self::index_search_step`]), with a
-    /// smaller buffer since a server may be the one doing it. Each such
-    /// pass at least doubles the rows, so its merge costs at most twice the
-    /// final index over a channel's life.
-    pub fn index_new_bodies(&self) -> StoreResult<()> {
-        let (done, last) = self.fts_progress()?;
-        let bulk = (last - done > done).then_some(BULK_FTS_BUFFER);
-        self.index_bodies(done, last, bulk)
     }
 
     /// The last body row in the full-text index, and the last body row.
@@ -560,74 +558,6 @@ impl Index {
         Ok((done, last))
     }
 
-    /// Indexes body rows `done + 1 ..= last`. In bulk (`Some(buffer)`), FTS5
-    /// keeps up to `buffer` bytes of terms in memory with automatic merges
-    /// off, then merges everything into one segment and gets its defaults
-    /// back. One segment also makes searches faster: a phrase query opens one
-    /// iterator per trigram per segment, and at 100k bodies the bench's
-    /// 11-character term took 0.5 ms in `MATCH` instead of 1.2 ms (27
-    /// segments).
-    fn index_bodies(&self, done: i64, last: i64, bulk: Option<i64>) -> StoreResult<()> {
-        if last <= done {
-            return Ok(());
-        }
-        if let Some(buffer) = bulk {
-            self.fts_bulk_settings(buffer)?;
-        }
-        self.index_body_range(done, last)?;
-        if bulk.is_some() {
-            self.fts_merge_and_restore()?;
-        }
-        Ok(())
-    }
-
-    /// Sets FTS5's term buffer to `buffer` bytes and turns automatic merges
-    /// off. These settings live in the FTS5 table itself, so they outlast the
-    /// transaction: [`Self::fts_merge_and_restore`] gives the defaults back.
-    fn fts_bulk_settings(&self, buffer: i64) -> StoreResult<()> {
-        self.fts_set("hashsize", buffer)?;
-        self.fts_set("automerge", 0)
-    }
-
-    /// Merges the full-text index into one segment, then gives FTS5 its
-    /// defaults back for the small batches that follow.
-    fn fts_merge_and_restore(&self) -> StoreResult<()> {
-        self.conn
-            .execute_batch("INSERT INTO bodies_fts(bodies_fts) VALUES ('optimize')")
-            .db(&self.path)?;
-        self.fts_set("hashsize", FTS_BUFFER)?;
-        self.fts_set("automerge", FTS_AUTOMERGE)
-    }
-
-    /// Sets one of FTS5's options of the full-text table.
-    fn fts_set(&self, option: &str, value: i64) -> StoreResult<()> {
-        self.conn
-            .prepare_cached("INSERT INTO bodies_fts(bodies_fts, rank) VALUES (?1, ?2)")
-            .and_then(|mut s| s.execute(params![option, value]))
-            .db(&self.path)?;
-        Ok(())
-    }
-
-    /// Adds body rows `done + 1 ..= upto` to the full-text index in one
-    /// statement and records `upto` as indexed, in the same transaction: the
-    /// mark never runs ahead of the rows it covers.
-    fn index_body_range(&self, done: i64, upto: i64) -> StoreResult<()> {
-        let p = &self.path;
-        self.conn
-            .prepare_cached(
-                "INSERT INTO bodies_fts(rowid, topic, body) \
-                 SELECT rowid, topic, body FROM bodies WHERE rowid > ?1 AND rowid <= ?2 \
-                 ORDER BY rowid",
-            )
-            .and_then(|mut s| s.execute([done, upto]))
-            .db(p)?;
-        self.conn
-            .prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_rowid', ?1)")
-            .and_then(|mut s| s.execute([upto.to_string()]))
-            .db(p)?;
-        Ok(())
-    }
-
     /// True while a batched fill of the full-text index is under way (see
     /// [`Self::index_search_step`]).
     fn fts_filling(&self) -> StoreResult<bool> {
@@ -635,49 +565,6 @@ impl Index {
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_filling')")
             .and_then(|mut s| s.query_row([], |r| r.get(0)))
             .db(&self.path)
-    }
-
-    /// One step of bringing the full-text index up to date, inside the
-    /// caller's transaction; true when it is then complete.
-    ///
-    /// A backlog of at most [`SEARCH_BATCH`] body rows (what writes and syncs
-    /// leave) is indexed at once ([`Self::index_new_bodies`]). A larger one
-    /// (after a rebuild, which commits the rows without their full-text
-    /// index) is filled that many rows per step, each step its own
-    /// transaction, so that writers and searches of other processes get the
-    /// index between steps: FTS5 collects each batch with merging off, and
-    /// the last step merges everything into one segment and restores FTS5's
-    /// defaults. A `fts_filling` mark in `meta` says a fill is under way, so
-    /// a fill cut short (a crash) is finished the same way by whoever steps
-    /// next, never left with merging off.
-    pub fn index_search_step(&self) -> StoreResult<bool> {
-        let (done, last) = self.fts_progress()?;
-        let filling = self.fts_filling()?;
-        if !filling {
-            if last - done <= self.search_batch {
-                self.index_new_bodies()?;
-                return Ok(true);
-            }
-            self.fts_bulk_settings(REBUILD_FTS_BUFFER)?;
-            self.conn
-                .execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_filling', '1')",
-                    [],
-                )
-                .db(&self.path)?;
-        }
-        let upto = last.min(done.saturating_add(self.search_batch));
-        if upto > done {
-            self.index_body_range(done, upto)?;
-        }
-        if upto < last {
-            return Ok(false);
-        }
-        self.fts_merge_and_restore()?;
-        self.conn
-            .execute("DELETE FROM meta WHERE key = 'fts_filling'", [])
-            .db(&self.path)?;
-        Ok(true)
     }
 
     /// How far the full-text index is behind the body rows: `None` when it
@@ -764,39 +651,6 @@ impl Index {
         self.conn
             .pragma_update(None, "cache_size", -kib)
             .db(&self.path)
-    }
-
-    /// Removes every derived row of one message (inside the caller's
-    /// transaction): its send was taken back (a fork). Its search rows leave
-    /// the full-text index too.
-    pub fn remove_message(&self, id: &RecordId) -> StoreResult<()> {
-        let p = &self.path;
-        let id = id.hex();
-        let done: i64 = self
-            .conn
-            .prepare_cached("SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0)")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)))
-            .db(p)?;
-        self.conn
-            .prepare_cached(
-                "INSERT INTO bodies_fts(bodies_fts, rowid, topic, body) \
-                 SELECT 'delete', rowid, topic, body FROM bodies WHERE message_id = ?1 AND rowid <= ?2",
-            )
-            .and_then(|mut s| s.execute(params![id, done]))
-            .db(p)?;
-        for sql in [
-            "DELETE FROM bodies WHERE message_id = ?1",
-            "DELETE FROM events WHERE message_id = ?1",
-            "DELETE FROM votes WHERE message_id = ?1",
-            "DELETE FROM deliveries WHERE message_id = ?1",
-            "DELETE FROM messages WHERE id = ?1",
-        ] {
-            self.conn
-                .prepare_cached(sql)
-                .and_then(|mut s| s.execute([&id]))
-                .db(p)?;
-        }
-        Ok(())
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read
