@@ -2,9 +2,9 @@
 //! `invitation` alarms.
 //!
 //! A claim is the first record of a feed nobody admitted yet, so ingest
-//! cannot apply it; it notes it in the index (`IndexTx::note_claim`) once its own key's
-//! signature holds, and again when the feed is admitted and the record is
-//! accepted. [`review`] reads every invitation, claim and admit and asks
+//! cannot apply it; it notes it in the index (`IndexTx::note_claim`) once
+//! its own key's signature holds, and again when the feed is admitted and
+//! the record is accepted. [`review`] reads every invitation, claim and admit and asks
 //! `core::invitation::review` what each claim is worth; [`settle_alarms`]
 //! keeps one `invitation` problem per refused claim. This module never
 //! writes a record: the owner's machine admits through `Channel`.

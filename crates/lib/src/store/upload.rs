@@ -1,8 +1,9 @@
 //! Uploads in the index: the rows of their chunk and seal records, the fold
 //! of one upload from those rows, and the text of a document.
 //!
-//! Ingest records each chunk and seal here as it accepts them and re-folds
-//! the uploads a pass touched; the rules live in `core::upload`. This module
+//! Ingest records each chunk and seal as it accepts them (the writes are
+//! `index::write::uploads`) and re-folds here the uploads a pass touched;
+//! the rules live in `core::upload`. This module
 //! does not decide what a message's body is (`body` does) and never writes
 //! feed files.
 

@@ -1,7 +1,7 @@
 //! The memory as the index holds it: the items of the sequence (messages
 //! and notes) and the summaries ingested, by the line they name.
 //!
-//! Owns the `summaries` table and the queries the memory reads. It keeps
+//! Owns the queries the memory reads (its writes are `write::memory`). It keeps
 //! every summary record (two of one line both stay); which one stands is
 //! `core::memory::summary::winner`'s rule, applied here in SQL as "first in
 //! the total order". It must not decide what the sequence or the tree is:

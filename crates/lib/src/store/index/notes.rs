@@ -1,7 +1,8 @@
 //! Notes of the memory as the index holds them: the `notes` table, its
 //! full-text table, and the lookups recording and the memory make.
 //!
-//! Owns every statement on `notes` and `notes_fts`. A note is stored as
+//! Owns every read of `notes` and `notes_fts` (the writes are
+//! `write::notes`). A note is stored as
 //! ingested (already checked by `core::memory::note`); it must not decide
 //! whether a note may be written (the app does) nor where it sits in the
 //! memory (`core::memory` does).
