@@ -34,12 +34,12 @@ impl IndexTx<'_> {
                 .db(p)?;
         }
         let mut ins = conn
-        .prepare_cached(
-            "INSERT INTO pins(record, key, pos, title, version, body, body_ref, approved_by, role, \
-             ms, sha256, bytes, chars) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )
-        .db(p)?;
+            .prepare_cached(
+                "INSERT INTO pins(record, key, pos, title, version, body, body_ref, approved_by, \
+                 role, ms, sha256, bytes, chars) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )
+            .db(p)?;
         for (key, versions) in &c.pins {
             for (pos, v) in versions.iter().enumerate() {
                 let s = &v.set;
@@ -67,7 +67,7 @@ impl IndexTx<'_> {
         let mut ins = conn
             .prepare_cached(
                 "INSERT INTO pin_conflicts(record, key, role, reason, winner, ms, c) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .db(p)?;
         for pc in &c.conflicts {

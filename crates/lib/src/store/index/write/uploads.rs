@@ -79,8 +79,8 @@ impl IndexTx<'_> {
         self.conn()
             .prepare_cached(
                 "INSERT OR REPLACE INTO uploads(id, uploader, label, ms, c, chunks, length_bytes, \
-             length_chars, sha256, sealed_ms, seal, conflicts) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 length_chars, sha256, sealed_ms, seal, conflicts) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )
             .and_then(|mut s| {
                 s.execute(params![
