@@ -3,7 +3,7 @@
 //! Owns the list of derived tables' emptying; must not decide when a
 //! rebuild runs (`Channel::reindex_rows` does).
 
-use super::super::DERIVED_TABLES;
+use super::super::schema::DERIVED_TABLES;
 use super::IndexTx;
 use crate::store::error::{SqlContext as _, StoreResult};
 
