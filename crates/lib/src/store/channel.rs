@@ -261,7 +261,7 @@ impl Channel {
         self.index.set_search_batch(rows);
     }
 
-    /// One step of the full-text index ([`Index::index_search_step`]) in its
+    /// One step of the full-text index ([`IndexTx::index_search_step`]) in its
     /// own transaction, under the index lock, which is released after it so
     /// that other writers get their turn between steps. True when complete.
     fn index_search_step(&mut self) -> StoreResult<bool> {
@@ -300,7 +300,7 @@ impl Channel {
     /// search refuses until the full-text index has caught up
     /// ([`Self::complete_search_index`], or any later search or idle server,
     /// which each take a bounded share of it: see
-    /// [`Index::index_search_step`]). If the process stops between the two
+    /// [`IndexTx::index_search_step`]). If the process stops between the two
     /// phases, the index itself records what is missing.
     pub fn reindex_rows(
         &mut self,

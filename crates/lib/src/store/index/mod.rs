@@ -331,7 +331,7 @@ impl Index {
     }
 
     /// True while a batched fill of the full-text index is under way (see
-    /// [`Self::index_search_step`]).
+    /// [`IndexTx::index_search_step`]).
     fn fts_filling(&self) -> StoreResult<bool> {
         self.conn
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_filling')")
@@ -358,7 +358,7 @@ impl Index {
     }
 
     /// True when bodies wait for the full-text index (see
-    /// [`Self::index_new_bodies`]).
+    /// [`IndexTx::index_new_bodies`]).
     pub fn search_tail_pending(&self) -> StoreResult<bool> {
         self.conn
             .prepare_cached(
