@@ -50,7 +50,7 @@ struct Verified {
 
 fn verify(dir: &ChannelDir) -> anyhow::Result<Verified> {
     let index = Index::in_memory(dir.id())?;
-    let report = Ingest::run(&index, dir, &mut ScanCache::default())?;
+    let report = index.write(|tx| Ingest::run(tx, dir, &mut ScanCache::default()))?;
     Ok(Verified {
         records: report.accepted,
         problems: index.problems()?.len() + report.waiting.len(),

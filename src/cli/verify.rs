@@ -17,7 +17,7 @@ pub struct Args {}
 pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
     let dir = cli.channel_dir()?;
     let index = Index::in_memory(dir.id())?;
-    let report = Ingest::run(&index, &dir, &mut ScanCache::default())?;
+    let report = index.write(|tx| Ingest::run(tx, &dir, &mut ScanCache::default()))?;
     let problems = index.problems()?;
     for p in &problems {
         let rec = p

@@ -268,7 +268,7 @@ fn index_totals_are_fts5s() {
             )
             .unwrap();
     }
-    ix.index_new_bodies().unwrap();
+    ix.write(|tx| tx.index_new_bodies()).unwrap();
     let tokens: usize = rows
         .iter()
         .map(|(t, b)| TrigramText::new(t).tokens() + TrigramText::new(b).tokens())

@@ -12,7 +12,7 @@
 use rusqlite::{OptionalExtension as _, params};
 
 use super::error::{SqlContext as _, StoreResult};
-use super::index::Index;
+use super::index::{Index, ShownBody};
 use super::upload::upload_text;
 use crate::core::ids::{RecordId, sha256_hex};
 use crate::core::message::Text;
@@ -56,6 +56,24 @@ impl Body {
             Source::Upload(id) => upload_text(ix, id),
             Source::Pending => Ok(String::new()),
         }
+    }
+}
+
+impl ShownBody for Body {
+    fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    fn bytes(&self) -> i64 {
+        self.bytes
+    }
+
+    fn chars(&self) -> i64 {
+        self.chars
+    }
+
+    fn text(&self, ix: &Index) -> StoreResult<String> {
+        Body::text(self, ix)
     }
 }
 

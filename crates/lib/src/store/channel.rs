@@ -20,7 +20,7 @@ use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
 use super::feed::{FeedWriter, Tails};
 use super::heads::Heads;
 use super::home::{Device, Home, KeyName};
-use super::index::{Index, SearchBacklog};
+use super::index::{Index, IndexTx, SearchBacklog};
 use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
 use super::invitation;
 use super::listing;
@@ -212,21 +212,11 @@ impl Channel {
         let Self {
             index, dir, cache, ..
         } = self;
-        let begin = if immediate {
-            "BEGIN IMMEDIATE"
+        let run = |tx: &IndexTx<'_>| Ingest::run(tx, dir, cache);
+        if immediate {
+            index.write(run)
         } else {
-            "BEGIN"
-        };
-        index.conn().execute_batch(begin).db(index.path())?;
-        match Ingest::run(index, dir, cache) {
-            Ok(r) => {
-                index.conn().execute_batch("COMMIT").db(index.path())?;
-                Ok(r)
-            }
-            Err(e) => {
-                let _ = index.conn().execute_batch("ROLLBACK");
-                Err(e)
-            }
+            index.write_deferred(run)
         }
     }
 
@@ -271,12 +261,12 @@ impl Channel {
         self.index.set_search_batch(rows);
     }
 
-    /// One step of the full-text index ([`Index::index_search_step`]) in its
+    /// One step of the full-text index ([`IndexTx::index_search_step`]) in its
     /// own transaction, under the index lock, which is released after it so
     /// that other writers get their turn between steps. True when complete.
     fn index_search_step(&mut self) -> StoreResult<bool> {
         let _lock = self.lock_index()?;
-        self.index.write(Index::index_search_step)
+        self.index.write(|tx| tx.index_search_step())
     }
 
     /// Moves what the index's write-ahead log holds into the database file
@@ -310,7 +300,7 @@ impl Channel {
     /// search refuses until the full-text index has caught up
     /// ([`Self::complete_search_index`], or any later search or idle server,
     /// which each take a bounded share of it: see
-    /// [`Index::index_search_step`]). If the process stops between the two
+    /// [`IndexTx::index_search_step`]). If the process stops between the two
     /// phases, the index itself records what is missing.
     pub fn reindex_rows(
         &mut self,

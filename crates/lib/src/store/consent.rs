@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::{OptionalExtension as _, params};
 
-use super::body::body_of;
+use super::body::{body_of, message_body};
 use super::error::{SqlContext as _, StoreResult};
-use super::index::Index;
+use super::index::{Index, IndexTx};
 use super::records::{Decoded, decode_row, decoded_row, send_row, target_records};
 use crate::core::consent::Consent;
 use crate::core::ids::{RecordId, Role};
@@ -307,7 +307,7 @@ fn fold_scope(
 /// cleanup pass or too much to walk: everything is re-folded) and rewrites its
 /// rows: the messages, and the pins and pin conflicts of its keys.
 pub fn refold(
-    index: &Index,
+    index: &IndexTx<'_>,
     roster: &[Role],
     ids: &BTreeSet<RecordId>,
     keys: Option<BTreeSet<String>>,
@@ -335,10 +335,10 @@ pub fn refold(
     let Loaded { consent, n } = fold_scope(index, roster, &channel, &scope)?;
     for (id, m) in &consent.messages {
         if let Some(seq) = n.get(id) {
-            index.write_message(m, *seq)?;
+            index.write_message(m, *seq, &message_body(index, &m.text)?)?;
         }
     }
-    write_pins(index, &consent, &scope.keys)
+    index.write_pins(&consent, &scope.keys, body_of)
 }
 
 /// The message `id` with its consent facets, when it takes part in consent.
@@ -351,69 +351,4 @@ pub fn message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResult<Opt
     }
     let loaded = load_around(index, roster, [*id], [])?;
     Ok(loaded.consent.messages.get(id).cloned())
-}
-
-/// Rewrites the pins and pin conflicts of `keys`.
-fn write_pins(index: &Index, c: &Consent, keys: &BTreeSet<String>) -> StoreResult<()> {
-    let p = index.path();
-    let conn = index.conn();
-    for key in keys {
-        conn.prepare_cached("DELETE FROM pins WHERE key = ?1")
-            .and_then(|mut st| st.execute([key]))
-            .db(p)?;
-        conn.prepare_cached("DELETE FROM pin_conflicts WHERE key = ?1")
-            .and_then(|mut st| st.execute([key]))
-            .db(p)?;
-    }
-    let mut ins = conn
-        .prepare_cached(
-            "INSERT INTO pins(record, key, pos, title, version, body, body_ref, approved_by, role, \
-             ms, sha256, bytes, chars) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )
-        .db(p)?;
-    for (key, versions) in &c.pins {
-        for (pos, v) in versions.iter().enumerate() {
-            let s = &v.set;
-            let body = body_of(index, &s.body, s.body_ref.as_ref())?;
-            ins.execute(params![
-                v.key.id.hex(),
-                key,
-                pos as i64,
-                s.title,
-                s.version,
-                body.text(index)?,
-                s.body_ref
-                    .as_ref()
-                    .map(|r| serde_json::to_string(r).expect("body_ref serializes")),
-                s.approved_by.map(|a| a.hex()),
-                v.role.as_str(),
-                v.key.hlc.ms(),
-                body.sha256,
-                body.bytes,
-                body.chars,
-            ])
-            .db(p)?;
-        }
-    }
-    let mut ins = conn
-        .prepare_cached(
-            "INSERT INTO pin_conflicts(record, key, role, reason, winner, ms, c) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .db(p)?;
-    for pc in &c.conflicts {
-        let k = &pc.conflict;
-        ins.execute(params![
-            k.record.id.hex(),
-            pc.pin_key,
-            k.role.as_str(),
-            k.reason,
-            k.winner.map(|w| w.hex()),
-            k.record.hlc.ms(),
-            k.record.hlc.1,
-        ])
-        .db(p)?;
-    }
-    Ok(())
 }

@@ -38,7 +38,7 @@ use super::consent;
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::feed::{self, Line, Segment};
 use super::folder_file::{FolderError, Refusal};
-use super::index::{Index, ProblemKind};
+use super::index::{FeedRow, IndexTx, ProblemKind};
 use super::invitation;
 use super::listing::{self, Listing, Tree};
 use super::message::refold_with;
@@ -318,7 +318,7 @@ enum Verdict {
 
 /// One ingest pass over the channel folder.
 pub struct Ingest<'a, 'p> {
-    index: &'a Index,
+    index: &'a IndexTx<'a>,
     dir: &'a ChannelDir,
     owner_key: Option<VerifyingKey>,
     feeds: HashMap<FeedId, FeedState>,
@@ -381,9 +381,9 @@ pub fn vouch(rec: &Record, key: &VerifyingKey) -> Vouch {
 }
 
 impl<'a, 'p> Ingest<'a, 'p> {
-    /// Runs one pass. Call inside a write transaction of `index`.
+    /// Runs one pass inside the write transaction `index` ([`super::Index::write`]).
     pub fn run(
-        index: &'a Index,
+        index: &'a IndexTx<'a>,
         dir: &'a ChannelDir,
         cache: &mut ScanCache,
     ) -> StoreResult<IngestReport> {
@@ -392,7 +392,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     /// Like [`Self::run`], reporting the bytes read after each file.
     pub fn run_with_progress(
-        index: &'a Index,
+        index: &'a IndexTx<'a>,
         dir: &'a ChannelDir,
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
@@ -405,7 +405,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// them again only costs time). Other feeds are left to the next pass:
     /// arrival order does not change the state.
     pub fn run_own(
-        index: &'a Index,
+        index: &'a IndexTx<'a>,
         dir: &'a ChannelDir,
         cache: &mut ScanCache,
         feed: &FeedId,
@@ -423,7 +423,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// Like [`Self::run`], as if local time were `now_ms`: records dated
     /// past it are held (see the module docs).
     pub fn run_at(
-        index: &'a Index,
+        index: &'a IndexTx<'a>,
         dir: &'a ChannelDir,
         cache: &mut ScanCache,
         now_ms: i64,
@@ -432,7 +432,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 
     fn run_full(
-        index: &'a Index,
+        index: &'a IndexTx<'a>,
         dir: &'a ChannelDir,
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
@@ -453,7 +453,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 
     fn new(
-        index: &'a Index,
+        index: &'a IndexTx<'a>,
         dir: &'a ChannelDir,
         progress: Option<&'p mut dyn FnMut(u64)>,
         now_ms: i64,
@@ -686,18 +686,6 @@ impl<'a, 'p> Ingest<'a, 'p> {
     }
 
     fn save_feeds(&mut self) -> StoreResult<()> {
-        let p = self.index.path();
-        let mut st = self
-            .index
-            .conn()
-            .prepare_cached(
-                "INSERT INTO feeds(feed, role, pubkey, head_seq, head_id, head_ms, head_c, frozen) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(feed) DO UPDATE SET \
-                 role = excluded.role, pubkey = excluded.pubkey, head_seq = excluded.head_seq, \
-                 head_id = excluded.head_id, head_ms = excluded.head_ms, head_c = excluded.head_c, \
-                 frozen = excluded.frozen",
-            )
-            .db(p)?;
         for (_, s) in self
             .feeds
             .iter_mut()
@@ -709,17 +697,16 @@ impl<'a, 'p> Ingest<'a, 'p> {
             s.dirty = false;
         }
         for (feed, s) in self.feeds.iter_mut().filter(|(_, s)| s.dirty) {
-            st.execute(params![
-                feed.to_string(),
-                s.role,
-                s.pubkey.as_ref().map(record::pubkey_hex),
-                s.head.map_or(0, |h| h.seq as i64),
-                s.head.map(|h| h.id.hex()),
-                s.head.map(|h| h.hlc.0),
-                s.head.map(|h| h.hlc.1),
-                s.frozen,
-            ])
-            .db(p)?;
+            self.index.save_feed(&FeedRow {
+                feed: feed.to_string(),
+                role: &s.role,
+                pubkey: s.pubkey.as_ref().map(record::pubkey_hex),
+                head_seq: s.head.map_or(0, |h| h.seq as i64),
+                head_id: s.head.map(|h| h.id.hex()),
+                head_ms: s.head.map(|h| h.hlc.0),
+                head_c: s.head.map(|h| h.hlc.1),
+                frozen: s.frozen.as_deref(),
+            })?;
             s.dirty = false;
         }
         Ok(())
@@ -1131,17 +1118,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         tail_hash: String,
     ) -> StoreResult<()> {
         self.index
-            .conn()
-            .prepare_cached(
-                "INSERT INTO files(path, size, mtime_ns, offset, tail_len, tail_hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET size = excluded.size, \
-                 mtime_ns = excluded.mtime_ns, offset = excluded.offset, tail_len = excluded.tail_len, \
-                 tail_hash = excluded.tail_hash",
-            )
-            .and_then(|mut s| {
-                s.execute(params![rel, size, mtime_ns, offset as i64, tail_len as i64, tail_hash])
-            })
-            .db(self.index.path())?;
+            .save_cursor(rel, size, mtime_ns, offset, tail_len, &tail_hash)?;
         if let Some(all) = self.cursors.as_mut() {
             all.insert(rel.to_owned(), (size, mtime_ns));
         }
@@ -1351,8 +1328,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             // A feed joining by invitation starts with its claim, signed by
             // the key it names: noted, so the owner's machine can admit it.
             if let Some(claim) = invitation::self_signed_claim(&rec, rec.op.as_ref()) {
-                self.claims_changed |=
-                    invitation::note_claim(self.index, &rec, claim, rel, offset)?;
+                self.claims_changed |= self.index.note_claim(&rec, claim, rel, offset)?;
             }
             let reason =
                 format!("feed {feed} is not admitted by the channel owner; its records wait");
@@ -1503,12 +1479,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .prepare_cached("SELECT target FROM targets WHERE n = ?1")
                 .and_then(|mut s| s.query_map([n], |r| r.get(0))?.collect::<Result<_, _>>())
                 .db(p)?;
-            conn.prepare_cached("DELETE FROM targets WHERE n = ?1")
-                .and_then(|mut s| s.execute([n]))
-                .db(p)?;
-            conn.prepare_cached("DELETE FROM records WHERE n = ?1")
-                .and_then(|mut s| s.execute([n]))
-                .db(p)?;
+            self.index.forget_record(*n)?;
             self.acting.forget(*n);
             if op == "summary" {
                 self.index.forget_summary(*n)?;
@@ -1536,13 +1507,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .prepare_cached(&format!("SELECT upload FROM {table} WHERE n = ?1"))
                 .and_then(|mut s| s.query_row([n], |r| r.get(0)).optional())
                 .db(p)?;
-            conn.prepare_cached(&format!("DELETE FROM {table} WHERE n = ?1"))
-                .and_then(|mut s| s.execute([n]))
-                .db(p)?;
+            self.index.forget_upload_record(table, *n)?;
             if let Some(u) = upload.as_deref().and_then(RecordId::parse) {
-                conn.prepare_cached("DELETE FROM uploads WHERE id = ?1")
-                    .and_then(|mut s| s.execute([u.hex()]))
-                    .db(p)?;
+                self.index.forget_upload(&u)?;
                 self.touched
                     .extend(upload::waiting_messages(self.index, &u)?);
                 self.uploads.insert(u);
@@ -1579,7 +1546,6 @@ impl<'a, 'p> Ingest<'a, 'p> {
         rel: &str,
         offset: u64,
     ) -> StoreResult<()> {
-        let p = self.index.path();
         if !self.held.is_empty() && self.held.remove(&rec.id.hex()) {
             // Held on an earlier pass; the clock has caught up.
             self.index.clear_problems_of_record(
@@ -1588,26 +1554,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
             )?;
         }
         let role = self.feed_state(feed).role.clone();
-        let conn = self.index.conn();
-        conn.prepare_cached(
-            "INSERT INTO records(id, feed, seq, ms, c, op, role, body, sig) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                rec.id.hex(),
-                feed.to_string(),
-                rec.header.seq as i64,
-                rec.header.hlc.0,
-                rec.header.hlc.1,
-                rec.op_name,
-                role,
-                rec.body,
-                base64_sig(rec),
-            ])
-        })
-        .db(p)?;
-        let n = conn.last_insert_rowid();
+        let n = self
+            .index
+            .insert_record(feed, rec, &role, &base64_sig(rec))?;
         self.report.accepted += 1;
         let st = self.feed_state(feed);
         st.head = Some(Head {
@@ -1674,11 +1623,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
             | Op::WorkStatus(_)
             | Op::Revise(_)
             | Op::Ack(_) => {
-                let mut ins = conn
-                    .prepare_cached("INSERT OR IGNORE INTO targets(target, n) VALUES (?1, ?2)")
-                    .db(p)?;
                 for t in op.targets() {
-                    ins.execute(params![t.hex(), n]).db(p)?;
+                    self.index.add_target(t, n)?;
                     self.touched.insert(*t);
                 }
                 self.acting.add(n, rec.order_key(), &role, op);
@@ -1700,14 +1646,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                             target.pending_key = Some((from, key));
                         }
                         target.dirty = true;
-                        conn.prepare_cached(
-                            "INSERT OR REPLACE INTO key_changes(feed, from_seq, pubkey) \
-                             VALUES (?1, ?2, ?3)",
-                        )
-                        .and_then(|mut s| {
-                            s.execute(params![r.feed.to_string(), from as i64, r.pubkey])
-                        })
-                        .db(p)?;
+                        self.index.change_key(&r.feed, from, &r.pubkey)?;
                     }
                     // The feed's own, signed by the old key: from the next record on.
                     None => {
@@ -1717,11 +1656,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 }
             }
             Op::UploadChunk(c) => {
-                let upload = upload::record_chunk(self.index, n, rec.order_key(), &role, c)?;
+                let upload = self.index.record_chunk(n, rec.order_key(), &role, c)?;
                 self.uploads.insert(upload);
             }
             Op::Seal(s) => {
-                upload::record_seal(self.index, n, rec.order_key(), &role, s)?;
+                self.index.record_seal(n, rec.order_key(), &role, s)?;
                 self.uploads.insert(s.upload);
             }
             Op::PinSet(ps) => {
@@ -1732,7 +1671,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 self.touched.extend(ids.iter().copied());
             }
             Op::Claim(c) => {
-                invitation::note_claim(self.index, rec, c, rel, offset)?;
+                self.index.note_claim(rec, c, rel, offset)?;
                 self.claims_changed = true;
             }
             Op::Invite(_) => self.claims_changed = true,

@@ -2,63 +2,22 @@
 //! `invitation` alarms.
 //!
 //! A claim is the first record of a feed nobody admitted yet, so ingest
-//! cannot apply it; it notes it here ([`note_claim`]) once its own key's
-//! signature holds, and again when the feed is admitted and the record is
-//! accepted. [`review`] reads every invitation, claim and admit and asks
+//! cannot apply it; it notes it in the index (`IndexTx::note_claim`) once
+//! its own key's signature holds, and again when the feed is admitted and
+//! the record is accepted. [`review`] reads every invitation, claim and admit and asks
 //! `core::invitation::review` what each claim is worth; [`settle_alarms`]
 //! keeps one `invitation` problem per refused claim. This module never
 //! writes a record: the owner's machine admits through `Channel`.
 
 use std::collections::BTreeSet;
 
-use rusqlite::params;
-
 use super::error::{SqlContext as _, StoreResult};
-use super::index::{Index, ProblemKind};
+use super::index::{Index, IndexTx, ProblemKind};
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, RecordId, Role};
 use crate::core::invitation::{self, Claim, Invitation, Standing};
 use crate::core::op::{self, Op};
 use crate::core::record::Record;
-
-/// The claims table (derived: emptied by a rebuild like every folded table).
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS claims(
-    id TEXT PRIMARY KEY, feed TEXT NOT NULL, invitation TEXT NOT NULL, pubkey TEXT NOT NULL,
-    proof TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, path TEXT NOT NULL,
-    offset INTEGER NOT NULL);
-";
-
-/// Notes `rec`, a claim at `offset` of the segment `path`; true if it was new.
-pub(super) fn note_claim(
-    ix: &Index,
-    rec: &Record,
-    claim: &op::Claim,
-    path: &str,
-    offset: u64,
-) -> StoreResult<bool> {
-    let n = ix
-        .conn()
-        .prepare_cached(
-            "INSERT OR IGNORE INTO claims(id, feed, invitation, pubkey, proof, ms, c, path, offset) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                rec.id.hex(),
-                rec.header.feed.to_string(),
-                claim.invitation.hex(),
-                claim.pubkey,
-                claim.proof,
-                rec.header.hlc.0,
-                rec.header.hlc.1,
-                path,
-                offset as i64
-            ])
-        })
-        .db(ix.path())?;
-    Ok(n > 0)
-}
 
 /// True if some claim is neither admitted nor refused: its standing can
 /// change with time alone (an invitation expires), so a pass reviews it
@@ -244,7 +203,7 @@ pub fn review(ix: &Index, channel_id: &str, now_ms: i64) -> StoreResult<Vec<Revi
 
 /// Keeps exactly one `invitation` alarm per refused claim, worded as the
 /// review words it; returns how many are new.
-pub(super) fn settle_alarms(ix: &Index, reviewed: &[Reviewed]) -> StoreResult<usize> {
+pub(super) fn settle_alarms(ix: &IndexTx<'_>, reviewed: &[Reviewed]) -> StoreResult<usize> {
     let mut new = 0;
     for r in reviewed {
         let id = r.noted.claim.id.hex();
@@ -254,12 +213,7 @@ pub(super) fn settle_alarms(ix: &Index, reviewed: &[Reviewed]) -> StoreResult<us
         };
         // A reason that changed (a second claim whose first was then
         // admitted) replaces the old one.
-        ix.conn()
-            .prepare_cached(
-                "DELETE FROM problems WHERE kind = ?1 AND record = ?2 AND reason IS NOT ?3",
-            )
-            .and_then(|mut s| s.execute(params![ProblemKind::Invitation, id, reason]))
-            .db(ix.path())?;
+        ix.clear_invitation_alarm(&id, reason)?;
         if let Some(reason) = reason {
             new += ix.record_problem(
                 ProblemKind::Invitation,

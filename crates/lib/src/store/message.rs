@@ -7,9 +7,10 @@
 //! in consent gets the facets only the consent fold knows from
 //! `store::consent`.
 
+use super::body::message_body;
 use super::consent;
 use super::error::StoreResult;
-use super::index::Index;
+use super::index::{Index, IndexTx};
 use super::records::{Acting, SendRow, send_row, target_records};
 use crate::core::ids::{RecordId, Role};
 use crate::core::message::{Applied, Message};
@@ -29,7 +30,7 @@ pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResul
 /// its `send` is not in the index (yet). `known` is its `send` and `acting`
 /// the records an ingest pass accepted, when the caller has them decoded.
 pub(super) fn refold_with(
-    index: &Index,
+    index: &IndexTx<'_>,
     id: &RecordId,
     known: Option<&SendRow>,
     acting: Option<&Acting>,
@@ -37,7 +38,10 @@ pub(super) fn refold_with(
     let Some((m, n)) = fold_message(index, id, known, acting)? else {
         return Ok(false);
     };
-    index.write_message(&m, n)?;
+    // What the body shows: inline text, or a sealed upload's (empty with
+    // the upload's digest while that upload is not sealed here).
+    let body = message_body(index, &m.text)?;
+    index.write_message(&m, n, &body)?;
     Ok(true)
 }
 
@@ -150,7 +154,10 @@ mod tests {
                 ..Send::default()
             }),
         );
-        assert!(refold_with(&ix, &sent.id, None, None).unwrap());
+        assert!(
+            ix.write(|tx| refold_with(tx, &sent.id, None, None))
+                .unwrap()
+        );
         let owed = open_debts_for(&ix, "b");
         assert_eq!(owed.len(), 1);
         assert_eq!(owed[0].id, sent.id.hex());
@@ -165,13 +172,16 @@ mod tests {
                 note: None,
             }),
         );
-        assert!(refold_with(&ix, &sent.id, None, None).unwrap());
+        assert!(
+            ix.write(|tx| refold_with(tx, &sent.id, None, None))
+                .unwrap()
+        );
         assert!(open_debts_for(&ix, "b").is_empty());
         let waiting = ix.resolutions_for("a").unwrap();
         assert_eq!(waiting.len(), 1);
         assert_eq!(waiting[0].resolved_by, "b");
         // A message whose send is not here is not written.
         let other = crate::core::ids::RecordId::parse(&"0".repeat(64)).unwrap();
-        assert!(!refold_with(&ix, &other, None, None).unwrap());
+        assert!(!ix.write(|tx| refold_with(tx, &other, None, None)).unwrap());
     }
 }

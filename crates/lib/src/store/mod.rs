@@ -29,7 +29,6 @@ pub mod leases;
 pub mod listing;
 pub mod lock;
 pub mod message;
-pub mod message_rows;
 pub mod prefs;
 pub mod private_file;
 pub mod records;

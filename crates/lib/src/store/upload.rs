@@ -1,76 +1,21 @@
 //! Uploads in the index: the rows of their chunk and seal records, the fold
 //! of one upload from those rows, and the text of a document.
 //!
-//! Ingest records each chunk and seal here as it accepts them and re-folds
-//! the uploads a pass touched; the rules live in `core::upload`. This module
+//! Ingest records each chunk and seal as it accepts them (the writes are
+//! `index::write::uploads`) and re-folds here the uploads a pass touched;
+//! the rules live in `core::upload`. This module
 //! does not decide what a message's body is (`body` does) and never writes
 //! feed files.
 
-use rusqlite::{OptionalExtension as _, params};
+use rusqlite::OptionalExtension as _;
 
 use super::error::{SqlContext as _, StoreResult};
-use super::index::{Index, conflicts_json};
+use super::index::{Index, IndexTx};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::{RecordId, Role};
 use crate::core::message::Applied;
 use crate::core::op::{Op, Seal, UploadChunk};
 use crate::core::upload::Upload;
-
-/// Keeps an accepted `upload_chunk` record (inside the caller's transaction)
-/// and answers the upload it belongs to.
-pub fn record_chunk(
-    ix: &Index,
-    n: i64,
-    key: OrderKey,
-    role: &str,
-    chunk: &UploadChunk,
-) -> StoreResult<RecordId> {
-    let upload = chunk.upload.unwrap_or(key.id);
-    ix.conn()
-        .prepare_cached(
-            "INSERT OR IGNORE INTO upload_chunks(n, record, upload, role, ms, c, text, label) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                n,
-                key.id.hex(),
-                upload.hex(),
-                role,
-                key.hlc.0,
-                key.hlc.1,
-                chunk.text,
-                chunk.label
-            ])
-        })
-        .db(ix.path())?;
-    Ok(upload)
-}
-
-/// Keeps an accepted `seal` record (inside the caller's transaction).
-pub fn record_seal(ix: &Index, n: i64, key: OrderKey, role: &str, seal: &Seal) -> StoreResult<()> {
-    ix.conn()
-        .prepare_cached(
-            "INSERT OR IGNORE INTO upload_seals(n, record, upload, role, ms, c, sha256, \
-             length_bytes, length_chars, chunks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                n,
-                key.id.hex(),
-                seal.upload.hex(),
-                role,
-                key.hlc.0,
-                key.hlc.1,
-                seal.sha256,
-                seal.length_bytes as i64,
-                seal.length_chars as i64,
-                seal.chunks as i64
-            ])
-        })
-        .db(ix.path())?;
-    Ok(())
-}
 
 /// The current state of one upload, folded from its records (`None` when its
 /// first chunk is not in the index).
@@ -185,46 +130,11 @@ pub fn load_upload(ix: &Index, id: &RecordId) -> StoreResult<Option<Upload>> {
 /// Re-folds one upload and writes its state row and the places of its
 /// chunks (inside the caller's transaction). `None` when its first chunk is
 /// not in the index yet.
-pub fn refold_upload(ix: &Index, id: &RecordId) -> StoreResult<Option<Upload>> {
+pub fn refold_upload(ix: &IndexTx<'_>, id: &RecordId) -> StoreResult<Option<Upload>> {
     let Some(u) = load_upload(ix, id)? else {
         return Ok(None);
     };
-    let p = ix.path();
-    let conflicts = conflicts_json(&u.conflicts);
-    ix.conn()
-        .prepare_cached(
-            "INSERT OR REPLACE INTO uploads(id, uploader, label, ms, c, chunks, length_bytes, \
-             length_chars, sha256, sealed_ms, seal, conflicts) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                id.hex(),
-                u.uploader.as_str(),
-                u.label,
-                u.created.0,
-                u.created.1,
-                u.chunks.len() as i64,
-                u.length_bytes as i64,
-                u.length_chars as i64,
-                u.sha256,
-                u.sealed.as_ref().map(|s| s.key.hlc.ms()),
-                u.sealed.as_ref().map(|s| s.key.id.hex()),
-                conflicts,
-            ])
-        })
-        .db(p)?;
-    ix.conn()
-        .prepare_cached("UPDATE upload_chunks SET pos = NULL WHERE upload = ?1")
-        .and_then(|mut s| s.execute([id.hex()]))
-        .db(p)?;
-    let mut place = ix
-        .conn()
-        .prepare_cached("UPDATE upload_chunks SET pos = ?2 WHERE record = ?1")
-        .db(p)?;
-    for (pos, rec) in u.chunks.iter().enumerate() {
-        place.execute(params![rec.hex(), pos as i64]).db(p)?;
-    }
+    ix.write_upload(id, &u)?;
     Ok(Some(u))
 }
 

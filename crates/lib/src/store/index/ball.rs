@@ -125,7 +125,7 @@ mod tests {
                 ..Send::default()
             }),
         );
-        assert!(refold_with(ix, &rec.id, None, None).unwrap());
+        assert!(ix.write(|tx| refold_with(tx, &rec.id, None, None)).unwrap());
         rec
     }
 
@@ -145,7 +145,10 @@ mod tests {
                 base: None,
             }),
         );
-        assert!(refold_with(ix, &task.id, None, None).unwrap());
+        assert!(
+            ix.write(|tx| refold_with(tx, &task.id, None, None))
+                .unwrap()
+        );
         let mut items = Vec::new();
         ix.each_ball_with("b", |b| items.push(b)).unwrap();
         let item = items.iter().find(|i| i.id == task.id.hex()).unwrap();
@@ -180,7 +183,10 @@ mod tests {
                 note: None,
             }),
         );
-        assert!(refold_with(&ix, &blocker.id, None, None).unwrap());
+        assert!(
+            ix.write(|tx| refold_with(tx, &blocker.id, None, None))
+                .unwrap()
+        );
         assert_eq!(ball_of_task_blocked_on(&ix, blocker.id), Ball::Unblocked);
         // A blocker that is not here does not hold the task ("exists").
         let ix = Index::in_memory("c").unwrap();

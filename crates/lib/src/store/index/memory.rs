@@ -1,20 +1,17 @@
 //! The memory as the index holds it: the items of the sequence (messages
 //! and notes) and the summaries ingested, by the line they name.
 //!
-//! Owns the `summaries` table and the queries the memory reads. It keeps
+//! Owns the queries the memory reads (its writes are `write::memory`). It keeps
 //! every summary record (two of one line both stay); which one stands is
 //! `core::memory::summary::winner`'s rule, applied here in SQL as "first in
 //! the total order". It must not decide what the sequence or the tree is:
 //! `core::memory` does.
-
-use rusqlite::params;
 
 use super::Index;
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::provenance::Provenance;
 use crate::core::memory::sequence::ItemKind;
-use crate::core::op::Summary;
 use crate::store::error::{SqlContext as _, StoreResult};
 
 /// An item as the memory takes it in: a message or a note.
@@ -51,44 +48,6 @@ impl From<super::NoteRow> for MemoryItem {
 }
 
 impl Index {
-    /// Stores a summary record (already checked), ingested as record `n`.
-    pub fn record_summary(
-        &self,
-        n: i64,
-        key: OrderKey,
-        line: &RecordId,
-        s: &Summary,
-    ) -> StoreResult<()> {
-        let covers: Vec<String> = s.covers.iter().map(RecordId::hex).collect();
-        self.conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO summaries(n, line, id, ms, c, covers, text) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    n,
-                    line.hex(),
-                    key.id.hex(),
-                    key.hlc.0,
-                    key.hlc.1,
-                    covers.join(","),
-                    s.text
-                ])
-            })
-            .db(&self.path)?;
-        Ok(())
-    }
-
-    /// Forgets the summary ingested as record `n` (a fork took it back).
-    pub fn forget_summary(&self, n: i64) -> StoreResult<()> {
-        self.conn
-            .prepare_cached("DELETE FROM summaries WHERE n = ?1")
-            .and_then(|mut st| st.execute([n]))
-            .db(&self.path)?;
-        Ok(())
-    }
-
     /// Every summary of `line`, standing first: `(record id, text)`.
     pub fn summaries_of(&self, line: &RecordId) -> StoreResult<Vec<(RecordId, String)>> {
         self.conn

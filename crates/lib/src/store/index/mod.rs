@@ -9,8 +9,10 @@
 //! `store` owns the index: the connection never leaves `store`, and every
 //! query the use cases need is a method of [`Index`] with a name from the
 //! domain, returning typed rows, in the child module of its noun (`debts`,
-//! `ball`, `proposals`, `messages`, `search` …). What a folded message
-//! writes is `store::message_rows`; ingest decides when.
+//! `ball`, `proposals`, `messages`, `search` …). Every write is a method of
+//! [`IndexTx`], which only [`Index::write`] hands out, in `write/` by noun
+//! (what a folded message writes is `write::messages`); ingest and the
+//! folds decide when.
 
 mod ball;
 mod checkpoint;
@@ -26,9 +28,11 @@ mod notes;
 mod pins;
 mod problems;
 mod proposals;
+mod schema;
 mod search;
 mod uploads;
 mod work;
+mod write;
 
 pub use ball::{Ball, BallItem};
 pub use conflicts::{ConflictTarget, StandingConflict};
@@ -45,17 +49,18 @@ pub use problems::{Problem, ProblemKind};
 pub use proposals::{AwaitedProposal, CastVote, OpenProposal};
 pub use search::{PhraseHit, SearchScope};
 pub use work::IndexWork;
+pub use write::{FeedRow, IndexTx, ShownBody};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 use sha2::{Digest as _, Sha256};
 
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
 use super::fts_layout;
-use crate::core::ids::RecordId;
 use crate::core::message::Conflict;
+use schema::{SCHEMA, schema_stamp};
 
 /// The schema version; part of the file name.
 pub const SCHEMA_VERSION: u32 = 10;
@@ -89,208 +94,6 @@ pub struct SearchBacklog {
     /// Body rows in all.
     pub total: i64,
 }
-
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
--- Ingest cursors, one per segment file (relative path).
-CREATE TABLE IF NOT EXISTS files(
-    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-    offset INTEGER NOT NULL, tail_len INTEGER NOT NULL, tail_hash TEXT NOT NULL);
--- Every feed seen: its key (from the owner's admit), role and chain head.
-CREATE TABLE IF NOT EXISTS feeds(
-    feed TEXT PRIMARY KEY, role TEXT NOT NULL, pubkey TEXT, admitted_by TEXT,
-    head_seq INTEGER NOT NULL DEFAULT 0, head_id TEXT, head_ms INTEGER, head_c INTEGER,
-    frozen TEXT);
--- Owner-signed key replacements (a lost key): from `from_seq` on, `feed` is signed by `pubkey`.
-CREATE TABLE IF NOT EXISTS key_changes(
-    feed TEXT NOT NULL, from_seq INTEGER NOT NULL, pubkey TEXT NOT NULL,
-    PRIMARY KEY(feed, from_seq));
--- Accepted records, verified and chained. n is the local ingest sequence.
-CREATE TABLE IF NOT EXISTS records(
-    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, feed TEXT NOT NULL, seq INTEGER NOT NULL,
-    ms INTEGER NOT NULL, c INTEGER NOT NULL, op TEXT NOT NULL, role TEXT NOT NULL,
-    body TEXT NOT NULL, sig TEXT NOT NULL, UNIQUE(feed, seq));
-CREATE INDEX IF NOT EXISTS records_order ON records(ms, c);
--- The records that set a feed's key, which a writer reads once per session
--- (a feed's own are otherwise found only by reading all its rows).
-CREATE INDEX IF NOT EXISTS records_keys ON records(feed)
-    WHERE op IN ('feed_init', 'replace_key', 'admit');
--- The channel-wide consent ops, which the consent fold reads all of.
-CREATE INDEX IF NOT EXISTS records_consent ON records(op)
-    WHERE op IN ('pin_set', 'backfill', 'undo_backfill');
--- Which records act on which message.
-CREATE TABLE IF NOT EXISTS targets(target TEXT NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY(target, n)) WITHOUT ROWID;
--- Lines that were skipped (garbage), quarantined, forks and frozen feeds.
-CREATE TABLE IF NOT EXISTS problems(
-    n INTEGER PRIMARY KEY, kind TEXT NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL,
-    record TEXT, feed TEXT, reason TEXT NOT NULL, UNIQUE(path, offset, kind));
--- A feed's problems of one kind, which every listing of a feed folder looks
--- up: without it each lookup scanned every problem, a row per junk file, so
--- a folder of junk feeds cost every call the square of their number.
-CREATE INDEX IF NOT EXISTS problems_feed ON problems(kind, feed);
-
--- Derived state, rewritten per message by the fold. Bodies live in `bodies`
--- so that message rows stay small: counters and listings scan thousands of
--- rows and must not drag every body through the page cache.
-CREATE TABLE IF NOT EXISTS messages(
-    id TEXT PRIMARY KEY, n INTEGER NOT NULL, from_role TEXT NOT NULL, to_json TEXT NOT NULL,
-    multi INTEGER NOT NULL, topic TEXT NOT NULL,
-    action_required INTEGER NOT NULL, reply_to TEXT, kind TEXT, work_status TEXT,
-    addenda TEXT, decision_requested INTEGER NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
-    deleted_ms INTEGER, body_sha256 TEXT NOT NULL, body_bytes INTEGER NOT NULL,
-    body_chars INTEGER NOT NULL, conflicts TEXT,
-    -- The debt and work-status lifecycle, as folded.
-    status TEXT, resolved_by TEXT, resolved_ms INTEGER, resolution_note TEXT,
-    confirmed INTEGER NOT NULL DEFAULT 0, blocked_by TEXT, ws_by TEXT,
-    taken INTEGER NOT NULL DEFAULT 0, last_move_ms INTEGER NOT NULL,
-    -- Proposals, nudges and consent, as folded (see core::consent).
-    -- `voters` is the declared electorate as core reads it (null when none,
-    -- an empty list included); `awaiting` the roles the proposal waits for
-    -- (`Message::awaiting`, null when none): queries join on these and hold
-    -- no rule of their own.
-    pin_key TEXT, about TEXT, voters TEXT, revised_ms INTEGER, retired_ms INTEGER,
-    retired_backfill INTEGER NOT NULL DEFAULT 0, round_conflict TEXT, approved TEXT,
-    acks TEXT, awaiting TEXT);
-CREATE INDEX IF NOT EXISTS messages_pin_key ON messages(pin_key) WHERE pin_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_about ON messages(about) WHERE about IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_proc ON messages(ms, c, id) WHERE kind = 'proc';
-CREATE INDEX IF NOT EXISTS messages_awaiting ON messages(ms, c, id) WHERE awaiting IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
-CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
--- The counters read debts, work statuses and conflicts of many messages at
--- once; these partial indexes cover those queries so no message row is read.
--- They carry the recipients (`to_json`, which never changes and lists exactly
--- the roles with a row in `deliveries`), so "addressed to the role" is decided
--- in the index too instead of by a lookup in `deliveries` per message. They
--- replace `messages_debts` and `messages_ws`, which lacked them (dropped
--- below; an index file made before just gains these on its next open).
-CREATE INDEX IF NOT EXISTS messages_debts_to ON messages(
-    status, deleted_ms, ms, c, id, taken, topic, confirmed, resolved_by, from_role, to_json)
-    WHERE status IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_ws_to ON messages(
-    work_status, deleted_ms, ws_by, from_role, blocked_by, ms, c, id, topic, to_json)
-    WHERE work_status IS NOT NULL;
-DROP INDEX IF EXISTS messages_debts;
-DROP INDEX IF EXISTS messages_ws;
--- Resolved debts by when they were resolved, for the board's chart of open
--- debts over the last days (which reads only the recent ones). Covering: it
--- holds `status` too, which its WHERE names.
-CREATE INDEX IF NOT EXISTS messages_debt_closed ON messages(
-    resolved_ms, deleted_ms, ms, to_json, status) WHERE status = 'resolved';
-CREATE INDEX IF NOT EXISTS messages_conflicted ON messages(ms, c, id) WHERE conflicts IS NOT NULL;
-CREATE TABLE IF NOT EXISTS deliveries(
-    role TEXT NOT NULL, message_id TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL,
-    read_ms INTEGER, opened_ms INTEGER, deleted INTEGER NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY(role, message_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS deliveries_inbox ON deliveries(role, ms, c);
-CREATE INDEX IF NOT EXISTS deliveries_message ON deliveries(message_id);
--- Covering, so counting a role's unread mail reads the index alone. The
--- columns of its WHERE are in it too: SQLite treats a partial index as
--- covering only if it holds every column the query names, and the count names
--- read_ms (`deliveries_unread`, without them, cost a table lookup per row).
-CREATE INDEX IF NOT EXISTS deliveries_unread_cover ON deliveries(
-    role, ms, c, opened_ms, n, read_ms, deleted)
-    WHERE read_ms IS NULL AND deleted = 0;
-DROP INDEX IF EXISTS deliveries_unread;
-CREATE TABLE IF NOT EXISTS events(
-    message_id TEXT NOT NULL, pos INTEGER NOT NULL, event TEXT NOT NULL, role TEXT NOT NULL,
-    note TEXT, ms INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY(message_id, pos));
--- Each role's latest decision on a message, as folded.
-CREATE TABLE IF NOT EXISTS votes(
-    message_id TEXT NOT NULL, role TEXT NOT NULL, decision TEXT NOT NULL, note TEXT,
-    ms INTEGER NOT NULL, record TEXT NOT NULL, body_sha256 TEXT NOT NULL, pin_head TEXT,
-    stale INTEGER NOT NULL, PRIMARY KEY(message_id, role)) WITHOUT ROWID;
--- Every pin version that stands, in order per key.
-CREATE TABLE IF NOT EXISTS pins(
-    record TEXT PRIMARY KEY, key TEXT NOT NULL, pos INTEGER NOT NULL, title TEXT NOT NULL,
-    version TEXT NOT NULL, body TEXT NOT NULL, body_ref TEXT, approved_by TEXT,
-    role TEXT NOT NULL, ms INTEGER NOT NULL, sha256 TEXT NOT NULL, bytes INTEGER NOT NULL,
-    chars INTEGER NOT NULL, UNIQUE(key, pos));
--- Pin writes that lost at their place in the order.
-CREATE TABLE IF NOT EXISTS pin_conflicts(
-    record TEXT PRIMARY KEY, key TEXT NOT NULL, role TEXT NOT NULL, reason TEXT NOT NULL,
-    winner TEXT, ms INTEGER NOT NULL, c INTEGER NOT NULL);
--- Immutable text rows for full-text search (one per send or revision).
-CREATE TABLE IF NOT EXISTS bodies(
-    rowid INTEGER PRIMARY KEY, message_id TEXT NOT NULL, topic TEXT NOT NULL, body TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS bodies_message ON bodies(message_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(
-    topic, body, content='bodies', content_rowid='rowid', tokenize='trigram');
--- No trigger feeds bodies_fts: FTS5 flushes its buffer to disk at every
--- statement savepoint, so one insert per body would flush once per message.
--- Ingest indexes each pass's new bodies with one INSERT … SELECT instead.
-
--- Uploads. Every chunk record keeps its text here once (a document of 8 MiB is
--- many rows, never one row rewritten per append); `pos` is its place in the
--- document as folded, NULL for a chunk that conflicted.
-CREATE TABLE IF NOT EXISTS upload_chunks(
-    n INTEGER PRIMARY KEY, record TEXT NOT NULL UNIQUE, upload TEXT NOT NULL,
-    role TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, text TEXT NOT NULL,
-    label TEXT, pos INTEGER);
-CREATE INDEX IF NOT EXISTS upload_chunks_upload ON upload_chunks(upload, pos);
-CREATE TABLE IF NOT EXISTS upload_seals(
-    n INTEGER PRIMARY KEY, record TEXT NOT NULL UNIQUE, upload TEXT NOT NULL,
-    role TEXT NOT NULL, ms INTEGER NOT NULL, c INTEGER NOT NULL, sha256 TEXT NOT NULL,
-    length_bytes INTEGER NOT NULL, length_chars INTEGER NOT NULL, chunks INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS upload_seals_upload ON upload_seals(upload);
--- The folded state of each upload (sha256 and lengths of the text so far).
-CREATE TABLE IF NOT EXISTS uploads(
-    id TEXT PRIMARY KEY, uploader TEXT NOT NULL, label TEXT, ms INTEGER NOT NULL,
-    c INTEGER NOT NULL, chunks INTEGER NOT NULL, length_bytes INTEGER NOT NULL,
-    length_chars INTEGER NOT NULL, sha256 TEXT NOT NULL, sealed_ms INTEGER, seal TEXT,
-    conflicts TEXT);
--- Messages whose text (sent or revised) is an upload: re-written when that
--- upload is sealed here.
-CREATE TABLE IF NOT EXISTS body_refs(
-    upload TEXT NOT NULL, message_id TEXT NOT NULL, PRIMARY KEY(upload, message_id))
-    WITHOUT ROWID;
--- Summaries of the memory's lines (core::memory), every one kept; `line` is
--- the name of the line it covers, `n` the record it came in.
-CREATE TABLE IF NOT EXISTS summaries(
-    n INTEGER PRIMARY KEY, line TEXT NOT NULL, id TEXT NOT NULL UNIQUE, ms INTEGER NOT NULL,
-    c INTEGER NOT NULL, covers TEXT NOT NULL, text TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS summaries_line ON summaries(line, ms, c, id);
--- Notes of the memory (core::memory::note), `n` the record each came in;
--- `event` is the recorded event, looked up per role to deliver it once.
-CREATE TABLE IF NOT EXISTS notes(
-    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, role TEXT NOT NULL, ms INTEGER NOT NULL,
-    c INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, event TEXT, agent TEXT,
-    session TEXT, folder TEXT, folder_hash TEXT);
-CREATE INDEX IF NOT EXISTS notes_event ON notes(role, event) WHERE event IS NOT NULL;
--- One session's notes in order, for memory_thread.
-CREATE INDEX IF NOT EXISTS notes_session ON notes(role, session, ms, c, id)
-    WHERE session IS NOT NULL;
--- The notes' own full-text table: the message search never sees a note, a
--- memory search reads both. Notes are few (a few per turn), so each is
--- indexed as it is ingested.
-CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
-    text, content='notes', content_rowid='n', tokenize='trigram');
-"#;
-
-/// Tables emptied by a rebuild (everything folded from the feeds).
-const DERIVED_TABLES: &[&str] = &[
-    "files",
-    "feeds",
-    "key_changes",
-    "records",
-    "targets",
-    "problems",
-    "messages",
-    "deliveries",
-    "events",
-    "bodies",
-    "votes",
-    "pins",
-    "pin_conflicts",
-    "upload_chunks",
-    "upload_seals",
-    "uploads",
-    "body_refs",
-    "claims",
-    "summaries",
-    "notes",
-];
 
 /// An open index connection.
 pub struct Index {
@@ -330,25 +133,6 @@ const STATEMENT_CACHE: usize = 256;
 /// under SQLite's own threshold (1000 pages, about 4 MB), so that a write
 /// seldom crosses that one and pays for the checkpoint itself.
 const WAL_TIDY_BYTES: u64 = 1 << 20;
-
-/// What an index file's `user_version` holds once this build's schema
-/// batch ran on it: a digest of the batch's text (31 bits, never 0, which is
-/// what SQLite starts with). Parsing the whole batch of `CREATE … IF NOT
-/// EXISTS` took about a tenth of a server's start-up on every open; a file
-/// stamped with the same digest already holds all of it, and a build whose
-/// schema text differs in any byte runs the batch once and stamps the file.
-fn schema_stamp() -> i32 {
-    static STAMP: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
-    *STAMP.get_or_init(|| {
-        use sha2::Digest as _;
-        let mut h = sha2::Sha256::new();
-        h.update(SCHEMA.as_bytes());
-        h.update(crate::store::invitation::SCHEMA.as_bytes());
-        let d = h.finalize();
-        let v = i32::from_be_bytes([d[0], d[1], d[2], d[3]]) & i32::MAX;
-        v.max(1)
-    })
-}
 
 impl Index {
     /// The index file of a channel inside its state folder.
@@ -400,7 +184,6 @@ impl Index {
         let made = me
             .conn
             .execute_batch(SCHEMA)
-            .and_then(|()| me.conn.execute_batch(crate::store::invitation::SCHEMA))
             .and_then(|()| notes::add_folder_columns(&me.conn))
             .and_then(|()| me.conn.pragma_update(None, "user_version", schema_stamp()))
             .db(path)
@@ -435,8 +218,6 @@ impl Index {
         )
         .db(&path)?;
         conn.execute_batch(SCHEMA).db(&path)?;
-        conn.execute_batch(crate::store::invitation::SCHEMA)
-            .db(&path)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('channel_id', ?1)",
             [channel_id],
@@ -488,13 +269,37 @@ impl Index {
     }
 
     /// Runs `f` inside one write transaction (`BEGIN IMMEDIATE`): either all of
-    /// it lands or none of it.
-    pub fn write<T, E>(&self, f: impl FnOnce(&Self) -> Result<T, E>) -> Result<T, E>
+    /// it lands or none of it. `f` gets the index's writes ([`IndexTx`]),
+    /// which exist nowhere else.
+    pub fn write<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
     where
         E: From<super::error::StoreError>,
     {
-        self.conn.execute_batch("BEGIN IMMEDIATE").db(&self.path)?;
-        match f(self) {
+        self.transact("BEGIN IMMEDIATE", f)
+    }
+
+    /// Like [`Self::write`], but the transaction begins as a reader's
+    /// (`BEGIN`) and takes the write lock at its first write: a pass that
+    /// usually finds nothing to write does not wait for other writers. A
+    /// write that finds another process's commit since its reads fails
+    /// busy, and the caller runs it again with [`Self::write`].
+    pub fn write_deferred<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<super::error::StoreError>,
+    {
+        self.transact("BEGIN", f)
+    }
+
+    fn transact<T, E>(
+        &self,
+        begin: &str,
+        f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<super::error::StoreError>,
+    {
+        self.conn.execute_batch(begin).db(&self.path)?;
+        match f(&IndexTx::begun(self)) {
             Ok(v) => {
                 self.conn.execute_batch("COMMIT").db(&self.path)?;
                 if let Some(c) = &self.checkpointer {
@@ -507,41 +312,6 @@ impl Index {
                 Err(e)
             }
         }
-    }
-
-    /// Empties every table folded from the feeds (inside the caller's transaction).
-    pub fn clear_derived(&self) -> StoreResult<()> {
-        for t in DERIVED_TABLES {
-            self.conn
-                .execute(&format!("DELETE FROM {t}"), [])
-                .db(&self.path)?;
-        }
-        self.conn
-            .execute(
-                "INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')",
-                [],
-            )
-            .db(&self.path)?;
-        self.conn
-            .execute("INSERT INTO notes_fts(notes_fts) VALUES ('delete-all')", [])
-            .db(&self.path)?;
-        self.conn
-            .execute("DELETE FROM meta WHERE key = 'fts_rowid'", [])
-            .db(&self.path)?;
-        Ok(())
-    }
-
-    /// Adds the body rows written since the last call to the full-text index,
-    /// in one statement (inside the caller's transaction). A pass that more
-    /// than doubles the index (the first indexing of a channel's bodies) is
-    /// done in bulk, as a rebuild's is ([`Self::index_search_step`]), with a
-    /// smaller buffer since a server may be the one doing it. Each such
-    /// pass at least doubles the rows, so its merge costs at most twice the
-    /// final index over a channel's life.
-    pub fn index_new_bodies(&self) -> StoreResult<()> {
-        let (done, last) = self.fts_progress()?;
-        let bulk = (last - done > done).then_some(BULK_FTS_BUFFER);
-        self.index_bodies(done, last, bulk)
     }
 
     /// The last body row in the full-text index, and the last body row.
@@ -560,124 +330,13 @@ impl Index {
         Ok((done, last))
     }
 
-    /// Indexes body rows `done + 1 ..= last`. In bulk (`Some(buffer)`), FTS5
-    /// keeps up to `buffer` bytes of terms in memory with automatic merges
-    /// off, then merges everything into one segment and gets its defaults
-    /// back. One segment also makes searches faster: a phrase query opens one
-    /// iterator per trigram per segment, and at 100k bodies the bench's
-    /// 11-character term took 0.5 ms in `MATCH` instead of 1.2 ms (27
-    /// segments).
-    fn index_bodies(&self, done: i64, last: i64, bulk: Option<i64>) -> StoreResult<()> {
-        if last <= done {
-            return Ok(());
-        }
-        if let Some(buffer) = bulk {
-            self.fts_bulk_settings(buffer)?;
-        }
-        self.index_body_range(done, last)?;
-        if bulk.is_some() {
-            self.fts_merge_and_restore()?;
-        }
-        Ok(())
-    }
-
-    /// Sets FTS5's term buffer to `buffer` bytes and turns automatic merges
-    /// off. These settings live in the FTS5 table itself, so they outlast the
-    /// transaction: [`Self::fts_merge_and_restore`] gives the defaults back.
-    fn fts_bulk_settings(&self, buffer: i64) -> StoreResult<()> {
-        self.fts_set("hashsize", buffer)?;
-        self.fts_set("automerge", 0)
-    }
-
-    /// Merges the full-text index into one segment, then gives FTS5 its
-    /// defaults back for the small batches that follow.
-    fn fts_merge_and_restore(&self) -> StoreResult<()> {
-        self.conn
-            .execute_batch("INSERT INTO bodies_fts(bodies_fts) VALUES ('optimize')")
-            .db(&self.path)?;
-        self.fts_set("hashsize", FTS_BUFFER)?;
-        self.fts_set("automerge", FTS_AUTOMERGE)
-    }
-
-    /// Sets one of FTS5's options of the full-text table.
-    fn fts_set(&self, option: &str, value: i64) -> StoreResult<()> {
-        self.conn
-            .prepare_cached("INSERT INTO bodies_fts(bodies_fts, rank) VALUES (?1, ?2)")
-            .and_then(|mut s| s.execute(params![option, value]))
-            .db(&self.path)?;
-        Ok(())
-    }
-
-    /// Adds body rows `done + 1 ..= upto` to the full-text index in one
-    /// statement and records `upto` as indexed, in the same transaction: the
-    /// mark never runs ahead of the rows it covers.
-    fn index_body_range(&self, done: i64, upto: i64) -> StoreResult<()> {
-        let p = &self.path;
-        self.conn
-            .prepare_cached(
-                "INSERT INTO bodies_fts(rowid, topic, body) \
-                 SELECT rowid, topic, body FROM bodies WHERE rowid > ?1 AND rowid <= ?2 \
-                 ORDER BY rowid",
-            )
-            .and_then(|mut s| s.execute([done, upto]))
-            .db(p)?;
-        self.conn
-            .prepare_cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_rowid', ?1)")
-            .and_then(|mut s| s.execute([upto.to_string()]))
-            .db(p)?;
-        Ok(())
-    }
-
     /// True while a batched fill of the full-text index is under way (see
-    /// [`Self::index_search_step`]).
+    /// [`IndexTx::index_search_step`]).
     fn fts_filling(&self) -> StoreResult<bool> {
         self.conn
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_filling')")
             .and_then(|mut s| s.query_row([], |r| r.get(0)))
             .db(&self.path)
-    }
-
-    /// One step of bringing the full-text index up to date, inside the
-    /// caller's transaction; true when it is then complete.
-    ///
-    /// A backlog of at most [`SEARCH_BATCH`] body rows (what writes and syncs
-    /// leave) is indexed at once ([`Self::index_new_bodies`]). A larger one
-    /// (after a rebuild, which commits the rows without their full-text
-    /// index) is filled that many rows per step, each step its own
-    /// transaction, so that writers and searches of other processes get the
-    /// index between steps: FTS5 collects each batch with merging off, and
-    /// the last step merges everything into one segment and restores FTS5's
-    /// defaults. A `fts_filling` mark in `meta` says a fill is under way, so
-    /// a fill cut short (a crash) is finished the same way by whoever steps
-    /// next, never left with merging off.
-    pub fn index_search_step(&self) -> StoreResult<bool> {
-        let (done, last) = self.fts_progress()?;
-        let filling = self.fts_filling()?;
-        if !filling {
-            if last - done <= self.search_batch {
-                self.index_new_bodies()?;
-                return Ok(true);
-            }
-            self.fts_bulk_settings(REBUILD_FTS_BUFFER)?;
-            self.conn
-                .execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_filling', '1')",
-                    [],
-                )
-                .db(&self.path)?;
-        }
-        let upto = last.min(done.saturating_add(self.search_batch));
-        if upto > done {
-            self.index_body_range(done, upto)?;
-        }
-        if upto < last {
-            return Ok(false);
-        }
-        self.fts_merge_and_restore()?;
-        self.conn
-            .execute("DELETE FROM meta WHERE key = 'fts_filling'", [])
-            .db(&self.path)?;
-        Ok(true)
     }
 
     /// How far the full-text index is behind the body rows: `None` when it
@@ -699,7 +358,7 @@ impl Index {
     }
 
     /// True when bodies wait for the full-text index (see
-    /// [`Self::index_new_bodies`]).
+    /// [`IndexTx::index_new_bodies`]).
     pub fn search_tail_pending(&self) -> StoreResult<bool> {
         self.conn
             .prepare_cached(
@@ -764,39 +423,6 @@ impl Index {
         self.conn
             .pragma_update(None, "cache_size", -kib)
             .db(&self.path)
-    }
-
-    /// Removes every derived row of one message (inside the caller's
-    /// transaction): its send was taken back (a fork). Its search rows leave
-    /// the full-text index too.
-    pub fn remove_message(&self, id: &RecordId) -> StoreResult<()> {
-        let p = &self.path;
-        let id = id.hex();
-        let done: i64 = self
-            .conn
-            .prepare_cached("SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0)")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)))
-            .db(p)?;
-        self.conn
-            .prepare_cached(
-                "INSERT INTO bodies_fts(bodies_fts, rowid, topic, body) \
-                 SELECT 'delete', rowid, topic, body FROM bodies WHERE message_id = ?1 AND rowid <= ?2",
-            )
-            .and_then(|mut s| s.execute(params![id, done]))
-            .db(p)?;
-        for sql in [
-            "DELETE FROM bodies WHERE message_id = ?1",
-            "DELETE FROM events WHERE message_id = ?1",
-            "DELETE FROM votes WHERE message_id = ?1",
-            "DELETE FROM deliveries WHERE message_id = ?1",
-            "DELETE FROM messages WHERE id = ?1",
-        ] {
-            self.conn
-                .prepare_cached(sql)
-                .and_then(|mut s| s.execute([&id]))
-                .db(p)?;
-        }
-        Ok(())
     }
 
     /// sha256 over a canonical dump of the derived state: messages, read

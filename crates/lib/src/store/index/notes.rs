@@ -1,7 +1,8 @@
 //! Notes of the memory as the index holds them: the `notes` table, its
 //! full-text table, and the lookups recording and the memory make.
 //!
-//! Owns every statement on `notes` and `notes_fts`. A note is stored as
+//! Owns every read of `notes` and `notes_fts` (the writes are
+//! `write::notes`). A note is stored as
 //! ingested (already checked by `core::memory::note`); it must not decide
 //! whether a note may be written (the app does) nor where it sits in the
 //! memory (`core::memory` does).
@@ -13,7 +14,6 @@ use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::note::NoteKind;
 use crate::core::memory::provenance::Provenance;
-use crate::core::op::MemoryNote;
 use crate::store::error::{SqlContext as _, StoreResult};
 
 /// A note as the index holds it.
@@ -103,71 +103,6 @@ fn note_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<NoteRow>> {
 }
 
 impl Index {
-    /// Stores a note record (already checked) of `role`, ingested as record
-    /// `n`, and indexes its text.
-    pub fn record_note(
-        &self,
-        n: i64,
-        key: OrderKey,
-        role: &str,
-        note: &MemoryNote,
-    ) -> StoreResult<()> {
-        let added = self
-            .conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO notes(n, id, role, ms, c, kind, text, event, agent, session, \
-                 folder, folder_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    n,
-                    key.id.hex(),
-                    role,
-                    key.hlc.0,
-                    key.hlc.1,
-                    note.kind.as_str(),
-                    note.text,
-                    note.event,
-                    note.agent,
-                    note.session,
-                    note.folder,
-                    note.folder_hash
-                ])
-            })
-            .db(&self.path)?;
-        if added == 1 {
-            self.conn
-                .prepare_cached("INSERT INTO notes_fts(rowid, text) VALUES (?1, ?2)")
-                .and_then(|mut st| st.execute(params![n, note.text]))
-                .db(&self.path)?;
-        }
-        Ok(())
-    }
-
-    /// Forgets the note ingested as record `n` (a fork took it back), from
-    /// the full-text table too.
-    pub fn forget_note(&self, n: i64) -> StoreResult<()> {
-        let text: Option<String> = self
-            .conn
-            .prepare_cached("SELECT text FROM notes WHERE n = ?1")
-            .and_then(|mut st| st.query_row([n], |r| r.get(0)).optional())
-            .db(&self.path)?;
-        let Some(text) = text else {
-            return Ok(());
-        };
-        self.conn
-            .prepare_cached(
-                "INSERT INTO notes_fts(notes_fts, rowid, text) VALUES ('delete', ?1, ?2)",
-            )
-            .and_then(|mut st| st.execute(params![n, text]))
-            .db(&self.path)?;
-        self.conn
-            .prepare_cached("DELETE FROM notes WHERE n = ?1")
-            .and_then(|mut st| st.execute([n]))
-            .db(&self.path)?;
-        Ok(())
-    }
-
     /// The note of `role` that recorded `event`, if one arrived: its id and
     /// its clock time (ms).
     pub fn note_of_event(&self, role: &str, event: &str) -> StoreResult<Option<(RecordId, i64)>> {

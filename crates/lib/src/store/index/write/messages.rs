@@ -1,5 +1,6 @@
 //! The derived rows of one folded message: its row in `messages`, its
-//! deliveries, events, votes, and a new `bodies` row when its text changed.
+//! deliveries, events, votes, and a new `bodies` row when its text changed;
+//! and their removal when its send is taken back.
 //!
 //! Owns what a folded message becomes in the index, so the read model
 //! (`store::message`) and the consent fold write it alike. It decides
@@ -8,15 +9,32 @@
 
 use rusqlite::{OptionalExtension as _, params};
 
-use super::body::message_body;
-use super::error::{SqlContext as _, StoreResult};
-use super::index::{Index, conflicts_json};
+use super::super::{Index, conflicts_json};
+use super::IndexTx;
+use crate::core::ids::RecordId;
 use crate::core::message::Message;
+use crate::store::error::{SqlContext as _, StoreResult};
 
-impl Index {
+/// What a message's (or a pin version's) text shows, as its rows store it:
+/// the digests, and the text itself, read only when a new body row is
+/// written. `store::body::Body` is the one there is; the trait keeps the
+/// index from importing what reads uploads.
+pub trait ShownBody {
+    /// Hex sha256 of the text.
+    fn sha256(&self) -> &str;
+    /// Length in bytes (0 while pending).
+    fn bytes(&self) -> i64;
+    /// Length in characters (0 while pending).
+    fn chars(&self) -> i64;
+    /// The text (empty while pending).
+    fn text(&self, ix: &Index) -> StoreResult<String>;
+}
+
+impl IndexTx<'_> {
     /// Writes the derived rows of one message (inside the caller's transaction).
-    /// `n` is the local ingest sequence of its `send` record.
-    pub fn write_message(&self, m: &Message, n: i64) -> StoreResult<()> {
+    /// `n` is the local ingest sequence of its `send` record; `body` is
+    /// what its text shows (`store::body` decides).
+    pub fn write_message(&self, m: &Message, n: i64, body: &impl ShownBody) -> StoreResult<()> {
         let p = self.path();
         let id = m.id.hex();
         let before: Option<(String, String, i64)> = self
@@ -31,9 +49,6 @@ impl Index {
         let conflicts = conflicts_json(&m.conflicts);
         let s = &m.send;
         let text = &m.text;
-        // What the body shows: inline text, or a sealed upload's (empty with
-        // the upload's digest while that upload is not sealed here).
-        let body = message_body(self, text)?;
         let l = Lifecycle::of(m);
         let c = Consented::of(m);
         // One statement: a new message is inserted whole; an existing one has
@@ -96,9 +111,9 @@ impl Index {
                     l.taken,
                     l.last_move_ms,
                     text.topic,
-                    body.sha256,
-                    body.bytes,
-                    body.chars,
+                    body.sha256(),
+                    body.bytes(),
+                    body.chars(),
                     c.revised_ms,
                     c.retired_ms,
                     c.retired_backfill,
@@ -112,7 +127,7 @@ impl Index {
         // A new text row when the text changed: a revision, or the text of
         // an upload that was sealed here after the message arrived (its
         // length moves from 0).
-        if before.as_ref() != Some(&(text.topic.clone(), body.sha256.clone(), body.bytes)) {
+        if before.as_ref() != Some(&(text.topic.clone(), body.sha256().to_owned(), body.bytes())) {
             let shown = body.text(self)?;
             self.conn()
                 .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
@@ -198,6 +213,39 @@ impl Index {
                 e.key.id.hex()
             ])
             .db(p)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every derived row of one message (inside the caller's
+    /// transaction): its send was taken back (a fork). Its search rows leave
+    /// the full-text index too.
+    pub fn remove_message(&self, id: &RecordId) -> StoreResult<()> {
+        let p = &self.path;
+        let id = id.hex();
+        let done: i64 = self
+            .conn
+            .prepare_cached("SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0)")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .db(p)?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO bodies_fts(bodies_fts, rowid, topic, body) \
+                 SELECT 'delete', rowid, topic, body FROM bodies WHERE message_id = ?1 AND rowid <= ?2",
+            )
+            .and_then(|mut s| s.execute(params![id, done]))
+            .db(p)?;
+        for sql in [
+            "DELETE FROM bodies WHERE message_id = ?1",
+            "DELETE FROM events WHERE message_id = ?1",
+            "DELETE FROM votes WHERE message_id = ?1",
+            "DELETE FROM deliveries WHERE message_id = ?1",
+            "DELETE FROM messages WHERE id = ?1",
+        ] {
+            self.conn
+                .prepare_cached(sql)
+                .and_then(|mut s| s.execute([&id]))
+                .db(p)?;
         }
         Ok(())
     }

@@ -1,0 +1,75 @@
+//! Recording and clearing problems: what ingest found in the folder and
+//! could not apply.
+//!
+//! Owns every write on `problems`; must not decide when a problem stands
+//! (ingest and `store::invitation` do) nor how a kind is named
+//! (`index::problems`).
+
+use rusqlite::params;
+
+use super::super::ProblemKind;
+use super::IndexTx;
+use crate::store::error::{SqlContext as _, StoreResult};
+
+impl IndexTx<'_> {
+    /// Records a problem unless one of its kind stands at `path` and
+    /// `offset` already: the number of problems added (0 or 1).
+    pub(in crate::store) fn record_problem(
+        &self,
+        kind: ProblemKind,
+        path: &str,
+        offset: u64,
+        record: Option<&str>,
+        feed: &str,
+        reason: &str,
+    ) -> StoreResult<usize> {
+        self.conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO problems(kind, path, offset, record, feed, reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut s| s.execute(params![kind, path, offset as i64, record, feed, reason]))
+            .db(&self.path)
+    }
+
+    /// Clears the problems of `kind` at `path`.
+    pub(in crate::store) fn clear_problems_at(
+        &self,
+        kind: ProblemKind,
+        path: &str,
+    ) -> StoreResult<()> {
+        self.conn
+            .prepare_cached("DELETE FROM problems WHERE kind = ?1 AND path = ?2")
+            .and_then(|mut st| st.execute(params![kind, path]))
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    /// Clears the problems of `kind` recorded for `feed`.
+    pub(in crate::store) fn clear_problems_of_feed(
+        &self,
+        kind: ProblemKind,
+        feed: &str,
+    ) -> StoreResult<()> {
+        self.conn
+            .prepare_cached("DELETE FROM problems WHERE kind = ?1 AND feed = ?2")
+            .and_then(|mut st| st.execute(params![kind, feed]))
+            .db(&self.path)?;
+        Ok(())
+    }
+
+    /// Clears the problems of `kinds` about record `record` (full id).
+    pub(in crate::store) fn clear_problems_of_record(
+        &self,
+        kinds: &[ProblemKind],
+        record: &str,
+    ) -> StoreResult<()> {
+        for kind in kinds {
+            self.conn
+                .prepare_cached("DELETE FROM problems WHERE kind = ?1 AND record = ?2")
+                .and_then(|mut st| st.execute(params![kind, record]))
+                .db(&self.path)?;
+        }
+        Ok(())
+    }
+}
