@@ -96,7 +96,7 @@ fn a_small_order_key_admitted_by_the_owner_is_quarantined_and_forgeries_under_it
     let mut init = record::encode(
         &Header {
             ch,
-            feed: evil.clone(),
+            feed: evil,
             seq: 1,
             prev: None,
             hlc: Hlc(now_ms(), 0),
@@ -125,7 +125,10 @@ fn a_small_order_key_admitted_by_the_owner_is_quarantined_and_forgeries_under_it
     );
     forged.sig = forged_sig();
     let small = VerifyingKey::from_bytes(&IDENTITY).unwrap();
-    assert!(init.verify(&small) && forged.verify(&small), "forgeries hold");
+    assert!(
+        init.verify(&small) && forged.verify(&small),
+        "forgeries hold"
+    );
     let evil_dir = l.dir.join("feeds").join("a").join("evil-000001");
     fs::create_dir_all(&evil_dir).unwrap();
     fs::write(
@@ -208,9 +211,9 @@ fn a_peers_replace_key_or_invite_with_an_unusable_key_is_quarantined() {
         "{q:?}"
     );
     assert!(
-        q.iter().any(|w| w.starts_with(
-            "invite carries no usable invitation key: the key is of small order"
-        )),
+        q.iter()
+            .any(|w| w
+                .starts_with("invite carries no usable invitation key: the key is of small order")),
         "{q:?}"
     );
 }

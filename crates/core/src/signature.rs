@@ -107,8 +107,11 @@ impl Batch {
         self.transcript.update(sig.to_bytes());
         self.transcript.update((msg.len() as u64).to_le_bytes());
         self.transcript.update(msg);
-        self.items
-            .push(batch::Item::from((VerificationKeyBytes::from(key), *sig, msg)));
+        self.items.push(batch::Item::from((
+            VerificationKeyBytes::from(key),
+            *sig,
+            msg,
+        )));
     }
 
     /// How many signatures are queued.

@@ -71,7 +71,11 @@ fn every_vector_key_is_refused_where_keys_enter() {
     // Under a small-order key a signature made for nothing holds for any
     // message: why such keys never enter a channel.
     let (bytes, sig) = cases()[0];
-    assert!(signature::verify(&decoded(&bytes), b"a message nobody signed", &sig));
+    assert!(signature::verify(
+        &decoded(&bytes),
+        b"a message nobody signed",
+        &sig
+    ));
     let mut seen = std::collections::BTreeSet::new();
     for (bytes, _) in cases() {
         if !seen.insert(bytes) {
