@@ -17,8 +17,9 @@
 //! `feed_init`, `replace_key` and invitation keys. Signing stays with
 //! ed25519-dalek (the same key bytes); its signatures pass this rule.
 //!
-//! Pure: a batch's random weights come from a hash of the whole batch, so a
-//! batch check gives the same answer on every machine and every run.
+//! Pure: a batch's random weights come from a hash of the whole batch, not
+//! from the system, so no writer can know them before its records are
+//! written, and a batch of valid signatures holds wherever it is checked.
 
 use ed25519_dalek::{Signature, VerifyingKey};
 use ed25519_zebra::batch;
@@ -147,9 +148,10 @@ impl Batch {
 }
 
 /// The batch's weights: SHA-512 of the batch's transcript and a counter,
-/// as many bytes as asked for. Deterministic, so every machine weighs a
-/// batch alike; bound to every key, signature and message of the batch, so
-/// a writer cannot choose signatures that cancel under weights it knows.
+/// as many bytes as asked for. Bound to every key, signature and message of
+/// the batch, so a writer cannot choose signatures that cancel out under
+/// weights it knows beforehand (a bad signature slips through a batch with
+/// odds of about 2^-128, as with weights from the system).
 struct Weights {
     seed: [u8; 64],
     counter: u64,
