@@ -21,6 +21,7 @@ mod golden_membership;
 mod heartbeat;
 mod hostile;
 mod invitation;
+mod key_rule;
 mod mcp_arguments;
 mod mcp_consent;
 mod mcp_electorate;

@@ -546,7 +546,7 @@ impl Rebuilt {
         );
         let index_bytes = fs::metadata(channel.index().path()).map_or(0, |m| m.len());
         println!(
-            "rebuild: {} records accepted, {} signatures verified (verify_strict, no cache on a \
+            "rebuild: {} records accepted, {} signatures verified (ZIP-215, no cache on a \
              rebuild), {} messages folded; tools answer after {:.2} s, search is complete after \
              {:.2} s; index {:.1} MB",
             report.accepted,

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{Role, is_slug, sha256_hex};
+use super::signature::{self, KeyError};
 
 /// Format tag written into every genesis document.
 pub const FORMAT: &str = "countersign/1";
@@ -61,6 +62,12 @@ pub enum GenesisError {
     /// The document does not parse.
     #[error("channel.json is not a valid channel definition: {0}")]
     Malformed(String),
+    /// The owner's key is not one a signature can be trusted under.
+    #[error(
+        "channel.json's owner_pubkey is refused ({0}), so no record of this channel can be \
+         trusted; use a channel made by `countersign init`"
+    )]
+    BadOwnerKey(KeyError),
 }
 
 impl Genesis {
@@ -116,6 +123,9 @@ impl Genesis {
         }
         let names: Vec<&str> = g.roles.iter().map(Role::as_str).collect();
         Self::roster(&names)?;
+        // Where the owner's key enters: one of small order would let anyone
+        // sign as the owner (see `signature`).
+        signature::parse_key(&g.owner_pubkey).map_err(GenesisError::BadOwnerKey)?;
         Ok(g)
     }
 }
@@ -158,16 +168,36 @@ mod tests {
 
     #[test]
     fn id_is_hash_of_bytes() {
-        let g = Genesis {
+        let g = genesis(&[1; 32]);
+        let bytes = g.to_bytes();
+        assert_eq!(Genesis::from_bytes(&bytes).unwrap(), g);
+        assert_eq!(channel_id(&bytes), sha256_hex(&bytes));
+    }
+
+    fn genesis(owner: &[u8; 32]) -> Genesis {
+        Genesis {
             format: FORMAT.into(),
             name: "demo".into(),
             created_at: "2026-01-01T00:00:00.000Z".into(),
             roles: Genesis::roster(&["a", "b"]).unwrap(),
-            owner_pubkey: "00".repeat(32),
+            owner_pubkey: hex::encode(owner),
             nonce: "ab".into(),
-        };
-        let bytes = g.to_bytes();
-        assert_eq!(Genesis::from_bytes(&bytes).unwrap(), g);
-        assert_eq!(channel_id(&bytes), sha256_hex(&bytes));
+        }
+    }
+
+    #[test]
+    fn an_owner_key_of_small_order_or_not_canonical_is_refused() {
+        let real = ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key();
+        assert!(Genesis::from_bytes(&genesis(real.as_bytes()).to_bytes()).is_ok());
+        // All zeros: the point of order 4 whose y is 0.
+        let e = Genesis::from_bytes(&genesis(&[0; 32]).to_bytes()).unwrap_err();
+        assert_eq!(e, GenesisError::BadOwnerKey(KeyError::SmallOrder));
+        assert!(e.to_string().contains("small order"), "{e}");
+        // The identity written with y = p + 1.
+        let mut high = [0xff; 32];
+        high[0] = 0xee;
+        high[31] = 0x7f;
+        let e = Genesis::from_bytes(&genesis(&high).to_bytes()).unwrap_err();
+        assert_eq!(e, GenesisError::BadOwnerKey(KeyError::NonCanonical));
     }
 }

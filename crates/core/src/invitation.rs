@@ -24,6 +24,7 @@ use sha2::{Digest as _, Sha256};
 use super::hlc::Hlc;
 use super::ids::{FeedId, RecordId, Role};
 use super::record::{parse_pubkey, pubkey_hex};
+use super::signature;
 
 /// What every invitation code starts with (the format's version is its digit).
 pub const CODE_PREFIX: &str = "csi1";
@@ -224,8 +225,7 @@ pub fn proof_holds(
     else {
         return false;
     };
-    key.verify_strict(&statement(channel_id, invitation, feed, pubkey), &sig)
-        .is_ok()
+    signature::verify(&key, &statement(channel_id, invitation, feed, pubkey), &sig)
 }
 
 /// An `invite` record as [`review`] needs it.

@@ -25,6 +25,7 @@ pub mod record;
 pub mod remote_target;
 pub mod rules;
 pub mod sealed_key;
+pub mod signature;
 pub mod signed_file;
 pub mod snippet;
 pub mod strict_json;

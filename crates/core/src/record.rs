@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use super::hlc::{Hlc, OrderKey};
 use super::ids::{FeedId, RecordId};
 use super::op::Op;
-use super::strict_json;
+use super::{signature, strict_json};
 
 /// Domain separation prefix of every signature.
 pub const SIG_DOMAIN: &[u8] = b"countersign/v1\0";
@@ -98,12 +98,22 @@ impl Record {
         }
     }
 
-    /// Checks the signature with the feed's key (`verify_strict`).
+    /// Checks the signature with the feed's key (ZIP-215, see [`signature`]).
     pub fn verify(&self, key: &VerifyingKey) -> bool {
+        signature::verify(key, &self.signed_bytes(), &self.sig)
+    }
+
+    /// Queues the signature's check with the feed's key in `batch`.
+    pub fn queue(&self, key: &VerifyingKey, batch: &mut signature::Batch) {
+        batch.push(key, &self.signed_bytes(), &self.sig);
+    }
+
+    /// What the signature signs: [`SIG_DOMAIN`] and the body's bytes.
+    fn signed_bytes(&self) -> Vec<u8> {
         let mut msg = Vec::with_capacity(SIG_DOMAIN.len() + self.body.len());
         msg.extend_from_slice(SIG_DOMAIN);
         msg.extend_from_slice(self.body.as_bytes());
-        key.verify_strict(&msg, &self.sig).is_ok()
+        msg
     }
 
     /// The line as it is written to a feed (with its `\n`).
@@ -276,7 +286,7 @@ pub fn decode_head(text: &[u8], feed: &FeedId, key: &VerifyingKey) -> Option<Hea
     let sig = Signature::from_slice(&B64.decode(outer.sig.as_bytes()).ok()?).ok()?;
     let mut msg = HEAD_DOMAIN.to_vec();
     msg.extend_from_slice(outer.body.get().as_bytes());
-    key.verify_strict(&msg, &sig).ok()?;
+    signature::verify(key, &msg, &sig).then_some(())?;
     let body: HeadBody = serde_json::from_str(outer.body.get()).ok()?;
     (&body.feed == feed).then_some(HeadClaim {
         seq: body.seq,
@@ -286,11 +296,10 @@ pub fn decode_head(text: &[u8], feed: &FeedId, key: &VerifyingKey) -> Option<Hea
     })
 }
 
-/// Parses a hex ed25519 public key.
+/// Parses a hex ed25519 public key; `None` for one that is not usable
+/// ([`signature::parse_key`] says why).
 pub fn parse_pubkey(hex_key: &str) -> Option<VerifyingKey> {
-    let mut b = [0u8; 32];
-    hex::decode_to_slice(hex_key, &mut b).ok()?;
-    VerifyingKey::from_bytes(&b).ok()
+    signature::parse_key(hex_key).ok()
 }
 
 /// Hex form of a public key.

@@ -12,7 +12,7 @@ use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::strict_json;
+use super::{signature, strict_json};
 
 #[derive(Serialize)]
 struct LineOut<'a> {
@@ -44,8 +44,7 @@ pub fn decode<T: DeserializeOwned>(text: &[u8], domain: &[u8], key: &VerifyingKe
     strict_json::check_no_duplicate_keys(text).ok()?;
     let outer: LineIn<'_> = serde_json::from_str(text).ok()?;
     let sig = Signature::from_slice(&B64.decode(outer.sig.as_bytes()).ok()?).ok()?;
-    key.verify_strict(&signed(domain, outer.body.get()), &sig)
-        .ok()?;
+    signature::verify(key, &signed(domain, outer.body.get()), &sig).then_some(())?;
     serde_json::from_str(outer.body.get()).ok()
 }
 

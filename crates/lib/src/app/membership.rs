@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{FeedId, Role};
 use crate::core::op::{AddRole, Admit, Op};
-use crate::core::record::parse_pubkey;
+use crate::core::signature;
 use crate::store::{Channel, StoreError};
 
 fn role_in_roster(channel: &mut Channel, role: &str) -> AppResult<Role> {
@@ -140,10 +140,10 @@ pub struct KeyRotated {
 /// Admitting the same key again writes nothing.
 pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> AppResult<Admitted> {
     let role = role_in_roster(channel, role)?;
-    if parse_pubkey(pubkey).is_none() {
+    if let Err(why) = signature::parse_key(pubkey) {
         return Err(AppError::value(format!(
-            "'{pubkey}' is not a public key; pass the 64 hex characters `countersign join` \
-             printed"
+            "'{pubkey}' is not a usable public key ({why}); pass the 64 hex characters \
+             `countersign join` printed"
         )));
     }
     let feed = FeedId::new(role.as_str(), device).ok_or_else(|| {

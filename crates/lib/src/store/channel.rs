@@ -742,9 +742,10 @@ impl Channel {
         let ch = self.dir.id().to_owned();
         let (pubkey, local) = match pubkey {
             Some(p) => {
-                if record::parse_pubkey(p).is_none() {
+                if let Err(why) = crate::core::signature::parse_key(p) {
                     return Err(StoreError::NotAdmitted(format!(
-                        "'{p}' is not a public key (64 hex characters)"
+                        "'{p}' is not a usable public key ({why}): pass the 64 hex characters \
+                         `countersign join` printed on the new device"
                     )));
                 }
                 (p.to_owned(), false)

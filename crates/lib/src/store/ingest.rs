@@ -52,6 +52,7 @@ use crate::core::memory;
 use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::peer_text::{describe, first_hazard};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
+use crate::core::signature;
 
 mod read_ahead;
 use read_ahead::{ReadAhead, verify_lines};
@@ -1748,7 +1749,8 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
             "admit of {} names the reserved role '{}'",
             a.feed, a.role
         )),
-        Op::Admit(_) => None,
+        Op::Admit(a) => unusable_key(&a.pubkey)
+            .map(|why| format!("admit of {} carries no usable public key: {why}", a.feed)),
         Op::AddRole(_) if !feed.is_owner() => {
             Some("only the channel owner's feed may add roles".into())
         }
@@ -1770,20 +1772,16 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
         Op::ReplaceKey(r) if !feed.is_owner() && r.from_seq.is_some() => {
             Some("a feed's own replace_key takes effect at its next record: no from_seq".into())
         }
-        Op::ReplaceKey(r) if parse_pubkey(&r.pubkey).is_none() => {
-            Some("replace_key carries no valid public key".into())
-        }
-        Op::ReplaceKey(_) => None,
+        Op::ReplaceKey(r) => unusable_key(&r.pubkey)
+            .map(|why| format!("replace_key carries no usable public key: {why}")),
         Op::Invite(_) if !feed.is_owner() => {
             Some("only the channel owner's feed may invite".into())
         }
         Op::Invite(i) if i.role.is_reserved() => {
             Some(format!("invite names the reserved role '{}'", i.role))
         }
-        Op::Invite(i) if parse_pubkey(&i.key).is_none() => {
-            Some("invite carries no valid invitation key".into())
-        }
-        Op::Invite(_) => None,
+        Op::Invite(i) => unusable_key(&i.key)
+            .map(|why| format!("invite carries no usable invitation key: {why}")),
         Op::Summary(sm) if !feed.is_owner() => memory::summary::check(sm)
             .err()
             .map(|e| format!("summary refused: {e}")),
@@ -1801,7 +1799,10 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
             Some(format!("feed_init names role '{}' in feed {feed}", fi.role))
         }
         Op::FeedInit(fi) if parse_pubkey(&fi.pubkey).as_ref() != Some(key) => {
-            Some("feed_init carries a key other than the admitted one".into())
+            Some(unusable_key(&fi.pubkey).map_or_else(
+                || "feed_init carries a key other than the admitted one".into(),
+                |why| format!("feed_init carries no usable public key: {why}"),
+            ))
         }
         Op::FeedInit(_) => None,
         // A claim takes feed_init's place, under the same rules.
@@ -1812,7 +1813,10 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
             Some(format!("claim names role '{}' in feed {feed}", c.role))
         }
         Op::Claim(c) if parse_pubkey(&c.pubkey).as_ref() != Some(key) => {
-            Some("claim carries a key other than the admitted one".into())
+            Some(unusable_key(&c.pubkey).map_or_else(
+                || "claim carries a key other than the admitted one".into(),
+                |why| format!("claim carries no usable public key: {why}"),
+            ))
         }
         Op::Claim(_) => None,
         _ if rec.header.seq == 1 => {
@@ -1820,6 +1824,13 @@ fn misplaced(feed: &FeedId, rec: &Record, op: &Op, key: &VerifyingKey) -> Option
         }
         _ => None,
     }
+}
+
+/// Why a key a record carries cannot be used (not hex, not a point, not
+/// canonical, of small order), if it cannot: where a key enters the channel
+/// it must be one that signatures can be trusted under (`signature`).
+fn unusable_key(hex: &str) -> Option<String> {
+    signature::parse_key(hex).err().map(|e| e.to_string())
 }
 
 /// A one-line field that holds what no tool writes there (a line break, a

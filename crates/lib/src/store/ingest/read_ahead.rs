@@ -24,6 +24,7 @@ use std::time::SystemTime;
 
 use ed25519_dalek::VerifyingKey;
 
+use crate::core::signature::Batch;
 use crate::store::feed::{self, Line};
 
 /// How many files the reader may hold, read but not yet taken by the pass.
@@ -36,7 +37,7 @@ const CHUNK: usize = 64;
 
 /// A file as the read-ahead found it: its size and modification time, its
 /// complete lines from the start with the length of a torn tail, and their
-/// signature checks with `key` ([`check_line`]; empty when there is no key).
+/// signature checks with `key` ([`check_lines`]; empty when there is no key).
 pub struct Ahead {
     pub stamp: (u64, SystemTime),
     pub lines: Vec<Line>,
@@ -131,11 +132,7 @@ impl Shared {
     /// check itself, rather than never.
     fn check(&self, chunk: Chunk) {
         let verdicts = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            chunk
-                .lines
-                .iter()
-                .map(|line| check_line(line, &chunk.key, chunk.head))
-                .collect()
+            check_lines(&chunk.lines, &chunk.key, chunk.head)
         }))
         .unwrap_or_else(|_| vec![None; chunk.lines.len()]);
         let mut st = self.lock();
@@ -341,15 +338,25 @@ fn work(shared: &Shared) {
     }
 }
 
-/// A line's check with `key`: `Some(verdict)` for a record past seq `head`,
-/// `None` otherwise (not a record, or one the pass finds known without a
-/// check).
-fn check_line(line: &Line, key: &VerifyingKey, head: u64) -> Option<bool> {
-    line.record
-        .as_ref()
-        .ok()
-        .filter(|r| r.header.seq > head)
-        .map(|r| r.verify(key))
+/// The lines' checks with `key`, one batch for all (the verdicts are those
+/// of single checks, see `signature`): for each line `Some(verdict)` for a
+/// record past seq `head`, `None` otherwise (not a record, or one the pass
+/// finds known without a check).
+fn check_lines(lines: &[Line], key: &VerifyingKey, head: u64) -> Vec<Option<bool>> {
+    let mut batch = Batch::new();
+    let mut out: Vec<Option<bool>> = lines
+        .iter()
+        .map(|line| {
+            let rec = line.record.as_ref().ok().filter(|r| r.header.seq > head)?;
+            rec.queue(key, &mut batch);
+            Some(false)
+        })
+        .collect();
+    let mut verdicts = batch.verdicts().into_iter();
+    for v in out.iter_mut().flatten() {
+        *v = verdicts.next().unwrap_or(false);
+    }
+    out
 }
 
 /// The cores checks may use: all of them, up to 8.
@@ -359,16 +366,16 @@ fn cores() -> usize {
         .clamp(1, 8)
 }
 
-/// Checks the signatures of `lines` with `key` on all cores: for each line,
-/// as [`check_line`].
+/// Checks the signatures of `lines` with `key` on all cores, in batches of
+/// [`CHUNK`]: for each line, as [`check_lines`].
 pub fn verify_lines(lines: &[Line], key: &VerifyingKey, head: u64) -> Vec<Option<bool>> {
     let chunk = lines.len().div_ceil(cores()).max(1);
     let mut out = vec![None; lines.len()];
     std::thread::scope(|scope| {
         for (slot, part) in out.chunks_mut(chunk).zip(lines.chunks(chunk)) {
             scope.spawn(move || {
-                for (v, line) in slot.iter_mut().zip(part) {
-                    *v = check_line(line, key, head);
+                for (slot, part) in slot.chunks_mut(CHUNK).zip(part.chunks(CHUNK)) {
+                    slot.copy_from_slice(&check_lines(part, key, head));
                 }
             });
         }
@@ -427,6 +434,14 @@ mod tests {
 
     #[test]
     fn every_file_comes_back_whole_with_the_verdicts_of_a_check_line_by_line() {
+        // A line's check alone, as the pass makes it without the read-ahead.
+        let check_line = |line: &Line, key: &VerifyingKey, head: u64| {
+            line.record
+                .as_ref()
+                .ok()
+                .filter(|r| r.header.seq > head)
+                .map(|r| r.verify(key))
+        };
         let tmp = tempfile::tempdir().unwrap();
         let key = SigningKey::from_bytes(&[7; 32]);
         // Several chunks a file, and a last chunk that is not full.
@@ -449,6 +464,33 @@ mod tests {
                 assert!(want.contains(&Some(false)) && want.contains(&Some(true)));
             }
         });
+    }
+
+    #[test]
+    fn a_batch_check_names_exactly_the_lines_a_single_check_refuses() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let path = &segments(tmp.path(), 1, CHUNK * 3, &key)[0];
+        let lines = feed::read_lines(path, 0).unwrap();
+        let head = 5;
+        let want: Vec<Option<bool>> = lines
+            .iter()
+            .map(|l| {
+                let r = l.record.as_ref().unwrap();
+                (r.header.seq > head).then(|| r.verify(&key.verifying_key()))
+            })
+            .collect();
+        assert_eq!(verify_lines(&lines, &key.verifying_key(), head), want);
+        // Every seventh is a stranger's: refused, the rest hold.
+        assert_eq!(want[13], Some(false));
+        assert_eq!(want[14], Some(true));
+        // A run with no stranger's line holds as a batch.
+        let own: Vec<Line> = lines
+            .into_iter()
+            .filter(|l| !l.record.as_ref().unwrap().header.seq.is_multiple_of(7))
+            .collect();
+        let got = verify_lines(&own, &key.verifying_key(), 0);
+        assert!(got.iter().all(|v| *v == Some(true)), "{got:?}");
     }
 
     #[test]
