@@ -608,16 +608,6 @@ impl ServerHandler for Server {
     }
 }
 
-/// Deserializes a parameter whose absence and `null` are different answers:
-/// absent stays `None` (through `#[serde(default)]`), `null` is `Some(None)`.
-pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,7 @@ pub mod pin;
 pub mod presence;
 pub mod recording;
 pub mod refusal;
+pub mod request;
 pub mod retirement;
 pub mod revise;
 pub mod rows;
