@@ -28,6 +28,7 @@ pub mod listing;
 pub mod loopback;
 pub mod membership;
 pub mod memory;
+pub mod memory_request;
 pub mod note;
 pub mod obligations;
 pub mod pin;
