@@ -1,17 +1,18 @@
 //! The stdio MCP server: `countersign mcp --role R`.
 //!
-//! Owns the protocol surface: tool names, parameter schemas (doc comments
-//! become descriptions), annotations, and how results and refusals travel. Each
-//! tool is a thin adapter over one `app` function, run on a blocking thread
-//! because SQLite and file I/O block. A tool whose answer is JSON declares its
-//! `outputSchema` from the `app` result type ([`output_schema`]) and returns
-//! that value twice: as the text (unchanged since before schemas) and as
-//! `structuredContent`. What tools/list publishes is the lean, portable form
-//! of those schemas (`schema`); a call's arguments are checked against the
-//! derived input schema before the tool runs (`arguments`); a server may be
-//! limited to some toolsets (`toolset`); in a folder bound to no channel
-//! `countersign mcp` serves `unbound` instead. Nothing here prints to stdout: stdout
-//! is the protocol; logs go to stderr.
+//! Owns the protocol surface: tool names, parameter schemas (the `app` request
+//! types', whose doc comments become descriptions), annotations, and how
+//! results and refusals travel. Each tool is a thin adapter over one `app`
+//! function, taking its request type as the tool's parameters, run on a
+//! blocking thread because SQLite and file I/O block. A tool whose answer is
+//! JSON declares its `outputSchema` from the `app` result type
+//! ([`output_schema`]) and returns that value twice: as the text (unchanged
+//! since before schemas) and as `structuredContent`. What tools/list publishes
+//! is the lean, portable form of those schemas (`schema`); a call's arguments
+//! are checked against the derived input schema before the tool runs
+//! (`arguments`); a server may be limited to some toolsets (`toolset`); in a
+//! folder bound to no channel `countersign mcp` serves `unbound` instead.
+//! Nothing here prints to stdout: stdout is the protocol; logs go to stderr.
 
 mod about;
 pub mod admin;

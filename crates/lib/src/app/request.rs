@@ -86,3 +86,59 @@ where
 {
     <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::super::inbox::ReadInboxRequest;
+    use super::super::listing::ListRequest;
+    use super::super::send::SendRequest;
+    use super::*;
+
+    #[test]
+    fn a_flattened_page_takes_its_tools_default_and_its_fields() {
+        let list: ListRequest = serde_json::from_value(json!({"topic": "t"})).unwrap();
+        assert_eq!(
+            (list.page.limit, list.filter.topic.as_deref()),
+            (100, Some("t"))
+        );
+        let inbox: ReadInboxRequest = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(inbox.page.limit, 50);
+        assert!(inbox.unread_only);
+        let inbox: ReadInboxRequest =
+            serde_json::from_value(json!({"limit": 7, "fields": "headers", "unread_only": false}))
+                .unwrap();
+        assert_eq!(inbox.page.limit, 7);
+        assert!(!inbox.unread_only);
+        assert!(matches!(inbox.page.fields, Some(FieldsArg::One(ref f)) if f == "headers"));
+    }
+
+    #[test]
+    fn a_flattened_page_is_two_parameters_of_the_tool_with_its_default() {
+        let schema = serde_json::to_value(schemars::schema_for!(ListRequest)).unwrap();
+        let props = &schema["properties"];
+        assert_eq!(props["limit"]["default"], json!(100));
+        assert_eq!(props["limit"]["description"], json!("How many, 1 to 1000."));
+        assert!(props.get("fields").is_some());
+        assert!(props.get("page").is_none() && props.get("filter").is_none());
+        assert_eq!(schema.get("required"), None::<&Value>);
+        let schema = serde_json::to_value(schemars::schema_for!(ReadInboxRequest)).unwrap();
+        assert_eq!(schema["properties"]["limit"]["default"], json!(50));
+    }
+
+    #[test]
+    fn null_and_absence_stay_apart() {
+        let absent: SendRequest = serde_json::from_value(json!({"to": "b", "topic": "t"})).unwrap();
+        assert_eq!(absent.pin_key, None);
+        assert!(absent.decision_requested);
+        let null: SendRequest =
+            serde_json::from_value(json!({"to": "b", "topic": "t", "pin_key": null})).unwrap();
+        assert_eq!(null.pin_key, Some(None));
+        let schema = serde_json::to_value(schemars::schema_for!(SendRequest)).unwrap();
+        assert_eq!(
+            schema["properties"]["pin_key"][NULL_IS_AN_ANSWER],
+            json!(true)
+        );
+    }
+}
