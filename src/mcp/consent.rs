@@ -4,9 +4,7 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
-use serde::Deserialize;
 
 use super::Server;
 use crate::app::backfill::{self, BackfillRequest, UndoBackfillRequest};
@@ -14,10 +12,6 @@ use crate::app::pin::{self, PinHistoryRequest, PinKeyRequest, PinRequest};
 use crate::app::revise::{self, ReviseRequest};
 use crate::app::rows::{DatedListing, Listing, MessageView, Projected};
 use crate::app::vote::{self, AckRequest, AwaitingRequest, TallyRequest};
-
-/// pin_list takes no parameters (an empty object, as MCP wants one).
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct PinListParams {}
 
 #[tool_router(router = consent_router, vis = "pub(super)")]
 impl Server {
@@ -92,10 +86,7 @@ impl Server {
         idempotent_hint = true,
         open_world_hint = false
     ))]
-    async fn pin_list(
-        &self,
-        Parameters(_p): Parameters<PinListParams>,
-    ) -> Result<CallToolResult, McpError> {
+    async fn pin_list(&self) -> Result<CallToolResult, McpError> {
         self.run(pin::pin_list).await
     }
 
