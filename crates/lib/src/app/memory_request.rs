@@ -1,9 +1,10 @@
 //! The request types of the memory tools (memory_view, memory_zoom,
 //! memory_read, memory_search, memory_thread, memory_date): the tools'
 //! parameters themselves, deserialized by the MCP adapter and handed to
-//! `memory`'s use cases. A parameter whose name says it has no longer
-//! description (every session pays for these in tools/list); the use cases
-//! check the values and their refusals teach the rest.
+//! `memory`'s use cases. Their descriptions are a word or two, as a
+//! parameter's name says the rest (every session pays for these in
+//! tools/list); the use cases check the values and their refusals teach
+//! the rest.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
