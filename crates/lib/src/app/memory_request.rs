@@ -2,7 +2,7 @@
 //! memory_read, memory_search, memory_thread, memory_date): the tools'
 //! parameters themselves, deserialized by the MCP adapter and handed to
 //! `memory`'s use cases. Their descriptions are a word or two, as a
-//! parameter's name says the rest (every session pays for these in
+//! parameter's name says most of it (every session pays for these in
 //! tools/list); the use cases check the values and their refusals teach
 //! the rest.
 
