@@ -17,17 +17,18 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ServerCapabilities,
+    ServerConfig, Tool,
 };
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::published::{Published, published_listing};
 use crate::app::hosting::{
-    BoardAccessRevoked, BoardLink, ChannelCreated, ChannelDeleted, Host, HostedChannel,
-    RoleTokenAdded, TokenRotated,
+    BoardAccessRevoked, BoardLink, BoardLinkRequest, ChannelCreated, ChannelDeleted,
+    ChannelRequest, ChannelRoleRequest, CreateChannelRequest, DeleteChannelRequest, Host,
+    HostedChannel, RoleTokenAdded, TokenRotated,
 };
 use crate::app::info::VERSION;
 use crate::app::{AppError, AppResult};
@@ -45,66 +46,6 @@ pub const ADMIN_TOOLS: [&str; 7] = [
     "delete_channel",
 ];
 
-/// A sync remote, as `countersign remote set KIND TARGET` takes it.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RemoteParam {
-    /// git (the folder becomes a repository pushing to target) or rclone.
-    pub kind: String,
-    /// The git URL, or the rclone REMOTE:PATH.
-    pub target: String,
-}
-
-/// Parameters of create_channel.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct CreateChannelParams {
-    /// The channel's name: a lowercase slug, never used before on this server.
-    pub name: String,
-    /// 2 to 12 distinct role names (lowercase slugs).
-    pub roles: Vec<String>,
-    /// Sync the channel through git or rclone: {kind, target}.
-    #[serde(default)]
-    pub remote: Option<RemoteParam>,
-}
-
-/// Parameters naming a hosted channel.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ChannelParams {
-    /// The channel's name.
-    pub channel: String,
-}
-
-/// Parameters of delete_channel.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct NameParams {
-    /// The channel's name.
-    pub name: String,
-}
-
-/// Parameters naming a role of a hosted channel.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ChannelRoleParams {
-    /// The channel's name.
-    pub channel: String,
-    /// The role (a lowercase slug).
-    pub role: String,
-}
-
-fn board() -> String {
-    "board".into()
-}
-
-/// Parameters of board_link.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct BoardLinkParams {
-    /// The channel (required with the admin token; a role's own by default).
-    #[serde(default)]
-    pub channel: String,
-    /// A slug telling view keys apart.
-    #[serde(default = "board")]
-    pub label: String,
-}
-
 /// What the server does once a channel is created (given its name): start
 /// what it runs for every hosted channel, such as its background sync.
 pub type OnCreated = Arc<dyn Fn(&str) + Send + Sync>;
@@ -114,7 +55,7 @@ pub type OnCreated = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct Admin {
     host: Arc<Mutex<Host>>,
     tool_router: ToolRouter<Self>,
-    published: Arc<Vec<Tool>>,
+    published: Published,
     on_created: Option<OnCreated>,
 }
 
@@ -125,19 +66,11 @@ impl Admin {
     /// The management tools over the channels of `host`.
     pub fn new(host: Host) -> Self {
         let tool_router = Self::admin_router();
-        let mut published: Vec<Tool> = tool_router
-            .list_all()
-            .into_iter()
-            .map(|mut t| {
-                t.input_schema = Arc::new(super::schema::lean_input(&t.input_schema));
-                t
-            })
-            .collect();
-        published.sort_by_key(|t| ADMIN_TOOLS.iter().position(|n| *n == t.name));
+        let published = Published::lean(tool_router.list_all(), &ADMIN_TOOLS);
         Self {
             host: Arc::new(Mutex::new(host)),
             tool_router,
-            published: Arc::new(published),
+            published,
             on_created: None,
         }
     }
@@ -197,7 +130,7 @@ impl Admin {
     ))]
     async fn create_channel(
         &self,
-        Parameters(p): Parameters<CreateChannelParams>,
+        Parameters(p): Parameters<CreateChannelRequest>,
     ) -> Result<CallToolResult, McpError> {
         let out = self.blocking(move |h| {
             let remote = p
@@ -242,7 +175,7 @@ impl Admin {
     ))]
     async fn rotate_token(
         &self,
-        Parameters(p): Parameters<ChannelRoleParams>,
+        Parameters(p): Parameters<ChannelRoleRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |h| h.rotate_token(&p.channel, &p.role)).await
     }
@@ -257,7 +190,7 @@ impl Admin {
     ))]
     async fn add_role(
         &self,
-        Parameters(p): Parameters<ChannelRoleParams>,
+        Parameters(p): Parameters<ChannelRoleRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |h| h.add_role(&p.channel, &p.role)).await
     }
@@ -272,7 +205,7 @@ impl Admin {
     ))]
     async fn board_link(
         &self,
-        Parameters(p): Parameters<BoardLinkParams>,
+        Parameters(p): Parameters<BoardLinkRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |h| h.board_link(&p.channel, &p.label)).await
     }
@@ -287,7 +220,7 @@ impl Admin {
     ))]
     async fn revoke_board_access(
         &self,
-        Parameters(p): Parameters<ChannelParams>,
+        Parameters(p): Parameters<ChannelRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |h| h.revoke_board_access(&p.channel)).await
     }
@@ -303,7 +236,7 @@ impl Admin {
     ))]
     async fn delete_channel(
         &self,
-        Parameters(p): Parameters<NameParams>,
+        Parameters(p): Parameters<DeleteChannelRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |h| h.delete_channel(&p.name)).await
     }
@@ -320,17 +253,7 @@ impl ServerHandler for Admin {
             )
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.published.to_vec()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.published.iter().find(|t| t.name == name).cloned()
-    }
+    published_listing!(published);
 
     async fn call_tool(
         &self,
@@ -356,21 +279,6 @@ impl ServerHandler for Admin {
             return Ok(super::refused("ValueError", why).into());
         }
         let tcc = ToolCallContext::new(self, request, context);
-        match self.tool_router.call(tcc).await {
-            // Arguments that passed the schema check and still do not decode
-            // get the usual refusal shape, as on the mailbox tools.
-            Ok(CallToolResponse::Complete(r))
-                if r.is_error == Some(true) && r.structured_content.is_none() =>
-            {
-                let text = r
-                    .content
-                    .iter()
-                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                Ok(super::refused("ValueError", text).into())
-            }
-            other => other,
-        }
+        super::shaped(self.tool_router.call(tcc).await)
     }
 }

@@ -1,34 +1,19 @@
 //! board_link in a stdio session: a one-time link to the channel's board
 //! for the session's person, from a loopback server of this machine
 //! (`app::loopback`: reused, or started as `countersign board` does). A thin
-//! adapter: the tool's parameters are the hosted board_link's, and a
+//! adapter: the tool's parameters are the hosted board_link's said leaner
+//! (`app::loopback::LinkRequest`), and a
 //! channel other than the session's own is refused.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Server;
 use crate::app::AppError;
-use crate::app::loopback::link_for;
-
-/// Parameters of board_link in a session (the hosted tool's, kept lean:
-/// every tool a session lists costs its context).
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct LinkParams {
-    /// Leave out: the session's own channel.
-    #[serde(default)]
-    pub channel: String,
-    /// A slug naming the view key.
-    #[serde(default = "board")]
-    pub label: String,
-}
-
-fn board() -> String {
-    "board".into()
-}
+use crate::app::loopback::{LinkRequest, link_for};
 
 /// What board_link answers in a session.
 #[derive(Serialize, JsonSchema)]
@@ -51,7 +36,7 @@ impl Server {
     ))]
     async fn board_link(
         &self,
-        Parameters(p): Parameters<LinkParams>,
+        Parameters(p): Parameters<LinkRequest>,
     ) -> Result<CallToolResult, McpError> {
         let listen = self.board_listen;
         self.run(move |s| {

@@ -4,171 +4,14 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
-use serde::Deserialize;
 
 use super::Server;
-use crate::app::backfill::{self, BackfillRequest, OneOrMany};
-use crate::app::pin::{self, PinRequest};
+use crate::app::backfill::{self, BackfillRequest, UndoBackfillRequest};
+use crate::app::pin::{self, PinHistoryRequest, PinKeyRequest, PinRequest};
 use crate::app::revise::{self, ReviseRequest};
-use crate::app::rows::{DatedListing, FieldsArg, Listing, MessageView, Projected};
-use crate::app::vote;
-
-fn hundred() -> i64 {
-    100
-}
-fn yes() -> bool {
-    true
-}
-
-/// Parameters of awaiting_ack.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct AwaitingAckParams {
-    /// Whose pending decisions (default: yours).
-    #[serde(default)]
-    pub to_role: Option<String>,
-    /// How many of the oldest, 1 to 1000.
-    #[serde(default = "hundred")]
-    pub limit: i64,
-    /// Field names, or "headers" (all but bodies).
-    #[serde(default)]
-    pub fields: Option<FieldsArg>,
-    /// Only proposals by this role.
-    #[serde(default)]
-    pub from_role: Option<String>,
-    /// Only proposals for this pin key.
-    #[serde(default)]
-    pub pin_key: Option<String>,
-}
-
-/// Parameters of revise_message.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReviseParams {
-    /// Your message.
-    pub message_id: String,
-    /// The whole new body (or body_ref).
-    #[serde(default)]
-    pub body: String,
-    /// Instead of body: a sealed upload's id.
-    #[serde(default)]
-    pub body_ref: Option<String>,
-    /// A new topic (omit to keep it).
-    #[serde(default)]
-    pub topic: Option<String>,
-    /// What changed and why.
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-/// Parameters of pin_set.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct PinSetParams {
-    /// The pin key. team-charter, contract-version, glossary and any key once approved are
-    /// protected.
-    pub key: String,
-    /// Title of this version (one line).
-    pub title: String,
-    /// A version label, e.g. "v3".
-    pub version: String,
-    /// The text (for an approved change, the agreed text), or body_ref.
-    #[serde(default)]
-    pub body: String,
-    /// Instead of body: a sealed upload's id.
-    #[serde(default)]
-    pub body_ref: Option<String>,
-    /// The agreed proposal for this key; required on a protected key.
-    #[serde(default)]
-    pub approved_by: Option<String>,
-    /// True: check only, write nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-}
-
-/// Parameters of pin_get.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct PinGetParams {
-    /// The pin key.
-    pub key: String,
-}
-
-/// Parameters of pin_list.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct PinListParams {}
-
-/// Parameters of pin_history.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct PinHistoryParams {
-    /// The pin key.
-    pub key: String,
-    /// Field names, or "headers" (all but bodies).
-    #[serde(default)]
-    pub fields: Option<FieldsArg>,
-}
-
-/// Parameters of acknowledge.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct AcknowledgeParams {
-    /// The message (not your own).
-    pub message_id: String,
-    /// agree, reject, needs_changes or void (the subject is gone).
-    pub decision: String,
-    /// Why.
-    #[serde(default)]
-    pub note: Option<String>,
-    /// The body_sha256 you read: refused if the text changed since.
-    #[serde(default)]
-    pub expect_body_sha256: Option<String>,
-}
-
-/// Parameters of get_acknowledgements.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct GetAcknowledgementsParams {
-    /// The message.
-    pub message_id: String,
-    /// "headers" (the tally without notes), or field names.
-    #[serde(default)]
-    pub fields: Option<FieldsArg>,
-}
-
-/// Parameters of backfill_superseded.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct BackfillParams {
-    /// True: preview only. False: apply (needs ids, expect_count, key, word_message_id).
-    #[serde(default = "yes")]
-    pub dry_run: bool,
-    /// The messages to retire, as reviewed in the preview.
-    #[serde(default)]
-    pub ids: Option<Vec<String>>,
-    /// Field names of preview rows, or "headers".
-    #[serde(default)]
-    pub fields: Option<FieldsArg>,
-    /// The pin key(s) this pass settles.
-    #[serde(default)]
-    pub key: Option<OneOrMany>,
-    /// Per key, in order: the message where its owner agreed to this cleanup.
-    #[serde(default)]
-    pub word_message_id: Option<OneOrMany>,
-    /// The number of ids, counted independently; a mismatch retires nothing.
-    #[serde(default)]
-    pub expect_count: Option<i64>,
-    /// The preview's generated_at.
-    #[serde(default)]
-    pub snapshot_at: Option<String>,
-    /// Also proposals that only cite a candidate as #id.
-    #[serde(default)]
-    pub include_by_reference: bool,
-}
-
-/// Parameters of undo_backfill.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct UndoBackfillParams {
-    /// Messages a cleanup pass retired.
-    pub ids: Vec<String>,
-    /// Why.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
+use crate::app::rows::{DatedListing, Listing, MessageView, Projected};
+use crate::app::vote::{self, AckRequest, AwaitingRequest, TallyRequest};
 
 #[tool_router(router = consent_router, vis = "pub(super)")]
 impl Server {
@@ -177,14 +20,14 @@ impl Server {
         annotations(title = "Proposals awaiting your decision", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn awaiting_ack(
         &self,
-        Parameters(p): Parameters<AwaitingAckParams>,
+        Parameters(p): Parameters<AwaitingRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
             vote::awaiting_ack(
                 s,
                 p.to_role.as_deref(),
-                p.limit,
-                p.fields.as_ref(),
+                p.page.limit,
+                p.page.fields.as_ref(),
                 p.from_role.as_deref(),
                 p.pin_key.as_deref(),
             )
@@ -203,21 +46,9 @@ impl Server {
     ))]
     async fn revise_message(
         &self,
-        Parameters(p): Parameters<ReviseParams>,
+        Parameters(req): Parameters<ReviseRequest>,
     ) -> Result<CallToolResult, McpError> {
-        self.run(move |s| {
-            revise::revise_message(
-                s,
-                ReviseRequest {
-                    message_id: p.message_id,
-                    body: p.body,
-                    body_ref: p.body_ref,
-                    topic: p.topic,
-                    note: p.note,
-                },
-            )
-        })
-        .await
+        self.run(move |s| revise::revise_message(s, req)).await
     }
 
     /// Write a new version of a pin (a versioned rule everyone reads). A protected key needs
@@ -232,23 +63,9 @@ impl Server {
     ))]
     async fn pin_set(
         &self,
-        Parameters(p): Parameters<PinSetParams>,
+        Parameters(req): Parameters<PinRequest>,
     ) -> Result<CallToolResult, McpError> {
-        self.run(move |s| {
-            pin::pin_set(
-                s,
-                PinRequest {
-                    key: p.key,
-                    title: p.title,
-                    version: p.version,
-                    body: p.body,
-                    body_ref: p.body_ref,
-                    approved_by: p.approved_by,
-                    dry_run: p.dry_run,
-                },
-            )
-        })
-        .await
+        self.run(move |s| pin::pin_set(s, req)).await
     }
 
     #[tool(output_schema = super::output_schema::<crate::app::pin::PinLookup>(), description = concat!("A pin's current version with body and digests, or null. ",
@@ -256,7 +73,7 @@ impl Server {
         annotations(title = "Read a pin", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn pin_get(
         &self,
-        Parameters(p): Parameters<PinGetParams>,
+        Parameters(p): Parameters<PinKeyRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| pin::pin_get(s, &p.key)).await
     }
@@ -269,10 +86,7 @@ impl Server {
         idempotent_hint = true,
         open_world_hint = false
     ))]
-    async fn pin_list(
-        &self,
-        Parameters(_p): Parameters<PinListParams>,
-    ) -> Result<CallToolResult, McpError> {
+    async fn pin_list(&self) -> Result<CallToolResult, McpError> {
         self.run(pin::pin_list).await
     }
 
@@ -280,7 +94,7 @@ impl Server {
         annotations(title = "Pin history", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn pin_history(
         &self,
-        Parameters(p): Parameters<PinHistoryParams>,
+        Parameters(p): Parameters<PinHistoryRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| pin::pin_history(s, &p.key, p.fields.as_ref()))
             .await
@@ -297,7 +111,7 @@ impl Server {
     ))]
     async fn acknowledge(
         &self,
-        Parameters(p): Parameters<AcknowledgeParams>,
+        Parameters(p): Parameters<AckRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
             vote::acknowledge(
@@ -322,7 +136,7 @@ impl Server {
     ))]
     async fn get_acknowledgements(
         &self,
-        Parameters(p): Parameters<GetAcknowledgementsParams>,
+        Parameters(p): Parameters<TallyRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| vote::get_acknowledgements(s, &p.message_id, p.fields.as_ref()))
             .await
@@ -340,24 +154,10 @@ impl Server {
     ))]
     async fn backfill_superseded(
         &self,
-        Parameters(p): Parameters<BackfillParams>,
+        Parameters(req): Parameters<BackfillRequest>,
     ) -> Result<CallToolResult, McpError> {
-        self.run(move |s| {
-            backfill::backfill_superseded(
-                s,
-                BackfillRequest {
-                    dry_run: p.dry_run,
-                    ids: p.ids,
-                    fields: p.fields,
-                    key: p.key,
-                    word_message_id: p.word_message_id,
-                    expect_count: p.expect_count,
-                    snapshot_at: p.snapshot_at,
-                    include_by_reference: p.include_by_reference,
-                },
-            )
-        })
-        .await
+        self.run(move |s| backfill::backfill_superseded(s, req))
+            .await
     }
 
     /// Restore messages backfill_superseded retired (only those). For the role that ran it or a
@@ -371,7 +171,7 @@ impl Server {
     ))]
     async fn undo_backfill(
         &self,
-        Parameters(p): Parameters<UndoBackfillParams>,
+        Parameters(p): Parameters<UndoBackfillRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| backfill::undo_backfill(s, &p.ids, p.reason))
             .await

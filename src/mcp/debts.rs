@@ -4,97 +4,16 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
-use serde::Deserialize;
 
 use super::Server;
-use crate::app::rows::{DatedListing, FieldsArg, Listing, MessageView, Projected};
+use crate::app::lifecycle::{
+    ConfirmRequest, HistoryRequest, ReopenRequest, ResolveRequest, WorkStatusRequest,
+};
+use crate::app::obligations::ObligationsRequest;
+use crate::app::request::{LIMIT_FIFTY, Page};
+use crate::app::rows::{DatedListing, Listing, MessageView, Projected};
 use crate::app::{lifecycle, obligations, status};
-
-fn hundred() -> i64 {
-    100
-}
-fn fifty() -> i64 {
-    50
-}
-
-/// Parameters of resolve_message.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ResolveParams {
-    /// The debt.
-    pub message_id: String,
-    /// What was done, or why it is withdrawn.
-    #[serde(default)]
-    pub resolution_note: Option<String>,
-}
-
-/// Parameters of confirm_resolution.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ConfirmParams {
-    /// The resolved debt.
-    pub message_id: String,
-    /// A remark.
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-/// Parameters of reopen_message.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReopenParams {
-    /// The resolved debt.
-    pub message_id: String,
-    /// Why it is not done.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// Parameters of open_obligations.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct OpenObligationsParams {
-    /// Whose debts (default: yours).
-    #[serde(default)]
-    pub to_role: Option<String>,
-    /// How many of the newest, 1 to 1000.
-    #[serde(default = "hundred")]
-    pub limit: i64,
-    /// Field names, or "headers" (all but bodies).
-    #[serde(default)]
-    pub fields: Option<FieldsArg>,
-}
-
-/// Parameters of set_work_status.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct SetWorkStatusParams {
-    /// The message whose work moves.
-    pub message_id: String,
-    /// proposed, in_progress, done_local, needs_you, done or blocked.
-    pub work_status: String,
-    /// Why (kept in message_history).
-    #[serde(default)]
-    pub note: Option<String>,
-    /// With blocked: the open debt it waits for.
-    #[serde(default)]
-    pub blocked_by: Option<String>,
-}
-
-/// Parameters of ready_work.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReadyWorkParams {
-    /// How many, oldest first, 1 to 1000.
-    #[serde(default = "fifty")]
-    pub limit: i64,
-    /// Field names, or "headers" (all but bodies).
-    #[serde(default)]
-    pub fields: Option<FieldsArg>,
-}
-
-/// Parameters of message_history.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct HistoryParams {
-    /// The message.
-    pub message_id: String,
-}
 
 #[tool_router(router = debts_router, vis = "pub(super)")]
 impl Server {
@@ -109,7 +28,7 @@ impl Server {
     ))]
     async fn resolve_message(
         &self,
-        Parameters(p): Parameters<ResolveParams>,
+        Parameters(p): Parameters<ResolveRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| lifecycle::resolve_message(s, &p.message_id, p.resolution_note))
             .await
@@ -125,7 +44,7 @@ impl Server {
     ))]
     async fn confirm_resolution(
         &self,
-        Parameters(p): Parameters<ConfirmParams>,
+        Parameters(p): Parameters<ConfirmRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| lifecycle::confirm_resolution(s, &p.message_id, p.note))
             .await
@@ -141,7 +60,7 @@ impl Server {
     ))]
     async fn reopen_message(
         &self,
-        Parameters(p): Parameters<ReopenParams>,
+        Parameters(p): Parameters<ReopenRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| lifecycle::reopen_message(s, &p.message_id, p.reason))
             .await
@@ -158,10 +77,15 @@ impl Server {
     ))]
     async fn open_obligations(
         &self,
-        Parameters(p): Parameters<OpenObligationsParams>,
+        Parameters(p): Parameters<ObligationsRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
-            obligations::open_obligations(s, p.to_role.as_deref(), p.limit, p.fields.as_ref())
+            obligations::open_obligations(
+                s,
+                p.to_role.as_deref(),
+                p.page.limit,
+                p.page.fields.as_ref(),
+            )
         })
         .await
     }
@@ -177,7 +101,7 @@ impl Server {
     ))]
     async fn set_work_status(
         &self,
-        Parameters(p): Parameters<SetWorkStatusParams>,
+        Parameters(p): Parameters<WorkStatusRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
             lifecycle::set_work_status(
@@ -201,7 +125,7 @@ impl Server {
     ))]
     async fn ready_work(
         &self,
-        Parameters(p): Parameters<ReadyWorkParams>,
+        Parameters(p): Parameters<Page<LIMIT_FIFTY>>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| obligations::ready_work(s, p.limit, p.fields.as_ref()))
             .await
@@ -218,7 +142,7 @@ impl Server {
     ))]
     async fn message_history(
         &self,
-        Parameters(p): Parameters<HistoryParams>,
+        Parameters(p): Parameters<HistoryRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| lifecycle::message_history(s, &p.message_id))
             .await

@@ -13,17 +13,15 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
-    Tool,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ServerConfig, Tool};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::Server;
-use super::admin::{ADMIN_TOOLS, Admin, BoardLinkParams};
+use super::admin::{ADMIN_TOOLS, Admin};
+use super::published::{Published, published_listing};
 use crate::app::AppError;
-use crate::app::hosting::issue_link;
+use crate::app::hosting::{BoardLinkRequest, issue_link};
 use crate::store::access::{Access, ChannelRef, RoleToken};
 
 /// The service of one role of one hosted channel.
@@ -34,7 +32,7 @@ pub struct Hosted {
     channel: ChannelRef,
     role: String,
     board_link: Arc<Tool>,
-    published: Arc<Vec<Tool>>,
+    published: Published,
 }
 
 impl Hosted {
@@ -45,7 +43,7 @@ impl Hosted {
         // The stdio board_link (a loopback server of the session's machine)
         // gives way to this one, in its place, so both transports list the
         // same tools in one order: over HTTP the link is to this server.
-        let mut published = inner.published.to_vec();
+        let mut published = inner.published.tools().to_vec();
         match published.iter_mut().find(|t| t.name == "board_link") {
             Some(stdio) => *stdio = board_link.clone(),
             None => published.push(board_link.clone()),
@@ -56,7 +54,7 @@ impl Hosted {
             channel,
             role,
             board_link: Arc::new(board_link),
-            published: Arc::new(published),
+            published: Published::new(published),
         }
     }
 
@@ -74,7 +72,7 @@ impl Hosted {
             return Ok(super::refused("ValueError", why).into());
         }
         let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-        let p: BoardLinkParams = match serde_json::from_value(args) {
+        let p: BoardLinkRequest = match serde_json::from_value(args) {
             Ok(p) => p,
             Err(e) => return Ok(super::refused("ValueError", e.to_string()).into()),
         };
@@ -119,17 +117,7 @@ impl ServerHandler for Hosted {
         self.inner.get_info()
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.published.to_vec()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.published.iter().find(|t| t.name == name).cloned()
-    }
+    published_listing!(published);
 
     async fn call_tool(
         &self,

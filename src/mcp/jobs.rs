@@ -5,61 +5,13 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
-use serde::Deserialize;
 
 use super::Server;
-use crate::app::compaction::{self, JobAnswer, JobPage, Released, Resumed, SubmitLine, Submitted};
-
-/// Parameters of compact_next.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct CompactNextParams {
-    /// Your worker id from an earlier answer; omit it to start a worker.
-    #[serde(default)]
-    pub worker: Option<String>,
-}
-
-/// Parameters of compact_read.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct CompactReadParams {
-    /// The job.
-    pub job: String,
-    /// Where the page starts: the answer's next_offset.
-    pub offset: u64,
-}
-
-/// Parameters of compact_submit.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct CompactSubmitParams {
-    /// The job.
-    pub job: String,
-    /// One line per task, in the job's order.
-    pub lines: Vec<SubmitLine>,
-}
-
-/// Parameters of compact_release.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct CompactReleaseParams {
-    /// The job.
-    pub job: String,
-    /// Why it is given back.
-    pub reason: String,
-    /// True when its tasks cannot be done (counts toward pausing its lines).
-    #[serde(default)]
-    pub failed: bool,
-    /// With failed: only this task's line failed (the others are given back
-    /// without a failure).
-    #[serde(default)]
-    pub line: Option<String>,
-}
-
-/// Parameters of compact_resume.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct CompactResumeParams {
-    /// The paused line: its id or at least 8 hex digits of it.
-    pub line: String,
-}
+use crate::app::compaction::{
+    self, JobAnswer, JobPage, NextRequest, ReadRequest, ReleaseRequest, Released, ResumeRequest,
+    Resumed, SubmitRequest, Submitted,
+};
 
 #[tool_router(router = jobs_router, vis = "pub(super)")]
 impl Server {
@@ -72,7 +24,7 @@ impl Server {
         annotations(title = "Next compaction job", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
     async fn compact_next(
         &self,
-        Parameters(p): Parameters<CompactNextParams>,
+        Parameters(p): Parameters<NextRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| compaction::compact_next(s, p.worker.as_deref(), compaction::now_ms()))
             .await
@@ -83,7 +35,7 @@ impl Server {
         annotations(title = "Read a job page", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn compact_read(
         &self,
-        Parameters(p): Parameters<CompactReadParams>,
+        Parameters(p): Parameters<ReadRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| compaction::compact_read(s, &p.job, p.offset, compaction::now_ms()))
             .await
@@ -95,7 +47,7 @@ impl Server {
         annotations(title = "Submit a compaction job", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
     async fn compact_submit(
         &self,
-        Parameters(p): Parameters<CompactSubmitParams>,
+        Parameters(p): Parameters<SubmitRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| compaction::compact_submit(s, &p.job, &p.lines, compaction::now_ms()))
             .await
@@ -112,7 +64,7 @@ impl Server {
     ))]
     async fn compact_release(
         &self,
-        Parameters(p): Parameters<CompactReleaseParams>,
+        Parameters(p): Parameters<ReleaseRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
             compaction::compact_release(
@@ -137,7 +89,7 @@ impl Server {
     ))]
     async fn compact_resume(
         &self,
-        Parameters(p): Parameters<CompactResumeParams>,
+        Parameters(p): Parameters<ResumeRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| compaction::compact_resume(s, &p.line))
             .await

@@ -13,77 +13,16 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
-use serde::Deserialize;
 
 use super::Server;
 use crate::app::backlog::{self, Backlog};
 use crate::app::budget::Budget;
 use crate::app::memory::{self, Dated, ItemLines, MemoryPage, Original, Zoomed};
-
-fn ten() -> i64 {
-    10
-}
-fn five() -> i64 {
-    5
-}
-
-/// Parameters of memory_view.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MemoryViewParams {
-    /// 0 or next_offset.
-    #[serde(default)]
-    pub offset: i64,
-}
-
-/// Parameters of memory_zoom.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MemoryZoomParams {
-    /// Line id.
-    pub id: String,
-    /// Its items.
-    #[serde(default)]
-    pub n: Option<i64>,
-}
-
-/// Parameters of memory_read.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MemoryReadParams {
-    /// Item id.
-    pub id: String,
-    /// 0 or next_offset.
-    #[serde(default)]
-    pub offset: i64,
-}
-
-/// Parameters of memory_search.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MemorySearchParams {
-    /// Words.
-    pub query: String,
-    /// 1-100.
-    #[serde(default = "ten")]
-    pub limit: i64,
-}
-
-/// Parameters of memory_thread.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MemoryThreadParams {
-    /// Line id.
-    pub id: String,
-    /// 1-30.
-    #[serde(default = "five")]
-    pub n: i64,
-}
-
-/// Parameters of memory_date.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct MemoryDateParams {
-    /// Line id.
-    pub id: String,
-}
+use crate::app::memory_request::{
+    DateRequest, ReadRequest, SearchRequest, ThreadRequest, ViewRequest, ZoomRequest,
+};
 
 #[tool_router(router = memory_router, vis = "pub(super)")]
 impl Server {
@@ -91,7 +30,7 @@ impl Server {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_view(
         &self,
-        Parameters(p): Parameters<MemoryViewParams>,
+        Parameters(p): Parameters<ViewRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| memory::memory_view_page(s, p.offset))
             .await
@@ -101,7 +40,7 @@ impl Server {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_zoom(
         &self,
-        Parameters(p): Parameters<MemoryZoomParams>,
+        Parameters(p): Parameters<ZoomRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| memory::memory_zoom(s, &p.id, p.n)).await
     }
@@ -110,7 +49,7 @@ impl Server {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_read(
         &self,
-        Parameters(p): Parameters<MemoryReadParams>,
+        Parameters(p): Parameters<ReadRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| memory::memory_read(s, &p.id, p.offset))
             .await
@@ -120,7 +59,7 @@ impl Server {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_search(
         &self,
-        Parameters(p): Parameters<MemorySearchParams>,
+        Parameters(p): Parameters<SearchRequest>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let ct = context.ct;
@@ -136,7 +75,7 @@ impl Server {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_thread(
         &self,
-        Parameters(p): Parameters<MemoryThreadParams>,
+        Parameters(p): Parameters<ThreadRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| memory::memory_thread(s, &p.id, p.n))
             .await
@@ -147,7 +86,7 @@ impl Server {
     #[tool(output_schema = super::output_schema::<Dated>(), annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_date(
         &self,
-        Parameters(p): Parameters<MemoryDateParams>,
+        Parameters(p): Parameters<DateRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| memory::memory_date(s, &p.id)).await
     }

@@ -1,17 +1,18 @@
 //! The stdio MCP server: `countersign mcp --role R`.
 //!
-//! Owns the protocol surface: tool names, parameter schemas (doc comments
-//! become descriptions), annotations, and how results and refusals travel. Each
-//! tool is a thin adapter over one `app` function, run on a blocking thread
-//! because SQLite and file I/O block. A tool whose answer is JSON declares its
-//! `outputSchema` from the `app` result type ([`output_schema`]) and returns
-//! that value twice: as the text (unchanged since before schemas) and as
-//! `structuredContent`. What tools/list publishes is the lean, portable form
-//! of those schemas (`schema`); a call's arguments are checked against the
-//! derived input schema before the tool runs (`arguments`); a server may be
-//! limited to some toolsets (`toolset`); in a folder bound to no channel
-//! `countersign mcp` serves `unbound` instead. Nothing here prints to stdout: stdout
-//! is the protocol; logs go to stderr.
+//! Owns the protocol surface: tool names, parameter schemas (the `app` request
+//! types', whose doc comments become descriptions), annotations, and how
+//! results and refusals travel. Each tool is a thin adapter over one `app`
+//! function, taking its request type as the tool's parameters, run on a
+//! blocking thread because SQLite and file I/O block. A tool whose answer is
+//! JSON declares its `outputSchema` from the `app` result type
+//! ([`output_schema`]) and returns that value twice: as the text (unchanged
+//! since before schemas) and as `structuredContent`. What tools/list publishes
+//! is the lean, portable form of those schemas (`schema`); a call's arguments
+//! are checked against the derived input schema before the tool runs
+//! (`arguments`); a server may be limited to some toolsets (`toolset`); in a
+//! folder bound to no channel `countersign mcp` serves `unbound` instead.
+//! Nothing here prints to stdout: stdout is the protocol; logs go to stderr.
 
 mod about;
 pub mod admin;
@@ -25,6 +26,7 @@ mod jobs;
 pub mod line_transport;
 mod memory;
 mod messaging;
+mod published;
 pub mod schema;
 mod stdio;
 mod structured;
@@ -43,10 +45,10 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{ToolCallContext, schema_for_output};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _, tool_handler};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -141,7 +143,7 @@ pub struct Server {
     served: Toolsets,
     /// What tools/list answers: the served tools in the protocol's order,
     /// their schemas in the published form.
-    published: Arc<Vec<Tool>>,
+    published: published::Published,
     /// Whether answers carry their structured content as their text, for the
     /// stdio transport to splice in (`structured`); otherwise as a value.
     structured_as_text: bool,
@@ -193,21 +195,14 @@ impl Server {
             + Self::memory_router()
             + Self::jobs_router()
             + Self::board_router();
-        let mut published: Vec<Tool> = tool_router
-            .list_all()
-            .into_iter()
-            .filter(|t| served.serves(&t.name))
-            .map(|mut t| {
-                t.input_schema = Arc::new(schema::lean_input(&t.input_schema));
-                t
-            })
-            .collect();
-        published.sort_by_key(|t| {
-            TOOL_ORDER
-                .iter()
-                .position(|n| *n == t.name)
-                .unwrap_or(usize::MAX)
-        });
+        let published = published::Published::lean(
+            tool_router
+                .list_all()
+                .into_iter()
+                .filter(|t| served.serves(&t.name))
+                .collect(),
+            TOOL_ORDER,
+        );
         Self {
             feeds: session.channel().dir().feeds(),
             session: Arc::new(Mutex::new(session)),
@@ -216,7 +211,7 @@ impl Server {
             calls: Arc::new(AtomicU64::new(0)),
             tool_router,
             served,
-            published: Arc::new(published),
+            published,
             structured_as_text: false,
             board_listen: crate::app::loopback::DEFAULT_LISTEN
                 .parse()
@@ -552,7 +547,6 @@ impl Server {
     }
 }
 
-#[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -567,17 +561,7 @@ impl ServerHandler for Server {
             ))
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.published.to_vec()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.published.iter().find(|t| t.name == name).cloned()
-    }
+    published::published_listing!(published);
 
     async fn call_tool(
         &self,
@@ -588,34 +572,28 @@ impl ServerHandler for Server {
             return Ok(refusal.into());
         }
         let tcc = ToolCallContext::new(self, request, context);
-        match self.tool_router.call(tcc).await {
-            // Arguments that passed the schema check and still do not decode
-            // (a number out of range) are refused like any other: rmcp
-            // answers them as a bare isError text; give it the usual shape.
-            Ok(CallToolResponse::Complete(r))
-                if r.is_error == Some(true) && r.structured_content.is_none() =>
-            {
-                let text = r
-                    .content
-                    .iter()
-                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                Ok(refused("ValueError", text).into())
-            }
-            other => other,
-        }
+        shaped(self.tool_router.call(tcc).await)
     }
 }
 
-/// Deserializes a parameter whose absence and `null` are different answers:
-/// absent stays `None` (through `#[serde(default)]`), `null` is `Some(None)`.
-pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+/// A tool router's answer, a refusal in the usual shape: arguments that
+/// passed the schema check and still do not decode (a number out of range)
+/// rmcp answers as a bare isError text.
+fn shaped(answer: Result<CallToolResponse, McpError>) -> Result<CallToolResponse, McpError> {
+    match answer {
+        Ok(CallToolResponse::Complete(r))
+            if r.is_error == Some(true) && r.structured_content.is_none() =>
+        {
+            let text = r
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect::<Vec<_>>()
+                .join(" ");
+            Ok(refused("ValueError", text).into())
+        }
+        other => other,
+    }
 }
 
 #[cfg(test)]

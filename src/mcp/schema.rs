@@ -10,7 +10,7 @@
 //! - never writes `"type": [T, "null"]` (rejected by single-`type` dialects):
 //!   an optional parameter whose `null` means the same as its absence is
 //!   published as `T`; one whose `null` is an answer of its own is marked
-//!   [`NULL_IS_AN_ANSWER`] and published as `anyOf` with a `null` branch;
+//!   [`NULL_IS_AN_ANSWER`] (`app::request::NullIsAnAnswer`) and published as `anyOf` with a `null` branch;
 //! - inlines `$ref`s (no `$defs`), and keeps descriptions on parameters only;
 //! - describes a result to one level: the root's fields with their types, a
 //!   list's scalar items, nested objects as `object`, nullable fields left
@@ -25,31 +25,7 @@ use std::borrow::Cow;
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 
-/// The extension key that marks a parameter whose `null` is an answer (see
-/// [`NullIsAnAnswer`]); never published.
-pub const NULL_IS_AN_ANSWER: &str = "x-null-is-an-answer";
-
-/// `schemars(with = …)` for a parameter whose `null` differs from its
-/// absence (`present`): a string or `null`, said as `anyOf` when published.
-pub struct NullIsAnAnswer<T>(std::marker::PhantomData<T>);
-
-impl<T: schemars::JsonSchema> schemars::JsonSchema for NullIsAnAnswer<T> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        format!("NullOr{}", T::schema_name()).into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let inner = generator.subschema_for::<T>();
-        schemars::json_schema!({
-            "anyOf": [inner, {"type": "null"}],
-            NULL_IS_AN_ANSWER: true,
-        })
-    }
-}
+pub use crate::app::request::NULL_IS_AN_ANSWER;
 
 /// The published form of a derived input schema.
 pub fn lean_input(schema: &JsonObject) -> JsonObject {

@@ -2,42 +2,10 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
-use serde::Deserialize;
 
 use super::Server;
-use crate::app::upload;
-
-/// Parameters of upload_content.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct UploadContentParams {
-    /// The text, stored exactly (an upload holds at most 8 MiB).
-    pub text: String,
-    /// Your unsealed upload to append to; omit to start one.
-    #[serde(default)]
-    pub upload_id: Option<String>,
-    /// A short name for a new upload.
-    #[serde(default)]
-    pub label: Option<String>,
-}
-
-/// Parameters of seal_content.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct SealContentParams {
-    /// Your upload.
-    pub upload_id: String,
-}
-
-/// Parameters of get_content.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct GetContentParams {
-    /// The upload (anyone's).
-    pub upload_id: String,
-    /// True: include the text as `body`.
-    #[serde(default)]
-    pub with_body: bool,
-}
+use crate::app::upload::{self, ContentRequest, SealRequest, UploadRequest};
 
 #[tool_router(router = uploads_router, vis = "pub(super)")]
 impl Server {
@@ -52,7 +20,7 @@ impl Server {
     ))]
     async fn upload_content(
         &self,
-        Parameters(p): Parameters<UploadContentParams>,
+        Parameters(p): Parameters<UploadRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| {
             upload::upload_content(s, &p.text, p.upload_id.as_deref(), p.label.as_deref())
@@ -70,7 +38,7 @@ impl Server {
     ))]
     async fn seal_content(
         &self,
-        Parameters(p): Parameters<SealContentParams>,
+        Parameters(p): Parameters<SealRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| upload::seal_content(s, &p.upload_id))
             .await
@@ -80,7 +48,7 @@ impl Server {
         annotations(title = "Get an upload", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn get_content(
         &self,
-        Parameters(p): Parameters<GetContentParams>,
+        Parameters(p): Parameters<ContentRequest>,
     ) -> Result<CallToolResult, McpError> {
         self.run(move |s| upload::get_content(s, &p.upload_id, p.with_body))
             .await

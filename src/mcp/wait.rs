@@ -9,61 +9,13 @@ use std::time::{Duration, Instant};
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData as McpError, tool, tool_router};
-use serde::Deserialize;
 
 use super::Server;
 use crate::app::wait::{
-    MailNews, MailSnapshot, MailWait, ReplyWait, WAIT_CAP_S, check_wait, mail_snapshot,
-    reply_check, reply_target, timed_out,
+    MailNews, MailSnapshot, MailWait, MailWaitRequest, ReplyWait, ReplyWaitRequest, WAIT_CAP_S,
+    check_wait, mail_snapshot, reply_check, reply_target, timed_out,
 };
-
-fn fifty() -> f64 {
-    WAIT_CAP_S
-}
-fn one() -> f64 {
-    1.0
-}
-fn two() -> f64 {
-    2.0
-}
-fn yes() -> bool {
-    true
-}
-
-/// Parameters of wait_for_reply.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct WaitForReplyParams {
-    /// Your message.
-    pub message_id: String,
-    /// Seconds to wait (one call waits at most 50).
-    #[serde(default = "fifty")]
-    pub timeout_s: f64,
-    /// Seconds between folder rescans, 0.1 to 60.
-    #[serde(default = "one")]
-    pub poll_interval_s: f64,
-    /// Only replies after this message.
-    #[serde(default)]
-    pub after_id: Option<String>,
-    /// Also replies already marked read.
-    #[serde(default)]
-    pub include_read: bool,
-}
-
-/// Parameters of wait_for_mail.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct WaitForMailParams {
-    /// Seconds to wait (one call waits at most 50).
-    #[serde(default = "fifty")]
-    pub timeout_s: f64,
-    /// Seconds between folder rescans, 0.1 to 60.
-    #[serde(default = "two")]
-    pub poll_interval_s: f64,
-    /// True: what already waited at entry does not wake you; false: it returns at once.
-    #[serde(default = "yes")]
-    pub ignore_backlog: bool,
-}
 
 /// Sleeps until the folder changes, `interval` passes, or `deadline` comes.
 async fn nap(
@@ -102,7 +54,7 @@ impl Server {
     ))]
     async fn wait_for_reply(
         &self,
-        Parameters(p): Parameters<WaitForReplyParams>,
+        Parameters(p): Parameters<ReplyWaitRequest>,
     ) -> Result<CallToolResult, McpError> {
         let started = Instant::now();
         let (timeout, interval) = (p.timeout_s, p.poll_interval_s);
@@ -148,7 +100,7 @@ impl Server {
     ))]
     async fn wait_for_mail(
         &self,
-        Parameters(p): Parameters<WaitForMailParams>,
+        Parameters(p): Parameters<MailWaitRequest>,
     ) -> Result<CallToolResult, McpError> {
         let started = Instant::now();
         let (timeout, interval) = (p.timeout_s, p.poll_interval_s);

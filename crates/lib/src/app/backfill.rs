@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::refusal::{AppError, AppResult, check_length};
+use super::request::yes;
 use super::retirement::retired_by;
 use super::rows::{FieldsArg, Projected, Projection, Recipients, project};
 use super::send::NOTE_MAX;
@@ -43,24 +44,32 @@ impl OneOrMany {
     }
 }
 
-/// What backfill_superseded was asked to do.
-#[derive(Clone, Debug, Default)]
+/// What backfill_superseded was asked to do: the tool's parameters.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 pub struct BackfillRequest {
-    /// Preview (default) or apply.
+    /// True: preview only. False: apply (needs ids, expect_count, key, word_message_id).
+    #[serde(default = "yes")]
     pub dry_run: bool,
-    /// The messages reviewed (narrows a preview; required to apply).
+    /// The messages to retire, as reviewed in the preview.
+    #[serde(default)]
     pub ids: Option<Vec<String>>,
-    /// Projection of the preview rows.
+    /// Field names of preview rows, or "headers".
+    #[serde(default)]
     pub fields: Option<FieldsArg>,
-    /// The keys this pass names.
+    /// The pin key(s) this pass settles.
+    #[serde(default)]
     pub key: Option<OneOrMany>,
-    /// One message per key: its owner's go-ahead.
+    /// Per key, in order: the message where its owner agreed to this cleanup.
+    #[serde(default)]
     pub word_message_id: Option<OneOrMany>,
-    /// The number of ids, obtained independently.
+    /// The number of ids, counted independently; a mismatch retires nothing.
+    #[serde(default)]
     pub expect_count: Option<i64>,
     /// The preview's generated_at.
+    #[serde(default)]
     pub snapshot_at: Option<String>,
-    /// Include proposals that only cite a candidate.
+    /// Also proposals that only cite a candidate as #id.
+    #[serde(default)]
     pub include_by_reference: bool,
 }
 
@@ -408,6 +417,16 @@ fn apply(
         cascaded,
         keys,
     }))
+}
+
+/// What undo_backfill was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct UndoBackfillRequest {
+    /// Messages a cleanup pass retired.
+    pub ids: Vec<String>,
+    /// Why.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// Restores messages a cleanup pass retired.

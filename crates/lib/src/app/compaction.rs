@@ -202,6 +202,14 @@ pub struct CompactionStatus {
     pub paused: u64,
 }
 
+/// What compact_next was asked for: the tool's parameters.
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct NextRequest {
+    /// Your worker id from an earlier answer; omit it to start a worker.
+    #[serde(default)]
+    pub worker: Option<String>,
+}
+
 /// `compact_next(worker)`: without a worker, starts one and returns its
 /// first job (with the whole view as context); with one, its open job again
 /// if it has one, else the next (with what changed in the view since its
@@ -594,6 +602,15 @@ fn open_job(book: &Leases, job: &str) -> AppResult<JobRow> {
     }
 }
 
+/// What compact_read was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ReadRequest {
+    /// The job.
+    pub job: String,
+    /// Where the page starts: the answer's next_offset.
+    pub offset: u64,
+}
+
 /// `compact_read(job, offset)`: the page of a job that starts at `offset`
 /// (a `next_offset` handed out: pages start after a line break).
 pub fn compact_read(s: &mut Session, job: &str, offset: u64, now: i64) -> AppResult<JobPage> {
@@ -636,6 +653,15 @@ fn list(xs: &[u64]) -> String {
 fn names(given: &str, full: &str) -> bool {
     let g = given.trim().to_ascii_lowercase();
     g.len() >= 8 && full.starts_with(&g)
+}
+
+/// What compact_submit was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct SubmitRequest {
+    /// The job.
+    pub job: String,
+    /// One line per task, in the job's order.
+    pub lines: Vec<SubmitLine>,
 }
 
 /// `compact_submit(job, lines)`: checks the lines (one per task, in the
@@ -775,6 +801,22 @@ fn checked(row: &JobRow, lines: &[SubmitLine]) -> AppResult<Vec<Summary>> {
     Ok(ops)
 }
 
+/// What compact_release was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ReleaseRequest {
+    /// The job.
+    pub job: String,
+    /// Why it is given back.
+    pub reason: String,
+    /// True when its tasks cannot be done (counts toward pausing its lines).
+    #[serde(default)]
+    pub failed: bool,
+    /// With failed: only this task's line failed (the others are given back
+    /// without a failure).
+    #[serde(default)]
+    pub line: Option<String>,
+}
+
 /// `compact_release(job, reason, failed)`: gives a job back; its lines are
 /// free again at once. With `failed`, each of its lines counts a failure,
 /// and a line that failed [`FAILURES_TO_PAUSE`] times pauses.
@@ -835,6 +877,13 @@ pub fn compact_release(
         paused,
         message,
     })
+}
+
+/// What compact_resume was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ResumeRequest {
+    /// The paused line: its id or at least 8 hex digits of it.
+    pub line: String,
 }
 
 /// `compact_resume(line)`: offers a paused line again (its failures are

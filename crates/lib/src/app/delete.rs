@@ -10,6 +10,13 @@ use super::session::Session;
 use crate::core::op::{Op, Target};
 use crate::core::rules;
 
+/// What delete_message was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct DeleteRequest {
+    /// The message to delete.
+    pub message_id: String,
+}
+
 /// Tombstones a message the caller wrote or received. Refused for someone
 /// else's proposal, an open debt and a resolution not yet confirmed.
 pub fn delete_message(s: &mut Session, message_id: &str) -> AppResult<Deletion> {

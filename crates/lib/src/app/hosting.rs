@@ -470,6 +470,68 @@ impl Host {
     }
 }
 
+/// A sync remote, as `countersign remote set KIND TARGET` takes it.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteRequest {
+    /// git (the folder becomes a repository pushing to target) or rclone.
+    pub kind: String,
+    /// The git URL, or the rclone REMOTE:PATH.
+    pub target: String,
+}
+
+/// What create_channel was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+pub struct CreateChannelRequest {
+    /// The channel's name: a lowercase slug, never used before on this server.
+    pub name: String,
+    /// 2 to 12 distinct role names (lowercase slugs).
+    pub roles: Vec<String>,
+    /// Sync the channel through git or rclone: {kind, target}.
+    #[serde(default)]
+    pub remote: Option<RemoteRequest>,
+}
+
+/// A request naming a hosted channel (revoke_board_access).
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+pub struct ChannelRequest {
+    /// The channel's name.
+    pub channel: String,
+}
+
+/// What delete_channel was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+pub struct DeleteChannelRequest {
+    /// The channel's name.
+    pub name: String,
+}
+
+/// A request naming a role of a hosted channel (add_role, rotate_token).
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+pub struct ChannelRoleRequest {
+    /// The channel's name.
+    pub channel: String,
+    /// The role (a lowercase slug).
+    pub role: String,
+}
+
+/// What board_link was asked for over HTTP (the admin's tool, and a role's
+/// for its own channel): the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+pub struct BoardLinkRequest {
+    /// The channel (required with the admin token; a role's own by default).
+    #[serde(default)]
+    pub channel: String,
+    /// A slug telling view keys apart.
+    #[serde(default = "board_label")]
+    pub label: String,
+}
+
+/// The view key's label unless told.
+pub fn board_label() -> String {
+    "board".into()
+}
+
 /// Makes a view key of `channel` issued by `issued_by` (a role or `admin`,
 /// through the role token whose public id is `issued_token`, if one asked)
 /// and the one-time link that opens its board, as the `board_link` tool

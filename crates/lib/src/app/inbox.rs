@@ -18,6 +18,17 @@ use crate::core::op::{Ids, Op};
 use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
 
+/// What read_inbox was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ReadInboxRequest {
+    /// Only messages not marked read.
+    #[serde(default = "super::request::yes")]
+    pub unread_only: bool,
+    /// How many of the newest, and which fields.
+    #[serde(flatten)]
+    pub page: super::request::Page<{ super::request::LIMIT_FIFTY }>,
+}
+
 /// Messages delivered to the caller, newest `limit` of them, oldest first.
 pub fn read_inbox(
     s: &mut Session,
@@ -77,6 +88,17 @@ fn inbox(
         "older messages matched but were left out (the newest are shown); page the rest with \
          list_messages(to_role=<you>, unread_only=true)",
     ))
+}
+
+/// What mark_read was asked to do: the tool's parameters.
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct MarkReadRequest {
+    /// One message (or message_ids).
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// Several messages, all or none.
+    #[serde(default)]
+    pub message_ids: Option<Vec<String>>,
 }
 
 /// Marks one message (`message_id`) or a batch (`message_ids`) read.

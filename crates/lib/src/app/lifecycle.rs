@@ -108,6 +108,16 @@ fn resolution(m: &Message, already_resolved: bool) -> Resolution {
     }
 }
 
+/// What resolve_message was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ResolveRequest {
+    /// The debt.
+    pub message_id: String,
+    /// What was done, or why it is withdrawn.
+    #[serde(default)]
+    pub resolution_note: Option<String>,
+}
+
 /// Resolves a debt the caller is party to. `unblocked` lists the tasks that
 /// were blocked on it.
 pub fn resolve_message(
@@ -130,6 +140,16 @@ pub fn resolve_message(
 fn blocked_on(ix: &Index, id: &RecordId) -> AppResult<Vec<String>> {
     let ids = ix.blocked_on(&id.hex())?;
     Ok(ids.iter().map(|i| short(i)).collect())
+}
+
+/// What confirm_resolution was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ConfirmRequest {
+    /// The resolved debt.
+    pub message_id: String,
+    /// A remark.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 /// Confirms the other side's resolution of a debt.
@@ -182,6 +202,16 @@ pub struct WorkStatusSet {
     pub already_set: bool,
 }
 
+/// What reopen_message was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ReopenRequest {
+    /// The resolved debt.
+    pub message_id: String,
+    /// Why it is not done.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
 /// Reopens a resolved debt (also after a confirmation).
 pub fn reopen_message(
     s: &mut Session,
@@ -197,6 +227,21 @@ pub fn reopen_message(
         status: DebtStatus::Open.as_str(),
         already_open: rec.is_none(),
     })
+}
+
+/// What set_work_status was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct WorkStatusRequest {
+    /// The message whose work moves.
+    pub message_id: String,
+    /// proposed, in_progress, done_local, needs_you, done or blocked.
+    pub work_status: String,
+    /// Why (kept in message_history).
+    #[serde(default)]
+    pub note: Option<String>,
+    /// With blocked: the open debt it waits for.
+    #[serde(default)]
+    pub blocked_by: Option<String>,
 }
 
 /// Moves the work status of a message the caller is party to.
@@ -262,6 +307,13 @@ fn check_blocker(ix: &Index, raw: &str) -> AppResult<RecordId> {
         ))),
         Some(_) => Ok(id),
     }
+}
+
+/// What message_history was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct HistoryRequest {
+    /// The message.
+    pub message_id: String,
 }
 
 /// Every lifecycle event of a live message, oldest first.

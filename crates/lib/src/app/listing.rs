@@ -14,28 +14,49 @@ use crate::store::index::MessageFilter;
 pub const FILTER_MAX: usize = 200;
 
 /// The filters of list_messages.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 pub struct ListFilter {
     /// Substring of the topic.
+    #[serde(default)]
     pub topic: Option<String>,
-    /// Author.
+    /// Only from this role.
+    #[serde(default)]
     pub from_role: Option<String>,
-    /// A recipient (multi-recipient messages included).
+    /// Only to this role.
+    #[serde(default)]
     pub to_role: Option<String>,
-    /// Unread only (per recipient with `to_role`).
+    /// Only unread ones (per recipient with to_role).
+    #[serde(default)]
     pub unread_only: bool,
-    /// ISO-8601 lower bound on creation time.
+    /// Only since this ISO-8601 time or date.
+    #[serde(default)]
     pub since: Option<String>,
-    /// Debt status.
+    /// Debt status: open or resolved.
+    #[serde(default)]
     pub status: Option<String>,
-    /// Kind.
+    /// bug, feat, proc, status, question or answer.
+    #[serde(default)]
     pub kind: Option<String>,
-    /// Work status.
+    /// proposed, in_progress, done_local, needs_you, done or blocked.
+    #[serde(default)]
     pub work_status: Option<String>,
     /// Substring of topic or body.
+    #[serde(default)]
     pub text: Option<String>,
-    /// Proposals structurally linked to a pin key.
+    /// Only proposals for this pin key.
+    #[serde(default)]
     pub pin_key: Option<String>,
+}
+
+/// What list_messages was asked for: the tool's parameters.
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct ListRequest {
+    /// Which messages.
+    #[serde(flatten)]
+    pub filter: ListFilter,
+    /// How many of the newest, and which fields.
+    #[serde(flatten)]
+    pub page: super::request::Page<{ super::request::LIMIT_HUNDRED }>,
 }
 
 /// Non-deleted messages matching `f`, newest first.

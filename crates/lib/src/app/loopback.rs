@@ -291,6 +291,19 @@ impl Loopback {
     }
 }
 
+/// What board_link was asked for in a stdio session: the hosted tool's
+/// parameters ([`super::hosting::BoardLinkRequest`]) said leaner, since
+/// every tool a session lists costs its context.
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
+pub struct LinkRequest {
+    /// Leave out: the session's own channel.
+    #[serde(default)]
+    pub channel: String,
+    /// A slug naming the view key.
+    #[serde(default = "super::hosting::board_label")]
+    pub label: String,
+}
+
 /// The board_link tool of a stdio session: makes sure a server of this home
 /// serves the session's channel on `listen` ([`DEFAULT_LISTEN`] unless the
 /// session was told otherwise), reusing or starting one as `countersign

@@ -16,6 +16,17 @@ fn debts(s: &mut Session, role: &str, page: DebtPage, limit: usize) -> AppResult
     Ok(s.index().debts_page(role, page, limit)?)
 }
 
+/// What open_obligations was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ObligationsRequest {
+    /// Whose debts (default: yours).
+    #[serde(default)]
+    pub to_role: Option<String>,
+    /// How many of the newest, and which fields.
+    #[serde(flatten)]
+    pub page: super::request::Page<{ super::request::LIMIT_HUNDRED }>,
+}
+
 /// Open debts addressed to `to_role` (default: the caller), newest first.
 pub fn open_obligations(
     s: &mut Session,

@@ -5,7 +5,7 @@
 //! the record's place in the order. Pin rows are read from the index.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length, check_one_line};
@@ -55,22 +55,27 @@ pub const PIN_FIELDS: &[&str] = &[
     "body_length_chars",
 ];
 
-/// What pin_set was asked to do.
-#[derive(Clone, Debug, Default)]
+/// What pin_set was asked to do: the tool's parameters.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 pub struct PinRequest {
-    /// The key.
+    /// The pin key. team-charter, contract-version, glossary and any key once approved are
+    /// protected.
     pub key: String,
-    /// The version's title.
+    /// Title of this version (one line).
     pub title: String,
-    /// The version label.
+    /// A version label, e.g. "v3".
     pub version: String,
-    /// The text (empty with `body_ref`).
+    /// The text (for an approved change, the agreed text), or body_ref.
+    #[serde(default)]
     pub body: String,
-    /// A sealed upload (id prefix) whose text is the body.
+    /// Instead of body: a sealed upload's id.
+    #[serde(default)]
     pub body_ref: Option<String>,
-    /// The approving proposal (id prefix).
+    /// The agreed proposal for this key; required on a protected key.
+    #[serde(default)]
     pub approved_by: Option<String>,
-    /// Check only; write nothing.
+    /// True: check only, write nothing.
+    #[serde(default)]
     pub dry_run: bool,
 }
 
@@ -355,6 +360,13 @@ fn required(field: &str, v: &str, max: usize) -> AppResult<String> {
     Ok(v.to_owned())
 }
 
+/// What pin_get was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct PinKeyRequest {
+    /// The pin key.
+    pub key: String,
+}
+
 /// The current version of `key` with its body, or null.
 pub fn pin_get(s: &mut Session, key: &str) -> AppResult<PinLookup> {
     s.catch_up()?;
@@ -372,6 +384,16 @@ pub fn pin_list(s: &mut Session) -> AppResult<Listing<PinSummary>> {
 pub fn current_pins(ix: &Index) -> AppResult<Vec<PinSummary>> {
     let rows = pin_row(ix, PinSelect::Current)?;
     Ok(rows.into_iter().map(PinSummary::from).collect())
+}
+
+/// What pin_history was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct PinHistoryRequest {
+    /// The pin key.
+    pub key: String,
+    /// Field names, or "headers" (all but bodies).
+    #[serde(default)]
+    pub fields: Option<FieldsArg>,
 }
 
 /// Every version of `key`, newest first.

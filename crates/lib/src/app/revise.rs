@@ -4,7 +4,7 @@
 //! vote stale by itself; this module reports which ones went stale.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::body::op_body;
 use super::lifecycle::live_message;
@@ -18,18 +18,22 @@ use crate::core::timestamp::format_rfc3339;
 use crate::store::body::message_body;
 use crate::store::message::load_message;
 
-/// What revise_message was asked to do.
-#[derive(Clone, Debug, Default)]
+/// What revise_message was asked to do: the tool's parameters.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 pub struct ReviseRequest {
-    /// The message (id prefix).
+    /// Your message.
     pub message_id: String,
-    /// The new body (empty with `body_ref`).
+    /// The whole new body (or body_ref).
+    #[serde(default)]
     pub body: String,
-    /// A sealed upload (id prefix) whose text is the new body.
+    /// Instead of body: a sealed upload's id.
+    #[serde(default)]
     pub body_ref: Option<String>,
-    /// A new topic (`None` keeps the current one).
+    /// A new topic (omit to keep it).
+    #[serde(default)]
     pub topic: Option<String>,
-    /// Why.
+    /// What changed and why.
+    #[serde(default)]
     pub note: Option<String>,
 }
 

@@ -33,16 +33,33 @@ use crate::core::vocab::{DebtStatus, Kind};
 use crate::store::index::{Index, SearchScope};
 
 /// The filters of search_messages.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 pub struct SearchFilter {
-    /// Author.
+    /// Only from this role.
+    #[serde(default)]
     pub from_role: Option<String>,
-    /// A recipient.
+    /// Only to this role.
+    #[serde(default)]
     pub to_role: Option<String>,
-    /// Kind.
+    /// bug, feat, proc, status, question or answer.
+    #[serde(default)]
     pub kind: Option<String>,
-    /// Debt status.
+    /// Debt status: open or resolved.
+    #[serde(default)]
     pub status: Option<String>,
+}
+
+/// What search_messages was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct SearchRequest {
+    /// Words (all must match), "phrases", OR, NOT, (), prefix*, topic: or body:.
+    pub query: String,
+    /// Which messages.
+    #[serde(flatten)]
+    pub filter: SearchFilter,
+    /// How many hits, and which fields.
+    #[serde(flatten)]
+    pub page: super::request::Page<{ super::request::LIMIT_FIFTY }>,
 }
 
 /// Searches topic and body; best match first (scan: newest first). The

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::body::op_body;
 use super::refusal::{AppError, AppResult, check_length, check_one_line};
+use super::request::{NullIsAnAnswer, present, yes};
 use super::session::{Session, lookup_live, roles_list};
 use crate::core::ids::Role;
 use crate::core::op::{Op, Send};
@@ -38,34 +39,48 @@ pub enum ToArg {
     Many(Vec<String>),
 }
 
-/// What send_message was asked to do.
-#[derive(Clone, Debug)]
+/// What send_message was asked to do: the tool's parameters.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct SendRequest {
-    /// Recipients.
+    /// A role, a list of roles, or "*" (every other role).
     pub to: ToArg,
-    /// Subject line.
+    /// One plain line, at most 80 characters.
     pub topic: String,
-    /// Body (empty with `body_ref`).
+    /// The text (non-empty unless body_ref; at most 256 KiB).
+    #[serde(default)]
     pub body: String,
-    /// A sealed upload (id prefix) whose text is the body.
+    /// Instead of body: a sealed upload's id.
+    #[serde(default)]
     pub body_ref: Option<String>,
-    /// A debt?
+    /// True: a debt for the single addressee, open until resolved and confirmed.
+    #[serde(default)]
     pub action_required: bool,
-    /// Parent id (prefix).
+    /// The message this answers.
+    #[serde(default)]
     pub reply_to: Option<String>,
-    /// Kind name.
+    /// bug, feat, proc, status, question or answer.
+    #[serde(default)]
     pub kind: Option<String>,
-    /// Work status name.
+    /// Initial work status (proposed, in_progress, done_local, needs_you, done, blocked).
+    #[serde(default)]
     pub work_status: Option<String>,
-    /// Per-recipient tails.
+    /// {role: text} added to the body for that recipient.
+    #[serde(default)]
     pub addenda: Option<BTreeMap<String, String>>,
-    /// Whether a decision is asked for.
+    /// False: recipients owe no vote.
+    #[serde(default = "yes")]
     pub decision_requested: bool,
-    /// The pin key: omitted (`None`), null (`Some(None)`) or a key.
+    /// The pin key a proposal changes, or null; kind=proc must pass it.
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "NullIsAnAnswer<String>")]
     pub pin_key: Option<Option<String>>,
-    /// The message this one is about: omitted, null or an id prefix.
+    /// The message this nudges, or null; kind=proc must pass it.
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "NullIsAnAnswer<String>")]
     pub about_message_id: Option<Option<String>>,
-    /// The electorate of a pin round: omitted, null, `"*"` or a list.
+    /// With pin_key: whose agree it needs, "*" or roles.
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "NullIsAnAnswer<ToArg>")]
     pub voters: Option<Option<ToArg>>,
 }
 

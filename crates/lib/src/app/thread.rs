@@ -10,6 +10,16 @@ use super::rows::{
 use super::session::{Session, find};
 use crate::store::Index;
 
+/// What get_thread was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ThreadRequest {
+    /// Any message of the thread.
+    pub message_id: String,
+    /// Field names, or "headers" (all but bodies).
+    #[serde(default)]
+    pub fields: Option<FieldsArg>,
+}
+
 /// The thread containing `message_id`, oldest first.
 pub fn get_thread(
     s: &mut Session,

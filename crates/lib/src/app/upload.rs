@@ -37,6 +37,19 @@ pub fn find_upload(ix: &Index, field: &str, raw: &str) -> AppResult<RecordId> {
         })
 }
 
+/// What upload_content was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct UploadRequest {
+    /// The text, stored exactly (an upload holds at most 8 MiB).
+    pub text: String,
+    /// Your unsealed upload to append to; omit to start one.
+    #[serde(default)]
+    pub upload_id: Option<String>,
+    /// A short name for a new upload.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
 /// Starts an upload holding `text` (no `upload_id`), or appends `text` to
 /// the caller's own unsealed upload. Returns the upload's state.
 pub fn upload_content(
@@ -136,6 +149,13 @@ fn check_append(
     Ok(id)
 }
 
+/// What seal_content was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct SealRequest {
+    /// Your upload.
+    pub upload_id: String,
+}
+
 /// Seals the caller's upload: its bytes stop moving and its digest is final.
 /// Sealing a sealed upload again writes nothing.
 pub fn seal_content(s: &mut Session, upload_id: &str) -> AppResult<UploadState> {
@@ -168,6 +188,16 @@ fn plan_seal(ix: &Index, me: &Role, raw: &str) -> AppResult<(RecordId, Option<Op
         Verdict::Apply => (id, Some(seal)),
         Verdict::Noop => (id, None),
     })
+}
+
+/// What get_content was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ContentRequest {
+    /// The upload (anyone's).
+    pub upload_id: String,
+    /// True: include the text as `body`.
+    #[serde(default)]
+    pub with_body: bool,
 }
 
 /// Any upload's state, with its text when `with_body`.

@@ -28,6 +28,21 @@ use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::Decision;
 use crate::store::channel::now_ms;
 
+/// What acknowledge was asked to do: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct AckRequest {
+    /// The message (not your own).
+    pub message_id: String,
+    /// agree, reject, needs_changes or void (the subject is gone).
+    pub decision: String,
+    /// Why.
+    #[serde(default)]
+    pub note: Option<String>,
+    /// The body_sha256 you read: refused if the text changed since.
+    #[serde(default)]
+    pub expect_body_sha256: Option<String>,
+}
+
 /// Records the caller's decision on a message.
 pub fn acknowledge(
     s: &mut Session,
@@ -141,6 +156,16 @@ const TALLY_FIELDS: &[&str] = &[
     "generated_at",
 ];
 
+/// What get_acknowledgements was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct TallyRequest {
+    /// The message.
+    pub message_id: String,
+    /// "headers" (the tally without notes), or field names.
+    #[serde(default)]
+    pub fields: Option<FieldsArg>,
+}
+
 /// The consent state of one message.
 pub fn get_acknowledgements(
     s: &mut Session,
@@ -236,6 +261,23 @@ pub struct Tally {
     pub body_sha256: String,
     /// RFC 3339.
     pub generated_at: String,
+}
+
+/// What awaiting_ack was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct AwaitingRequest {
+    /// Whose pending decisions (default: yours).
+    #[serde(default)]
+    pub to_role: Option<String>,
+    /// How many of the oldest, and which fields.
+    #[serde(flatten)]
+    pub page: super::request::Page<{ super::request::LIMIT_HUNDRED }>,
+    /// Only proposals by this role.
+    #[serde(default)]
+    pub from_role: Option<String>,
+    /// Only proposals for this pin key.
+    #[serde(default)]
+    pub pin_key: Option<String>,
 }
 
 /// Proposals waiting for `to_role`'s decision (default: the caller), oldest first.

@@ -19,6 +19,49 @@ use crate::core::ids::RecordId;
 /// The longest a single wait call blocks, below common client timeouts.
 pub const WAIT_CAP_S: f64 = 50.0;
 
+/// What wait_for_reply was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ReplyWaitRequest {
+    /// Your message.
+    pub message_id: String,
+    /// Seconds to wait (one call waits at most 50).
+    #[serde(default = "wait_cap")]
+    pub timeout_s: f64,
+    /// Seconds between folder rescans, 0.1 to 60.
+    #[serde(default = "one_second")]
+    pub poll_interval_s: f64,
+    /// Only replies after this message.
+    #[serde(default)]
+    pub after_id: Option<String>,
+    /// Also replies already marked read.
+    #[serde(default)]
+    pub include_read: bool,
+}
+
+/// What wait_for_mail was asked for: the tool's parameters.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct MailWaitRequest {
+    /// Seconds to wait (one call waits at most 50).
+    #[serde(default = "wait_cap")]
+    pub timeout_s: f64,
+    /// Seconds between folder rescans, 0.1 to 60.
+    #[serde(default = "two_seconds")]
+    pub poll_interval_s: f64,
+    /// True: what already waited at entry does not wake you; false: it returns at once.
+    #[serde(default = "super::request::yes")]
+    pub ignore_backlog: bool,
+}
+
+fn wait_cap() -> f64 {
+    WAIT_CAP_S
+}
+fn one_second() -> f64 {
+    1.0
+}
+fn two_seconds() -> f64 {
+    2.0
+}
+
 /// Checks the wait parameters.
 pub fn check_wait(timeout_s: f64, poll_interval_s: f64) -> AppResult<()> {
     if !(0.0..=3600.0).contains(&timeout_s) {
