@@ -419,7 +419,18 @@ pub fn to_result<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, 
 pub fn output_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     let mut schema = structured(schema_for_output::<T>().as_ref().clone());
     unannotated(&mut schema);
-    Arc::new(schema::lean_output(&schema))
+    let mut lean = schema::lean_output(&schema);
+    // Rows are lean (docs/PROTOCOL.md §3.5): a listing's schema says so, in
+    // the fewest words, as its one description.
+    if lean
+        .get("properties")
+        .and_then(|p| p.get("result"))
+        .and_then(|r| r.get("type"))
+        == Some(&json!("array"))
+    {
+        lean.insert("description".into(), json!("Absent means null."));
+    }
+    Arc::new(lean)
 }
 
 /// An `isError` result refusing a call before it ran, shaped as the use

@@ -69,12 +69,10 @@ async fn the_inbox_holds_only_my_mail_newest_window_oldest_first() {
     assert!(v.get("truncated").is_none(), "everything fits: {v}");
     for r in v["result"].as_array().unwrap() {
         assert_eq!(r["to"], "backend");
-        assert_eq!(r["read_at"], Value::Null);
-        assert!(
-            r.get("addendum").is_some(),
-            "inbox rows carry addendum: {r}"
-        );
-        assert!(r["body_sha256"].is_string(), "digests on inbox rows: {r}");
+        // Lean: no addendum, read time or digest of a plain message.
+        for k in ["read_at", "addendum", "body_sha256"] {
+            assert!(r.get(k).is_none(), "{k} left out: {r}");
+        }
     }
     // The sender's inbox holds only what was sent to it.
     let fe_rows = fe.call("read_inbox", json!({})).await.rows();

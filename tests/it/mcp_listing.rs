@@ -446,7 +446,8 @@ async fn fields_project_rows_on_every_message_listing() {
     let body = "deploy the thing, naïvely";
     let id = fe.send("backend", "deploy", body).await;
 
-    // Default: full rows with bodies and digests.
+    // Default: lean rows with bodies; no null or empty field, and no digest
+    // of a plain message (absent means null).
     let full = fe.call("list_messages", json!({})).await.rows();
     let r = full[0].as_object().unwrap();
     for k in [
@@ -457,6 +458,10 @@ async fn fields_project_rows_on_every_message_listing() {
         "body",
         "created_at",
         "action_required",
+    ] {
+        assert!(r.contains_key(k), "full rows carry {k}: {r:?}");
+    }
+    for k in [
         "reply_to",
         "kind",
         "work_status",
@@ -466,8 +471,23 @@ async fn fields_project_rows_on_every_message_listing() {
         "body_length_bytes",
         "body_length_chars",
     ] {
-        assert!(r.contains_key(k), "full rows carry {k}: {r:?}");
+        assert!(!r.contains_key(k), "lean rows leave out {k}: {r:?}");
     }
+    assert!(r.values().all(|v| !v.is_null()), "{r:?}");
+    // The digests when `fields` names them.
+    let named = fe
+        .call(
+            "list_messages",
+            json!({"fields": ["body_sha256", "body_length_bytes", "body_length_chars", "reply_to"]}),
+        )
+        .await
+        .rows();
+    let r = named[0].as_object().unwrap();
+    assert_eq!(
+        r["reply_to"],
+        Value::Null,
+        "a named field is there, null: {r:?}"
+    );
     assert_eq!(r["body_sha256"], sha256_hex(body));
     assert_eq!(r["body_length_bytes"], body.len());
     assert_eq!(r["body_length_chars"], body.chars().count());
@@ -542,12 +562,13 @@ async fn fields_project_rows_on_every_message_listing() {
         "{:?}",
         rows[0]
     );
-    // list_messages rows carry no addendum, so projecting it leaves an empty row.
+    // list_messages rows carry no addendum; a name asked for by itself is
+    // there all the same, null.
     let rows = be
         .call("list_messages", json!({"fields": ["addendum"]}))
         .await
         .rows();
-    assert_eq!(rows[0], json!({}));
+    assert_eq!(rows[0], json!({"addendum": null}));
     fe.close().await;
     be.close().await;
 }

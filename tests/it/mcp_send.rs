@@ -46,6 +46,15 @@ async fn a_sent_message_round_trips_every_field() {
     assert_eq!(r["reply_to"], Value::Null);
     assert_eq!(r["read_at"], Value::Null);
     assert_eq!(r["decision_requested"], true);
+    assert!(r.get("body_sha256").is_none(), "lean: {r}");
+    let digests = be
+        .call(
+            "read_inbox",
+            json!({"fields": ["body_sha256", "body_length_bytes", "body_length_chars"]}),
+        )
+        .await
+        .rows();
+    let r = &digests[0];
     assert_eq!(r["body_sha256"], sha256_hex("line one\nline two é"));
     assert_eq!(r["body_length_bytes"], "line one\nline two é".len());
     assert_eq!(
@@ -639,7 +648,11 @@ async fn addenda_are_per_recipient_and_never_part_of_the_shared_digest() {
     let rg = g.call("read_inbox", json!({})).await.rows();
     assert_eq!(rg[0]["addendum"], "g".repeat(4000));
     // T-17: the digest covers the shared body only.
-    for r in [rb, &rg[0]] {
+    let digests = json!({"fields": ["id", "addendum", "body_sha256", "body_length_bytes"]});
+    for reader in [&b, &g] {
+        let rows = reader.call("read_inbox", digests.clone()).await.rows();
+        let r = rows.iter().find(|r| r["id"] == id).unwrap();
+        assert!(r["addendum"].is_string(), "{r}");
         assert_eq!(r["body_sha256"], sha256_hex(body));
         assert_eq!(r["body_length_bytes"], body.len());
     }

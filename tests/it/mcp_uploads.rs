@@ -103,7 +103,13 @@ async fn an_upload_in_two_parts_is_sealed_and_sent_by_reference() {
     let mid = be
         .send_with(json!("frontend"), "the spec", "", json!({"body_ref": id}))
         .await;
-    let rows = fe.call("read_inbox", json!({})).await.rows();
+    let rows = fe
+        .call(
+            "read_inbox",
+            json!({"fields": ["id", "body", "body_sha256", "body_length_bytes", "body_length_chars"]}),
+        )
+        .await
+        .rows();
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
     assert_eq!(row["id"], mid);

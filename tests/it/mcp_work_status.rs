@@ -436,7 +436,7 @@ async fn ready_work_is_what_can_start_now_oldest_first() {
             r["age_days"].is_number() && r["idle_days"].is_number(),
             "{r}"
         );
-        assert!(r["body_sha256"].is_string(), "{r}");
+        assert!(r.get("body_sha256").is_none(), "lean: {r}");
     }
     assert!(
         be.call("ready_work", json!({}))

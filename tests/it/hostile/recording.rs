@@ -53,6 +53,7 @@ fn the_clients_own_ids_tell_events_apart() {
     // with another reply.
     for reply in ["Tests fail: 2 of 40.", "Fixed: 40 of 40 pass."] {
         let input = json!({"session_id": "s-2", "turn_id": "t-1", "cwd": "/nowhere",
+                           "transcript_path": "/nowhere/rollout.jsonl",
                            "hook_event_name": "Stop", "last_assistant_message": reply});
         hook_record(&t, "Stop", &input.to_string(), &only);
     }

@@ -616,6 +616,8 @@ pub struct Candidacy {
     pub structural: bool,
 }
 
+impl super::rows::Row for Candidacy {}
+
 /// One reason a candidate is settled.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(untagged)]

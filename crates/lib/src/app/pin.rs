@@ -272,6 +272,8 @@ pub struct PinVersion {
     pub body_length_chars: i64,
 }
 
+impl super::rows::Row for PinVersion {}
+
 // The field order of the two shapes below is the wire order of the versions
 // before typed results, where fields were taken out of a preserve_order JSON
 // map (a swap-remove moves the last field into the hole); it is kept so that

@@ -118,9 +118,9 @@ impl MessageView {
             addendum: viewer.map(|v| row.addenda.get(v.as_str()).cloned()),
             decision_requested: row.decision_requested,
             revised_at: row.revised_ms.map(format_rfc3339),
-            body_sha256: row.body_sha256.clone(),
-            body_length_bytes: row.body_bytes,
-            body_length_chars: row.body_chars,
+            body_sha256: Some(row.body_sha256.clone()),
+            body_length_bytes: Some(row.body_bytes),
+            body_length_chars: Some(row.body_chars),
             acks: row.acks.clone(),
             round_conflict: row
                 .round_conflict
@@ -147,8 +147,10 @@ impl MessageView {
 
 /// One message as agents see it (the rows of read_inbox, list_messages,
 /// search_messages, get_thread, open_obligations, ready_work, awaiting_ack,
-/// and a reply wait_for_reply hands over). Fields serialize in this order;
-/// the optional tail is present only where the tool adds it.
+/// and a reply wait_for_reply hands over). Fields serialize in this order.
+/// Lean: a field that would be null or empty is left out (absent means
+/// null), and so are the body's hash and lengths of a message no vote or
+/// revision binds to, unless `fields` names them ([`Row::plain`]).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct MessageView {
     /// Short id.
@@ -164,52 +166,72 @@ pub struct MessageView {
     /// A debt?
     pub action_required: bool,
     /// Short id of the parent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
     /// RFC 3339.
     pub created_at: String,
     /// The viewer's (or single recipient's) read time.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub read_at: Option<String>,
     /// Debt status (`open`, `resolved`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// Who resolved the debt.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<String>,
     /// When it was resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_at: Option<String>,
     /// The resolution's note.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution_note: Option<String>,
     /// Kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// Current work status.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub work_status: Option<String>,
     /// Short id of the blocking debt.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
     /// Tombstone time.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted_at: Option<String>,
     /// The pin key of a proposal.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pin_key: Option<String>,
     /// Short id of the message this one is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub about_message_id: Option<String>,
     /// The declared electorate.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub voters: Option<Vec<String>>,
     /// When it was retired.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub superseded_at: Option<String>,
     /// The viewer's (or single recipient's) first delivery time.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub opened_at: Option<String>,
     /// Per-recipient tails.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub addenda: BTreeMap<String, String>,
     /// The viewer's own tail (only for a viewer).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "is_null_or_none")]
     pub addendum: Option<Option<String>>,
     /// Whether a decision is asked for.
     pub decision_requested: bool,
     /// When it was last revised.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub revised_at: Option<String>,
     /// sha256 of the body.
-    pub body_sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body_sha256: Option<String>,
     /// Body length in bytes.
-    pub body_length_bytes: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body_length_bytes: Option<i64>,
     /// Body length in characters.
-    pub body_length_chars: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body_length_chars: Option<i64>,
     /// The consent tally of a proposal, as the index keeps it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks: Option<Value>,
@@ -229,7 +251,7 @@ pub struct MessageView {
     #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
     pub match_: Option<String>,
     /// The debt side of a proposal (awaiting_ack); null when it is no debt.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "is_null_or_none")]
     pub obligation: Option<Option<Obligation>>,
 }
 
@@ -278,9 +300,10 @@ pub enum FieldsArg {
     Many(Vec<String>),
 }
 
-/// A validated projection.
+/// A validated projection: the names in the order asked, each marked when it
+/// was named itself (not through `headers`).
 #[derive(Clone, Debug)]
-pub struct Projection(Vec<String>);
+pub struct Projection(Vec<(String, bool)>);
 
 impl Projection {
     /// Validates `fields` against `allowed`; `headers` expands to `headers`.
@@ -304,10 +327,10 @@ impl Projection {
         for n in names {
             let n = n.trim().to_owned();
             match n.as_str() {
-                "headers" => out.extend(headers.iter().map(|s| (*s).to_owned())),
-                "from_role" => out.push("from".into()),
-                "to_role" => out.push("to".into()),
-                other if allowed.contains(&other) => out.push(n),
+                "headers" => out.extend(headers.iter().map(|s| ((*s).to_owned(), false))),
+                "from_role" => out.push(("from".into(), true)),
+                "to_role" => out.push(("to".into(), true)),
+                other if allowed.contains(&other) => out.push((n, true)),
                 _ => unknown.push(n),
             }
         }
@@ -317,17 +340,37 @@ impl Projection {
                  or \"headers\""
             )));
         }
-        out.dedup();
-        Ok(Some(Self(out)))
+        // Once each, where first asked; named if it was named anywhere.
+        let mut once: Vec<(String, bool)> = Vec::with_capacity(out.len());
+        for (name, named) in out {
+            match once.iter_mut().find(|(n, _)| *n == name) {
+                Some(seen) => seen.1 |= named,
+                None => once.push((name, named)),
+            }
+        }
+        Ok(Some(Self(once)))
     }
 
-    /// Keeps only the projected keys present on the row.
+    /// The projected names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Keeps only the projected keys of the row. A name asked for by
+    /// itself is always there, null when the row has no value for it; one
+    /// that came with `headers` only when it has a value (absent means null).
     pub fn apply(&self, row: Map<String, Value>) -> Map<String, Value> {
         let mut row = row;
         let mut out = Map::new();
-        for k in &self.0 {
-            if let Some(v) = row.remove(k) {
-                out.insert(k.clone(), v);
+        for (k, named) in &self.0 {
+            match row.remove(k) {
+                Some(v) => {
+                    out.insert(k.clone(), v);
+                }
+                None if *named => {
+                    out.insert(k.clone(), Value::Null);
+                }
+                None => {}
             }
         }
         out
@@ -376,10 +419,40 @@ impl<T: JsonSchema> JsonSchema for Projected<T> {
     }
 }
 
-/// Applies an optional projection to a typed row.
-pub fn project<T: Serialize>(p: Option<&Projection>, row: T) -> Projected<T> {
+/// A row a listing answers with.
+pub trait Row: Serialize + Sized {
+    /// The row as a listing answers it when `fields` does not choose:
+    /// without what a reader can derive from the rest. `fields` can still
+    /// name every field.
+    fn plain(self) -> Self {
+        self
+    }
+}
+
+impl Row for MessageView {
+    /// The hash and lengths of the body stay where something binds to them:
+    /// a proposal (a vote names the body it read) and a revised body.
+    fn plain(mut self) -> Self {
+        let bound = self.kind.as_deref() == Some("proposal") || self.revised_at.is_some();
+        if !bound {
+            self.body_sha256 = None;
+            self.body_length_bytes = None;
+            self.body_length_chars = None;
+        }
+        self
+    }
+}
+
+/// For a field whose null is left out as well as its absence.
+fn is_null_or_none<T>(v: &Option<Option<T>>) -> bool {
+    !matches!(v, Some(Some(_)))
+}
+
+/// Applies an optional projection to a typed row: its plain form
+/// ([`Row::plain`]) when there is none.
+pub fn project<T: Row>(p: Option<&Projection>, row: T) -> Projected<T> {
     let Some(p) = p else {
-        return Projected::Whole(row);
+        return Projected::Whole(row.plain());
     };
     let Value::Object(map) = serde_json::to_value(&row).expect("rows serialize to JSON") else {
         unreachable!("rows are structs");
@@ -459,8 +532,8 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert!(headers.0.contains(&"topic".to_owned()));
-        assert!(!headers.0.contains(&"body".to_owned()));
+        assert!(headers.names().any(|n| n == "topic"));
+        assert!(!headers.names().any(|n| n == "body"));
         let aliased = Projection::parse(
             Some(&FieldsArg::Many(vec!["from_role".into(), "to_role".into()])),
             MESSAGE_FIELDS,
@@ -468,7 +541,7 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert_eq!(aliased.0, vec!["from", "to"]);
+        assert_eq!(aliased.names().collect::<Vec<_>>(), ["from", "to"]);
         let e = Projection::parse(
             Some(&FieldsArg::Many(vec![])),
             MESSAGE_FIELDS,

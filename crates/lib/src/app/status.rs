@@ -626,20 +626,12 @@ pub const REPORT_DEBTS: i64 = 100;
 /// The status report of the session's role, after a catch-up; the summary
 /// comes back too, for the exit code or a wait.
 pub fn status_report(s: &mut Session) -> AppResult<(Summary, StatusReport)> {
-    use super::rows::{FieldsArg, MESSAGE_FIELDS, MESSAGE_HEADERS, Projection};
+    use super::rows::FieldsArg;
     let (sum, mut view) = status_view(s)?;
-    let headers = Projection::parse(
-        Some(&FieldsArg::One("headers".into())),
-        MESSAGE_FIELDS,
-        MESSAGE_HEADERS,
-    )?;
-    let debts = super::obligations::open_obligations(s, None, REPORT_DEBTS, None)?
+    let headers = FieldsArg::One("headers".into());
+    let debts = super::obligations::open_obligations(s, None, REPORT_DEBTS, Some(&headers))?
         .listing
-        .result
-        .into_iter()
-        .filter_map(super::rows::Projected::into_whole)
-        .map(|d| super::rows::project(headers.as_ref(), d))
-        .collect::<Vec<_>>();
+        .result;
     let owed = sum.count("open_obligations");
     if owed > debts.len() {
         let more = view.more.get_or_insert_default();

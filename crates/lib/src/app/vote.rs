@@ -263,6 +263,8 @@ pub struct Tally {
     pub generated_at: String,
 }
 
+impl super::rows::Row for Tally {}
+
 /// What awaiting_ack was asked for: the tool's parameters.
 #[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct AwaitingRequest {
