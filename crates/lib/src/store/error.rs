@@ -47,6 +47,19 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// A stored value of the index does not decode: the file was damaged.
+    #[error(
+        "index database {}: {source}. The index is a cache of the feeds: run `countersign \
+         reindex` to rebuild it",
+        path.display()
+    )]
+    CorruptColumn {
+        /// The database file.
+        path: PathBuf,
+        /// Which table, column and row, and why.
+        #[source]
+        source: super::index::CorruptColumn,
+    },
     /// No channel folder could be found or it is not one.
     #[error("{0}")]
     NoChannel(String),
@@ -105,9 +118,21 @@ pub trait SqlContext<T> {
 
 impl<T> SqlContext<T> for rusqlite::Result<T> {
     fn db(self, path: &Path) -> StoreResult<T> {
-        self.map_err(|source| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            source,
+        self.map_err(|source| {
+            let path = path.to_path_buf();
+            match source {
+                // A row mapper's decode failure names its column: keep it typed.
+                rusqlite::Error::FromSqlConversionFailure(i, t, e) => {
+                    match e.downcast::<super::index::CorruptColumn>() {
+                        Ok(c) => StoreError::CorruptColumn { path, source: *c },
+                        Err(e) => StoreError::Sqlite {
+                            path,
+                            source: rusqlite::Error::FromSqlConversionFailure(i, t, e),
+                        },
+                    }
+                }
+                source => StoreError::Sqlite { path, source },
+            }
         })
     }
 }

@@ -26,6 +26,7 @@ mod notes;
 mod pins;
 mod problems;
 mod proposals;
+mod rows;
 mod search;
 mod uploads;
 mod work;
@@ -43,6 +44,7 @@ pub use notes::NoteRow;
 pub use pins::{PinSelect, PinVersion};
 pub use problems::{Problem, ProblemKind};
 pub use proposals::{AwaitedProposal, CastVote, OpenProposal};
+pub use rows::CorruptColumn;
 pub use search::{PhraseHit, SearchScope};
 pub use work::IndexWork;
 
