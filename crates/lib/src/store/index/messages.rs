@@ -625,6 +625,70 @@ impl Index {
 mod tests {
     use super::*;
 
+    /// A message row of a real index file with `column` overwritten by
+    /// `value` behind the index's back, read again.
+    fn read_with(column: &str, value: &str) -> (String, StoreResult<Option<MessageRow>>) {
+        use crate::core::op::{Op, Send};
+        let dir = tempfile::tempdir().unwrap();
+        let path = Index::path_in(dir.path());
+        let ix = Index::open(&path, &"c".repeat(64)).unwrap();
+        let sent = crate::store::records::fixture::put(
+            &ix,
+            "a",
+            1,
+            1_000,
+            &Op::Send(Send {
+                to: vec![Role::new("b").unwrap()],
+                topic: "pay".into(),
+                body: "pay 10".into(),
+                action_required: true,
+                addenda: [(Role::new("b").unwrap(), "by friday".to_owned())].into(),
+                ..Send::default()
+            }),
+        );
+        assert!(crate::store::message::refold_with(&ix, &sent.id, None, None).unwrap());
+        let id = sent.id.hex();
+        assert!(
+            ix.message_row(&id).unwrap().is_some(),
+            "the row reads whole"
+        );
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                &format!("UPDATE messages SET {column} = ?1 WHERE id = ?2"),
+                [value, &id],
+            )
+            .unwrap();
+        let read = ix.message_row(&id);
+        (id, read)
+    }
+
+    #[test]
+    fn a_stored_value_that_does_not_decode_fails_the_read_naming_its_column() {
+        for (column, bad) in [
+            ("to_json", "[\"b\""),
+            ("addenda", "{not json"),
+            ("voters", "\"b\""),
+            ("acks", "{"),
+            ("to_json", "[\"Not A Role\"]"),
+            ("from_role", "Not A Role"),
+            ("reply_to", "abc"),
+            ("kind", "gossip"),
+            ("status", "closed"),
+        ] {
+            let (id, read) = read_with(column, bad);
+            let err = match read {
+                Ok(row) => panic!("{column} = {bad:?} read as {row:?}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                err.contains(&format!("column messages.{column} of row {id}"))
+                    && err.contains("countersign reindex"),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn like_escapes_wildcards() {
         assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");

@@ -114,22 +114,6 @@ impl At<'_> {
             .map(|text| self.decode_json(column, &text))
             .transpose()
     }
-
-    /// The text column `column` (read by name) parsed as a `T`.
-    pub fn parse<T: Stored>(&self, row: &Row<'_>, column: &'static str) -> rusqlite::Result<T> {
-        self.decode(column, &row.get::<_, String>(column)?)
-    }
-
-    /// The nullable text column `column` (read by name) parsed as a `T` when set.
-    pub fn parse_opt<T: Stored>(
-        &self,
-        row: &Row<'_>,
-        column: &'static str,
-    ) -> rusqlite::Result<Option<T>> {
-        row.get::<_, Option<String>>(column)?
-            .map(|text| self.decode(column, &text))
-            .transpose()
-    }
 }
 
 /// A core type the index stores as text, parsed back as the fold wrote it
@@ -179,6 +163,19 @@ impl Index {
         self.conn
             .prepare_cached(sql)
             .and_then(|mut st| st.query_map(params, T::from_row)?.collect())
+            .db(&self.path)
+    }
+
+    /// The one row of `sql` with `params`, mapped (an aggregate, or a row
+    /// that must be there).
+    pub(in crate::store) fn row<T: FromRow>(
+        &self,
+        sql: &str,
+        params: impl Params,
+    ) -> StoreResult<T> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut st| st.query_row(params, T::from_row))
             .db(&self.path)
     }
 

@@ -208,10 +208,7 @@ impl Index {
 
     /// The topic and body of one body row.
     pub fn body_row(&self, rowid: i64) -> StoreResult<(String, String)> {
-        self.conn
-            .prepare_cached("SELECT topic, body FROM bodies WHERE rowid = ?1")
-            .and_then(|mut st| st.query_row([rowid], <(String, String)>::from_row))
-            .db(&self.path)
+        self.row("SELECT topic, body FROM bodies WHERE rowid = ?1", [rowid])
     }
 
     /// FTS5's snippets of the body rows `rowids` for the query `fts` (the
