@@ -47,18 +47,17 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
-    /// A stored value of the index does not decode: the file was damaged.
-    #[error(
-        "index database {}: {source}. The index is a cache of the feeds: run `countersign \
-         reindex` to rebuild it",
-        path.display()
-    )]
+    /// A stored value of a local database does not decode: the file was
+    /// damaged (or written by something else).
+    #[error("database {}: {source}. {fix}", path.display())]
     CorruptColumn {
         /// The database file.
         path: PathBuf,
         /// Which table, column and row, and why.
         #[source]
         source: super::index::CorruptColumn,
+        /// The way out, one sentence.
+        fix: &'static str,
     },
     /// No channel folder could be found or it is not one.
     #[error("{0}")]
@@ -107,6 +106,9 @@ pub enum StoreError {
     },
 }
 
+/// The way out of a damaged index: it is a cache of the feeds.
+const REINDEX: &str = "The index is a cache of the feeds: run `countersign reindex` to rebuild it";
+
 /// Result alias of the store layer.
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -124,7 +126,11 @@ impl<T> SqlContext<T> for rusqlite::Result<T> {
                 // A row mapper's decode failure names its column: keep it typed.
                 rusqlite::Error::FromSqlConversionFailure(i, t, e) => {
                     match e.downcast::<super::index::CorruptColumn>() {
-                        Ok(c) => StoreError::CorruptColumn { path, source: *c },
+                        Ok(c) => StoreError::CorruptColumn {
+                            path,
+                            source: *c,
+                            fix: REINDEX,
+                        },
                         Err(e) => StoreError::Sqlite {
                             path,
                             source: rusqlite::Error::FromSqlConversionFailure(i, t, e),

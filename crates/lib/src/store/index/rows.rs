@@ -67,7 +67,8 @@ pub(in crate::store) struct At<'a> {
 }
 
 impl At<'_> {
-    fn corrupt(&self, column: &'static str, reason: String) -> rusqlite::Error {
+    /// The error of a value of `column` that does not decode, with why.
+    pub fn corrupt(&self, column: &'static str, reason: String) -> rusqlite::Error {
         // The index is not read back: `SqlContext::db` keeps the typed error.
         rusqlite::Error::FromSqlConversionFailure(
             0,
