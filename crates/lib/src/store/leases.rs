@@ -581,4 +581,30 @@ mod tests {
         assert!(a.resume("l1").unwrap());
         assert_eq!(a.paused().unwrap().len(), 1);
     }
+
+    #[test]
+    fn a_json_column_that_does_not_decode_fails_the_read_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut book = Leases::open(dir.path()).unwrap();
+        let w = book.start_worker(0).unwrap();
+        let j = book
+            .claim::<StoreError>(&w, 0, 100, &[], |_| Ok(Some(job(&["l1"]))))
+            .unwrap()
+            .unwrap();
+        let raw = Connection::open(dir.path().join("compaction.sqlite3")).unwrap();
+        raw.execute("UPDATE jobs SET tasks = '[{' WHERE id = ?1", [&j.id])
+            .unwrap();
+        raw.execute("UPDATE workers SET view = 'nope' WHERE id = ?1", [&w])
+            .unwrap();
+        let err = book.job(&j.id).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("column jobs.tasks of row {}", j.id)),
+            "{err}"
+        );
+        let err = book.worker_view(&w).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("column workers.view of row {w}")),
+            "{err}"
+        );
+    }
 }

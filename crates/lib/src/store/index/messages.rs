@@ -638,11 +638,15 @@ mod tests {
             1,
             1_000,
             &Op::Send(Send {
-                to: vec![Role::new("b").unwrap()],
+                to: vec![crate::core::ids::Role::new("b").unwrap()],
                 topic: "pay".into(),
                 body: "pay 10".into(),
                 action_required: true,
-                addenda: [(Role::new("b").unwrap(), "by friday".to_owned())].into(),
+                addenda: [(
+                    crate::core::ids::Role::new("b").unwrap(),
+                    "by friday".to_owned(),
+                )]
+                .into(),
                 ..Send::default()
             }),
         );
