@@ -53,9 +53,10 @@ pub enum StoreError {
     CorruptColumn {
         /// The database file.
         path: PathBuf,
-        /// Which table, column and row, and why.
+        /// Which table, column and row, and why (boxed: every store result
+        /// carries this enum, and the variant is rare).
         #[source]
-        source: super::index::CorruptColumn,
+        source: Box<super::index::CorruptColumn>,
         /// The way out, one sentence.
         fix: &'static str,
     },
@@ -128,7 +129,7 @@ impl<T> SqlContext<T> for rusqlite::Result<T> {
                     match e.downcast::<super::index::CorruptColumn>() {
                         Ok(c) => StoreError::CorruptColumn {
                             path,
-                            source: *c,
+                            source: c,
                             fix: REINDEX,
                         },
                         Err(e) => StoreError::Sqlite {

@@ -217,12 +217,12 @@ impl Leases {
     ) -> StoreResult<T> {
         serde_json::from_str(text).map_err(|e| StoreError::CorruptColumn {
             path: self.path.clone(),
-            source: super::index::CorruptColumn {
+            source: Box::new(super::index::CorruptColumn {
                 table,
                 column,
                 row: row.to_owned(),
                 reason: e.to_string(),
-            },
+            }),
             fix: "It holds only this home's compaction leases: stop this home's servers on \
                   the channel and delete the file to start the book afresh",
         })
