@@ -1,9 +1,10 @@
 //! How the index's reads turn SQL rows into typed rows: the [`FromRow`]
 //! trait, the typed parsing of stored ids, roles, states and JSON columns,
-//! and the few helpers ([`Index::rows`], [`Index::row_opt`],
+//! and the few helpers ([`Index::rows`], [`Index::row`], [`Index::row_opt`],
 //! [`Index::each_row`], [`Index::values`], [`Index::scalar`],
-//! [`Index::exec`]) that prepare a cached statement, map its rows and name
-//! the database in the error, so each statement is one line of plumbing.
+//! [`Index::scalar_opt`], [`Index::exec`]) that prepare a cached statement,
+//! map its rows and name the database in the error, so each statement is
+//! one line of plumbing.
 //!
 //! Owns the mapping, not the queries (those are the index's nouns) and not
 //! the writes' transactions. A stored value that does not decode is an error
