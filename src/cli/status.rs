@@ -762,8 +762,8 @@ fn poll(cli: &Cli, role: &Role, session: &mut Option<Session>) -> anyhow::Result
             .inbox_page(role.as_str(), true, UNREAD_NAMED)?
             .into_iter()
             .map(|r| Seen1 {
-                id: crate::app::rows::short(&r.id),
-                from: Some(r.from),
+                id: r.id.short(),
+                from: Some(r.from.to_string()),
                 topic: r.topic,
             })
             .collect();
@@ -773,7 +773,7 @@ fn poll(cli: &Cli, role: &Role, session: &mut Option<Session>) -> anyhow::Result
                 if messages.iter().any(|m| m.id == short) {
                     continue;
                 }
-                let from = s.index().message_row(&i.id)?.map(|r| r.from);
+                let from = s.index().message_row(&i.id)?.map(|r| r.from.to_string());
                 messages.push(Seen1 {
                     id: short,
                     from,

@@ -69,7 +69,7 @@ fn inbox(
     let unopened: Vec<RecordId> = rows
         .iter()
         .filter(|r| r.opened_ms.is_none())
-        .filter_map(|r| RecordId::parse(&r.id))
+        .map(|r| r.id)
         .collect();
     let out: Vec<_> = rows
         .iter()

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::refusal::{AppError, AppResult};
-use crate::core::ids::{MESSAGE_ID_LEN, Role};
+use crate::core::ids::{MESSAGE_ID_LEN, RecordId, Role};
 use crate::core::timestamp::{days_between, format_rfc3339};
 pub use crate::store::index::MessageRow;
 
@@ -87,35 +87,42 @@ impl MessageView {
     /// The full wire shape of `row`. `viewer` adds the viewer's own `addendum`.
     pub fn of(row: &MessageRow, viewer: Option<&Role>) -> Self {
         let to = if row.is_multi() {
-            Recipients::Many(row.to.clone())
+            Recipients::Many(row.to.iter().map(Role::to_string).collect())
         } else {
-            Recipients::One(row.to.first().cloned())
+            Recipients::One(row.to.first().map(Role::to_string))
         };
         Self {
             id: row.short_id(),
-            from: row.from.clone(),
+            from: row.from.to_string(),
             to,
             topic: row.topic.clone(),
             body: row.body.clone(),
             action_required: row.action_required,
-            reply_to: row.reply_to.as_deref().map(short),
+            reply_to: row.reply_to.as_ref().map(RecordId::short),
             created_at: format_rfc3339(row.ms),
             read_at: row.read_ms.map(format_rfc3339),
-            status: row.status.clone(),
-            resolved_by: row.resolved_by.clone(),
+            status: row.status.map(|s| s.as_str().to_owned()),
+            resolved_by: row.resolved_by.as_ref().map(Role::to_string),
             resolved_at: row.resolved_ms.map(format_rfc3339),
             resolution_note: row.resolution_note.clone(),
-            kind: row.kind.clone(),
-            work_status: row.work_status.clone(),
-            blocked_by: row.blocked_by.as_deref().map(short),
+            kind: row.kind.map(|k| k.as_str().to_owned()),
+            work_status: row.work_status.map(|w| w.as_str().to_owned()),
+            blocked_by: row.blocked_by.as_ref().map(RecordId::short),
             deleted_at: row.deleted_ms.map(format_rfc3339),
             pin_key: row.pin_key.clone(),
-            about_message_id: row.about.as_deref().map(short),
-            voters: row.voters.clone(),
+            about_message_id: row.about.as_ref().map(RecordId::short),
+            voters: row
+                .voters
+                .as_ref()
+                .map(|v| v.iter().map(Role::to_string).collect()),
             superseded_at: row.retired_ms.map(format_rfc3339),
             opened_at: row.opened_ms.map(format_rfc3339),
-            addenda: row.addenda.clone(),
-            addendum: viewer.map(|v| row.addenda.get(v.as_str()).cloned()),
+            addenda: row
+                .addenda
+                .iter()
+                .map(|(r, t)| (r.to_string(), t.clone()))
+                .collect(),
+            addendum: viewer.map(|v| row.addenda.get(v).cloned()),
             decision_requested: row.decision_requested,
             revised_at: row.revised_ms.map(format_rfc3339),
             body_sha256: Some(row.body_sha256.clone()),
@@ -124,8 +131,8 @@ impl MessageView {
             acks: row.acks.clone(),
             round_conflict: row
                 .round_conflict
-                .as_deref()
-                .map(|w| RoundConflict { winner: short(w) }),
+                .as_ref()
+                .map(|w| RoundConflict { winner: w.short() }),
             age_days: None,
             idle_days: None,
             snippet: None,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::refusal::{AppError, AppResult};
 use super::rows::short;
 use super::session::{Named, Session, lookup};
-use crate::core::ids::RecordId;
+use crate::core::ids::{RecordId, Role};
 use crate::core::op::Op;
 use crate::store::Index;
 use crate::store::index::{Before, Touch};
@@ -168,7 +168,7 @@ pub fn message_detail(s: &mut Session, raw: &str) -> AppResult<Option<MessageDet
     let body_cut = m.body.chars().count() > BODY_CHARS;
     let body = m.body.chars().take(BODY_CHARS).collect();
     let blocked_by = match &m.blocked_by {
-        Some(b) => Some((short(b), ix.topic_of(b)?)),
+        Some(b) => Some((b.short(), ix.topic_of(&b.hex())?)),
         None => None,
     };
     let votes = ix
@@ -189,17 +189,17 @@ pub fn message_detail(s: &mut Session, raw: &str) -> AppResult<Option<MessageDet
     Ok(Some(MessageDetail {
         id: short(&full),
         topic: m.topic,
-        from: m.from,
-        to: m.to,
-        kind: m.kind,
+        from: m.from.to_string(),
+        to: m.to.iter().map(Role::to_string).collect(),
+        kind: m.kind.map(|k| k.as_str().to_owned()),
         debt: m.action_required,
         ms: m.ms,
         body,
         body_chars: m.body_chars,
         body_cut,
-        status: m.status,
-        work_status: m.work_status,
-        resolved_by: m.resolved_by,
+        status: m.status.map(|s| s.as_str().to_owned()),
+        work_status: m.work_status.map(|w| w.as_str().to_owned()),
+        resolved_by: m.resolved_by.as_ref().map(Role::to_string),
         resolution_note: m.resolution_note,
         confirmed: m.confirmed,
         blocked_by,

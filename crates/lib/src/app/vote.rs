@@ -331,8 +331,8 @@ pub fn awaiting_ack(
 /// The debt side of a proposal that is also a debt, else null.
 fn obligation(r: &MessageRow) -> Option<Obligation> {
     r.action_required.then(|| Obligation {
-        status: r.status.clone(),
-        resolved_by: r.resolved_by.clone(),
+        status: r.status.map(|s| s.as_str().to_owned()),
+        resolved_by: r.resolved_by.as_ref().map(Role::to_string),
         resolved_at: r.resolved_ms.map(format_rfc3339),
         confirmed: r.confirmed,
     })

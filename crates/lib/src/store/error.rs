@@ -47,6 +47,19 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// A stored value of a local database does not decode: the file was
+    /// damaged (or written by something else).
+    #[error("database {}: {source}. {fix}", path.display())]
+    CorruptColumn {
+        /// The database file.
+        path: PathBuf,
+        /// Which table, column and row, and why (boxed: every store result
+        /// carries this enum, and the variant is rare).
+        #[source]
+        source: Box<super::index::CorruptColumn>,
+        /// The way out, one sentence.
+        fix: &'static str,
+    },
     /// No channel folder could be found or it is not one.
     #[error("{0}")]
     NoChannel(String),
@@ -94,6 +107,9 @@ pub enum StoreError {
     },
 }
 
+/// The way out of a damaged index: it is a cache of the feeds.
+const REINDEX: &str = "The index is a cache of the feeds: run `countersign reindex` to rebuild it";
+
 /// Result alias of the store layer.
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -105,9 +121,25 @@ pub trait SqlContext<T> {
 
 impl<T> SqlContext<T> for rusqlite::Result<T> {
     fn db(self, path: &Path) -> StoreResult<T> {
-        self.map_err(|source| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            source,
+        self.map_err(|source| {
+            let path = path.to_path_buf();
+            match source {
+                // A row mapper's decode failure names its column: keep it typed.
+                rusqlite::Error::FromSqlConversionFailure(i, t, e) => {
+                    match e.downcast::<super::index::CorruptColumn>() {
+                        Ok(c) => StoreError::CorruptColumn {
+                            path,
+                            source: c,
+                            fix: REINDEX,
+                        },
+                        Err(e) => StoreError::Sqlite {
+                            path,
+                            source: rusqlite::Error::FromSqlConversionFailure(i, t, e),
+                        },
+                    }
+                }
+                source => StoreError::Sqlite { path, source },
+            }
         })
     }
 }

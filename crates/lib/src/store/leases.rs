@@ -202,7 +202,30 @@ impl Leases {
             })
             .optional()
             .db(&self.path)?;
-        Ok(view.map(|v| serde_json::from_str(&v).unwrap_or_default()))
+        view.map(|v| self.decode("workers", "view", worker, &v))
+            .transpose()
+    }
+
+    /// The JSON column `table.column` of row `row`, decoded: a value that
+    /// does not decode is an error naming it, not an empty default.
+    fn decode<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &'static str,
+        column: &'static str,
+        row: &str,
+        text: &str,
+    ) -> StoreResult<T> {
+        serde_json::from_str(text).map_err(|e| StoreError::CorruptColumn {
+            path: self.path.clone(),
+            source: Box::new(super::index::CorruptColumn {
+                table,
+                column,
+                row: row.to_owned(),
+                reason: e.to_string(),
+            }),
+            fix: "It holds only this home's compaction leases: stop this home's servers on \
+                  the channel and delete the file to start the book afresh",
+        })
     }
 
     /// The worker's open job that still holds its leases, if any.
@@ -342,17 +365,18 @@ impl Leases {
             )
             .optional()
             .db(&self.path)?;
-        Ok(row.map(
-            |(id, worker, expires_ms, state, tasks, text, read)| JobRow {
+        row.map(|(id, worker, expires_ms, state, tasks, text, read)| {
+            Ok(JobRow {
+                tasks: self.decode("jobs", "tasks", &id, &tasks)?,
+                read: self.decode("jobs", "read", &id, &read)?,
                 id,
                 worker,
                 expires_ms,
                 state: JobState::parse(&state),
-                tasks: serde_json::from_str(&tasks).unwrap_or_default(),
                 text,
-                read: serde_json::from_str(&read).unwrap_or_default(),
-            },
-        ))
+            })
+        })
+        .transpose()
     }
 
     /// Notes that page `page` of job `id` was handed out, and renews the
@@ -556,5 +580,31 @@ mod tests {
         assert_eq!(a.failed_lines("l1").unwrap(), vec!["l1".to_owned()]);
         assert!(a.resume("l1").unwrap());
         assert_eq!(a.paused().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_json_column_that_does_not_decode_fails_the_read_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut book = Leases::open(dir.path()).unwrap();
+        let w = book.start_worker(0).unwrap();
+        let j = book
+            .claim::<StoreError>(&w, 0, 100, &[], |_| Ok(Some(job(&["l1"]))))
+            .unwrap()
+            .unwrap();
+        let raw = Connection::open(dir.path().join("compaction.sqlite3")).unwrap();
+        raw.execute("UPDATE jobs SET tasks = '[{' WHERE id = ?1", [&j.id])
+            .unwrap();
+        raw.execute("UPDATE workers SET view = 'nope' WHERE id = ?1", [&w])
+            .unwrap();
+        let err = book.job(&j.id).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("column jobs.tasks of row {}", j.id)),
+            "{err}"
+        );
+        let err = book.worker_view(&w).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("column workers.view of row {w}")),
+            "{err}"
+        );
     }
 }

@@ -9,7 +9,8 @@
 
 use super::Index;
 use super::debts::{ADDRESSED, BLOCKER_ALIVE};
-use crate::store::error::{SqlContext as _, StoreResult};
+use super::rows::FromRow;
+use crate::store::error::{StoreError, StoreResult};
 
 /// Where the ball of a work status lies for the role asking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +50,7 @@ pub(super) fn ball_sql() -> String {
     // messages. Only a blocked row asks whether its blocker is still alive.
     let cols = "m.id, m.topic, m.work_status, m.ws_by, m.blocked_by";
     format!(
-        "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}), m.ms, m.c \
+        "SELECT {cols}, (m.blocked_by IS NOT NULL AND NOT {BLOCKER_ALIVE}) AS blocker_gone, m.ms, m.c \
          FROM messages m WHERE m.work_status IN ('in_progress', 'blocked') \
          AND m.deleted_ms IS NULL AND m.ws_by = ?1 \
          UNION ALL SELECT {cols}, 0, m.ms, m.c FROM messages m \
@@ -58,45 +59,56 @@ pub(super) fn ball_sql() -> String {
     )
 }
 
+/// A row of [`ball_sql`].
+struct WorkMove {
+    id: String,
+    topic: String,
+    work_status: String,
+    ws_by: Option<String>,
+    blocked_by: Option<String>,
+    blocker_gone: bool,
+}
+
+impl FromRow for WorkMove {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get("id")?,
+            topic: r.get("topic")?,
+            work_status: r.get("work_status")?,
+            ws_by: r.get("ws_by")?,
+            blocked_by: r.get("blocked_by")?,
+            blocker_gone: r.get("blocker_gone")?,
+        })
+    }
+}
+
 impl Index {
     /// Hands each live message whose work status has the ball with `role`
     /// to `each`, in order, one row at a time.
     pub fn each_ball_with(&self, role: &str, mut each: impl FnMut(BallItem)) -> StoreResult<()> {
-        let sql = ball_sql();
-        let p = &self.path;
-        let mut st = self.conn.prepare_cached(&sql).db(p)?;
-        let rows = st
-            .query_map([role], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, bool>(5)?,
-                ))
-            })
-            .db(p)?;
-        for row in rows {
-            let (id, topic, ws, by, blocked_by, blocker_gone) = row.db(p)?;
-            let mine = by.as_deref() == Some(role);
-            let ball = match ws.as_str() {
+        self.each_row(&ball_sql(), [role], |w: WorkMove| {
+            let mine = w.ws_by.as_deref() == Some(role);
+            let ball = match w.work_status.as_str() {
                 "in_progress" if mine => Ball::InProgress,
-                "blocked" if mine && blocker_gone => Ball::Unblocked,
+                "blocked" if mine && w.blocker_gone => Ball::Unblocked,
                 "blocked" if mine => Ball::Blocked,
                 "needs_you" if !mine => Ball::NeedsYou,
                 "done_local" if !mine => Ball::AwaitingDone,
-                _ => continue,
+                _ => return Ok::<_, StoreError>(true),
             };
-            let blocked_by = if ws == "blocked" { blocked_by } else { None };
+            let blocked_by = if w.work_status == "blocked" {
+                w.blocked_by
+            } else {
+                None
+            };
             each(BallItem {
-                id,
-                topic,
+                id: w.id,
+                topic: w.topic,
                 ball,
                 blocked_by,
             });
-        }
-        Ok(())
+            Ok(true)
+        })
     }
 }
 

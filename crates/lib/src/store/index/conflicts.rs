@@ -9,7 +9,8 @@
 use rusqlite::params;
 
 use super::Index;
-use crate::store::error::{SqlContext as _, StoreResult};
+use super::rows::{At, FromRow};
+use crate::store::error::StoreResult;
 
 /// What a conflicted record acted on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +36,52 @@ pub struct StandingConflict {
     pub winner: Option<String>,
 }
 
+/// One entry of a message's `conflicts` column, as `super::conflicts_json`
+/// writes it.
+#[derive(serde::Deserialize)]
+struct StoredConflict {
+    record: String,
+    role: String,
+    op: String,
+    reason: String,
+    winner: Option<String>,
+}
+
+/// A message's id and its decoded `conflicts`.
+struct Conflicted {
+    id: String,
+    list: Vec<StoredConflict>,
+}
+
+impl FromRow for Conflicted {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let at = At {
+            table: "messages",
+            row: &id,
+        };
+        Ok(Self {
+            list: at.json(r, "conflicts")?,
+            id,
+        })
+    }
+}
+
+/// A row of `pin_conflicts`, as a standing conflict.
+struct LostPinWrite(StandingConflict);
+
+impl FromRow for LostPinWrite {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self(StandingConflict {
+            record: r.get("record")?,
+            op: "pin_set".to_owned(),
+            target: ConflictTarget::PinKey(r.get("key")?),
+            reason: r.get("reason")?,
+            winner: r.get("winner")?,
+        }))
+    }
+}
+
 impl Index {
     /// `role`'s conflicted records still standing: message records first,
     /// in the order of their messages, then pin writes. Read receipts
@@ -42,69 +89,41 @@ impl Index {
     /// supersede a conflict: they decide nothing, and must not hide a lost
     /// decision unseen.
     pub fn standing_conflicts(&self, role: &str) -> StoreResult<Vec<StandingConflict>> {
-        let p = &self.path;
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT id, conflicts FROM messages WHERE conflicts IS NOT NULL ORDER BY ms, c, id",
-            )
-            .db(p)?;
-        let rows: Vec<(String, String)> = st
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .db(p)?
-            .collect::<Result<_, _>>()
-            .db(p)?;
+        let rows: Vec<Conflicted> = self.rows(
+            "SELECT id, conflicts FROM messages WHERE conflicts IS NOT NULL ORDER BY ms, c, id",
+            [],
+        )?;
         let mut out = Vec::new();
-        for (target, json) in rows {
-            let list: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap_or_default();
-            for c in list.into_iter().filter(|c| c["role"] == role) {
-                let record = c["record"].as_str().unwrap_or_default().to_owned();
-                let superseded: bool = self
-                    .conn
-                    .prepare_cached(
-                        "SELECT EXISTS (SELECT 1 FROM targets t JOIN records r ON r.n = t.n \
-                         JOIN records c ON c.id = ?2 WHERE t.target = ?1 AND r.role = ?3 \
-                         AND r.op NOT IN ('read', 'opened') \
-                         AND (r.ms > c.ms OR (r.ms = c.ms AND r.c > c.c)))",
-                    )
-                    .and_then(|mut st| st.query_row(params![target, record, role], |r| r.get(0)))
-                    .db(p)?;
+        for Conflicted { id: target, list } in rows {
+            for c in list.into_iter().filter(|c| c.role == role) {
+                let superseded: bool = self.scalar(
+                    "SELECT EXISTS (SELECT 1 FROM targets t JOIN records r ON r.n = t.n \
+                     JOIN records c ON c.id = ?2 WHERE t.target = ?1 AND r.role = ?3 \
+                     AND r.op NOT IN ('read', 'opened') \
+                     AND (r.ms > c.ms OR (r.ms = c.ms AND r.c > c.c)))",
+                    params![target, c.record, role],
+                )?;
                 if !superseded {
                     out.push(StandingConflict {
-                        record,
-                        op: c["op"].as_str().unwrap_or_default().to_owned(),
+                        record: c.record,
+                        op: c.op,
                         target: ConflictTarget::Message(target.clone()),
-                        reason: c["reason"].as_str().unwrap_or_default().to_owned(),
-                        winner: c["winner"].as_str().map(str::to_owned),
+                        reason: c.reason,
+                        winner: c.winner,
                     });
                 }
             }
         }
         // Pin writes that lost, until the role writes that key again.
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT c.record, c.key, c.reason, c.winner FROM pin_conflicts c WHERE c.role = ?1 \
-                 AND NOT EXISTS (SELECT 1 FROM pin_conflicts l WHERE l.key = c.key AND l.role = c.role \
-                 AND (l.ms > c.ms OR (l.ms = c.ms AND l.c > c.c))) \
-                 AND NOT EXISTS (SELECT 1 FROM pins p WHERE p.key = c.key AND p.role = c.role \
-                 AND p.ms >= c.ms) ORDER BY c.ms, c.c",
-            )
-            .db(p)?;
-        let rows = st
-            .query_map([role], |r| {
-                Ok(StandingConflict {
-                    record: r.get(0)?,
-                    op: "pin_set".to_owned(),
-                    target: ConflictTarget::PinKey(r.get(1)?),
-                    reason: r.get(2)?,
-                    winner: r.get(3)?,
-                })
-            })
-            .db(p)?;
-        for r in rows {
-            out.push(r.db(p)?);
-        }
+        let lost: Vec<LostPinWrite> = self.rows(
+            "SELECT c.record, c.key, c.reason, c.winner FROM pin_conflicts c WHERE c.role = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM pin_conflicts l WHERE l.key = c.key AND l.role = c.role \
+             AND (l.ms > c.ms OR (l.ms = c.ms AND l.c > c.c))) \
+             AND NOT EXISTS (SELECT 1 FROM pins p WHERE p.key = c.key AND p.role = c.role \
+             AND p.ms >= c.ms) ORDER BY c.ms, c.c",
+            [role],
+        )?;
+        out.extend(lost.into_iter().map(|l| l.0));
         Ok(out)
     }
 }

@@ -8,8 +8,9 @@
 use rusqlite::params;
 
 use super::Index;
-use super::messages::{MESSAGE_COLUMNS, MessageRow};
-use crate::store::error::{SqlContext as _, StoreResult};
+use super::messages::{MESSAGE_COLUMNS, MessageRow, VIEWER_STATE};
+use super::rows::{At, FromRow};
+use crate::store::error::StoreResult;
 
 /// "The blocker of `m` is alive": it exists, is not deleted, and is not a
 /// debt that was resolved (status NULL or open; protocol §3.14). A task
@@ -113,9 +114,10 @@ pub struct DebtLine {
 /// The spans behind [`Index::debt_spans`] (?1 since, ?2 limit): the open
 /// debts from `messages_debts_to`, the ones resolved since ?1 from
 /// `messages_debt_closed`, neither reading a row.
-pub(super) const DEBT_SPANS: &str = "SELECT * FROM (SELECT m.to_json, m.ms, NULL FROM messages m \
+pub(super) const DEBT_SPANS: &str = "SELECT * FROM (SELECT m.rowid AS row, m.to_json, m.ms AS opened_ms, \
+    NULL AS closed_ms FROM messages m \
     WHERE m.status = 'open' AND m.deleted_ms IS NULL ORDER BY m.ms DESC LIMIT ?2) \
-    UNION ALL SELECT * FROM (SELECT m.to_json, m.ms, m.resolved_ms FROM messages m \
+    UNION ALL SELECT * FROM (SELECT m.rowid, m.to_json, m.ms, m.resolved_ms FROM messages m \
     INDEXED BY messages_debt_closed WHERE m.status = 'resolved' \
     AND m.resolved_ms >= ?1 AND m.deleted_ms IS NULL ORDER BY m.resolved_ms DESC LIMIT ?2)";
 
@@ -128,6 +130,68 @@ pub struct DebtSpan {
     pub opened_ms: i64,
     /// When it was resolved (ms); `None` while it is open.
     pub closed_ms: Option<i64>,
+}
+
+impl FromRow for OpenDebt {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get("id")?,
+            topic: r.get("topic")?,
+            taken: r.get("taken")?,
+        })
+    }
+}
+
+impl FromRow for PendingResolution {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get("id")?,
+            topic: r.get("topic")?,
+            resolved_by: r.get("resolved_by")?,
+            resolved_ms: r.get("resolved_ms")?,
+            note: r.get("note")?,
+        })
+    }
+}
+
+impl FromRow for DebtLine {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let at = At {
+            table: "messages",
+            row: &id,
+        };
+        Ok(Self {
+            from: r.get("from_role")?,
+            to: at.json(r, "to_json")?,
+            topic: r.get("topic")?,
+            ms: r.get("ms")?,
+            taken: r.get("taken")?,
+            work_status: r.get("work_status")?,
+            ws_by: r.get("ws_by")?,
+            blocked_by: r.get("blocked_by")?,
+            last_move_ms: r.get("last_move_ms")?,
+            resolved_by: r.get("resolved_by")?,
+            resolved_ms: r.get("resolved_ms")?,
+            id,
+        })
+    }
+}
+
+impl FromRow for DebtSpan {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        // The covering indexes hold the rowid, not the id.
+        let row = format!("with rowid {}", r.get::<_, i64>("row")?);
+        let at = At {
+            table: "messages",
+            row: &row,
+        };
+        Ok(Self {
+            to: at.json(r, "to_json")?,
+            opened_ms: r.get("opened_ms")?,
+            closed_ms: r.get("closed_ms")?,
+        })
+    }
 }
 
 impl Index {
@@ -149,29 +213,7 @@ impl Index {
              m.blocked_by, m.last_move_ms, m.resolved_by, m.resolved_ms FROM messages m \
              WHERE {cond} AND m.deleted_ms IS NULL ORDER BY {order} LIMIT ?1"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map([limit as i64 + 1], |r| {
-                    let to: String = r.get(2)?;
-                    Ok(DebtLine {
-                        id: r.get(0)?,
-                        from: r.get(1)?,
-                        to: serde_json::from_str(&to).unwrap_or_default(),
-                        topic: r.get(3)?,
-                        ms: r.get(4)?,
-                        taken: r.get(5)?,
-                        work_status: r.get(6)?,
-                        ws_by: r.get(7)?,
-                        blocked_by: r.get(8)?,
-                        last_move_ms: r.get(9)?,
-                        resolved_by: r.get(10)?,
-                        resolved_ms: r.get(11)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(&sql, [limit as i64 + 1])
     }
 
     /// The spans of the live debts that were open at some time from
@@ -180,21 +222,7 @@ impl Index {
     /// at most `limit` of each. A reopened debt counts from when it was
     /// sent; a deleted one not at all.
     pub fn debt_spans(&self, since_ms: i64, limit: usize) -> StoreResult<Vec<DebtSpan>> {
-        let sql = DEBT_SPANS;
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut st| {
-                st.query_map(params![since_ms, limit as i64], |r| {
-                    let to: String = r.get(0)?;
-                    Ok(DebtSpan {
-                        to: serde_json::from_str(&to).unwrap_or_default(),
-                        opened_ms: r.get(1)?,
-                        closed_ms: r.get(2)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(DEBT_SPANS, params![since_ms, limit as i64])
     }
 }
 
@@ -227,17 +255,11 @@ impl Index {
             "WITH page(id) AS (SELECT m.id FROM messages m WHERE m.status = 'open' \
              AND m.deleted_ms IS NULL AND EXISTS (SELECT 1 FROM deliveries d WHERE d.role = ?1 \
              AND d.message_id = m.id AND d.deleted = 0) {extra} ORDER BY {order} LIMIT ?2) \
-             SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM page \
+             SELECT {MESSAGE_COLUMNS}, {VIEWER_STATE} FROM page \
              JOIN messages m ON m.id = page.id JOIN deliveries d ON d.role = ?1 AND d.message_id = m.id \
              ORDER BY {order}"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map(params![role, limit as i64 + 1], MessageRow::from_sql)?
-                    .collect()
-            })
-            .db(&self.path)
+        self.rows(&sql, params![role, limit as i64 + 1])
     }
 
     /// Hands each open, live debt addressed to `role` to `each`, oldest
@@ -247,57 +269,30 @@ impl Index {
         role: &str,
         mut each: impl FnMut(OpenDebt),
     ) -> StoreResult<()> {
-        self.conn
-            .prepare_cached(&open_debts_sql())
-            .and_then(|mut st| {
-                let rows = st.query_map([role], |r| {
-                    Ok(OpenDebt {
-                        id: r.get(0)?,
-                        topic: r.get(1)?,
-                        taken: r.get(2)?,
-                    })
-                })?;
-                for debt in rows {
-                    each(debt?);
-                }
-                Ok(())
-            })
-            .db(&self.path)
+        self.each_row(&open_debts_sql(), [role], |debt| {
+            each(debt);
+            Ok::<_, crate::store::StoreError>(true)
+        })
     }
 
     /// Live debts `role` is a party to, resolved by another role and not yet
     /// confirmed, oldest first.
     pub fn resolutions_for(&self, role: &str) -> StoreResult<Vec<PendingResolution>> {
         let sql = format!(
-            "SELECT m.id, m.topic, m.resolved_by, m.resolved_ms, m.resolution_note FROM messages m \
+            "SELECT m.id, m.topic, m.resolved_by, m.resolved_ms, m.resolution_note AS note \
+             FROM messages m \
              WHERE m.status = 'resolved' AND m.confirmed = 0 AND m.deleted_ms IS NULL \
              AND m.resolved_by != ?1 AND (m.from_role = ?1 OR {ADDRESSED}) ORDER BY m.ms, m.c, m.id"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map([role], |r| {
-                    Ok(PendingResolution {
-                        id: r.get(0)?,
-                        topic: r.get(1)?,
-                        resolved_by: r.get(2)?,
-                        resolved_ms: r.get(3)?,
-                        note: r.get(4)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(&sql, [role])
     }
 
     /// Live tasks whose work status is `blocked` on `id` (full ids, in order).
     pub fn blocked_on(&self, id: &str) -> StoreResult<Vec<String>> {
-        self.conn
-            .prepare_cached(
-                "SELECT id FROM messages WHERE blocked_by = ?1 AND work_status = 'blocked' \
-                 AND deleted_ms IS NULL ORDER BY ms, c, id",
-            )
-            .and_then(|mut st| st.query_map([id], |r| r.get::<_, String>(0))?.collect())
-            .db(&self.path)
+        self.values(
+            "SELECT id FROM messages WHERE blocked_by = ?1 AND work_status = 'blocked' \
+             AND deleted_ms IS NULL ORDER BY ms, c, id",
+            [id],
+        )
     }
 }

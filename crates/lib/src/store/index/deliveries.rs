@@ -3,10 +3,10 @@
 //! Rows are written from the folded message (`Message::deliveries`); these
 //! queries only read them.
 
-use rusqlite::{OptionalExtension as _, params};
+use rusqlite::params;
 
 use super::Index;
-use crate::store::error::{SqlContext as _, StoreResult};
+use crate::store::error::StoreResult;
 
 /// Counts role ?1's unread mail; covered by `deliveries_unread_cover`.
 pub(super) const UNREAD_MAIL: &str = "SELECT count(*), coalesce(sum(opened_ms IS NULL), 0), \
@@ -28,11 +28,7 @@ impl Index {
     /// Counts `role`'s unread mail. Mail can be plentiful, so it is counted,
     /// not listed (from one covering index).
     pub fn unread_mail(&self, role: &str) -> StoreResult<UnreadMail> {
-        let (unread, unopened, newest_n): (i64, i64, i64) = self
-            .conn
-            .prepare_cached(UNREAD_MAIL)
-            .and_then(|mut st| st.query_row([role], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
-            .db(&self.path)?;
+        let (unread, unopened, newest_n): (i64, i64, i64) = self.row(UNREAD_MAIL, [role])?;
         Ok(UnreadMail {
             unread: unread as usize,
             unopened: unopened as usize,
@@ -42,12 +38,9 @@ impl Index {
 
     /// `Some(read_ms)` if message `id` is delivered to `role`, `None` if not.
     pub fn read_state(&self, id: &str, role: &str) -> StoreResult<Option<Option<i64>>> {
-        self.conn
-            .prepare_cached("SELECT read_ms FROM deliveries WHERE role = ?1 AND message_id = ?2")
-            .and_then(|mut st| {
-                st.query_row(params![role, id], |r| r.get::<_, Option<i64>>(0))
-                    .optional()
-            })
-            .db(&self.path)
+        self.scalar_opt(
+            "SELECT read_ms FROM deliveries WHERE role = ?1 AND message_id = ?2",
+            params![role, id],
+        )
     }
 }

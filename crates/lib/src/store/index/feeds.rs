@@ -1,9 +1,8 @@
 //! Feeds as the index knows them: their keys, heads and state, and the
 //! records they brought.
 
-use rusqlite::OptionalExtension as _;
-
 use super::Index;
+use super::rows::FromRow;
 use crate::store::error::{SqlContext as _, StoreResult};
 
 /// An admitted feed, as the index holds it.
@@ -38,47 +37,38 @@ pub struct RecordLine {
     pub body: String,
 }
 
+impl FromRow for AdmittedFeed {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            feed: r.get("feed")?,
+            pubkey: r.get("pubkey")?,
+            head_seq: r.get("head_seq")?,
+            head_ms: r.get("head_ms")?,
+            frozen: r.get("frozen")?,
+        })
+    }
+}
+
 impl Index {
     /// The key `feed` currently writes with (hex), `None` if nobody admitted it.
     pub fn feed_key(&self, feed: &str) -> StoreResult<Option<String>> {
-        let key: Option<Option<String>> = self
-            .conn
-            .prepare_cached("SELECT pubkey FROM feeds WHERE feed = ?1")
-            .and_then(|mut s| s.query_row([feed], |r| r.get(0)).optional())
-            .db(&self.path)?;
+        let key: Option<Option<String>> =
+            self.scalar_opt("SELECT pubkey FROM feeds WHERE feed = ?1", [feed])?;
         Ok(key.flatten())
     }
 
     /// Every admitted feed, by feed id.
     pub fn admitted_feeds(&self) -> StoreResult<Vec<AdmittedFeed>> {
-        self.conn
-            .prepare_cached(
-                "SELECT feed, pubkey, head_seq, head_ms, frozen FROM feeds \
-                 WHERE pubkey IS NOT NULL ORDER BY feed",
-            )
-            .and_then(|mut st| {
-                st.query_map([], |r| {
-                    Ok(AdmittedFeed {
-                        feed: r.get(0)?,
-                        pubkey: r.get(1)?,
-                        head_seq: r.get(2)?,
-                        head_ms: r.get(3)?,
-                        frozen: r.get(4)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(
+            "SELECT feed, pubkey, head_seq, head_ms, frozen FROM feeds \
+             WHERE pubkey IS NOT NULL ORDER BY feed",
+            [],
+        )
     }
 
     /// The clock time of the latest accepted record (ms), if any.
     pub fn newest_record_ms(&self) -> StoreResult<Option<i64>> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT max(ms) FROM records")
-            .and_then(|mut st| st.query_row([], |r| r.get(0)).optional())
-            .db(&self.path)?
-            .flatten())
+        self.scalar("SELECT max(ms) FROM records", [])
     }
 
     /// Calls `each` with every accepted record in the channel's total order,

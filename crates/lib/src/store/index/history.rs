@@ -7,13 +7,14 @@
 //! what a record did to the state (that is the fold's, stored elsewhere in
 //! the index) and every read is bounded by a limit.
 
-use rusqlite::{OptionalExtension as _, params};
+use rusqlite::params;
 
 use super::Index;
 use super::proposals::CastVote;
+use super::rows::{At, FromRow};
 use crate::core::op::Op;
 use crate::core::record;
-use crate::store::error::{SqlContext as _, StoreResult};
+use crate::store::error::StoreResult;
 
 /// The ops a person's activity timeline shows: what moves the state of a
 /// message, a vote or a pin. Deliveries (`opened`, `read`), membership,
@@ -85,14 +86,8 @@ impl Index {
              UNION SELECT r.id, r.role, r.ms, r.c, r.body FROM pins p \
              JOIN records r ON r.id = p.record WHERE p.approved_by = ?1) \
              ORDER BY ms, c, id LIMIT ?2";
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut st| {
-                st.query_map(params![id, limit as i64 + 1], touch_row)?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| rows.into_iter().flatten().collect())
+        let rows: Vec<Touched> = self.rows(sql, params![id, limit as i64 + 1])?;
+        Ok(rows.into_iter().filter_map(|t| t.0).collect())
     }
 
     /// The newest `limit + 1` records of the kinds in [`MOVES`] that sort
@@ -109,80 +104,74 @@ impl Index {
              WHERE r.op IN (SELECT value FROM json_each(?1)) \
              AND (r.ms < ?2 OR (r.ms = ?2 AND (r.c < ?3 OR (r.c = ?3 AND r.id < ?4)))) \
              ORDER BY r.ms DESC, r.c DESC, r.id DESC LIMIT ?5";
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut st| {
-                st.query_map(params![moves, ms, c, record, limit as i64 + 1], touch_row)?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| rows.into_iter().flatten().collect())
+        let rows: Vec<Touched> = self.rows(sql, params![moves, ms, c, record, limit as i64 + 1])?;
+        Ok(rows.into_iter().filter_map(|t| t.0).collect())
     }
 
     /// The header of message `id` (full id), if it is here.
     pub fn message_head(&self, id: &str) -> StoreResult<Option<MessageHead>> {
-        self.conn
-            .prepare_cached(
-                "SELECT from_role, topic, ms, c, deleted_ms IS NOT NULL FROM messages WHERE id = ?1",
-            )
-            .and_then(|mut st| {
-                st.query_row([id], |r| {
-                    Ok(MessageHead {
-                        from: r.get(0)?,
-                        topic: r.get(1)?,
-                        ms: r.get(2)?,
-                        c: r.get(3)?,
-                        deleted: r.get(4)?,
-                    })
-                })
-                .optional()
-            })
-            .db(&self.path)
+        self.row_opt(
+            "SELECT from_role, topic, ms, c, deleted_ms IS NOT NULL AS deleted FROM messages \
+             WHERE id = ?1",
+            [id],
+        )
     }
 
     /// Every role's standing decision on message `id` (full id), by role.
     pub fn votes_of(&self, id: &str) -> StoreResult<Vec<CastVote>> {
-        self.conn
-            .prepare_cached(
-                "SELECT role, decision, stale, ms, note FROM votes WHERE message_id = ?1 \
-                 ORDER BY role",
-            )
-            .and_then(|mut st| {
-                st.query_map([id], |r| {
-                    Ok(CastVote {
-                        role: r.get(0)?,
-                        decision: r.get(1)?,
-                        stale: r.get(2)?,
-                        ms: r.get(3)?,
-                        note: r.get(4)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(
+            "SELECT role, decision, stale, ms, note FROM votes WHERE message_id = ?1 \
+             ORDER BY role",
+            [id],
+        )
     }
 
     /// The subject of message `id` (full id), if it is here.
     pub fn topic_of(&self, id: &str) -> StoreResult<Option<String>> {
-        self.conn
-            .prepare_cached("SELECT topic FROM messages WHERE id = ?1")
-            .and_then(|mut st| st.query_row([id], |r| r.get(0)).optional())
-            .db(&self.path)
+        self.scalar_opt("SELECT topic FROM messages WHERE id = ?1", [id])
     }
 }
 
-/// A row of `records` decoded; `None` for one that cannot be (never stored
-/// by ingest, which checked it).
-fn touch_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<Touch>> {
-    let body: String = r.get(4)?;
-    let Ok((_, _, Some(op))) = record::decode_body(&body) else {
-        return Ok(None);
-    };
-    Ok(Some(Touch {
-        record: r.get(0)?,
-        role: r.get(1)?,
-        ms: r.get(2)?,
-        c: r.get(3)?,
-        op,
-    }))
+impl FromRow for MessageHead {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            from: r.get("from_role")?,
+            topic: r.get("topic")?,
+            ms: r.get("ms")?,
+            c: r.get("c")?,
+            deleted: r.get("deleted")?,
+        })
+    }
+}
+
+/// A row of `records` decoded; `None` for an op this build does not know
+/// (ingest stores those as they came). A body that does not decode at all
+/// was never stored by ingest, which checked it: an error naming it.
+struct Touched(Option<Touch>);
+
+impl FromRow for Touched {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let body: String = r.get("body")?;
+        let op = match record::decode_body(&body) {
+            Ok((_, _, op)) => op,
+            Err(e) => {
+                let at = At {
+                    table: "records",
+                    row: &id,
+                };
+                return Err(at.corrupt("body", e.to_string()));
+            }
+        };
+        Ok(Self(match op {
+            Some(op) => Some(Touch {
+                role: r.get("role")?,
+                ms: r.get("ms")?,
+                c: r.get("c")?,
+                op,
+                record: id,
+            }),
+            None => None,
+        }))
+    }
 }

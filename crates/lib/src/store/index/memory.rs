@@ -8,11 +8,12 @@
 //! `core::memory` does.
 
 use super::Index;
+use super::rows::{At, FromRow};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::provenance::Provenance;
 use crate::core::memory::sequence::ItemKind;
-use crate::store::error::{SqlContext as _, StoreResult};
+use crate::store::error::StoreResult;
 
 /// An item as the memory takes it in: a message or a note.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,18 +51,11 @@ impl From<super::NoteRow> for MemoryItem {
 impl Index {
     /// Every summary of `line`, standing first: `(record id, text)`.
     pub fn summaries_of(&self, line: &RecordId) -> StoreResult<Vec<(RecordId, String)>> {
-        self.conn
-            .prepare_cached("SELECT id, text FROM summaries WHERE line = ?1 ORDER BY ms, c, id")
-            .and_then(|mut st| {
-                st.query_map([line.hex()], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| {
-                rows.into_iter()
-                    .filter_map(|(id, t)| RecordId::parse(&id).map(|id| (id, t)))
-                    .collect()
-            })
+        let rows: Vec<SummaryText> = self.rows(
+            "SELECT id, text FROM summaries WHERE line = ?1 ORDER BY ms, c, id",
+            [line.hex()],
+        )?;
+        Ok(rows.into_iter().map(|s| (s.id, s.text)).collect())
     }
 
     /// The items of the memory, in the total order: the messages that are
@@ -109,37 +103,20 @@ pub struct SummaryRow {
 impl Index {
     /// Where the index stands ([`MemoryStamp`]).
     pub fn memory_stamp(&self) -> StoreResult<MemoryStamp> {
-        let last: Option<(i64, String)> = self
-            .conn
-            .prepare_cached("SELECT n, id FROM records ORDER BY n DESC LIMIT 1")
-            .and_then(|mut st| {
-                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .next()
-                    .transpose()
-            })
-            .db(&self.path)?;
-        let problems: i64 = self
-            .conn
-            .prepare_cached("SELECT COALESCE(MAX(n), 0) FROM problems")
-            .and_then(|mut st| st.query_row([], |r| r.get(0)))
-            .db(&self.path)?;
+        let last: Option<(i64, String)> =
+            self.row_opt("SELECT n, id FROM records ORDER BY n DESC LIMIT 1", [])?;
+        let problems: i64 = self.scalar("SELECT COALESCE(MAX(n), 0) FROM problems", [])?;
         Ok(MemoryStamp { last, problems })
     }
 
     /// The id of the record ingested as `n`, if it is still there.
     pub fn record_id_at(&self, n: i64) -> StoreResult<Option<String>> {
-        self.conn
-            .prepare_cached("SELECT id FROM records WHERE n = ?1")
-            .and_then(|mut st| st.query_map([n], |r| r.get(0))?.next().transpose())
-            .db(&self.path)
+        self.scalar_opt("SELECT id FROM records WHERE n = ?1", [n])
     }
 
     /// The ops of the records ingested after `n`, each once.
     pub fn ops_after(&self, n: i64) -> StoreResult<Vec<String>> {
-        self.conn
-            .prepare_cached("SELECT DISTINCT op FROM records WHERE n > ?1")
-            .and_then(|mut st| st.query_map([n], |r| r.get(0))?.collect())
-            .db(&self.path)
+        self.values("SELECT DISTINCT op FROM records WHERE n > ?1", [n])
     }
 
     /// The items that records ingested after `n` added: messages sent (not
@@ -160,39 +137,10 @@ impl Index {
 
     /// Every summary ingested after `n`, in ingest order.
     pub fn summaries_after(&self, n: i64) -> StoreResult<Vec<SummaryRow>> {
-        self.conn
-            .prepare_cached(
-                "SELECT n, line, id, ms, c, text FROM summaries WHERE n > ?1 ORDER BY n",
-            )
-            .and_then(|mut st| {
-                st.query_map([n], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, u32>(4)?,
-                        r.get::<_, String>(5)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| {
-                rows.into_iter()
-                    .filter_map(|(n, line, id, ms, c, text)| {
-                        Some(SummaryRow {
-                            n,
-                            line: RecordId::parse(&line)?,
-                            key: OrderKey {
-                                hlc: Hlc(ms, c),
-                                id: RecordId::parse(&id)?,
-                            },
-                            text,
-                        })
-                    })
-                    .collect()
-            })
+        self.rows(
+            "SELECT n, line, id, ms, c, text FROM summaries WHERE n > ?1 ORDER BY n",
+            [n],
+        )
     }
 
     /// One item of the memory with the text it stands with (a message not
@@ -220,46 +168,82 @@ impl Index {
         from: &str,
         params: impl rusqlite::Params,
     ) -> StoreResult<Vec<MemoryItem>> {
-        self.conn
-            .prepare_cached(&format!(
+        let rows: Vec<MemoryMessage> = self.rows(
+            &format!(
                 "SELECT m.id, m.ms, m.c, m.from_role, m.topic, COALESCE((SELECT body FROM bodies b \
-                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') {from}"
-            ))
-            .and_then(|mut st| {
-                st.query_map(params, |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, u32>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, String>(5)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| {
-                rows.into_iter()
-                    .filter_map(|(id, ms, c, role, topic, body)| {
-                        Some(MemoryItem {
-                            key: OrderKey {
-                                hlc: Hlc(ms, c),
-                                id: RecordId::parse(&id)?,
-                            },
-                            kind: ItemKind::Message,
-                            // A message was sent, not recorded: its role
-                            // is where it came from.
-                            from: Provenance {
-                                role: role.clone(),
-                                ..Provenance::default()
-                            },
-                            role,
-                            topic,
-                            body,
-                        })
-                    })
-                    .collect()
-            })
+                 WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), '') AS body {from}"
+            ),
+            params,
+        )?;
+        Ok(rows.into_iter().map(|m| m.0).collect())
+    }
+}
+
+/// A summary's record id and text.
+struct SummaryText {
+    id: RecordId,
+    text: String,
+}
+
+impl FromRow for SummaryText {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let at = At {
+            table: "summaries",
+            row: &id,
+        };
+        Ok(Self {
+            id: at.decode("id", &id)?,
+            text: r.get("text")?,
+        })
+    }
+}
+
+impl FromRow for SummaryRow {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let line: String = r.get("line")?;
+        let at = At {
+            table: "summaries",
+            row: &id,
+        };
+        Ok(Self {
+            n: r.get("n")?,
+            line: at.decode("line", &line)?,
+            key: OrderKey {
+                hlc: Hlc(r.get("ms")?, r.get("c")?),
+                id: at.decode("id", &id)?,
+            },
+            text: r.get("text")?,
+        })
+    }
+}
+
+/// A message as an item of the memory.
+struct MemoryMessage(MemoryItem);
+
+impl FromRow for MemoryMessage {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let role: String = r.get("from_role")?;
+        let at = At {
+            table: "messages",
+            row: &id,
+        };
+        Ok(Self(MemoryItem {
+            key: OrderKey {
+                hlc: Hlc(r.get("ms")?, r.get("c")?),
+                id: at.decode("id", &id)?,
+            },
+            kind: ItemKind::Message,
+            // A message was sent, not recorded: its role is where it came from.
+            from: Provenance {
+                role: role.clone(),
+                ..Provenance::default()
+            },
+            role,
+            topic: r.get("topic")?,
+            body: r.get("body")?,
+        }))
     }
 }

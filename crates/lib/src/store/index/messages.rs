@@ -8,42 +8,124 @@
 
 use std::collections::BTreeMap;
 
+use rusqlite::params;
 use rusqlite::types::Value as Sql;
-use rusqlite::{OptionalExtension as _, params};
 use serde_json::Value;
 
 use super::Index;
-use crate::core::ids::MESSAGE_ID_LEN;
-use crate::core::vocab::DebtStatus;
-use crate::store::error::{SqlContext as _, StoreResult};
+use super::rows::{At, FromRow};
+use crate::core::ids::{RecordId, Role};
+use crate::core::vocab::{DebtStatus, Kind, WorkStatus};
+use crate::store::error::StoreResult;
 
-/// Columns every message query selects first, in [`MessageRow::from_sql`]'s order.
-pub(super) const MESSAGE_COLUMNS: &str = "m.id, m.from_role, m.to_json, m.topic, \
-    (SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1), \
-    m.action_required, m.reply_to, m.kind, m.work_status, m.addenda, m.decision_requested, \
-    m.ms, m.deleted_ms, m.body_sha256, m.body_bytes, m.body_chars, m.n, m.c, m.status, \
-    m.resolved_by, m.resolved_ms, m.resolution_note, m.confirmed, m.blocked_by, m.last_move_ms, \
-    m.pin_key, m.about, m.voters, m.retired_ms, m.revised_ms, m.acks, m.round_conflict";
+/// Declares the columns of a [`MessageRow`] once: the SELECT list
+/// ([`MESSAGE_COLUMNS`], each expression named by its column) and the names
+/// in their order, from which [`MessageRow::from_row`] finds each column by
+/// its name at compile time (no count kept by hand, no lookup per row).
+macro_rules! message_columns {
+    ($first:ident = $first_sql:literal $(, $name:ident = $sql:literal)* $(,)?) => {
+        /// Columns every message query selects first, each named; the
+        /// viewer's `read_ms, opened_ms` follow them.
+        pub(super) const MESSAGE_COLUMNS: &str = concat!(
+            $first_sql, " AS ", stringify!($first) $(, ", ", $sql, " AS ", stringify!($name))*
+        );
+        /// The names of [`MESSAGE_COLUMNS`] and the viewer's two, in order.
+        const VIEWED_COLUMNS: &[&str] =
+            &[stringify!($first) $(, stringify!($name))*, "read_ms", "opened_ms"];
+    };
+}
 
-/// Index of the first column a query selects after [`MESSAGE_COLUMNS`] and
-/// the viewer's `read_ms, opened_ms`.
-pub(super) const AFTER_MESSAGE_COLUMNS: usize = 34;
+message_columns!(
+    id = "m.id",
+    from_role = "m.from_role",
+    to_json = "m.to_json",
+    topic = "m.topic",
+    body = "(SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1)",
+    action_required = "m.action_required",
+    reply_to = "m.reply_to",
+    kind = "m.kind",
+    work_status = "m.work_status",
+    addenda = "m.addenda",
+    decision_requested = "m.decision_requested",
+    ms = "m.ms",
+    deleted_ms = "m.deleted_ms",
+    body_sha256 = "m.body_sha256",
+    body_bytes = "m.body_bytes",
+    body_chars = "m.body_chars",
+    n = "m.n",
+    c = "m.c",
+    status = "m.status",
+    resolved_by = "m.resolved_by",
+    resolved_ms = "m.resolved_ms",
+    resolution_note = "m.resolution_note",
+    confirmed = "m.confirmed",
+    blocked_by = "m.blocked_by",
+    last_move_ms = "m.last_move_ms",
+    pin_key = "m.pin_key",
+    about = "m.about",
+    voters = "m.voters",
+    retired_ms = "m.retired_ms",
+    revised_ms = "m.revised_ms",
+    acks = "m.acks",
+    round_conflict = "m.round_conflict",
+);
+
+/// The place of column `name` in [`VIEWED_COLUMNS`]; a name that is not
+/// there fails the build (the function runs in a `const` block).
+const fn place(name: &str) -> usize {
+    let mut i = 0;
+    while i < VIEWED_COLUMNS.len() {
+        let (a, b) = (VIEWED_COLUMNS[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a column of MESSAGE_COLUMNS")
+}
+
+/// Reads column `$name` of a message row by its name, placed at compile time.
+macro_rules! col {
+    ($row:expr, $name:literal) => {
+        viewed($row, const { place($name) })
+    };
+}
+
+/// Column `i` of a message row; a debug build checks the statement named it
+/// as [`VIEWED_COLUMNS`] does (a query that selected otherwise).
+fn viewed<T: rusqlite::types::FromSql>(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<T> {
+    debug_assert_eq!(
+        r.as_ref().column_name(i).ok(),
+        Some(VIEWED_COLUMNS[i]),
+        "message query selects column {i} otherwise"
+    );
+    r.get(i)
+}
 
 /// The read state of a row without a viewer: the single recipient's; a
 /// multi-recipient message has none of its own, so it always looks unread.
 pub(super) const SINGLE_RECIPIENT_STATE: &str = "\
-    (SELECT read_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0), \
-    (SELECT opened_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0)";
+    (SELECT read_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0) AS read_ms, \
+    (SELECT opened_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0) AS opened_ms";
+
+/// The viewer's read state from its delivery row `d`.
+pub(super) const VIEWER_STATE: &str = "d.read_ms AS read_ms, d.opened_ms AS opened_ms";
 
 /// One message as read from the index, with the viewer's delivery state.
 #[derive(Clone, Debug)]
 pub struct MessageRow {
     /// Full record id.
-    pub id: String,
+    pub id: RecordId,
     /// Author.
-    pub from: String,
+    pub from: Role,
     /// Recipients, sorted.
-    pub to: Vec<String>,
+    pub to: Vec<Role>,
     /// Subject.
     pub topic: String,
     /// Shared body.
@@ -51,13 +133,13 @@ pub struct MessageRow {
     /// A debt?
     pub action_required: bool,
     /// Full id of the parent.
-    pub reply_to: Option<String>,
+    pub reply_to: Option<RecordId>,
     /// Kind.
-    pub kind: Option<String>,
+    pub kind: Option<Kind>,
     /// Current work status.
-    pub work_status: Option<String>,
+    pub work_status: Option<WorkStatus>,
     /// Per-recipient tails.
-    pub addenda: BTreeMap<String, String>,
+    pub addenda: BTreeMap<Role, String>,
     /// Whether a decision is asked for.
     pub decision_requested: bool,
     /// Creation time (ms).
@@ -75,9 +157,9 @@ pub struct MessageRow {
     /// Clock counter of the send record (with `ms`, the total order).
     pub c: i64,
     /// Debt status (`open`, `resolved`), for debts.
-    pub status: Option<String>,
+    pub status: Option<DebtStatus>,
     /// Who resolved the debt.
-    pub resolved_by: Option<String>,
+    pub resolved_by: Option<Role>,
     /// When it was resolved (ms).
     pub resolved_ms: Option<i64>,
     /// The resolution's note.
@@ -85,15 +167,15 @@ pub struct MessageRow {
     /// True once the current resolution is confirmed.
     pub confirmed: bool,
     /// Full id of the blocking debt.
-    pub blocked_by: Option<String>,
+    pub blocked_by: Option<RecordId>,
     /// Time of the latest lifecycle event (ms).
     pub last_move_ms: i64,
     /// The pin key of a proposal.
     pub pin_key: Option<String>,
     /// Full id of the message this one is about.
-    pub about: Option<String>,
+    pub about: Option<RecordId>,
     /// The declared electorate.
-    pub voters: Option<Vec<String>>,
+    pub voters: Option<Vec<Role>>,
     /// When it was retired (ms).
     pub retired_ms: Option<i64>,
     /// When it was last revised (ms).
@@ -101,65 +183,85 @@ pub struct MessageRow {
     /// The consent tally of a proposal.
     pub acks: Option<Value>,
     /// For a second round on a key: the round that holds it.
-    pub round_conflict: Option<String>,
+    pub round_conflict: Option<RecordId>,
     /// The viewer's (or the single recipient's) read time.
     pub read_ms: Option<i64>,
     /// The viewer's (or the single recipient's) first delivery time.
     pub opened_ms: Option<i64>,
 }
 
-impl MessageRow {
-    /// Reads [`MESSAGE_COLUMNS`] followed by `read_ms, opened_ms`.
-    pub(super) fn from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
-        let to_json: String = r.get(2)?;
-        let addenda: Option<String> = r.get(9)?;
+impl FromRow for MessageRow {
+    /// Reads [`MESSAGE_COLUMNS`] followed by `read_ms, opened_ms`, each
+    /// stored id, role and state parsed and each JSON column decoded: a
+    /// value that does not is an error naming it, not a default.
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let raw_id: String = col!(r, "id")?;
+        let at = At {
+            table: "messages",
+            row: &raw_id,
+        };
+        let id = |column, v: Option<String>| -> rusqlite::Result<Option<RecordId>> {
+            v.map(|v| at.decode(column, &v)).transpose()
+        };
+        let addenda: Option<String> = col!(r, "addenda")?;
+        let voters: Option<String> = col!(r, "voters")?;
+        let acks: Option<String> = col!(r, "acks")?;
+        let kind: Option<String> = col!(r, "kind")?;
+        let work_status: Option<String> = col!(r, "work_status")?;
+        let status: Option<String> = col!(r, "status")?;
+        let resolved_by: Option<String> = col!(r, "resolved_by")?;
+        let from: String = col!(r, "from_role")?;
+        let to: String = col!(r, "to_json")?;
         Ok(Self {
-            id: r.get(0)?,
-            from: r.get(1)?,
-            to: serde_json::from_str(&to_json).unwrap_or_default(),
-            topic: r.get(3)?,
-            body: r.get(4)?,
-            action_required: r.get(5)?,
-            reply_to: r.get(6)?,
-            kind: r.get(7)?,
-            work_status: r.get(8)?,
+            id: at.decode("id", &raw_id)?,
+            from: at.decode("from_role", &from)?,
+            to: at.decode_json("to_json", &to)?,
+            topic: col!(r, "topic")?,
+            body: col!(r, "body")?,
+            action_required: col!(r, "action_required")?,
+            reply_to: id("reply_to", col!(r, "reply_to")?)?,
+            kind: kind.map(|k| at.decode("kind", &k)).transpose()?,
+            work_status: work_status
+                .map(|w| at.decode("work_status", &w))
+                .transpose()?,
             addenda: addenda
-                .and_then(|a| serde_json::from_str(&a).ok())
+                .map(|a| at.decode_json("addenda", &a))
+                .transpose()?
                 .unwrap_or_default(),
-            decision_requested: r.get(10)?,
-            ms: r.get(11)?,
-            deleted_ms: r.get(12)?,
-            body_sha256: r.get(13)?,
-            body_bytes: r.get(14)?,
-            body_chars: r.get(15)?,
-            n: r.get(16)?,
-            c: r.get(17)?,
-            status: r.get(18)?,
-            resolved_by: r.get(19)?,
-            resolved_ms: r.get(20)?,
-            resolution_note: r.get(21)?,
-            confirmed: r.get(22)?,
-            blocked_by: r.get(23)?,
-            last_move_ms: r.get(24)?,
-            pin_key: r.get(25)?,
-            about: r.get(26)?,
-            voters: r
-                .get::<_, Option<String>>(27)?
-                .and_then(|v| serde_json::from_str(&v).ok()),
-            retired_ms: r.get(28)?,
-            revised_ms: r.get(29)?,
-            acks: r
-                .get::<_, Option<String>>(30)?
-                .and_then(|v| serde_json::from_str(&v).ok()),
-            round_conflict: r.get(31)?,
-            read_ms: r.get(32)?,
-            opened_ms: r.get(33)?,
+            decision_requested: col!(r, "decision_requested")?,
+            ms: col!(r, "ms")?,
+            deleted_ms: col!(r, "deleted_ms")?,
+            body_sha256: col!(r, "body_sha256")?,
+            body_bytes: col!(r, "body_bytes")?,
+            body_chars: col!(r, "body_chars")?,
+            n: col!(r, "n")?,
+            c: col!(r, "c")?,
+            status: status.map(|s| at.decode("status", &s)).transpose()?,
+            resolved_by: resolved_by
+                .map(|b| at.decode("resolved_by", &b))
+                .transpose()?,
+            resolved_ms: col!(r, "resolved_ms")?,
+            resolution_note: col!(r, "resolution_note")?,
+            confirmed: col!(r, "confirmed")?,
+            blocked_by: id("blocked_by", col!(r, "blocked_by")?)?,
+            last_move_ms: col!(r, "last_move_ms")?,
+            pin_key: col!(r, "pin_key")?,
+            about: id("about", col!(r, "about")?)?,
+            voters: voters.map(|v| at.decode_json("voters", &v)).transpose()?,
+            retired_ms: col!(r, "retired_ms")?,
+            revised_ms: col!(r, "revised_ms")?,
+            acks: acks.map(|v| at.decode_json("acks", &v)).transpose()?,
+            round_conflict: id("round_conflict", col!(r, "round_conflict")?)?,
+            read_ms: col!(r, "read_ms")?,
+            opened_ms: col!(r, "opened_ms")?,
         })
     }
+}
 
+impl MessageRow {
     /// The short id agents see.
     pub fn short_id(&self) -> String {
-        self.id.chars().take(MESSAGE_ID_LEN).collect()
+        self.id.short()
     }
 
     /// True if more than one role received it.
@@ -188,6 +290,46 @@ pub struct TrafficLine {
     pub ms: i64,
     /// The first characters of its current text.
     pub excerpt: String,
+}
+
+impl FromRow for TrafficLine {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let at = At {
+            table: "messages",
+            row: &id,
+        };
+        Ok(Self {
+            to: at.json(r, "to_json")?,
+            from: r.get("from_role")?,
+            topic: r.get("topic")?,
+            kind: r.get("kind")?,
+            action_required: r.get("action_required")?,
+            ms: r.get("ms")?,
+            excerpt: r.get::<_, Option<String>>("excerpt")?.unwrap_or_default(),
+            id,
+        })
+    }
+}
+
+/// A message's author and recipients.
+struct Audience {
+    from: String,
+    to: Vec<String>,
+}
+
+impl FromRow for Audience {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let at = At {
+            table: "messages",
+            row: &id,
+        };
+        Ok(Self {
+            from: r.get("from_role")?,
+            to: at.json(r, "to_json")?,
+        })
+    }
 }
 
 /// The filters of the unranked history (list_messages). Values are taken as
@@ -227,6 +369,16 @@ pub struct PrefixMatch {
     pub retired: bool,
 }
 
+impl FromRow for PrefixMatch {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get("id")?,
+            deleted: r.get("deleted")?,
+            retired: r.get("retired")?,
+        })
+    }
+}
+
 /// Escapes `%`, `_` and `\` for a LIKE pattern with `ESCAPE '\'`.
 pub fn like_pattern(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -250,30 +402,13 @@ impl Index {
         limit: usize,
         excerpt_chars: usize,
     ) -> StoreResult<Vec<TrafficLine>> {
-        self.conn
-            .prepare_cached(
-                "SELECT m.id, m.from_role, m.to_json, m.topic, m.kind, m.action_required, m.ms, \
-                 substr((SELECT body FROM bodies b WHERE b.message_id = m.id \
-                 ORDER BY b.rowid DESC LIMIT 1), 1, ?2) FROM messages m \
-                 WHERE m.deleted_ms IS NULL ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
-            )
-            .and_then(|mut st| {
-                st.query_map(params![limit as i64, excerpt_chars as i64], |r| {
-                    let to: String = r.get(2)?;
-                    Ok(TrafficLine {
-                        id: r.get(0)?,
-                        from: r.get(1)?,
-                        to: serde_json::from_str(&to).unwrap_or_default(),
-                        topic: r.get(3)?,
-                        kind: r.get(4)?,
-                        action_required: r.get(5)?,
-                        ms: r.get(6)?,
-                        excerpt: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(
+            "SELECT m.id, m.from_role, m.to_json, m.topic, m.kind, m.action_required, m.ms, \
+             substr((SELECT body FROM bodies b WHERE b.message_id = m.id \
+             ORDER BY b.rowid DESC LIMIT 1), 1, ?2) AS excerpt FROM messages m \
+             WHERE m.deleted_ms IS NULL ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
+            params![limit as i64, excerpt_chars as i64],
+        )
     }
 
     /// The newest `limit + 1` messages delivered to `role` (not deleted; only
@@ -285,7 +420,7 @@ impl Index {
         limit: usize,
     ) -> StoreResult<Vec<MessageRow>> {
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM deliveries d \
+            "SELECT {MESSAGE_COLUMNS}, {VIEWER_STATE} FROM deliveries d \
              JOIN messages m ON m.id = d.message_id \
              WHERE d.role = ?1 AND d.deleted = 0 {} \
              ORDER BY d.ms DESC, d.c DESC, d.message_id DESC LIMIT ?2",
@@ -295,13 +430,7 @@ impl Index {
                 ""
             }
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map(params![role, limit as i64 + 1], MessageRow::from_sql)?
-                    .collect()
-            })
-            .db(&self.path)
+        self.rows(&sql, params![role, limit as i64 + 1])
     }
 
     /// The newest `limit + 1` live messages matching `f`, newest first.
@@ -375,20 +504,12 @@ impl Index {
         let lim = arg(Sql::Integer(limit as i64 + 1), &mut args);
         let opened_expr = read_expr.replace("read_ms", "opened_ms");
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, {read_expr}, {opened_expr} FROM messages m WHERE {} \
+            "SELECT {MESSAGE_COLUMNS}, {read_expr} AS read_ms, {opened_expr} AS opened_ms \
+             FROM messages m WHERE {} \
              ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT {lim}",
             cond.join(" AND ")
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map(
-                    rusqlite::params_from_iter(args.iter()),
-                    MessageRow::from_sql,
-                )?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(&sql, rusqlite::params_from_iter(args.iter()))
     }
 
     /// One message (tombstones too) by full id, with the single recipient's
@@ -397,40 +518,25 @@ impl Index {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m WHERE m.id = ?1"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| st.query_row([id], MessageRow::from_sql).optional())
-            .db(&self.path)
+        self.row_opt(&sql, [id])
     }
 
     /// The full id of the message `id` replies to, if any.
     pub fn parent_of(&self, id: &str) -> StoreResult<Option<String>> {
         Ok(self
-            .conn
-            .prepare_cached("SELECT reply_to FROM messages WHERE id = ?1")
-            .and_then(|mut st| {
-                st.query_row([id], |r| r.get::<_, Option<String>>(0))
-                    .optional()
-            })
-            .db(&self.path)?
+            .scalar_opt::<Option<String>>("SELECT reply_to FROM messages WHERE id = ?1", [id])?
             .flatten())
     }
 
     /// The full ids of the replies to `id`, tombstones included.
     pub fn children_of(&self, id: &str) -> StoreResult<Vec<String>> {
-        self.conn
-            .prepare_cached("SELECT id FROM messages WHERE reply_to = ?1")
-            .and_then(|mut st| st.query_map([id], |r| r.get(0))?.collect())
-            .db(&self.path)
+        self.values("SELECT id FROM messages WHERE reply_to = ?1", [id])
     }
 
     /// The local ingest number of message `id`: what arrived later has a
     /// higher one.
     pub fn ingest_number(&self, id: &str) -> StoreResult<Option<i64>> {
-        self.conn
-            .prepare_cached("SELECT n FROM messages WHERE id = ?1")
-            .and_then(|mut st| st.query_row([id], |r| r.get::<_, i64>(0)).optional())
-            .db(&self.path)
+        self.scalar_opt("SELECT n FROM messages WHERE id = ?1", [id])
     }
 
     /// The earliest live reply to `parent` delivered to `role` (unread unless
@@ -444,7 +550,7 @@ impl Index {
         include_read: bool,
     ) -> StoreResult<Option<MessageRow>> {
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM messages m \
+            "SELECT {MESSAGE_COLUMNS}, {VIEWER_STATE} FROM messages m \
              JOIN deliveries d ON d.message_id = m.id AND d.role = ?2 \
              WHERE m.reply_to = ?1 AND m.deleted_ms IS NULL AND m.n > ?3 {} \
              ORDER BY m.ms, m.c, m.id LIMIT 1",
@@ -454,16 +560,7 @@ impl Index {
                 "AND d.read_ms IS NULL"
             }
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_row(
-                    params![parent, role, after_n.unwrap_or(-1)],
-                    MessageRow::from_sql,
-                )
-                .optional()
-            })
-            .db(&self.path)
+        self.row_opt(&sql, params![parent, role, after_n.unwrap_or(-1)])
     }
 
     /// Messages whose id lies in `[lo, hi)` (an id prefix and the bound past
@@ -474,43 +571,25 @@ impl Index {
         hi: &str,
         max: usize,
     ) -> StoreResult<Vec<PrefixMatch>> {
-        self.conn
-            .prepare_cached(
-                "SELECT id, deleted_ms IS NOT NULL, retired_ms IS NOT NULL FROM messages \
-                 WHERE id >= ?1 AND id < ?2 LIMIT ?3",
-            )
-            .and_then(|mut st| {
-                st.query_map(params![lo, hi, max as i64], |r| {
-                    Ok(PrefixMatch {
-                        id: r.get(0)?,
-                        deleted: r.get(1)?,
-                        retired: r.get(2)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(
+            "SELECT id, deleted_ms IS NOT NULL AS deleted, retired_ms IS NOT NULL AS retired \
+             FROM messages WHERE id >= ?1 AND id < ?2 LIMIT ?3",
+            params![lo, hi, max as i64],
+        )
     }
 
     /// The author of message `id`.
     pub fn author_of(&self, id: &str) -> StoreResult<Option<String>> {
-        self.conn
-            .prepare_cached("SELECT from_role FROM messages WHERE id = ?1")
-            .and_then(|mut st| st.query_row([id], |r| r.get(0)).optional())
-            .db(&self.path)
+        self.scalar_opt("SELECT from_role FROM messages WHERE id = ?1", [id])
     }
 
     /// The author and recipients of message `id`.
     pub fn audience_of(&self, id: &str) -> StoreResult<Option<(String, Vec<String>)>> {
-        let row: Option<(String, String)> = self
-            .conn
-            .prepare_cached("SELECT from_role, to_json FROM messages WHERE id = ?1")
-            .and_then(|mut st| {
-                st.query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
-            .db(&self.path)?;
-        Ok(row.map(|(from, to)| (from, serde_json::from_str(&to).unwrap_or_default())))
+        let row: Option<Audience> = self.row_opt(
+            "SELECT id, from_role, to_json FROM messages WHERE id = ?1",
+            [id],
+        )?;
+        Ok(row.map(|a| (a.from, a.to)))
     }
 }
 
@@ -545,6 +624,77 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message row of a real index file with `column` overwritten by
+    /// `value` behind the index's back, read again.
+    fn read_with(column: &str, value: &str) -> (String, StoreResult<Option<MessageRow>>) {
+        use crate::core::op::{Op, Send};
+        let dir = tempfile::tempdir().unwrap();
+        let path = Index::path_in(dir.path());
+        let ix = Index::open(&path, &"c".repeat(64)).unwrap();
+        let sent = crate::store::records::fixture::put(
+            &ix,
+            "a",
+            1,
+            1_000,
+            &Op::Send(Send {
+                to: vec![crate::core::ids::Role::new("b").unwrap()],
+                topic: "pay".into(),
+                body: "pay 10".into(),
+                action_required: true,
+                addenda: [(
+                    crate::core::ids::Role::new("b").unwrap(),
+                    "by friday".to_owned(),
+                )]
+                .into(),
+                ..Send::default()
+            }),
+        );
+        assert!(
+            ix.write(|tx| crate::store::message::refold_with(tx, &sent.id, None, None))
+                .unwrap()
+        );
+        let id = sent.id.hex();
+        assert!(
+            ix.message_row(&id).unwrap().is_some(),
+            "the row reads whole"
+        );
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                &format!("UPDATE messages SET {column} = ?1 WHERE id = ?2"),
+                [value, &id],
+            )
+            .unwrap();
+        let read = ix.message_row(&id);
+        (id, read)
+    }
+
+    #[test]
+    fn a_stored_value_that_does_not_decode_fails_the_read_naming_its_column() {
+        for (column, bad) in [
+            ("to_json", "[\"b\""),
+            ("addenda", "{not json"),
+            ("voters", "\"b\""),
+            ("acks", "{"),
+            ("to_json", "[\"Not A Role\"]"),
+            ("from_role", "Not A Role"),
+            ("reply_to", "abc"),
+            ("kind", "gossip"),
+            ("status", "closed"),
+        ] {
+            let (id, read) = read_with(column, bad);
+            let err = match read {
+                Ok(row) => panic!("{column} = {bad:?} read as {row:?}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                err.contains(&format!("column messages.{column} of row {id}"))
+                    && err.contains("countersign reindex"),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn like_escapes_wildcards() {

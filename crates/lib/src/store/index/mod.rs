@@ -28,6 +28,7 @@ mod notes;
 mod pins;
 mod problems;
 mod proposals;
+mod rows;
 mod schema;
 mod search;
 mod uploads;
@@ -47,6 +48,7 @@ pub use notes::NoteRow;
 pub use pins::{PinSelect, PinVersion};
 pub use problems::{Problem, ProblemKind};
 pub use proposals::{AwaitedProposal, CastVote, OpenProposal};
+pub use rows::CorruptColumn;
 pub use search::{PhraseHit, SearchScope};
 pub use work::IndexWork;
 pub use write::{FeedRow, IndexTx, ShownBody};
@@ -333,10 +335,10 @@ impl Index {
     /// True while a batched fill of the full-text index is under way (see
     /// [`IndexTx::index_search_step`]).
     fn fts_filling(&self) -> StoreResult<bool> {
-        self.conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_filling')")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)))
-            .db(&self.path)
+        self.scalar(
+            "SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_filling')",
+            [],
+        )
     }
 
     /// How far the full-text index is behind the body rows: `None` when it
@@ -346,27 +348,22 @@ impl Index {
         if !self.search_tail_pending()? && !self.fts_filling()? {
             return Ok(None);
         }
-        let (indexed, total) = self
-            .conn
-            .prepare_cached(
-                "SELECT count(*) FILTER (WHERE rowid <= COALESCE((SELECT CAST(value AS INTEGER) \
-                 FROM meta WHERE key = 'fts_rowid'), 0)), count(*) FROM bodies",
-            )
-            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
-            .db(&self.path)?;
+        let (indexed, total) = self.row(
+            "SELECT count(*) FILTER (WHERE rowid <= COALESCE((SELECT CAST(value AS INTEGER) \
+             FROM meta WHERE key = 'fts_rowid'), 0)), count(*) FROM bodies",
+            [],
+        )?;
         Ok(Some(SearchBacklog { indexed, total }))
     }
 
     /// True when bodies wait for the full-text index (see
     /// [`IndexTx::index_new_bodies`]).
     pub fn search_tail_pending(&self) -> StoreResult<bool> {
-        self.conn
-            .prepare_cached(
-                "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0) \
-                 < COALESCE((SELECT MAX(rowid) FROM bodies), 0)",
-            )
-            .and_then(|mut s| s.query_row([], |r| r.get(0)))
-            .db(&self.path)
+        self.scalar(
+            "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_rowid'), 0) \
+             < COALESCE((SELECT MAX(rowid) FROM bodies), 0)",
+            [],
+        )
     }
 
     /// A passive checkpoint of the write-ahead log once it holds more than

@@ -7,14 +7,15 @@
 //! whether a note may be written (the app does) nor where it sits in the
 //! memory (`core::memory` does).
 
-use rusqlite::{OptionalExtension as _, params};
+use rusqlite::params;
 
 use super::Index;
+use super::rows::{At, FromRow, Stored};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::note::NoteKind;
 use crate::core::memory::provenance::Provenance;
-use crate::store::error::{SqlContext as _, StoreResult};
+use crate::store::error::StoreResult;
 
 /// A note as the index holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,79 +78,87 @@ pub(super) fn add_folder_columns(conn: &rusqlite::Connection) -> rusqlite::Resul
     Ok(())
 }
 
-fn note_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<NoteRow>> {
-    let id: String = r.get(0)?;
-    let kind: String = r.get(4)?;
-    Ok(RecordId::parse(&id)
-        .zip(NoteKind::parse(&kind))
-        .map(|(id, kind)| NoteRow {
+impl Stored for NoteKind {
+    fn parse_stored(text: &str) -> Result<Self, String> {
+        NoteKind::parse(text).ok_or_else(|| format!("'{text}' is not a kind of note"))
+    }
+}
+
+impl FromRow for NoteRow {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let kind: String = r.get("kind")?;
+        let at = At {
+            table: "notes",
+            row: &id,
+        };
+        Ok(Self {
             key: OrderKey {
-                hlc: Hlc(r.get(1).unwrap_or(0), r.get(2).unwrap_or(0)),
-                id,
+                hlc: Hlc(r.get("ms")?, r.get("c")?),
+                id: at.decode("id", &id)?,
             },
-            role: r.get(3).unwrap_or_default(),
-            kind,
-            text: r.get(5).unwrap_or_default(),
-            event: r.get(6).unwrap_or(None),
-            agent: r.get(7).unwrap_or(None),
-            session: r.get(8).unwrap_or(None),
-            folder: r.get(9).unwrap_or(None),
-            folder_hash: r.get(10).unwrap_or(None),
+            role: r.get("role")?,
+            kind: at.decode("kind", &kind)?,
+            text: r.get("text")?,
+            event: r.get("event")?,
+            agent: r.get("agent")?,
+            session: r.get("session")?,
+            folder: r.get("folder")?,
+            folder_hash: r.get("folder_hash")?,
             device: r
-                .get::<_, Option<String>>(11)
-                .unwrap_or(None)
+                .get::<_, Option<String>>("feed")?
                 .and_then(|f| f.split_once('/').map(|(_, d)| d.to_owned())),
-        }))
+        })
+    }
+}
+
+/// A note's id and clock time, as `Index::note_of_event` answers.
+struct NoteAt(RecordId, i64);
+
+impl FromRow for NoteAt {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let at = At {
+            table: "notes",
+            row: &id,
+        };
+        Ok(Self(at.decode("id", &id)?, r.get("ms")?))
+    }
 }
 
 impl Index {
     /// The note of `role` that recorded `event`, if one arrived: its id and
     /// its clock time (ms).
     pub fn note_of_event(&self, role: &str, event: &str) -> StoreResult<Option<(RecordId, i64)>> {
-        let row: Option<(String, i64)> = self
-            .conn
-            .prepare_cached(
-                "SELECT id, ms FROM notes WHERE role = ?1 AND event = ?2 ORDER BY ms, c, id LIMIT 1",
-            )
-            .and_then(|mut st| {
-                st.query_row([role, event], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
-            .db(&self.path)?;
-        Ok(row.and_then(|(id, ms)| Some((RecordId::parse(&id)?, ms))))
+        let row: Option<NoteAt> = self.row_opt(
+            "SELECT id, ms FROM notes WHERE role = ?1 AND event = ?2 ORDER BY ms, c, id LIMIT 1",
+            [role, event],
+        )?;
+        Ok(row.map(|NoteAt(id, ms)| (id, ms)))
     }
 
     /// Every note, in the total order.
     pub fn notes(&self) -> StoreResult<Vec<NoteRow>> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT {NOTE_COLUMNS} {NOTES_FROM} ORDER BY n.ms, n.c, n.id"
-            ))
-            .and_then(|mut st| st.query_map([], note_row)?.collect::<Result<Vec<_>, _>>())
-            .db(&self.path)
-            .map(|rows| rows.into_iter().flatten().collect())
+        self.rows(
+            &format!("SELECT {NOTE_COLUMNS} {NOTES_FROM} ORDER BY n.ms, n.c, n.id"),
+            [],
+        )
     }
 
     /// The notes ingested after record `n`, in no order.
     pub fn notes_after(&self, n: i64) -> StoreResult<Vec<NoteRow>> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.n > ?1"
-            ))
-            .and_then(|mut st| st.query_map([n], note_row)?.collect::<Result<Vec<_>, _>>())
-            .db(&self.path)
-            .map(|rows| rows.into_iter().flatten().collect())
+        self.rows(
+            &format!("SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.n > ?1"),
+            [n],
+        )
     }
 
     /// The note with record id `id`, if one is here.
     pub fn note(&self, id: &RecordId) -> StoreResult<Option<NoteRow>> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.id = ?1"
-            ))
-            .and_then(|mut st| st.query_row([id.hex()], note_row).optional())
-            .db(&self.path)
-            .map(Option::flatten)
+        self.row_opt(
+            &format!("SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.id = ?1"),
+            [id.hex()],
+        )
     }
 
     /// The notes of `role`'s session `session` after `after` in the total
@@ -161,45 +170,34 @@ impl Index {
         after: &OrderKey,
         limit: usize,
     ) -> StoreResult<Vec<NoteRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.rows(
+            &format!(
                 "SELECT {NOTE_COLUMNS} {NOTES_FROM} WHERE n.role = ?1 AND n.session = ?2 \
                  AND (n.ms, n.c, n.id) > (?3, ?4, ?5) ORDER BY n.ms, n.c, n.id LIMIT ?6"
-            ))
-            .and_then(|mut st| {
-                st.query_map(
-                    params![
-                        role,
-                        session,
-                        after.hlc.0,
-                        after.hlc.1,
-                        after.id.hex(),
-                        limit as i64
-                    ],
-                    note_row,
-                )?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| rows.into_iter().flatten().collect())
+            ),
+            params![
+                role,
+                session,
+                after.hlc.0,
+                after.hlc.1,
+                after.id.hex(),
+                limit as i64
+            ],
+        )
     }
 
     /// The notes whose text matches `fts` (an FTS5 query over the trigram
     /// table), best first, at most `limit`. The message search never reads
     /// this table; a memory search reads it beside the messages'.
     pub fn search_notes(&self, fts: &str, limit: usize) -> StoreResult<Vec<NoteRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.rows(
+            &format!(
                 "SELECT {NOTE_COLUMNS} FROM notes_fts JOIN notes n ON n.n = notes_fts.rowid \
                  LEFT JOIN records r ON r.n = n.n \
                  WHERE notes_fts MATCH ?1 ORDER BY bm25(notes_fts), n.ms DESC, n.c DESC, n.id DESC \
                  LIMIT ?2"
-            ))
-            .and_then(|mut st| {
-                st.query_map(params![fts, limit as i64], note_row)?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .db(&self.path)
-            .map(|rows| rows.into_iter().flatten().collect())
+            ),
+            params![fts, limit as i64],
+        )
     }
 }

@@ -3,10 +3,9 @@
 //! The `pins` rows are written by the consent fold (`store::consent`); these
 //! queries only read them.
 
-use rusqlite::OptionalExtension as _;
-
 use super::Index;
-use crate::store::error::{SqlContext as _, StoreResult};
+use super::rows::FromRow;
+use crate::store::error::StoreResult;
 
 /// The current version of a key: the one with the highest position.
 const LATEST: &str = "p.pos = (SELECT max(q.pos) FROM pins q WHERE q.key = p.key)";
@@ -51,6 +50,24 @@ pub struct PinVersion {
     pub chars: i64,
 }
 
+impl FromRow for PinVersion {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            record: r.get("record")?,
+            key: r.get("key")?,
+            title: r.get("title")?,
+            body: r.get("body")?,
+            version: r.get("version")?,
+            role: r.get("role")?,
+            ms: r.get("ms")?,
+            approved_by: r.get("approved_by")?,
+            sha256: r.get("sha256")?,
+            bytes: r.get("bytes")?,
+            chars: r.get("chars")?,
+        })
+    }
+}
+
 impl Index {
     /// The pin versions `select` names, ordered by key and version.
     pub fn pin_versions(&self, select: PinSelect<'_>) -> StoreResult<Vec<PinVersion>> {
@@ -64,36 +81,14 @@ impl Index {
             "SELECT p.record, p.key, p.title, p.body, p.version, p.role, p.ms, p.approved_by, \
              p.sha256, p.bytes, p.chars FROM pins p WHERE {cond} ORDER BY p.key, p.pos"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map(rusqlite::params_from_iter(args), |r| {
-                    Ok(PinVersion {
-                        record: r.get(0)?,
-                        key: r.get(1)?,
-                        title: r.get(2)?,
-                        body: r.get(3)?,
-                        version: r.get(4)?,
-                        role: r.get(5)?,
-                        ms: r.get(6)?,
-                        approved_by: r.get(7)?,
-                        sha256: r.get(8)?,
-                        bytes: r.get(9)?,
-                        chars: r.get(10)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(&sql, rusqlite::params_from_iter(args))
     }
 
     /// The record of the current version of `key` (full id), if any.
     pub fn pin_head(&self, key: &str) -> StoreResult<Option<String>> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT p.record FROM pins p WHERE p.key = ?1 AND {LATEST}"
-            ))
-            .and_then(|mut st| st.query_row([key], |r| r.get(0)).optional())
-            .db(&self.path)
+        self.scalar_opt(
+            &format!("SELECT p.record FROM pins p WHERE p.key = ?1 AND {LATEST}"),
+            [key],
+        )
     }
 }

@@ -11,7 +11,8 @@ use std::fmt;
 use rusqlite::params;
 
 use super::Index;
-use crate::store::error::{SqlContext as _, StoreResult};
+use super::rows::FromRow;
+use crate::store::error::StoreResult;
 
 /// What kind of problem a line, file or feed has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -148,13 +149,10 @@ pub struct Problem {
 impl Index {
     /// Every problem recorded by ingest, in the order they were found.
     pub fn problems(&self) -> StoreResult<Vec<Problem>> {
-        let p = &self.path;
-        let mut st = self
-            .conn
-            .prepare("SELECT kind, path, offset, record, feed, reason FROM problems ORDER BY n")
-            .db(p)?;
-        let rows = st.query_map([], problem_row).db(p)?;
-        rows.collect::<Result<_, _>>().db(p)
+        self.rows(
+            "SELECT kind, path, offset, record, feed, reason FROM problems ORDER BY n",
+            [],
+        )
     }
 
     /// The first `limit + 1` problems that are alarms
@@ -176,24 +174,19 @@ impl Index {
     /// The first `limit + 1` problems whose kind is an alarm or not, as
     /// `alarm` says, in the order they were found.
     fn problems_of_kinds(&self, alarm: bool, limit: usize) -> StoreResult<Vec<Problem>> {
-        let p = &self.path;
         let kinds: Vec<&str> = ProblemKind::ALL
             .into_iter()
             .filter(|k| k.is_alarm() == alarm)
             .map(ProblemKind::as_str)
             .collect();
         let kinds = serde_json::to_string(&kinds).expect("a list of words serializes");
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT kind, path, offset, record, feed, reason FROM problems \
-                 WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY n LIMIT ?2",
-            )
-            .db(p)?;
         // SQLite takes a negative limit for none.
         let limit = i64::try_from(limit).map_or(-1, |l| l.saturating_add(1));
-        let rows = st.query_map(params![kinds, limit], problem_row).db(p)?;
-        rows.collect::<Result<_, _>>().db(p)
+        self.rows(
+            "SELECT kind, path, offset, record, feed, reason FROM problems \
+             WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY n LIMIT ?2",
+            params![kinds, limit],
+        )
     }
 
     /// The problems of `kinds` recorded for `feed` (a feed id, or the scope
@@ -205,16 +198,10 @@ impl Index {
     ) -> StoreResult<Vec<(ProblemKind, String)>> {
         let mut out = Vec::new();
         for kind in kinds {
-            let rows: Vec<(ProblemKind, String)> = self
-                .conn
-                .prepare_cached(
-                    "SELECT kind, path FROM problems WHERE kind = ?1 AND feed = ?2 ORDER BY n",
-                )
-                .and_then(|mut st| {
-                    st.query_map(params![kind, feed], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect()
-                })
-                .db(&self.path)?;
+            let rows: Vec<(ProblemKind, String)> = self.rows(
+                "SELECT kind, path FROM problems WHERE kind = ?1 AND feed = ?2 ORDER BY n",
+                params![kind, feed],
+            )?;
             out.extend(rows);
         }
         Ok(out)
@@ -229,16 +216,10 @@ impl Index {
     ) -> StoreResult<Vec<(String, ProblemKind)>> {
         let mut out = Vec::new();
         for kind in kinds {
-            let rows: Vec<(String, ProblemKind)> = self
-                .conn
-                .prepare_cached(
-                    "SELECT DISTINCT feed, kind FROM problems WHERE kind = ?1 AND feed IS NOT NULL",
-                )
-                .and_then(|mut st| {
-                    st.query_map([kind], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect()
-                })
-                .db(&self.path)?;
+            let rows: Vec<(String, ProblemKind)> = self.rows(
+                "SELECT DISTINCT feed, kind FROM problems WHERE kind = ?1 AND feed IS NOT NULL",
+                [kind],
+            )?;
             out.extend(rows);
         }
         Ok(out)
@@ -246,31 +227,29 @@ impl Index {
 
     /// The records (full ids) that problems of `kind` name.
     pub(in crate::store) fn problem_records(&self, kind: ProblemKind) -> StoreResult<Vec<String>> {
-        self.conn
-            .prepare_cached("SELECT record FROM problems WHERE kind = ?1 AND record IS NOT NULL")
-            .and_then(|mut st| st.query_map([kind], |r| r.get(0))?.collect())
-            .db(&self.path)
+        self.values(
+            "SELECT record FROM problems WHERE kind = ?1 AND record IS NOT NULL",
+            [kind],
+        )
     }
 
     /// How many problems of `kind` stand (records held, for one).
     pub fn problem_count(&self, kind: ProblemKind) -> StoreResult<i64> {
-        self.conn
-            .prepare_cached("SELECT count(*) FROM problems WHERE kind = ?1")
-            .and_then(|mut st| st.query_row([kind], |r| r.get(0)))
-            .db(&self.path)
+        self.scalar("SELECT count(*) FROM problems WHERE kind = ?1", [kind])
     }
 }
 
-/// A row of `SELECT kind, path, offset, record, feed, reason FROM problems`.
-fn problem_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Problem> {
-    Ok(Problem {
-        kind: r.get(0)?,
-        path: r.get(1)?,
-        offset: r.get::<_, i64>(2)? as u64,
-        record: r.get(3)?,
-        feed: r.get(4)?,
-        reason: r.get(5)?,
-    })
+impl FromRow for Problem {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            kind: r.get("kind")?,
+            path: r.get("path")?,
+            offset: r.get::<_, i64>("offset")? as u64,
+            record: r.get("record")?,
+            feed: r.get("feed")?,
+            reason: r.get("reason")?,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@
 use rusqlite::params;
 
 use super::Index;
-use super::messages::{MESSAGE_COLUMNS, MessageRow};
-use crate::store::error::{SqlContext as _, StoreResult};
+use super::messages::{MESSAGE_COLUMNS, MessageRow, VIEWER_STATE};
+use super::rows::{At, FromRow};
+use crate::store::error::StoreResult;
 
 /// "This proposal waits for the decision of role ?1" (a condition on
 /// `messages m`), read from core's verdict.
@@ -58,6 +59,47 @@ pub struct AwaitedProposal {
     pub topic: String,
 }
 
+impl FromRow for OpenProposal {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        let id: String = r.get("id")?;
+        let at = At {
+            table: "messages",
+            row: &id,
+        };
+        Ok(Self {
+            from: r.get("from_role")?,
+            topic: r.get("topic")?,
+            ms: r.get("ms")?,
+            pin_key: r.get("pin_key")?,
+            // Null for a round nobody is awaited on.
+            awaiting: at.json_opt(r, "awaiting")?.unwrap_or_default(),
+            votes: Vec::new(),
+            id,
+        })
+    }
+}
+
+impl FromRow for CastVote {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            role: r.get("role")?,
+            decision: r.get("decision")?,
+            stale: r.get("stale")?,
+            ms: r.get("ms")?,
+            note: r.get("note")?,
+        })
+    }
+}
+
+impl FromRow for AwaitedProposal {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get("id")?,
+            topic: r.get("topic")?,
+        })
+    }
+}
+
 impl Index {
     /// The newest `limit + 1` live proposals that still wait for someone's
     /// decision or hold a round on a pin key (not retired: a pin write
@@ -65,54 +107,19 @@ impl Index {
     /// is awaited on (contested, or agreed and not pinned yet) is listed too:
     /// it still holds its key.
     pub fn open_proposals(&self, limit: usize) -> StoreResult<Vec<OpenProposal>> {
-        let p = &self.path;
-        let mut out: Vec<OpenProposal> = self
-            .conn
-            .prepare_cached(
-                "SELECT m.id, m.from_role, m.topic, m.ms, m.pin_key, m.awaiting FROM messages m \
-                 WHERE m.kind = 'proc' AND m.deleted_ms IS NULL AND (m.awaiting IS NOT NULL \
-                 OR (m.pin_key IS NOT NULL AND m.retired_ms IS NULL)) \
-                 ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
-            )
-            .and_then(|mut st| {
-                st.query_map([limit as i64 + 1], |r| {
-                    // Null for a round nobody is awaited on.
-                    let awaiting: Option<String> = r.get(5)?;
-                    Ok(OpenProposal {
-                        id: r.get(0)?,
-                        from: r.get(1)?,
-                        topic: r.get(2)?,
-                        ms: r.get(3)?,
-                        pin_key: r.get(4)?,
-                        awaiting: awaiting
-                            .and_then(|a| serde_json::from_str(&a).ok())
-                            .unwrap_or_default(),
-                        votes: Vec::new(),
-                    })
-                })?
-                .collect()
-            })
-            .db(p)?;
-        let mut st = self
-            .conn
-            .prepare_cached(
+        let mut out: Vec<OpenProposal> = self.rows(
+            "SELECT m.id, m.from_role, m.topic, m.ms, m.pin_key, m.awaiting FROM messages m \
+             WHERE m.kind = 'proc' AND m.deleted_ms IS NULL AND (m.awaiting IS NOT NULL \
+             OR (m.pin_key IS NOT NULL AND m.retired_ms IS NULL)) \
+             ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
+            [limit as i64 + 1],
+        )?;
+        for prop in &mut out {
+            prop.votes = self.rows(
                 "SELECT role, decision, stale, ms, note FROM votes WHERE message_id = ?1 \
                  ORDER BY role",
-            )
-            .db(p)?;
-        for prop in &mut out {
-            prop.votes = st
-                .query_map([&prop.id], |r| {
-                    Ok(CastVote {
-                        role: r.get(0)?,
-                        decision: r.get(1)?,
-                        stale: r.get(2)?,
-                        ms: r.get(3)?,
-                        note: r.get(4)?,
-                    })
-                })
-                .and_then(|rows| rows.collect())
-                .db(p)?;
+                [&prop.id],
+            )?;
         }
         Ok(out)
     }
@@ -122,18 +129,7 @@ impl Index {
         let sql = format!(
             "SELECT m.id, m.topic FROM messages m WHERE {AWAITING} ORDER BY m.ms, m.c, m.id"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map([role], |r| {
-                    Ok(AwaitedProposal {
-                        id: r.get(0)?,
-                        topic: r.get(1)?,
-                    })
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(&sql, [role])
     }
 
     /// The oldest `limit + 1` proposals waiting for `role`'s decision (by
@@ -146,17 +142,10 @@ impl Index {
         pin_key: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<MessageRow>> {
-        let sql = awaiting_page_sql();
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map(
-                    params![role, from_role, pin_key, limit as i64 + 1],
-                    MessageRow::from_sql,
-                )?
-                .collect()
-            })
-            .db(&self.path)
+        self.rows(
+            &awaiting_page_sql(),
+            params![role, from_role, pin_key, limit as i64 + 1],
+        )
     }
 }
 
@@ -167,7 +156,7 @@ impl Index {
 /// of them awaiting) and sorted what it found.
 pub(super) fn awaiting_page_sql() -> String {
     format!(
-        "SELECT {MESSAGE_COLUMNS}, d.read_ms, d.opened_ms FROM messages m \
+        "SELECT {MESSAGE_COLUMNS}, {VIEWER_STATE} FROM messages m \
          CROSS JOIN deliveries d ON d.message_id = m.id AND d.role = ?1 \
          WHERE {AWAITING} AND (?2 IS NULL OR m.from_role = ?2) AND (?3 IS NULL OR m.pin_key = ?3) \
          ORDER BY m.ms, m.c, m.id LIMIT ?4"

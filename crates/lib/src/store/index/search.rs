@@ -8,11 +8,11 @@
 
 use std::collections::HashMap;
 
-use rusqlite::OptionalExtension as _;
 use rusqlite::types::Value as Sql;
 
 use super::Index;
-use super::messages::{AFTER_MESSAGE_COLUMNS, MESSAGE_COLUMNS, MessageRow, SINGLE_RECIPIENT_STATE};
+use super::messages::{MESSAGE_COLUMNS, MessageRow, SINGLE_RECIPIENT_STATE};
+use super::rows::FromRow;
 use crate::core::vocab::DebtStatus;
 use crate::store::StoreError;
 use crate::store::error::{SqlContext as _, StoreResult};
@@ -80,17 +80,29 @@ pub struct PhraseHit<'a> {
     pub body: &'a str,
 }
 
+/// A message that matched a ranked search, with its body row.
+struct RankedMatch {
+    row: MessageRow,
+    body_row: i64,
+}
+
+impl FromRow for RankedMatch {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            row: MessageRow::from_row(r)?,
+            body_row: r.get("body_row")?,
+        })
+    }
+}
+
 impl Index {
     /// The full-text table's row count and total token count over all columns,
     /// as FTS5's own bm25 reads them (its "averages" record, id 1 of
     /// `bodies_fts_data`, decoded by [`fts_layout::averages`]). `None` when
     /// the record is missing or not as expected.
     pub fn fts_totals(&self) -> StoreResult<Option<(i64, i64)>> {
-        let block: Option<Vec<u8>> = self
-            .conn
-            .prepare_cached("SELECT block FROM bodies_fts_data WHERE id = 1")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
-            .db(&self.path)?;
+        let block: Option<Vec<u8>> =
+            self.scalar_opt("SELECT block FROM bodies_fts_data WHERE id = 1", [])?;
         Ok(block.as_deref().and_then(fts_layout::averages))
     }
 
@@ -100,17 +112,13 @@ impl Index {
     /// is untouched. Reading it costs about what reading the term's positions
     /// costs.
     pub fn term_instances(&self, term: &str) -> StoreResult<i64> {
-        self.conn
-            .execute_batch(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bodies_vocab \
-                 USING fts5vocab(main, bodies_fts, row)",
-            )
-            .db(&self.path)?;
-        let n: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT cnt FROM temp.bodies_vocab WHERE term = ?1")
-            .and_then(|mut s| s.query_row([term], |r| r.get(0)).optional())
-            .db(&self.path)?;
+        self.exec(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bodies_vocab \
+             USING fts5vocab(main, bodies_fts, row)",
+            [],
+        )?;
+        let n: Option<i64> =
+            self.scalar_opt("SELECT cnt FROM temp.bodies_vocab WHERE term = ?1", [term])?;
         Ok(n.unwrap_or(0))
     }
 
@@ -120,22 +128,14 @@ impl Index {
     pub fn scan_messages<E: From<StoreError>>(
         &self,
         scope: &SearchScope,
-        mut each: impl FnMut(MessageRow) -> Result<bool, E>,
+        each: impl FnMut(MessageRow) -> Result<bool, E>,
     ) -> Result<(), E> {
         let (cond, args) = filters(scope, None);
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m WHERE {cond} \
              ORDER BY m.ms DESC, m.c DESC, m.id DESC"
         );
-        let p = &self.path;
-        let mut st = self.conn.prepare_cached(&sql).db(p)?;
-        let mut rows = st.query(rusqlite::params_from_iter(args.iter())).db(p)?;
-        while let Some(r) = rows.next().db(p)? {
-            if !each(MessageRow::from_sql(r).db(p)?)? {
-                break;
-            }
-        }
-        Ok(())
+        self.each_row(&sql, rusqlite::params_from_iter(args.iter()), each)
     }
 
     /// The first `limit + 1` live messages in `scope` whose current body row
@@ -154,24 +154,14 @@ impl Index {
         let (cond, mut args) = filters(scope, Some(fts));
         args.push(Sql::Integer(limit as i64 + 1));
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE}, b.rowid FROM bodies_fts \
+            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE}, b.rowid AS body_row FROM bodies_fts \
              JOIN bodies b ON b.rowid = bodies_fts.rowid JOIN messages m ON m.id = b.message_id \
              WHERE bodies_fts MATCH ?1 AND {CURRENT_BODY} AND {cond} \
              ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?{}",
             args.len()
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut st| {
-                st.query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                    Ok((
-                        MessageRow::from_sql(r)?,
-                        r.get::<_, i64>(AFTER_MESSAGE_COLUMNS)?,
-                    ))
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        let found: Vec<RankedMatch> = self.rows(&sql, rusqlite::params_from_iter(args.iter()))?;
+        Ok(found.into_iter().map(|m| (m.row, m.body_row)).collect())
     }
 
     /// Every body row matching `fts` (a one-phrase `MATCH` text), in FTS5's
@@ -218,10 +208,7 @@ impl Index {
 
     /// The topic and body of one body row.
     pub fn body_row(&self, rowid: i64) -> StoreResult<(String, String)> {
-        self.conn
-            .prepare_cached("SELECT topic, body FROM bodies WHERE rowid = ?1")
-            .and_then(|mut st| st.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?))))
-            .db(&self.path)
+        self.row("SELECT topic, body FROM bodies WHERE rowid = ?1", [rowid])
     }
 
     /// FTS5's snippets of the body rows `rowids` for the query `fts` (the
@@ -238,17 +225,11 @@ impl Index {
             .map(i64::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        self.conn
-            .prepare_cached(
-                "SELECT rowid, snippet(bodies_fts, -1, '[', ']', '…', 12) FROM bodies_fts \
-                 WHERE bodies_fts MATCH ?1 AND +rowid IN (SELECT value FROM json_each(?2))",
-            )
-            .and_then(|mut st| {
-                st.query_map(rusqlite::params![fts, format!("[{list}]")], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?
-                .collect()
-            })
-            .db(&self.path)
+        let cut: Vec<(i64, String)> = self.rows(
+            "SELECT rowid, snippet(bodies_fts, -1, '[', ']', '…', 12) FROM bodies_fts \
+             WHERE bodies_fts MATCH ?1 AND +rowid IN (SELECT value FROM json_each(?2))",
+            rusqlite::params![fts, format!("[{list}]")],
+        )?;
+        Ok(cut.into_iter().collect())
     }
 }

@@ -4,18 +4,15 @@
 use rusqlite::params;
 
 use super::Index;
-use crate::store::error::{SqlContext as _, StoreResult};
+use crate::store::error::StoreResult;
 
 impl Index {
     /// Upload ids in `[lo, hi)` (an id prefix and the bound past it), at
     /// most `max` of them.
     pub fn uploads_with_prefix(&self, lo: &str, hi: &str, max: usize) -> StoreResult<Vec<String>> {
-        self.conn
-            .prepare_cached("SELECT id FROM uploads WHERE id >= ?1 AND id < ?2 LIMIT ?3")
-            .and_then(|mut st| {
-                st.query_map(params![lo, hi, max as i64], |r| r.get(0))?
-                    .collect()
-            })
-            .db(&self.path)
+        self.values(
+            "SELECT id FROM uploads WHERE id >= ?1 AND id < ?2 LIMIT ?3",
+            params![lo, hi, max as i64],
+        )
     }
 }
