@@ -20,6 +20,7 @@ mod golden;
 mod golden_membership;
 mod heartbeat;
 mod hostile;
+mod import_circles;
 mod invitation;
 mod mcp_arguments;
 mod mcp_consent;
