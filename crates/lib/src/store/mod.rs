@@ -30,6 +30,7 @@ pub mod listing;
 pub mod lock;
 pub mod message;
 pub mod message_rows;
+mod path_error;
 pub mod prefs;
 pub mod private_file;
 pub mod records;
