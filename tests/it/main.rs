@@ -55,6 +55,7 @@ mod serve_proxy;
 mod serve_status;
 mod serve_sync;
 mod setups;
+mod sql_op_names;
 mod status_hooks;
 mod store_faults;
 mod store_order;
