@@ -155,6 +155,21 @@ mod tests {
     use crate::hlc::Hlc;
     use crate::ids::RecordId;
 
+    #[test]
+    fn only_sends_and_notes_add_items_and_only_deletions_revisions_and_seals_change_them() {
+        for k in OpKind::ALL {
+            let expected = match k.as_str() {
+                "send" | "note" => MemoryEffect::Adds,
+                "delete" | "revise" | "seal" => MemoryEffect::Changes,
+                _ => MemoryEffect::Leaves,
+            };
+            assert_eq!(memory_effect(k), expected, "{k}");
+        }
+        // The most any record does is what a reader of new records does.
+        assert!(MemoryEffect::Leaves < MemoryEffect::Adds);
+        assert!(MemoryEffect::Adds < MemoryEffect::Changes);
+    }
+
     fn key(ms: i64, tag: &str) -> OrderKey {
         OrderKey {
             hlc: Hlc(ms, 0),
