@@ -162,11 +162,11 @@ impl<R: std::io::BufRead> TakeLine for R {
 /// not work.
 pub fn compact(cli: &Cli) -> anyhow::Result<ExitCode> {
     let channel = cli.open_channel()?;
-    let role = Session::role_from(cli.role_arg()?.as_deref())?
-        .or_else(|| compaction_api::keyed_role(&channel));
+    let role =
+        Session::role_from(cli.role_arg()?.as_deref())?.or_else(|| Session::keyed_role(&channel));
     let mut s = Session::new(channel, role)?;
     // A key shared through the folder (or its removal) is taken up first.
-    key_share::refresh(&mut s)?;
+    compaction_api::take_up_shared_key(&mut s)?;
     let round = compaction_api::round(&mut s, true, &now_ms)?;
     let failed = |line: String| {
         let _ = writeln!(std::io::stderr(), "{line}");

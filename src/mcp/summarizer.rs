@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use crate::app::Session;
-use crate::app::compaction_api::{Round, background_tick, keyed_role, may_work};
+use crate::app::compaction_api::{Round, background_tick, may_work};
 use crate::core::ids::Role;
 use crate::store::lock::FileLock;
 use crate::store::{Channel, ChannelDir, Home};
@@ -59,7 +59,7 @@ fn tick(
         return Ok(None);
     };
     let channel = Channel::open(dir.clone(), home.clone())?;
-    let role = role.or_else(|| keyed_role(&channel));
+    let role = role.or_else(|| Session::keyed_role(&channel));
     let mut s = Session::new(channel, role)?;
     Ok(background_tick(&mut s)?)
 }

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use super::hlc::OrderKey;
 use super::ids::{RecordId, Role, roles_list as names, sha256_hex};
 use super::message::{Applied, Conflict, Message, Retired};
-use super::op::{Backfill, Op, PinSet, Send, UndoBackfill};
+use super::op::{Backfill, Op, OpKind, PinSet, Send, UndoBackfill};
 use super::rules::Refusal;
 use super::timestamp::format_rfc3339;
 use super::vocab::Decision;
@@ -121,7 +121,7 @@ impl Consent {
                     conflict: Conflict {
                         record: rec.key,
                         role: rec.role.clone(),
-                        op: "pin_set",
+                        op: OpKind::PinSet.as_str(),
                         reason: b.refusal.to_string(),
                         winner: b.winner,
                     },
@@ -357,7 +357,7 @@ impl Consent {
             m.conflicts.push(Conflict {
                 record: rec.key,
                 role: rec.role.clone(),
-                op: "send",
+                op: OpKind::Send.as_str(),
                 reason: format!(
                     "a round on '{key}' was already open (#{}) when this one was opened",
                     winner.short()

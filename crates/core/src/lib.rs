@@ -17,6 +17,7 @@ pub mod ids;
 pub mod invitation;
 pub mod memory;
 pub mod message;
+pub mod message_fold;
 pub mod op;
 pub mod peer_text;
 pub mod proof;

@@ -7,12 +7,12 @@
 //! app validates before writing, the fold decides at its place in the order).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use super::ids::{FeedId, RecordId, Role};
-use super::memory::note::NoteKind;
-use super::vocab::{Decision, Kind, WorkStatus};
+use super::vocab::{Decision, Kind, NoteKind, WorkStatus};
 
 /// One operation. The serialized form is `"op":"<name>","data":{...}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,65 +70,197 @@ pub enum Op {
     Note(MemoryNote),
 }
 
+/// The kind of an op, without its data: the `op` word of a record, and of
+/// the index's `op` column. Every match on it is exhaustive, so a new op
+/// does not compile until each place that sorts ops by kind (the memory's
+/// `memory::sequence::memory_effect`, …) says what it does with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OpKind {
+    /// [`Op::FeedInit`].
+    FeedInit,
+    /// [`Op::Admit`].
+    Admit,
+    /// [`Op::Invite`].
+    Invite,
+    /// [`Op::Claim`].
+    Claim,
+    /// [`Op::Send`].
+    Send,
+    /// [`Op::Opened`].
+    Opened,
+    /// [`Op::Read`].
+    Read,
+    /// [`Op::Delete`].
+    Delete,
+    /// [`Op::Resolve`].
+    Resolve,
+    /// [`Op::Confirm`].
+    Confirm,
+    /// [`Op::Reopen`].
+    Reopen,
+    /// [`Op::WorkStatus`].
+    WorkStatus,
+    /// [`Op::AddRole`].
+    AddRole,
+    /// [`Op::ReplaceKey`].
+    ReplaceKey,
+    /// [`Op::Revise`].
+    Revise,
+    /// [`Op::Ack`].
+    Ack,
+    /// [`Op::PinSet`].
+    PinSet,
+    /// [`Op::Backfill`].
+    Backfill,
+    /// [`Op::UndoBackfill`].
+    UndoBackfill,
+    /// [`Op::UploadChunk`].
+    UploadChunk,
+    /// [`Op::Seal`].
+    Seal,
+    /// [`Op::Summary`].
+    Summary,
+    /// [`Op::Note`].
+    Note,
+}
+
+impl OpKind {
+    /// Every kind, in the order of [`Op`]'s variants.
+    pub const ALL: [Self; 23] = [
+        Self::FeedInit,
+        Self::Admit,
+        Self::Invite,
+        Self::Claim,
+        Self::Send,
+        Self::Opened,
+        Self::Read,
+        Self::Delete,
+        Self::Resolve,
+        Self::Confirm,
+        Self::Reopen,
+        Self::WorkStatus,
+        Self::AddRole,
+        Self::ReplaceKey,
+        Self::Revise,
+        Self::Ack,
+        Self::PinSet,
+        Self::Backfill,
+        Self::UndoBackfill,
+        Self::UploadChunk,
+        Self::Seal,
+        Self::Summary,
+        Self::Note,
+    ];
+
+    /// The wire name (`"feed_init"`, `"send"` …), as records and the
+    /// index's `op` column hold it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FeedInit => "feed_init",
+            Self::Admit => "admit",
+            Self::Invite => "invite",
+            Self::Claim => "claim",
+            Self::Send => "send",
+            Self::Opened => "opened",
+            Self::Read => "read",
+            Self::Delete => "delete",
+            Self::Resolve => "resolve",
+            Self::Confirm => "confirm",
+            Self::Reopen => "reopen",
+            Self::WorkStatus => "work_status",
+            Self::AddRole => "add_role",
+            Self::ReplaceKey => "replace_key",
+            Self::Revise => "revise",
+            Self::Ack => "ack",
+            Self::PinSet => "pin_set",
+            Self::Backfill => "backfill",
+            Self::UndoBackfill => "undo_backfill",
+            Self::UploadChunk => "upload_chunk",
+            Self::Seal => "seal",
+            Self::Summary => "summary",
+            Self::Note => "note",
+        }
+    }
+
+    /// The kind named `name` on the wire; `None` for a name this version
+    /// does not know (a newer version's op, or junk).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Op {
+    /// What kind of op this is.
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Self::FeedInit(_) => OpKind::FeedInit,
+            Self::Admit(_) => OpKind::Admit,
+            Self::Invite(_) => OpKind::Invite,
+            Self::Claim(_) => OpKind::Claim,
+            Self::Send(_) => OpKind::Send,
+            Self::Opened(_) => OpKind::Opened,
+            Self::Read(_) => OpKind::Read,
+            Self::Delete(_) => OpKind::Delete,
+            Self::Resolve(_) => OpKind::Resolve,
+            Self::Confirm(_) => OpKind::Confirm,
+            Self::Reopen(_) => OpKind::Reopen,
+            Self::WorkStatus(_) => OpKind::WorkStatus,
+            Self::AddRole(_) => OpKind::AddRole,
+            Self::ReplaceKey(_) => OpKind::ReplaceKey,
+            Self::Revise(_) => OpKind::Revise,
+            Self::Ack(_) => OpKind::Ack,
+            Self::PinSet(_) => OpKind::PinSet,
+            Self::Backfill(_) => OpKind::Backfill,
+            Self::UndoBackfill(_) => OpKind::UndoBackfill,
+            Self::UploadChunk(_) => OpKind::UploadChunk,
+            Self::Seal(_) => OpKind::Seal,
+            Self::Summary(_) => OpKind::Summary,
+            Self::Note(_) => OpKind::Note,
+        }
+    }
+
     /// The wire name of this op.
     pub fn name(&self) -> &'static str {
-        match self {
-            Self::FeedInit(_) => "feed_init",
-            Self::Admit(_) => "admit",
-            Self::Invite(_) => "invite",
-            Self::Claim(_) => "claim",
-            Self::Send(_) => "send",
-            Self::Opened(_) => "opened",
-            Self::Read(_) => "read",
-            Self::Delete(_) => "delete",
-            Self::Resolve(_) => "resolve",
-            Self::Confirm(_) => "confirm",
-            Self::Reopen(_) => "reopen",
-            Self::WorkStatus(_) => "work_status",
-            Self::AddRole(_) => "add_role",
-            Self::ReplaceKey(_) => "replace_key",
-            Self::Revise(_) => "revise",
-            Self::Ack(_) => "ack",
-            Self::PinSet(_) => "pin_set",
-            Self::Backfill(_) => "backfill",
-            Self::UndoBackfill(_) => "undo_backfill",
-            Self::UploadChunk(_) => "upload_chunk",
-            Self::Seal(_) => "seal",
-            Self::Summary(_) => "summary",
-            Self::Note(_) => "note",
-        }
+        self.kind().as_str()
     }
 
     /// Decodes the `data` of an op named `name`; `Ok(None)` for a name this
     /// version does not know.
     pub fn decode(name: &str, data: &str) -> Result<Option<Self>, serde_json::Error> {
         use serde_json::from_str;
-        Ok(Some(match name {
-            "feed_init" => Self::FeedInit(from_str(data)?),
-            "admit" => Self::Admit(from_str(data)?),
-            "invite" => Self::Invite(from_str(data)?),
-            "claim" => Self::Claim(from_str(data)?),
-            "send" => Self::Send(from_str(data)?),
-            "opened" => Self::Opened(from_str(data)?),
-            "read" => Self::Read(from_str(data)?),
-            "delete" => Self::Delete(from_str(data)?),
-            "resolve" => Self::Resolve(from_str(data)?),
-            "confirm" => Self::Confirm(from_str(data)?),
-            "reopen" => Self::Reopen(from_str(data)?),
-            "work_status" => Self::WorkStatus(from_str(data)?),
-            "add_role" => Self::AddRole(from_str(data)?),
-            "replace_key" => Self::ReplaceKey(from_str(data)?),
-            "revise" => Self::Revise(from_str(data)?),
-            "ack" => Self::Ack(from_str(data)?),
-            "pin_set" => Self::PinSet(from_str(data)?),
-            "backfill" => Self::Backfill(from_str(data)?),
-            "undo_backfill" => Self::UndoBackfill(from_str(data)?),
-            "upload_chunk" => Self::UploadChunk(from_str(data)?),
-            "seal" => Self::Seal(from_str(data)?),
-            "summary" => Self::Summary(from_str(data)?),
-            "note" => Self::Note(from_str(data)?),
-            _ => return Ok(None),
+        let Some(kind) = OpKind::parse(name) else {
+            return Ok(None);
+        };
+        Ok(Some(match kind {
+            OpKind::FeedInit => Self::FeedInit(from_str(data)?),
+            OpKind::Admit => Self::Admit(from_str(data)?),
+            OpKind::Invite => Self::Invite(from_str(data)?),
+            OpKind::Claim => Self::Claim(from_str(data)?),
+            OpKind::Send => Self::Send(from_str(data)?),
+            OpKind::Opened => Self::Opened(from_str(data)?),
+            OpKind::Read => Self::Read(from_str(data)?),
+            OpKind::Delete => Self::Delete(from_str(data)?),
+            OpKind::Resolve => Self::Resolve(from_str(data)?),
+            OpKind::Confirm => Self::Confirm(from_str(data)?),
+            OpKind::Reopen => Self::Reopen(from_str(data)?),
+            OpKind::WorkStatus => Self::WorkStatus(from_str(data)?),
+            OpKind::AddRole => Self::AddRole(from_str(data)?),
+            OpKind::ReplaceKey => Self::ReplaceKey(from_str(data)?),
+            OpKind::Revise => Self::Revise(from_str(data)?),
+            OpKind::Ack => Self::Ack(from_str(data)?),
+            OpKind::PinSet => Self::PinSet(from_str(data)?),
+            OpKind::Backfill => Self::Backfill(from_str(data)?),
+            OpKind::UndoBackfill => Self::UndoBackfill(from_str(data)?),
+            OpKind::UploadChunk => Self::UploadChunk(from_str(data)?),
+            OpKind::Seal => Self::Seal(from_str(data)?),
+            OpKind::Summary => Self::Summary(from_str(data)?),
+            OpKind::Note => Self::Note(from_str(data)?),
         }))
     }
 
@@ -539,4 +671,55 @@ pub struct MemoryNote {
     /// A short hash of that folder's absolute path (never the path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder_hash: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The op names serde knows, from its refusal of an unknown one.
+    fn serde_names() -> Vec<String> {
+        let err = serde_json::from_str::<Op>(r#"{"op":"no-such-op","data":{}}"#)
+            .expect_err("an unknown op is refused")
+            .to_string();
+        let expected = err
+            .split_once("expected one of ")
+            .expect("serde lists the ops")
+            .1;
+        expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn every_kind_is_one_serde_op_name_and_parses_back() {
+        let names: Vec<&str> = OpKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names, serde_names());
+        for k in OpKind::ALL {
+            assert_eq!(OpKind::parse(k.as_str()), Some(k));
+            assert_eq!(k.to_string(), k.as_str());
+        }
+        assert_eq!(OpKind::parse("teleport"), None);
+        assert_eq!(OpKind::parse("Send"), None);
+    }
+
+    #[test]
+    fn a_decoded_op_is_of_the_kind_it_was_named() {
+        let op = Op::decode("read", r#"{"ids":[]}"#).unwrap().unwrap();
+        assert_eq!(op.kind(), OpKind::Read);
+        assert_eq!(op.name(), "read");
+        assert_eq!(Op::decode("teleport", "{}").unwrap(), None);
+        for k in OpKind::ALL {
+            // Every kind's name is known to decode: its data decodes to an op
+            // of that kind, or is refused for a missing field.
+            match Op::decode(k.as_str(), "{}") {
+                Ok(Some(op)) => assert_eq!(op.kind(), k),
+                Ok(None) => panic!("decode does not know {k}"),
+                Err(_) => {}
+            }
+        }
+    }
 }

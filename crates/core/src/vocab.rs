@@ -1,5 +1,5 @@
-//! The closed vocabularies of the protocol: message kinds, work statuses and
-//! decisions.
+//! The closed vocabularies of the protocol: message kinds, work statuses,
+//! decisions and what a memory note records.
 //!
 //! Owns their wire names and the refusal text for a value outside the set.
 
@@ -114,6 +114,65 @@ vocabulary!(
         Void = "void",
     }
 );
+
+/// What a note records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteKind {
+    /// A prompt the user submitted.
+    Prompt,
+    /// The agent's final reply of a turn.
+    Reply,
+    /// The tool calls of one turn, in one short record (files changed,
+    /// commands that failed).
+    Turn,
+    /// A note added by hand (`countersign note`).
+    Note,
+    /// The user's answers to the agent's questions (Claude Code's
+    /// AskUserQuestion), in full.
+    Answer,
+    /// A subagent's report to the session (a background one's too), cut at
+    /// [`MAX_KEPT_CHARS`](crate::memory::note::MAX_KEPT_CHARS).
+    Report,
+    /// A plan the user approved (Claude Code's ExitPlanMode), cut at
+    /// [`MAX_KEPT_CHARS`](crate::memory::note::MAX_KEPT_CHARS).
+    Plan,
+    /// A message another agent session sent this one, cut at
+    /// [`MAX_KEPT_CHARS`](crate::memory::note::MAX_KEPT_CHARS).
+    Peer,
+}
+
+impl NoteKind {
+    /// The word of the wire and of a note's line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Prompt => "prompt",
+            Self::Reply => "reply",
+            Self::Turn => "turn",
+            Self::Note => "note",
+            Self::Answer => "answer",
+            Self::Report => "report",
+            Self::Plan => "plan",
+            Self::Peer => "peer",
+        }
+    }
+
+    /// The kind named `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Prompt,
+            Self::Reply,
+            Self::Turn,
+            Self::Note,
+            Self::Answer,
+            Self::Report,
+            Self::Plan,
+            Self::Peer,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
 
 /// The debt status filter (`status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,10 +13,10 @@
 
 use super::html::{push, push_bdi, push_fmt};
 use super::links::Links;
-use super::page::{STYLE, cell, topic_cell};
+use super::page::{STYLE, cell, entries, topic_cell, what};
 use super::when::ago_tag;
 use crate::app::pin::PinVersion;
-use crate::app::timeline::{ActivityPage, Entry, MessageDetail};
+use crate::app::timeline::{ActivityPage, MessageDetail};
 use crate::core::timestamp::parse_since;
 
 /// The page of one message.
@@ -298,73 +298,6 @@ pub fn activity(channel: &str, page: &ActivityPage, now: i64) -> String {
     out.push_str("<h1>Activity, older</h1>");
     entries(&mut out, page, now, &links);
     tail(out)
-}
-
-/// The moves of `page` as a table, with the link to the next page back:
-/// shared by the board's "Recent activity" and the activity pages.
-pub fn entries(out: &mut String, page: &ActivityPage, now: i64, links: &Links) {
-    if page.entries.is_empty() {
-        out.push_str("<p class=\"empty\">no activity yet</p>");
-        return;
-    }
-    out.push_str("<table class=\"activity\"><tr><th>when</th><th>who</th><th>what</th></tr>");
-    for e in &page.entries {
-        out.push_str("<tr class=\"move\">");
-        cell(out, "when", "");
-        out.push_str(&ago_tag(e.ms, now));
-        out.push_str("</td>");
-        cell(out, "", "");
-        push_bdi(out, &e.role);
-        out.push_str("</td>");
-        // The page's own words, each piece of peer text isolated in it.
-        out.push_str("<td class=\"topic\">");
-        what(out, e, links);
-        out.push_str("</td></tr>");
-    }
-    out.push_str("</table>");
-    if let Some(next) = &page.next {
-        push_fmt(
-            out,
-            format_args!(
-                "<p class=\"more\"><a rel=\"next\" href=\"{}\">older activity →</a></p>",
-                links.activity(next)
-            ),
-        );
-    }
-}
-
-/// What a record did, its subject linked, and its note.
-fn what(out: &mut String, e: &Entry, links: &Links) {
-    push(out, &e.what);
-    if let Some(b) = &e.names {
-        push_fmt(
-            out,
-            format_args!(" on <a class=\"id blocker\" href=\"{}\">", links.message(b)),
-        );
-        push(out, b);
-        out.push_str("</a>");
-    }
-    if let Some(k) = &e.pin_key {
-        push_fmt(out, format_args!(" <a href=\"{}\">pin</a>", links.pin(k)));
-    }
-    if let Some(id) = &e.subject {
-        push_fmt(
-            out,
-            format_args!(": <a class=\"id\" href=\"{}\">", links.message(id)),
-        );
-        push(out, id);
-        out.push_str("</a>");
-        if let Some(t) = &e.subject_topic {
-            out.push_str(" <bdi dir=\"auto\">");
-            push(out, t);
-            out.push_str("</bdi>");
-        }
-    }
-    if let Some(n) = &e.note {
-        out.push_str(" <div class=\"excerpt\" dir=\"auto\">");
-        push(out, n);
-        out.push_str("</div>");
-    }
 }
 
 fn head(channel: &str, title: &str, links: &Links) -> String {

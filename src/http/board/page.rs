@@ -19,7 +19,6 @@
 //! scrolls sideways.
 
 use super::chart::{role_style, svg};
-use super::detail::entries;
 use super::html::{escape, push, push_bdi, push_fmt};
 use super::links::Links;
 use super::strip;
@@ -27,6 +26,7 @@ use super::when::{ago_tag, time_tag};
 use crate::app::board::{
     AlarmItem, Board, DebtItem, DeviceItem, PinItem, ProposalItem, RoleCard, Section, SyncHealth,
 };
+use crate::app::timeline::{ActivityPage, Entry};
 
 /// Seconds between refreshes of the page without JavaScript.
 pub const NOSCRIPT_REFRESH_SECS: u32 = 30;
@@ -674,4 +674,71 @@ fn activity(out: &mut String, b: &Board, now: i64, links: &Links) {
         b.activity.next.is_some(),
     );
     entries(out, &b.activity, now, links);
+}
+
+/// The moves of `page` as a table, with the link to the next page back:
+/// shared by the board's "Recent activity" and the activity pages.
+pub fn entries(out: &mut String, page: &ActivityPage, now: i64, links: &Links) {
+    if page.entries.is_empty() {
+        out.push_str("<p class=\"empty\">no activity yet</p>");
+        return;
+    }
+    out.push_str("<table class=\"activity\"><tr><th>when</th><th>who</th><th>what</th></tr>");
+    for e in &page.entries {
+        out.push_str("<tr class=\"move\">");
+        cell(out, "when", "");
+        out.push_str(&ago_tag(e.ms, now));
+        out.push_str("</td>");
+        cell(out, "", "");
+        push_bdi(out, &e.role);
+        out.push_str("</td>");
+        // The page's own words, each piece of peer text isolated in it.
+        out.push_str("<td class=\"topic\">");
+        what(out, e, links);
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table>");
+    if let Some(next) = &page.next {
+        push_fmt(
+            out,
+            format_args!(
+                "<p class=\"more\"><a rel=\"next\" href=\"{}\">older activity →</a></p>",
+                links.activity(next)
+            ),
+        );
+    }
+}
+
+/// What a record did, its subject linked, and its note.
+pub(super) fn what(out: &mut String, e: &Entry, links: &Links) {
+    push(out, &e.what);
+    if let Some(b) = &e.names {
+        push_fmt(
+            out,
+            format_args!(" on <a class=\"id blocker\" href=\"{}\">", links.message(b)),
+        );
+        push(out, b);
+        out.push_str("</a>");
+    }
+    if let Some(k) = &e.pin_key {
+        push_fmt(out, format_args!(" <a href=\"{}\">pin</a>", links.pin(k)));
+    }
+    if let Some(id) = &e.subject {
+        push_fmt(
+            out,
+            format_args!(": <a class=\"id\" href=\"{}\">", links.message(id)),
+        );
+        push(out, id);
+        out.push_str("</a>");
+        if let Some(t) = &e.subject_topic {
+            out.push_str(" <bdi dir=\"auto\">");
+            push(out, t);
+            out.push_str("</bdi>");
+        }
+    }
+    if let Some(n) = &e.note {
+        out.push_str(" <div class=\"excerpt\" dir=\"auto\">");
+        push(out, n);
+        out.push_str("</div>");
+    }
 }

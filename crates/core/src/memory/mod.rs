@@ -4,7 +4,8 @@
 //!
 //! Like the message fold, everything here is a pure function of records and
 //! of the times passed in: the same records give the same sequence, tree and
-//! view on every machine. It owns the sequence rule (`sequence`), the shape of
+//! view on every machine. It owns the sequence rule and what each op does to
+//! the items (`sequence`), the shape of
 //! the tree and the choice of the view (`tree`), and what a summary may hold
 //! (`summary`) and a note (`note`), where an item came from (`provenance`),
 //! and the pages a compaction job is read

@@ -12,12 +12,14 @@
 //! session hash; it must not read files or decide how a client's hook input
 //! looks (the hook does).
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::provenance::{FOLDER_HEX, MAX_FOLDER_BYTES, is_folder, is_folder_hash};
 use crate::op::MemoryNote;
 use crate::peer_text::{describe, first_hazard_in_lines, is_hazard, is_invisible};
+// The kinds are wire vocabulary (`core::vocab`, where `op` reads them);
+// notes are made here, so their kind is named here too.
+pub use crate::vocab::NoteKind;
 
 /// The most bytes of text one note holds (a longer prompt or reply is cut
 /// by the hook, saying how much: [`cut`]).
@@ -31,65 +33,6 @@ pub const SESSION_HEX: usize = 12;
 /// The most characters a subagent's report, an approved plan or another
 /// session's message keeps (the recording hook cuts them: [`cut_chars`]).
 pub const MAX_KEPT_CHARS: usize = 4_000;
-
-/// What a note records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NoteKind {
-    /// A prompt the user submitted.
-    Prompt,
-    /// The agent's final reply of a turn.
-    Reply,
-    /// The tool calls of one turn, in one short record (files changed,
-    /// commands that failed).
-    Turn,
-    /// A note added by hand (`countersign note`).
-    Note,
-    /// The user's answers to the agent's questions (Claude Code's
-    /// AskUserQuestion), in full.
-    Answer,
-    /// A subagent's report to the session (a background one's too), cut at
-    /// [`MAX_KEPT_CHARS`].
-    Report,
-    /// A plan the user approved (Claude Code's ExitPlanMode), cut at
-    /// [`MAX_KEPT_CHARS`].
-    Plan,
-    /// A message another agent session sent this one, cut at
-    /// [`MAX_KEPT_CHARS`].
-    Peer,
-}
-
-impl NoteKind {
-    /// The word of the wire and of a note's line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Prompt => "prompt",
-            Self::Reply => "reply",
-            Self::Turn => "turn",
-            Self::Note => "note",
-            Self::Answer => "answer",
-            Self::Report => "report",
-            Self::Plan => "plan",
-            Self::Peer => "peer",
-        }
-    }
-
-    /// The kind named `s`.
-    pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::Prompt,
-            Self::Reply,
-            Self::Turn,
-            Self::Note,
-            Self::Answer,
-            Self::Report,
-            Self::Plan,
-            Self::Peer,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == s)
-    }
-}
 
 /// Why a note is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,14 +9,61 @@
 //! than [`AWAY_MS`] is not waited for; what it wrote while away enters at its
 //! own place in the order when it arrives, like any late record, and only the
 //! lines covering that place are formed again (`tree`).
+//!
+//! It also says what the records of each op do to the items
+//! ([`memory_effect`]): add some, change some, or leave them be.
 
 use super::MAX_LINE_BYTES;
 use super::note::NoteKind;
 use crate::hlc::OrderKey;
+use crate::op::OpKind;
 use crate::peer_text::one_line;
 
 /// A device unheard for this long is away: the memory stops waiting for it.
 pub const AWAY_MS: i64 = 10 * 60 * 1000;
+
+/// What the records of one op do to the items of the memory: what a
+/// reader that keeps the items between calls must do when one arrives.
+/// Ordered from least to most: the most any new record does is what the
+/// reader does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemoryEffect {
+    /// Changes no item: what it folds into is read state, debts, votes,
+    /// pins, keys, uploads not yet sealed or summaries.
+    Leaves,
+    /// Only adds items: a message sent, a note.
+    Adds,
+    /// May change items already held (a deletion, a revision, a sealed
+    /// upload shown as a body): they are read again.
+    Changes,
+}
+
+/// What the records of `op` do to the items of the memory. A new op does
+/// not compile until it says.
+pub fn memory_effect(op: OpKind) -> MemoryEffect {
+    match op {
+        OpKind::Send | OpKind::Note => MemoryEffect::Adds,
+        OpKind::Delete | OpKind::Revise | OpKind::Seal => MemoryEffect::Changes,
+        OpKind::FeedInit
+        | OpKind::Admit
+        | OpKind::Invite
+        | OpKind::Claim
+        | OpKind::Opened
+        | OpKind::Read
+        | OpKind::Resolve
+        | OpKind::Confirm
+        | OpKind::Reopen
+        | OpKind::WorkStatus
+        | OpKind::AddRole
+        | OpKind::ReplaceKey
+        | OpKind::Ack
+        | OpKind::PinSet
+        | OpKind::Backfill
+        | OpKind::UndoBackfill
+        | OpKind::UploadChunk
+        | OpKind::Summary => MemoryEffect::Leaves,
+    }
+}
 
 /// What an item of the memory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -107,6 +154,21 @@ mod tests {
     use super::*;
     use crate::hlc::Hlc;
     use crate::ids::RecordId;
+
+    #[test]
+    fn only_sends_and_notes_add_items_and_only_deletions_revisions_and_seals_change_them() {
+        for k in OpKind::ALL {
+            let expected = match k.as_str() {
+                "send" | "note" => MemoryEffect::Adds,
+                "delete" | "revise" | "seal" => MemoryEffect::Changes,
+                _ => MemoryEffect::Leaves,
+            };
+            assert_eq!(memory_effect(k), expected, "{k}");
+        }
+        // The most any record does is what a reader of new records does.
+        assert!(MemoryEffect::Leaves < MemoryEffect::Adds);
+        assert!(MemoryEffect::Adds < MemoryEffect::Changes);
+    }
 
     fn key(ms: i64, tag: &str) -> OrderKey {
         OrderKey {

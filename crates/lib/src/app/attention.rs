@@ -18,11 +18,11 @@ use super::session::Session;
 use crate::store::Index;
 use crate::store::index::{ConflictTarget, DebtLine, DebtState, OpenProposal};
 
-/// How many debts (open, and apart unconfirmed) are read: the board's own
-/// bound (`app::board::DEBT_LIMIT`).
-pub const DEBT_READ: usize = super::board::DEBT_LIMIT;
-/// How many live proposals are read.
-pub const PROPOSAL_READ: usize = super::board::PROPOSAL_LIMIT;
+/// How many debts (open, and apart unconfirmed) are read; the board lists
+/// as many (`app::board::DEBT_LIMIT`).
+pub const DEBT_READ: usize = 200;
+/// How many live proposals are read; the board lists as many.
+pub const PROPOSAL_READ: usize = 50;
 /// The most items of one kind listed (the count says how many there are).
 pub const PER_KIND: usize = 10;
 /// How many of the debts idle longest are listed.

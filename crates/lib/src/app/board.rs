@@ -30,10 +30,11 @@ use crate::store::sync_outcome::SyncOutcome;
 
 /// Days the chart of open debts covers (today included).
 pub const CHART_DAYS: usize = 14;
-/// The most open debts (and, apart, unconfirmed resolutions) listed.
-pub const DEBT_LIMIT: usize = 200;
-/// The most open proposals listed.
-pub const PROPOSAL_LIMIT: usize = 50;
+/// The most open debts (and, apart, unconfirmed resolutions) listed: as
+/// many as the attention strip reads.
+pub const DEBT_LIMIT: usize = attention::DEBT_READ;
+/// The most open proposals listed: as many as the attention strip reads.
+pub const PROPOSAL_LIMIT: usize = attention::PROPOSAL_READ;
 /// The most pins listed.
 pub const PIN_LIMIT: usize = 100;
 /// How many of the newest messages the traffic shows.

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use super::compaction::{
     self, JobAnswer, SubmitLine, compact_next, compact_read, compact_release, compact_submit,
 };
+use super::key_share;
 use super::presence;
 use super::refusal::{AppError, AppResult};
 use super::session::Session;
@@ -34,7 +35,7 @@ use crate::core::ids::{FeedId, Role};
 use crate::core::record::parse_pubkey;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::home::KeyName;
-use crate::store::{Channel, Home, api_key, folder_file, state_file};
+use crate::store::{Home, api_key, folder_file, state_file};
 
 /// The environment variable naming the API's base URL (for a proxy, or a
 /// local stand-in in tests).
@@ -434,6 +435,18 @@ pub fn round(s: &mut Session, try_now: bool, now_fn: &dyn Fn() -> i64) -> AppRes
     })
 }
 
+/// Keeps this device's share of the API key current and takes up another
+/// device's newer share or removal (`app::key_share::refresh`); when that
+/// changed the key stored here, forgets the pause as for a new key
+/// ([`new_key`]). True when the key changed.
+pub fn take_up_shared_key(s: &mut Session) -> AppResult<bool> {
+    let changed = key_share::refresh(s)?;
+    if changed {
+        new_key(s)?;
+    }
+    Ok(changed)
+}
+
 /// Forgets a pause: a new key was stored (or the key removed).
 pub fn new_key(s: &mut Session) -> AppResult<()> {
     let mut book = load_book(s);
@@ -449,21 +462,9 @@ pub fn new_key(s: &mut Session) -> AppResult<()> {
 /// The role this device writes summaries as: the session's, else the first
 /// role of the roster this device holds a key of.
 fn writer_role(s: &Session) -> Option<Role> {
-    s.role_opt().cloned().or_else(|| keyed_role(s.channel()))
-}
-
-/// The first role of the roster this device holds a key of: the role a
-/// process started without one writes summaries as.
-pub fn keyed_role(channel: &Channel) -> Option<Role> {
-    let id = channel.dir().id().to_owned();
-    channel.roster().into_iter().find(|r| {
-        channel
-            .home()
-            .load_key(&id, KeyName::Role(r))
-            .ok()
-            .flatten()
-            .is_some()
-    })
+    s.role_opt()
+        .cloned()
+        .or_else(|| Session::keyed_role(s.channel()))
 }
 
 /// Says in this device's signed `api.json` whether its API works, when it
@@ -632,7 +633,7 @@ pub fn due(s: &mut Session, now: i64) -> AppResult<bool> {
 /// this device said its API works and must now say it no longer does. Cheap (two small files), so a process whose
 /// home has no key never opens the channel for it.
 pub fn may_work(home: &Home, dir: &crate::store::ChannelDir) -> bool {
-    if api_key::load(home).ok().flatten().is_some() || super::key_share::any_share(dir) {
+    if api_key::load(home).ok().flatten().is_some() || key_share::any_share(dir) {
         return true;
     }
     state_file::load::<Book>(&home.state_dir(dir.id()), BOOK_FILE)
@@ -642,7 +643,7 @@ pub fn may_work(home: &Home, dir: &crate::store::ChannelDir) -> bool {
 /// One tick of the background worker: says whether the API works here,
 /// and runs a round when this device is elected and a round is due.
 pub fn background_tick(s: &mut Session) -> AppResult<Option<Round>> {
-    super::key_share::refresh(s)?;
+    take_up_shared_key(s)?;
     let now = compaction::now_ms();
     let mut book = load_book(s);
     let key = api_key::load(s.channel().home())?;

@@ -12,7 +12,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::compaction_api;
 use super::refusal::AppResult;
 use super::session::Session;
 use crate::core::ids::FeedId;
@@ -71,7 +70,7 @@ fn own_feed(s: &Session) -> AppResult<Option<(FeedId, ed25519_dalek::SigningKey)
     let Some(role) = s
         .role_opt()
         .cloned()
-        .or_else(|| compaction_api::keyed_role(s.channel()))
+        .or_else(|| Session::keyed_role(s.channel()))
     else {
         return Ok(None);
     };
@@ -156,7 +155,8 @@ pub fn unshare(s: &mut Session, now: i64) -> AppResult<bool> {
 
 /// Keeps the share current: re-sealed when the admitted feeds changed, and
 /// another device's newer share or removal taken up. True when the key
-/// stored here changed.
+/// stored here changed: the caller then forgets the API's pause
+/// (`app::compaction_api::take_up_shared_key` does both).
 pub fn refresh(s: &mut Session) -> AppResult<bool> {
     s.catch_up()?;
     let mut book = load(s);
@@ -216,9 +216,6 @@ fn take_up(s: &mut Session, book: &mut Book) -> AppResult<bool> {
         let had = book.from_share && api_key::remove(&home)?;
         book.from_share = false;
         save(s, book)?;
-        if had {
-            compaction_api::new_key(s)?;
-        }
         return Ok(had);
     }
     let id = s.channel().dir().id().to_owned();
@@ -239,7 +236,6 @@ fn take_up(s: &mut Session, book: &mut Book) -> AppResult<bool> {
             book.took = Some(newest.date);
             book.from_share = true;
             save(s, book)?;
-            compaction_api::new_key(s)?;
             return Ok(true);
         }
     }

@@ -16,7 +16,8 @@
 //! falls among the items (a binary search); when neither moved, nothing is
 //! read again. New summaries and newly sent messages are added to what is
 //! kept; a record that may change an item held (a deletion, a revision, a
-//! sealed upload, an op it does not know) reads the items again; a fork
+//! sealed upload, an op it does not know: `memory_effect` in
+//! `core::memory::sequence` says which) reads the items again; a fork
 //! (records taken back) reads everything again.
 
 use std::collections::HashMap;
@@ -34,10 +35,10 @@ use crate::core::hlc::OrderKey;
 use crate::core::ids::RecordId;
 use crate::core::memory::note::NoteKind;
 use crate::core::memory::notice;
-use crate::core::memory::sequence::{self, ItemKind, Peer, own_line};
+use crate::core::memory::sequence::{self, ItemKind, MemoryEffect, Peer, memory_effect, own_line};
 use crate::core::memory::summary::{self, line_of, winner};
 use crate::core::memory::tree::{self, LineText, Tree, ViewLine};
-use crate::core::op::{Op, Summary};
+use crate::core::op::{Op, OpKind, Summary};
 use crate::core::peer_text::one_line;
 use crate::core::query::SearchQuery;
 use crate::core::timestamp::format_rfc3339;
@@ -101,32 +102,6 @@ impl Items {
         self.keys.partition_point(|k| sequence::settled(k, horizon))
     }
 }
-
-/// Ops whose records change no item of the memory: what they fold into is
-/// read state, debts, votes, pins, keys, uploads not yet sealed, summaries.
-const LEAVE_ITEMS: &[&str] = &[
-    "feed_init",
-    "admit",
-    "invite",
-    "claim",
-    "opened",
-    "read",
-    "resolve",
-    "confirm",
-    "reopen",
-    "work_status",
-    "add_role",
-    "replace_key",
-    "ack",
-    "pin_set",
-    "backfill",
-    "undo_backfill",
-    "upload_chunk",
-    "summary",
-];
-
-/// Ops whose records only add items: a message sent, a note.
-const ADD_ITEMS: &[&str] = &["send", "note"];
 
 /// The standing summary of each line that has one, and its place in the
 /// total order (a later summary of the same line stands only if it sorts
@@ -204,24 +179,30 @@ impl Cache {
             _ => None,
         };
         // What the new records may do to the items: nothing, add sent
-        // messages and notes, or anything (a deletion, a revision, a sealed upload
-        // shown as a body, an op this list does not know): read them all.
-        let ops = match grown_from {
-            Some(from) => ix.ops_after(from)?,
-            None => vec!["?".to_owned()],
-        };
-        if ops.iter().any(|op| !LEAVE_ITEMS.contains(&op.as_str())) {
-            if ops
+        // messages and notes, or anything (a deletion, a revision, a sealed
+        // upload shown as a body, an op this version does not know, records
+        // taken back): then they are all read again.
+        let effect = match grown_from {
+            Some(from) => ix
+                .ops_after(from)?
                 .iter()
-                .all(|op| ADD_ITEMS.contains(&op.as_str()) || LEAVE_ITEMS.contains(&op.as_str()))
-            {
+                .map(|op| OpKind::parse(op).map_or(MemoryEffect::Changes, memory_effect))
+                .max()
+                .unwrap_or(MemoryEffect::Leaves),
+            None => MemoryEffect::Changes,
+        };
+        match effect {
+            MemoryEffect::Leaves => {}
+            MemoryEffect::Adds => {
                 let from = grown_from.expect("ops are read after a known record");
                 let sent = ix.memory_items_after(from)?;
                 Arc::make_mut(&mut self.items).add(&sent);
-            } else {
-                self.items = Arc::new(Items::of(&ix.memory_items()?));
+                self.tree = None;
             }
-            self.tree = None;
+            MemoryEffect::Changes => {
+                self.items = Arc::new(Items::of(&ix.memory_items()?));
+                self.tree = None;
+            }
         }
         match grown_from {
             Some(_) => {
@@ -324,10 +305,10 @@ impl Memory {
 
     fn kept(s: &mut Session, horizon: Option<i64>) -> AppResult<Self> {
         let stamp = s.index().memory_stamp()?;
-        let mut cache = std::mem::take(s.memory_cache());
+        let mut cache = std::mem::take(s.kept::<Cache>());
         let refreshed = cache.refresh(s, stamp);
         let memory = refreshed.map(|()| cache.memory(horizon));
-        *s.memory_cache() = cache;
+        *s.kept::<Cache>() = cache;
         memory
     }
 
@@ -505,7 +486,7 @@ pub fn horizon(s: &Session) -> AppResult<Option<i64>> {
 pub fn memory_view(s: &mut Session, budget: Option<usize>) -> AppResult<MemoryView> {
     let budget = budget.unwrap_or(tree::DEFAULT_BUDGET);
     let memory = Memory::load(s)?;
-    let mut view = s.memory_cache().rendered(&memory, budget).view.clone();
+    let mut view = s.kept::<Cache>().rendered(&memory, budget).view.clone();
     view.tentative_since = memory.horizon.map(format_rfc3339);
     Ok(view)
 }
@@ -533,7 +514,7 @@ pub fn memory_view_page(s: &mut Session, offset: i64) -> AppResult<MemoryPage> {
         )));
     }
     let memory = Memory::load(s)?;
-    let cache = s.memory_cache();
+    let cache = s.kept::<Cache>();
     let snapshot = if offset == 0 {
         let r = cache.rendered(&memory, tree::DEFAULT_BUDGET);
         cache.paged = Some(Arc::clone(&r));

@@ -4,9 +4,13 @@
 //! (the caller's role, resolving a message id prefix). Identities in results
 //! always come from here or from verified feeds, never from tool arguments.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+
 use super::refusal::{AppError, AppResult};
 pub use crate::core::ids::roles_list;
 use crate::core::ids::{IdPrefix, RecordId, Role};
+use crate::store::home::KeyName;
 use crate::store::{Channel, Index, Writer};
 
 /// The most time a search spends bringing the full-text index up to date
@@ -25,8 +29,10 @@ pub struct Session {
     writer: Option<Writer>,
     /// How long a search may spend on the full-text index's backlog.
     search_catch_up: std::time::Duration,
-    /// What the memory built on the last call, reused while nothing changed.
-    memory: super::memory::Cache,
+    /// What use cases keep between calls, one value per type (the memory's
+    /// `app::memory::Cache`: what it built on the last call, reused while
+    /// nothing changed). Held by type so the session needs no use case.
+    kept: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     /// `Some` for a session that answers one command
     /// ([`Self::for_one_command`]): true once it has caught up.
     one_command: Option<bool>,
@@ -62,7 +68,7 @@ impl Session {
             role,
             writer: None,
             search_catch_up: SEARCH_CATCH_UP,
-            memory: super::memory::Cache::default(),
+            kept: HashMap::new(),
             one_command: None,
         })
     }
@@ -89,6 +95,21 @@ impl Session {
         });
         raw.map(|r| Role::new(r.trim()).map_err(|e| AppError::value(e.to_string())))
             .transpose()
+    }
+
+    /// The first role of `channel`'s roster this device holds a key of: the
+    /// role a process started without one acts as (it writes summaries,
+    /// shares the API key).
+    pub fn keyed_role(channel: &Channel) -> Option<Role> {
+        let id = channel.dir().id().to_owned();
+        channel.roster().into_iter().find(|r| {
+            channel
+                .home()
+                .load_key(&id, KeyName::Role(r))
+                .ok()
+                .flatten()
+                .is_some()
+        })
     }
 
     /// The channel.
@@ -179,9 +200,14 @@ impl Session {
         Ok(())
     }
 
-    /// What the memory keeps between calls (`app::memory`).
-    pub(super) fn memory_cache(&mut self) -> &mut super::memory::Cache {
-        &mut self.memory
+    /// What a use case keeps between calls on this session: its value of
+    /// type `T`, made by `T::default()` on first use.
+    pub(super) fn kept<T: Any + Send + Sync + Default>(&mut self) -> &mut T {
+        self.kept
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()))
+            .downcast_mut()
+            .expect("each value is kept under its own type")
     }
 
     /// The writer of the caller's feed (set up once per session).

@@ -1,33 +1,8 @@
 //! Errors of the store layer. Every I/O error names its path.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
-/// An I/O error with the path it happened on.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot access {}: {source}", path.display())]
-pub struct PathError {
-    /// The file or folder.
-    pub path: PathBuf,
-    /// The underlying error.
-    #[source]
-    pub source: io::Error,
-}
-
-/// Attaches a path to an `io::Result`.
-pub trait IoContext<T> {
-    /// Turns the error into a [`PathError`] naming `path`.
-    fn at(self, path: impl AsRef<Path>) -> Result<T, PathError>;
-}
-
-impl<T> IoContext<T> for io::Result<T> {
-    fn at(self, path: impl AsRef<Path>) -> Result<T, PathError> {
-        self.map_err(|source| PathError {
-            path: path.as_ref().to_path_buf(),
-            source,
-        })
-    }
-}
+pub use super::path_error::{IoContext, PathError};
 
 /// What can go wrong below the app layer.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +31,7 @@ pub enum StoreError {
         /// Which table, column and row, and why (boxed: every store result
         /// carries this enum, and the variant is rare).
         #[source]
-        source: Box<super::index::CorruptColumn>,
+        source: Box<CorruptColumn>,
         /// The way out, one sentence.
         fix: &'static str,
     },
@@ -126,7 +101,7 @@ impl<T> SqlContext<T> for rusqlite::Result<T> {
             match source {
                 // A row mapper's decode failure names its column: keep it typed.
                 rusqlite::Error::FromSqlConversionFailure(i, t, e) => {
-                    match e.downcast::<super::index::CorruptColumn>() {
+                    match e.downcast::<CorruptColumn>() {
                         Ok(c) => StoreError::CorruptColumn {
                             path,
                             source: c,
@@ -142,4 +117,20 @@ impl<T> SqlContext<T> for rusqlite::Result<T> {
             }
         })
     }
+}
+
+/// A stored value that does not decode as its column's type: the index file
+/// was damaged (or written by something else), and reading on would answer
+/// from a default instead of the feeds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("column {table}.{column} of row {row} does not decode: {reason}")]
+pub struct CorruptColumn {
+    /// The table.
+    pub table: &'static str,
+    /// The column.
+    pub column: &'static str,
+    /// The row's key (a full id, a name).
+    pub row: String,
+    /// What is wrong with the value.
+    pub reason: String,
 }

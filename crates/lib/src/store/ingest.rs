@@ -49,7 +49,7 @@ use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
 use crate::core::invitation::Standing;
 use crate::core::memory;
-use crate::core::op::{Backfill, Op, UndoBackfill};
+use crate::core::op::{Backfill, Op, OpKind, UndoBackfill};
 use crate::core::peer_text::{describe, first_hazard};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
 use crate::core::signature;
@@ -1482,15 +1482,16 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .db(p)?;
             self.index.forget_record(*n)?;
             self.acting.forget(*n);
-            if op == "summary" {
+            let kind = OpKind::parse(op);
+            if kind == Some(OpKind::Summary) {
                 self.index.forget_summary(*n)?;
             }
-            if op == "note" {
+            if kind == Some(OpKind::Note) {
                 self.index.forget_note(*n)?;
             }
             self.touched
                 .extend(targets.iter().filter_map(|t| RecordId::parse(t)));
-            if op == "send"
+            if kind == Some(OpKind::Send)
                 && let Some(rid) = RecordId::parse(id)
             {
                 self.touched.remove(&rid);
@@ -1499,9 +1500,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
             }
             // An upload's chunk or seal: the upload is folded again (and goes
             // if its first chunk went), and so are the messages showing it.
-            let table = match op.as_str() {
-                "upload_chunk" => "upload_chunks",
-                "seal" => "upload_seals",
+            let table = match kind {
+                Some(OpKind::UploadChunk) => "upload_chunks",
+                Some(OpKind::Seal) => "upload_seals",
                 _ => continue,
             };
             let upload: Option<String> = conn

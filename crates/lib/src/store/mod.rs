@@ -29,6 +29,7 @@ pub mod leases;
 pub mod listing;
 pub mod lock;
 pub mod message;
+mod path_error;
 pub mod prefs;
 pub mod private_file;
 pub mod records;

@@ -12,23 +12,23 @@ use rusqlite::params;
 use super::Index;
 use super::proposals::CastVote;
 use super::rows::{At, FromRow};
-use crate::core::op::Op;
+use crate::core::op::{Op, OpKind};
 use crate::core::record;
 use crate::store::error::StoreResult;
 
 /// The ops a person's activity timeline shows: what moves the state of a
 /// message, a vote or a pin. Deliveries (`opened`, `read`), membership,
 /// uploads and memory records are left to `log`.
-pub const MOVES: [&str; 9] = [
-    "send",
-    "revise",
-    "work_status",
-    "resolve",
-    "confirm",
-    "reopen",
-    "ack",
-    "delete",
-    "pin_set",
+pub const MOVES: [OpKind; 9] = [
+    OpKind::Send,
+    OpKind::Revise,
+    OpKind::WorkStatus,
+    OpKind::Resolve,
+    OpKind::Confirm,
+    OpKind::Reopen,
+    OpKind::Ack,
+    OpKind::Delete,
+    OpKind::PinSet,
 ];
 
 /// One accepted record, decoded.
@@ -95,7 +95,8 @@ impl Index {
     /// `records_order` backwards: the cost is the page's (and the records of
     /// other kinds it steps over), not the history's.
     pub fn history_page(&self, before: Option<&Before>, limit: usize) -> StoreResult<Vec<Touch>> {
-        let moves = serde_json::to_string(&MOVES).expect("a list of words serializes");
+        let moves =
+            serde_json::to_string(&MOVES.map(OpKind::as_str)).expect("a list of words serializes");
         let (ms, c, record) = match before {
             Some(b) => (b.ms, b.c, b.record.as_str()),
             None => (i64::MAX, i64::MAX, ""),

@@ -35,6 +35,7 @@ mod uploads;
 mod work;
 mod write;
 
+pub use super::error::CorruptColumn;
 pub use ball::{Ball, BallItem};
 pub use conflicts::{ConflictTarget, StandingConflict};
 pub use debts::{DebtLine, DebtPage, DebtSpan, DebtState, OpenDebt, PendingResolution};
@@ -48,7 +49,6 @@ pub use notes::NoteRow;
 pub use pins::{PinSelect, PinVersion};
 pub use problems::{Problem, ProblemKind};
 pub use proposals::{AwaitedProposal, CastVote, OpenProposal};
-pub use rows::CorruptColumn;
 pub use search::{PhraseHit, SearchScope};
 pub use work::IndexWork;
 pub use write::{FeedRow, IndexTx, ShownBody};

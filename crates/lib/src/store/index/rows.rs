@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 
 use super::Index;
 use crate::core::ids::{RecordId, Role};
-use crate::store::error::{SqlContext as _, StoreError, StoreResult};
+use crate::store::error::{CorruptColumn, SqlContext as _, StoreError, StoreResult};
 
 /// A typed row read from a statement's columns by their names (a tuple
 /// reads its columns in the order selected: only for two to four columns
@@ -41,22 +41,6 @@ macro_rules! tuple_from_row {
 tuple_from_row!(A 0, B 1);
 tuple_from_row!(A 0, B 1, C 2);
 tuple_from_row!(A 0, B 1, C 2, D 3);
-
-/// A stored value that does not decode as its column's type: the index file
-/// was damaged (or written by something else), and reading on would answer
-/// from a default instead of the feeds.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("column {table}.{column} of row {row} does not decode: {reason}")]
-pub struct CorruptColumn {
-    /// The table.
-    pub table: &'static str,
-    /// The column.
-    pub column: &'static str,
-    /// The row's key (a full id, a name).
-    pub row: String,
-    /// What is wrong with the value.
-    pub reason: String,
-}
 
 /// Which row a decoded column belongs to, for the error that names it.
 #[derive(Clone, Copy)]
