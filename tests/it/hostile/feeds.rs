@@ -183,6 +183,20 @@ fn judged_junk_folders_cost_a_later_command_no_look_and_no_listing_entry() {
         .filter(|p| p.kind == ProblemKind::Garbage && p.path.starts_with("feeds/b/vm-"))
         .count();
     assert_eq!(garbage, 1_000);
+    let out = Command::new(bin())
+        .env("COUNTERSIGN_HOME", l.home_root())
+        .args(["--channel", l.dir.to_str().unwrap(), "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let reported = text
+        .lines()
+        .filter(|l| l.starts_with("garbage: feeds/b/vm-"))
+        .count();
+    assert_eq!(reported, 1_000, "{}", &text[..text.len().min(2_000)]);
+    // Verify's walk leaves the next command's skip as it was.
+    assert!(l.channel().catch_up().unwrap().looked <= 2);
 }
 
 #[test]
