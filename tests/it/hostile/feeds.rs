@@ -331,10 +331,8 @@ fn a_skipped_feed_folder_is_read_once_its_feed_is_admitted() {
     l.channel().catch_up().unwrap();
     let waiting = l.channel().index().problems().unwrap();
     assert!(
-        waiting
-            .iter()
-            .any(|p| p.kind == ProblemKind::Unadmitted
-                && p.feed.as_deref() == Some(&j.feed_id().to_string())),
+        waiting.iter().any(|p| p.kind == ProblemKind::Unadmitted
+            && p.feed.as_deref() == Some(&j.feed_id().to_string())),
         "{waiting:?}"
     );
     assert_eq!(kept(&l).1, vec![("b".to_owned(), 51)], "judged: skipped");
@@ -344,7 +342,11 @@ fn a_skipped_feed_folder_is_read_once_its_feed_is_admitted() {
     let mut ch = l.channel();
     ch.catch_up().unwrap();
     assert!(ch.admitted_key(&j.feed_id()).unwrap().is_some());
-    assert_eq!(ch.head_seq(&j.feed_id()).unwrap(), 2, "its records are read");
+    assert_eq!(
+        ch.head_seq(&j.feed_id()).unwrap(),
+        2,
+        "its records are read"
+    );
     // Looked at, and skipped no more; the junk is skipped again.
     settle(&l.dir);
     l.channel().catch_up().unwrap();
@@ -383,17 +385,19 @@ fn a_torn_first_segment_is_not_skipped_and_is_read_once_complete() {
     l.channel().catch_up().unwrap();
     let problems = l.channel().index().problems().unwrap();
     assert!(
-        problems
-            .iter()
-            .any(|p| p.kind == ProblemKind::Unadmitted
-                && p.feed.as_deref() == Some(&j.feed_id().to_string())),
+        problems.iter().any(|p| p.kind == ProblemKind::Unadmitted
+            && p.feed.as_deref() == Some(&j.feed_id().to_string())),
         "{problems:?}"
     );
     assert_eq!(kept(&l).1, vec![("b".to_owned(), 21)]);
     j.admitted(&l);
     let mut ch = l.channel();
     ch.catch_up().unwrap();
-    assert_eq!(ch.head_seq(&j.feed_id()).unwrap(), 2, "its records are read");
+    assert_eq!(
+        ch.head_seq(&j.feed_id()).unwrap(),
+        2,
+        "its records are read"
+    );
 }
 
 #[test]

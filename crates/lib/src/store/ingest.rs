@@ -241,11 +241,7 @@ impl ScanCache {
                         .map(|(p, m)| (p.clone(), *m))
                         .collect(),
                     feeds: self.feeds.to_vec(),
-                    skipped: self
-                        .skipped
-                        .iter()
-                        .map(|(p, n)| (p.clone(), *n))
-                        .collect(),
+                    skipped: self.skipped.iter().map(|(p, n)| (p.clone(), *n)).collect(),
                 })
             }
             _ => None,
@@ -709,9 +705,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             let survey = feed::survey_feeds(&root)?;
             self.report_strays(FOLDER_SCOPE, &survey.strays)?;
             let before = std::mem::take(&mut cache.role_mtimes);
-            cache.feeds = cache
-                .unskipped(&before, &survey.roles, survey.feeds)
-                .into();
+            cache.feeds = cache.unskipped(&before, &survey.roles, survey.feeds).into();
             // A role folder whose time could not be read cannot vouch for
             // its listing: the next pass lists everything again.
             let timed = survey.roles.iter().all(|(_, m)| m.is_some());

@@ -207,9 +207,7 @@ fn parse(text: &str, feeds_root: &Path) -> Option<Listing> {
             return None;
         }
     }
-    if !ended
-        || (root.is_none() && !(roles.is_empty() && feeds.is_empty() && skipped.is_empty()))
-    {
+    if !ended || (root.is_none() && !(roles.is_empty() && feeds.is_empty() && skipped.is_empty())) {
         return None;
     }
     let tree = root.map(|root| Tree {
