@@ -3,13 +3,20 @@
 //! the first call has found and reported it, every later call must cost about
 //! what it costs on the clean channel (the file is remembered by size and
 //! time, never read again). Likewise [`JUNK_FOLDERS`] feed folders, each with
-//! one segment of garbage, which no key is needed to plant.
+//! one segment of garbage, which no key is needed to plant: once judged (not
+//! admitted, their first record read), a later call does not look at them
+//! at all until their role folder changes.
+//!
+//! What was planted is measured once its times lie [`SETTLE`] in the past:
+//! until then a folder may still be being written, and every call looks at
+//! it (the first seconds after a planting, as before).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use countersign::store::listing::SETTLE;
 
 use super::invocation::Countersign;
 
@@ -86,6 +93,9 @@ impl Planted {
             .iter()
             .try_for_each(|f| plant(f).with_context(|| format!("planting {}", f.display())))
             .and_then(|()| {
+                // Settled, as a folder synced in a while ago is: judged by
+                // the first call, skipped by the later ones.
+                std::thread::sleep(SETTLE + Duration::from_millis(100));
                 let discovery = run()?;
                 let after = (0..RUNS).map(|_| run()).collect::<anyhow::Result<_>>()?;
                 Ok(Self {

@@ -162,6 +162,7 @@ impl Channel {
             new_problems: report.new_problems + again.new_problems,
             refolded: report.refolded + again.refolded,
             listed: report.listed + again.listed,
+            looked: report.looked + again.looked,
             ..again
         })
     }

@@ -99,6 +99,9 @@ pub struct IngestReport {
     /// known unchanged by their times, from this process's earlier passes
     /// or from the listing an earlier process kept ([`super::listing`]).
     pub listed: usize,
+    /// Feed folders looked at (their time read, at least) in this pass: a
+    /// skipped one ([`ScanCache`]) is not.
+    pub looked: usize,
 }
 
 /// A file's cursor row: size and mtime when last read, the offset read to,
@@ -139,6 +142,17 @@ pub struct ScanCache {
     /// True when something was listed since the listing was last handed out
     /// ([`Self::take_listing`]).
     listing_dirty: bool,
+    /// Per role folder, how many of its feed folders are skipped: feeds
+    /// nobody admitted whose first record was judged already (noted as a
+    /// claim, or found not to be one), left out of `feeds` and so never
+    /// looked at, not even by a `stat`, while the role folder keeps the time
+    /// it had when they were judged (see [`Self::unskipped`]) and no feed
+    /// of the role is admitted ([`Ingest::admitted_skipped`]).
+    skipped: HashMap<PathBuf, usize>,
+    /// True once a skipped feed waited (its records wait for an admission):
+    /// passes keep running as while it was read, so that the claims are
+    /// reviewed as time goes by.
+    skipped_waits: bool,
 }
 
 impl ScanCache {
@@ -180,6 +194,7 @@ impl ScanCache {
             self.feeds_mtime = Some(tree.root);
             self.role_mtimes = tree.roles.into_iter().collect();
             self.feeds = tree.feeds.into();
+            self.skipped = tree.skipped.into_iter().filter(|(_, n)| *n > 0).collect();
             self.tree_clean = true;
         }
         for (dir, mtime, segments) in listing.dirs {
@@ -227,6 +242,7 @@ impl ScanCache {
                         .map(|(p, m)| (p.clone(), *m))
                         .collect(),
                     feeds: self.feeds.to_vec(),
+                    skipped: self.skipped.iter().map(|(p, n)| (p.clone(), *n)).collect(),
                 })
             }
             _ => None,
@@ -240,6 +256,83 @@ impl ScanCache {
             .collect();
         self.listing_dirty = !whole;
         Some(Listing { tree, dirs })
+    }
+
+    /// The feed folders of a new listing, `feeds`, less the ones still
+    /// skipped. A role folder's skipped folders stay skipped while its time
+    /// is the one they were judged under (`before`, as `role_mtimes` held
+    /// it): no folder was added or removed there, so they are exactly its
+    /// folders that the last listing kept. Otherwise (its time moved, it
+    /// could not be read, or the count does not match) every one of them is
+    /// looked at again.
+    fn unskipped(
+        &mut self,
+        before: &HashMap<PathBuf, SystemTime>,
+        roles: &[(PathBuf, Option<SystemTime>)],
+        feeds: Vec<feed::FeedFolder>,
+    ) -> Vec<feed::FeedFolder> {
+        if self.skipped.is_empty() {
+            return feeds;
+        }
+        let listed: HashSet<&Path> = self.feeds.iter().map(|(_, d)| d.as_path()).collect();
+        let mut unlisted: HashMap<&Path, usize> = HashMap::new();
+        for (_, dir) in &feeds {
+            if !listed.contains(dir.as_path())
+                && let Some(role) = dir.parent()
+            {
+                *unlisted.entry(role).or_default() += 1;
+            }
+        }
+        let standing: HashMap<PathBuf, usize> = roles
+            .iter()
+            .filter_map(|(role, mtime)| {
+                let n = *self.skipped.get(role)?;
+                let same = mtime.is_some() && before.get(role) == mtime.as_ref();
+                (same && unlisted.get(role.as_path()) == Some(&n)).then(|| (role.clone(), n))
+            })
+            .collect();
+        let kept = feeds
+            .into_iter()
+            .filter(|(_, dir)| {
+                listed.contains(dir.as_path())
+                    || !dir.parent().is_some_and(|r| standing.contains_key(r))
+            })
+            .collect();
+        self.skipped = standing;
+        kept
+    }
+
+    /// Stops looking at the feed folders `judged` (see [`Self::skipped`]).
+    fn skip(&mut self, judged: &HashSet<PathBuf>) {
+        let mut kept = Vec::with_capacity(self.feeds.len());
+        for (feed, dir) in self.feeds.iter() {
+            let role = dir.parent().filter(|r| self.role_mtimes.contains_key(*r));
+            match role {
+                Some(role) if judged.contains(dir) => {
+                    *self.skipped.entry(role.to_path_buf()).or_default() += 1;
+                    if let Some(d) = self.dirs.remove(dir) {
+                        for s in d.segments.iter() {
+                            self.files.remove(&s.path);
+                        }
+                    }
+                }
+                _ => kept.push((feed.clone(), dir.clone())),
+            }
+        }
+        if kept.len() != self.feeds.len() {
+            self.feeds = kept.into();
+            self.listing_dirty = true;
+        }
+    }
+
+    /// Looks at the skipped feed folders of `roles` again, on the next
+    /// listing (which the next pass makes).
+    fn reexamine(&mut self, roles: &[PathBuf]) {
+        for r in roles {
+            self.skipped.remove(r);
+        }
+        self.feeds_mtime = None;
+        self.settled = false;
     }
 
     pub fn unchanged(&self, feeds_root: &Path) -> bool {
@@ -368,6 +461,12 @@ pub struct Ingest<'a, 'p> {
     claims_changed: bool,
     /// A pass over the feed this device just appended to ([`Self::run_own`]).
     own_write: bool,
+    /// Set by [`Self::ingest_file`]: the file's time when its first record
+    /// is judged (read, or known read, from its start, no torn tail).
+    judged: Option<SystemTime>,
+    /// The feed folders this pass judged, to be skipped from now on (see
+    /// [`ScanCache::skipped`]), each with whether its records wait.
+    to_skip: HashMap<PathBuf, (FeedId, bool)>,
 }
 
 /// A record known to be signed by a key without checking: its id (the hash
@@ -417,6 +516,12 @@ impl<'a, 'p> Ingest<'a, 'p> {
         me.load(cache)?;
         let path = dir.feed_dir(feed);
         me.ingest_feed(feed, &path, cache)?;
+        // An admit written here: the admitted feed's folder, if skipped, is
+        // looked at by the next pass.
+        let again = me.admitted_skipped(cache);
+        if !again.is_empty() {
+            cache.reexamine(&again);
+        }
         cache.settled &= me.quiet();
         me.finish()
     }
@@ -446,10 +551,28 @@ impl<'a, 'p> Ingest<'a, 'p> {
             me.load_folder_problems()?;
         }
         cache.settled = false;
+        // A feed admitted since its folder was skipped (by an earlier
+        // process whose listing was kept): its role's folders are listed
+        // and looked at again.
+        let again = me.admitted_skipped(cache);
+        if !again.is_empty() {
+            cache.reexamine(&again);
+        }
         for (feed, path) in me.feed_dirs(cache)?.iter() {
             me.ingest_feed(feed, path, cache)?;
         }
-        cache.settled = me.quiet();
+        // Admitted in this pass: its folder is read in this pass too.
+        let again = me.admitted_skipped(cache);
+        if !again.is_empty() {
+            cache.reexamine(&again);
+            for (feed, path) in me.feed_dirs(cache)?.iter() {
+                if path.parent().is_some_and(|r| again.iter().any(|a| a == r)) {
+                    me.ingest_feed(feed, path, cache)?;
+                }
+            }
+        }
+        me.skip_judged(cache);
+        cache.settled = me.quiet() && !cache.skipped_waits;
         me.finish()
     }
 
@@ -483,6 +606,51 @@ impl<'a, 'p> Ingest<'a, 'p> {
             torn: false,
             claims_changed: false,
             own_write: false,
+            judged: None,
+            to_skip: HashMap::new(),
+        }
+    }
+
+    /// The role folders with skipped feed folders of which one may be a
+    /// feed with a key now (admitted): a feed of the role with a key whose
+    /// folder is there but not listed, so one of the skipped.
+    fn admitted_skipped(&self, cache: &ScanCache) -> Vec<PathBuf> {
+        if cache.skipped.is_empty() {
+            return Vec::new();
+        }
+        let root = self.dir.feeds();
+        let listed: HashSet<&Path> = cache.feeds.iter().map(|(_, d)| d.as_path()).collect();
+        let mut out: Vec<PathBuf> = Vec::new();
+        for (feed, st) in &self.feeds {
+            if st.is_blank() || feed.is_owner() {
+                continue;
+            }
+            let role = root.join(feed.role());
+            if out.contains(&role) || !cache.skipped.contains_key(&role) {
+                continue;
+            }
+            let dir = role.join(feed.device());
+            let there = fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+            if there && !listed.contains(dir.as_path()) {
+                out.push(role);
+            }
+        }
+        out
+    }
+
+    /// Skips from now on the feed folders this pass judged (see
+    /// [`ScanCache::skipped`]) that still have no key.
+    fn skip_judged(&mut self, cache: &mut ScanCache) {
+        let judged = std::mem::take(&mut self.to_skip);
+        let mut dirs = HashSet::new();
+        for (dir, (feed, waits)) in judged {
+            if self.feeds.get(&feed).is_none_or(FeedState::is_blank) {
+                cache.skipped_waits |= waits;
+                dirs.insert(dir);
+            }
+        }
+        if !dirs.is_empty() {
+            cache.skip(&dirs);
         }
     }
 
@@ -537,7 +705,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if !unchanged {
             let survey = feed::survey_feeds(&root)?;
             self.report_strays(FOLDER_SCOPE, &survey.strays)?;
-            cache.feeds = survey.feeds.into();
+            let before = std::mem::take(&mut cache.role_mtimes);
+            cache.feeds = cache.unskipped(&before, &survey.roles, survey.feeds).into();
             // A role folder whose time could not be read cannot vouch for
             // its listing: the next pass lists everything again.
             let timed = survey.roles.iter().all(|(_, m)| m.is_some());
@@ -738,6 +907,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
 
     fn ingest_feed(&mut self, feed: &FeedId, dir: &Path, cache: &mut ScanCache) -> StoreResult<()> {
         let dir_mtime = mtime_of(dir);
+        self.report.looked += 1;
         let head = self.feed_state(feed).head.map_or(0, |h| h.seq);
         let mut recalled = false;
         let (segments, listed_again, skip) = match (dir_mtime, cache.dirs.get_mut(dir)) {
@@ -828,6 +998,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         };
         let mut waits = false;
         self.torn = false;
+        let mut first_judged = None;
         std::thread::scope(|scope| -> StoreResult<()> {
             let mut ahead = ReadAhead::start(scope, plan, key, head_seq);
             let mut filled = 0;
@@ -838,7 +1009,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     continue;
                 }
                 self.gap = None;
-                if let Some(reason) = self.ingest_file(feed, &seg.path, cache, &mut ahead)? {
+                let waited = self.ingest_file(feed, &seg.path, cache, &mut ahead)?;
+                if i == 0 {
+                    first_judged = self.judged;
+                }
+                if let Some(reason) = waited {
                     // A record missing here may stand further on in the feed (put
                     // back by hand at the end, say): apply it, then read on.
                     if let Some(expected) = self.gap.take()
@@ -871,6 +1046,23 @@ impl<'a, 'p> Ingest<'a, 'p> {
         if let Some(d) = cache.dirs.get_mut(dir) {
             d.checked = checked;
             d.checked_head = head;
+        }
+        // A folder nobody admitted whose first record is judged (a claim
+        // noted, or found not to be one) is not looked at again until its
+        // role folder changes or a feed of the role is admitted. Not while
+        // its folder or first segment may still be written (a time too
+        // recent), nor with a torn first segment (a device mid-sync): see
+        // [`ScanCache::skipped`].
+        let now = SystemTime::now();
+        if let (Some(seg_mtime), Some(dir_mtime)) = (first_judged, dir_mtime)
+            && !self.own_write
+            && !feed.is_owner()
+            && self.feed_state(feed).is_blank()
+            && listing::settled(seg_mtime, now)
+            && listing::settled(dir_mtime, now)
+        {
+            self.to_skip
+                .insert(dir.to_path_buf(), (feed.clone(), waits));
         }
         Ok(())
     }
@@ -944,6 +1136,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         ahead: &mut ReadAhead,
     ) -> StoreResult<Option<String>> {
+        self.judged = None;
         let meta = match fs::symlink_metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -956,7 +1149,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let len = meta.len();
         let mtime = meta.modified().at(path)?;
+        // Known read to its end with nothing torn or waiting: judged.
+        let whole = (len > 0).then_some(mtime);
         if cache.files.get(path) == Some(&(len, mtime)) {
+            self.judged = whole;
             return Ok(None);
         }
         let rel = self.rel(path);
@@ -967,6 +1163,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             Some(None) => None,
             Some(Some(&(size, m))) if size == len as i64 && m == mtime_ns => {
                 cache.files.insert(path.to_path_buf(), (len, mtime));
+                self.judged = whole;
                 return Ok(None);
             }
             _ => self
@@ -983,6 +1180,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             && *m == mtime_ns
         {
             cache.files.insert(path.to_path_buf(), (len, mtime));
+            self.judged = whole;
             return Ok(None);
         }
         // A gzip segment is sealed: once read it never grows, so a change
@@ -1031,6 +1229,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 )?;
                 self.save_cursor(&rel, len as i64, mtime_ns, 0, 0, String::new())?;
                 cache.files.insert(path.to_path_buf(), (len, mtime));
+                // Too large to be a claim, or any record.
+                self.judged = Some(mtime);
                 return Ok(None);
             }
             Err(e) => return Err(e.into()),
@@ -1062,6 +1262,8 @@ impl<'a, 'p> Ingest<'a, 'p> {
         let mut consumed = start;
         let mut last_len = 0u64;
         let mut waited = None;
+        // Its first line was decided, in this pass or (read past) an earlier one.
+        let first_decided = start > 0 || !lines.is_empty();
         for (i, line) in lines.into_iter().enumerate() {
             let (offset, line_len) = (line.offset, line.len);
             match self.handle(feed, &rel, line, verified.get(i).copied().flatten())? {
@@ -1089,6 +1291,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // again on the next pass.
         let torn = if long_tail { 0 } else { torn };
         self.torn |= torn > 0;
+        if first_decided && torn == 0 {
+            self.judged = Some(mtime);
+        }
         let size = if waited.is_some() || torn > 0 {
             -1
         } else {

@@ -2,8 +2,10 @@
 //! device's state folder for the channel (never synced), so that the first
 //! pass of the next process (every CLI command, hook and new session) need
 //! not list a folder again while its modification time says nothing in it
-//! was added, removed or renamed. Thousands of junk feed folders then cost a
-//! later process a `stat` of each folder and of its segment, and no listing.
+//! was added, removed or renamed. A feed folder nobody admitted whose first
+//! record was judged already (ingest's `ScanCache`) is kept only as a count
+//! per role folder: thousands of junk feed folders then cost a later process
+//! neither a listing nor a `stat`, and the file stays small.
 //!
 //! Owns the file and its format; what a listing means for a pass is
 //! ingest's (`ScanCache`), which checks every folder's time against a fresh
@@ -51,8 +53,13 @@ pub struct Tree {
     pub root: SystemTime,
     /// Each role folder and its time.
     pub roles: Vec<(PathBuf, SystemTime)>,
-    /// The feed folders, in the listing's order.
+    /// The feed folders, in the listing's order, without the skipped ones.
     pub feeds: Vec<FeedFolder>,
+    /// Per role folder, how many of its feed folders are skipped: not
+    /// admitted, their first record judged, not looked at again while the
+    /// role folder's time stands. Their names are not kept: they are the
+    /// role folder's feed folders that `feeds` does not name.
+    pub skipped: Vec<(PathBuf, usize)>,
 }
 
 /// True when a folder whose time is `mtime` may be kept as listed at `now`.
@@ -104,6 +111,11 @@ fn render(l: &Listing, feeds_root: &Path) -> Option<String> {
             let _ = writeln!(out, "feed {} {}", feed.role(), feed.device());
             lines += 1;
         }
+        for (path, n) in &t.skipped {
+            let name = path.strip_prefix(feeds_root).ok()?.to_str()?;
+            let _ = writeln!(out, "skip {name} {n}");
+            lines += 1;
+        }
     }
     for (dir, mtime, segments) in &l.dirs {
         let rel = dir.strip_prefix(feeds_root).ok()?;
@@ -135,6 +147,7 @@ fn parse(text: &str, feeds_root: &Path) -> Option<Listing> {
     let mut root = None;
     let mut roles = Vec::new();
     let mut feeds = Vec::new();
+    let mut skipped = Vec::new();
     let mut dirs = Vec::new();
     let mut counted = 0usize;
     let mut ended = false;
@@ -155,6 +168,13 @@ fn parse(text: &str, feeds_root: &Path) -> Option<Listing> {
                 let feed = FeedId::new(words.next()?, words.next()?)?;
                 let dir = feeds_root.join(feed.role()).join(feed.device());
                 feeds.push((feed, dir));
+                counted += 1;
+            }
+            "skip" => {
+                let name = words.next()?;
+                FeedId::new(name, "device")?;
+                let n: usize = words.next()?.parse().ok()?;
+                skipped.push((feeds_root.join(name), n));
                 counted += 1;
             }
             "dir" => {
@@ -187,10 +207,15 @@ fn parse(text: &str, feeds_root: &Path) -> Option<Listing> {
             return None;
         }
     }
-    if !ended || (root.is_none() && !(roles.is_empty() && feeds.is_empty())) {
+    if !ended || (root.is_none() && !(roles.is_empty() && feeds.is_empty() && skipped.is_empty())) {
         return None;
     }
-    let tree = root.map(|root| Tree { root, roles, feeds });
+    let tree = root.map(|root| Tree {
+        root,
+        roles,
+        feeds,
+        skipped,
+    });
     Some(Listing { tree, dirs })
 }
 
@@ -220,6 +245,7 @@ mod tests {
                 root: t,
                 roles: vec![(root.join("b"), t)],
                 feeds: vec![(feed, dir.clone())],
+                skipped: vec![(root.join("b"), 10_000)],
             }),
             dirs: vec![(
                 dir.clone(),
@@ -259,6 +285,8 @@ mod tests {
         let odd = text.replace("feed b vm-000001", "feed b ../../x");
         assert_eq!(parse(&odd, &root), None);
         let odd = text.replace("00000501.jsonl:43", "notes.txt:43");
+        assert_eq!(parse(&odd, &root), None);
+        let odd = text.replace("skip b 10000", "skip ../b 10000");
         assert_eq!(parse(&odd, &root), None);
     }
 
