@@ -71,7 +71,7 @@ impl Server {
         .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id, to read on from a hit. ", super::provenance!()),
+    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id, to read on from a hit; after a note, its session's. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_thread(
         &self,

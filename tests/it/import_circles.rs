@@ -384,3 +384,32 @@ fn the_reader_sees_paths_groups_renames_code_and_test_modules() {
     assert_eq!(at("self::Q"), Some(from.to_vec()));
     assert_eq!(at("std::fmt"), None);
 }
+
+/// One module-file convention: a module with children is a folder with its
+/// own `mod.rs`, never a `name.rs` beside a `name/` folder.
+#[test]
+fn a_module_with_children_is_a_folder_with_mod_rs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut both = Vec::new();
+    let mut dirs: Vec<PathBuf> = [
+        "crates/core/src",
+        "crates/lib/src",
+        "crates/bench/src",
+        "src",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path.with_extension("rs").is_file() {
+                    both.push(path.with_extension("rs"));
+                }
+                dirs.push(path);
+            }
+        }
+    }
+    assert!(both.is_empty(), "move each to <folder>/mod.rs: {both:#?}");
+}
