@@ -1536,3 +1536,31 @@ fn a_stale_own_feed_is_put_right_before_sync_carries_it() {
     // Reading the inbox wrote a delivery record: one more round carries it.
     w.settle();
 }
+
+// ---------------------------------------------------------------------------------------
+// A damaged journal is a fault, never a refusal
+
+/// A journal whose last line is not a record cannot be appended to: the
+/// caller gets a fault naming the journal (an internal error over MCP), not
+/// a `ValueError` it would try to fix by changing its arguments.
+#[test]
+fn a_journal_ending_in_a_non_record_is_a_fault_naming_it() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "m0", "x");
+    drop(s);
+    let journal = l.channel().state_dir().join("journal").join("a.jsonl");
+    append_raw(&journal, b"not a record\n");
+    let mut s = l.session("a");
+    let e = countersign::app::send::send_message(
+        &mut s,
+        countersign::app::send::SendRequest::new("b", "m1", "x"),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), None, "a fault, not a refusal: {e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&journal.display().to_string()) && msg.contains("is not a record"),
+        "{msg}"
+    );
+}

@@ -47,18 +47,37 @@ impl AppError {
     }
 }
 
+/// The one place that decides whether a store error is a refusal (the caller
+/// can act on it: a bad argument, a setup step not taken, a file of the wrong
+/// kind in the channel folder) or a fault (ours: the disk, the database, a
+/// damaged local file, a journal that could not be cut back). The match is
+/// exhaustive so that a new variant is decided here, not defaulted.
 impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {
+        use StoreError as S;
         match e {
-            // Setup problems an agent can act on are refusals, not faults.
-            StoreError::NotAdmitted(m) => Self::Permission(m),
-            StoreError::ForeignWriter(m) => Self::Value(m),
+            S::InvalidArgument { .. } | S::ForeignWriter { .. } => Self::Value(e.to_string()),
+            S::NotAdmitted(m) => Self::Permission(m),
             // Something of the wrong type, or too large, stands in the way in
             // the channel folder: the message names it and the way out.
-            StoreError::Folder(e @ FolderError::Refused { .. }) => {
+            S::Folder(FolderError::Refused { .. }) => {
                 Self::Value(format!("{e}. Nothing was written"))
             }
-            other => Self::Store(other),
+            S::Io(_)
+            | S::Folder(FolderError::Io(_))
+            | S::Sqlite { .. }
+            | S::CorruptColumn { .. }
+            | S::CorruptFile { .. }
+            | S::Unreadable { .. }
+            | S::Journal { .. }
+            | S::Watch { .. }
+            | S::NoChannel(_)
+            | S::NoHome
+            | S::TrackedBinding { .. }
+            | S::ChannelExists(_)
+            | S::BadGenesis { .. }
+            | S::BadKey { .. }
+            | S::FtsLayout { .. } => Self::Store(e),
         }
     }
 }
@@ -110,4 +129,113 @@ pub fn check_one_line(field: &str, value: &str, hint: &str) -> AppResult<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::core::ids::FeedId;
+    use crate::store::error::PathError;
+    use crate::store::folder_file::Refusal;
+
+    fn io_error(path: &str) -> PathError {
+        PathError {
+            path: PathBuf::from(path),
+            source: io::Error::other("disk full"),
+        }
+    }
+
+    /// What the agent sees: the refusal kind and the message, or `None` for a fault.
+    fn seen(e: StoreError) -> (Option<&'static str>, String) {
+        let e = AppError::from(e);
+        (e.kind(), e.to_string())
+    }
+
+    #[test]
+    fn what_the_caller_can_fix_is_a_refusal_naming_it() {
+        let (kind, msg) = seen(StoreError::InvalidArgument {
+            field: "device",
+            reason: "must be a device id, got 'Bad Id'".into(),
+        });
+        assert_eq!(kind, Some("ValueError"));
+        assert_eq!(msg, "'device' must be a device id, got 'Bad Id'");
+
+        let (kind, msg) = seen(StoreError::NotAdmitted("feed a/d1 is not admitted".into()));
+        assert_eq!(kind, Some("PermissionError"));
+        assert_eq!(msg, "feed a/d1 is not admitted");
+
+        let (kind, msg) = seen(StoreError::ForeignWriter {
+            feed: FeedId::new("a", "d1").unwrap(),
+            published: 5,
+            journal: 3,
+        });
+        assert_eq!(kind, Some("ValueError"));
+        assert!(msg.starts_with("feed a/d1 holds records"), "{msg}");
+
+        let (kind, msg) = seen(StoreError::Folder(FolderError::Refused {
+            path: PathBuf::from("/c/feeds/a"),
+            refusal: Refusal::TooLarge { len: 9, limit: 8 },
+        }));
+        assert_eq!(kind, Some("ValueError"));
+        assert!(msg.starts_with("/c/feeds/a ") && msg.ends_with(". Nothing was written"));
+    }
+
+    #[test]
+    fn what_only_we_can_fix_is_a_fault_naming_the_path() {
+        let faults = [
+            StoreError::Io(io_error("/h/state/x")),
+            StoreError::Folder(FolderError::Io(io_error("/c/feeds/a"))),
+            StoreError::CorruptFile {
+                path: PathBuf::from("/h/device.json"),
+                reason: "not a valid device file".into(),
+            },
+            StoreError::Unreadable {
+                path: PathBuf::from("/h/backups/1.json"),
+                source: FolderError::Io(io_error("/h/backups/1.json")),
+                fix: "move it away",
+            },
+            StoreError::Journal {
+                path: PathBuf::from("/h/journal/a.jsonl"),
+                source: io::Error::other("read-only file system"),
+                failed: Box::new(StoreError::Io(io_error("/c/feeds/a/d1/000001.jsonl"))),
+                records: vec!["abc123".into()],
+            },
+            StoreError::Watch {
+                path: PathBuf::from("/c/feeds"),
+                source: notify::Error::generic("too many watches"),
+            },
+        ];
+        for e in faults {
+            let (kind, msg) = seen(e);
+            assert_eq!(kind, None, "a fault, not a refusal: {msg}");
+            assert!(
+                msg.contains("/h/") || msg.contains("/c/"),
+                "names the path: {msg}"
+            );
+        }
+    }
+
+    /// A disk failure while cutting the journal back stays a fault even when
+    /// what failed first was a refusal: records are left behind in the journal.
+    #[test]
+    fn a_journal_that_cannot_be_cut_back_is_a_fault_whatever_failed_first() {
+        let (kind, msg) = seen(StoreError::Journal {
+            path: PathBuf::from("/h/journal/a.jsonl"),
+            source: io::Error::other("read-only file system"),
+            failed: Box::new(StoreError::Folder(FolderError::Refused {
+                path: PathBuf::from("/c/feeds/a/d1"),
+                refusal: Refusal::TooLarge { len: 9, limit: 8 },
+            })),
+            records: vec!["abc123".into(), "def456".into()],
+        });
+        assert_eq!(kind, None, "{msg}");
+        assert!(
+            msg.contains("the journal /h/journal/a.jsonl could not be cut back")
+                && msg.contains("abc123, def456"),
+            "{msg}"
+        );
+    }
 }

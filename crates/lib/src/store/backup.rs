@@ -157,17 +157,18 @@ fn read_record(rec: &Path) -> StoreResult<Option<Saved>> {
     let bytes = match super::folder_file::read(rec, MAX_BYTES) {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => {
-            return Err(StoreError::NoChannel(format!(
-                "cannot read the install backup {}: {e}",
-                rec.display()
-            )));
+        Err(source) => {
+            return Err(StoreError::Unreadable {
+                path: rec.to_path_buf(),
+                source,
+                fix: "it is an install backup: move it away to go on",
+            });
         }
     };
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        StoreError::NoChannel(format!(
-            "the install backup {} is not valid ({e}); move it away to go on",
-            rec.display()
-        ))
-    })
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| StoreError::CorruptFile {
+            path: rec.to_path_buf(),
+            reason: format!("not a valid install backup ({e}); move it away to go on"),
+        })
 }

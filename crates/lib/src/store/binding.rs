@@ -58,29 +58,25 @@ pub fn find(from: &Path) -> StoreResult<Option<Found>> {
         let bytes = match super::folder_file::read(&path, MAX_BYTES) {
             Ok(b) => b,
             Err(e) if e.is_not_found() => continue,
-            Err(e) => {
-                return Err(StoreError::NoChannel(format!(
-                    "cannot read the project binding {}: {e}; fix or remove it (`countersign \
-                     uninstall --apply` removes it)",
-                    path.display()
-                )));
+            Err(source) => {
+                return Err(StoreError::Unreadable {
+                    path,
+                    source,
+                    fix: "it is a project binding: fix or remove it (`countersign uninstall \
+                          --apply` removes it)",
+                });
             }
         };
-        let binding: Binding = serde_json::from_slice(&bytes).map_err(|e| {
-            StoreError::NoChannel(format!(
-                "the project binding {} is not valid ({e}); fix or remove it (`countersign \
-                 install` writes it again)",
-                path.display()
-            ))
-        })?;
+        let binding: Binding =
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::CorruptFile {
+                path: path.clone(),
+                reason: format!(
+                    "not a valid project binding ({e}); fix or remove it (`countersign install` \
+                     writes it again)"
+                ),
+            })?;
         if tracked_by_git(dir) {
-            return Err(StoreError::NoChannel(format!(
-                "the project binding {} is committed to git: a binding is personal (it picks the \
-                 role and channel of whoever works here), so one that comes with a checkout is \
-                 not used. Remove it from git (`git rm --cached {FILE}`) and run `countersign \
-                 install` again",
-                path.display()
-            )));
+            return Err(StoreError::TrackedBinding { path });
         }
         return Ok(Some(Found { path, binding }));
     }

@@ -1,8 +1,14 @@
-//! Errors of the store layer. Every I/O error names its path.
+//! Errors of the store layer. Every I/O error names its path; each variant
+//! names what failed (the file, the feed, the argument), never how a caller
+//! should show it: whether it is a refusal or a fault is decided in one place
+//! above, `From<StoreError> for app::AppError`.
 
 use std::path::{Path, PathBuf};
 
 pub use super::path_error::{IoContext, PathError};
+
+use super::folder_file::FolderError;
+use crate::core::ids::FeedId;
 
 /// What can go wrong below the app layer.
 #[derive(Debug, thiserror::Error)]
@@ -12,7 +18,7 @@ pub enum StoreError {
     Io(#[from] PathError),
     /// A file of the channel folder is not what it must be, or too large.
     #[error(transparent)]
-    Folder(#[from] super::folder_file::FolderError),
+    Folder(#[from] FolderError),
     /// The index database.
     #[error("index database {}: {source}", path.display())]
     Sqlite {
@@ -35,9 +41,83 @@ pub enum StoreError {
         /// The way out, one sentence.
         fix: &'static str,
     },
+    /// An argument the caller passed is unusable; `reason` says what it
+    /// must be and names the value.
+    #[error("'{field}' {reason}")]
+    InvalidArgument {
+        /// The argument, as the caller names it.
+        field: &'static str,
+        /// What is wrong and the way out.
+        reason: String,
+    },
+    /// A local file (a project binding, an install backup, the device file,
+    /// a journal) does not hold what it must.
+    #[error("{}: {reason}", path.display())]
+    CorruptFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and the way out.
+        reason: String,
+    },
+    /// A local file that must be read cannot be (refused or unreadable).
+    #[error("cannot read {}: {source}; {fix}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: FolderError,
+        /// The way out, one sentence.
+        fix: &'static str,
+    },
+    /// A journal could not be cut back after publishing its new records
+    /// failed (`failed`): they stay in it and the feed's next write publishes
+    /// them.
+    #[error(
+        "{failed}; and the journal {} could not be cut back ({source}): record(s) {} will be \
+         published by this feed's next write, do not write them again",
+        path.display(),
+        records.join(", ")
+    )]
+    Journal {
+        /// The journal.
+        path: PathBuf,
+        /// Why the cut failed.
+        #[source]
+        source: std::io::Error,
+        /// What failed first, publishing.
+        failed: Box<StoreError>,
+        /// The short ids of the records left in the journal.
+        records: Vec<String>,
+    },
+    /// The channel folder cannot be watched for changes.
+    #[error("cannot watch {} for changes: {source}", path.display())]
+    Watch {
+        /// The folder.
+        path: PathBuf,
+        /// The watcher's error.
+        #[source]
+        source: notify::Error,
+    },
     /// No channel folder could be found or it is not one.
     #[error("{0}")]
     NoChannel(String),
+    /// Neither the environment nor the system names a home folder.
+    #[error("cannot find a home folder: set COUNTERSIGN_HOME or HOME")]
+    NoHome,
+    /// A project binding is tracked by git: it came with a checkout, and is
+    /// someone else's choice of role and channel.
+    #[error(
+        "the project binding {} is committed to git: a binding is personal (it picks the role \
+         and channel of whoever works here), so one that comes with a checkout is not used. \
+         Remove it from git (`git rm --cached {}`) and run `countersign install` again",
+        path.display(),
+        super::binding::FILE
+    )]
+    TrackedBinding {
+        /// The binding file.
+        path: PathBuf,
+    },
     /// A channel already exists where one would be created.
     #[error("{0}")]
     ChannelExists(String),
@@ -61,8 +141,19 @@ pub enum StoreError {
     #[error("{0}")]
     NotAdmitted(String),
     /// The published feed was written by someone else (a second copy of this home).
-    #[error("{0}")]
-    ForeignWriter(String),
+    #[error(
+        "feed {feed} holds records this device did not write (published seq {published}, \
+         journal seq {journal}): two copies of one countersign home are writing the same feed. \
+         Stop the other copy; never copy a home to another machine"
+    )]
+    ForeignWriter {
+        /// The feed.
+        feed: FeedId,
+        /// The last seq of the published feed.
+        published: u64,
+        /// The last seq of this device's journal of it.
+        journal: u64,
+    },
     /// The linked SQLite's FTS5 does not store or compute what search reads
     /// of it the way search reads it (see `store::fts_layout`).
     #[error(

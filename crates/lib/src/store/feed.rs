@@ -744,12 +744,11 @@ impl FeedWriter {
                 && f > 0
                 && feed_last.as_ref().map(|r| r.id) != journal_last.as_ref().map(|r| r.id))
         {
-            return Err(StoreError::ForeignWriter(format!(
-                "feed {} holds records this device did not write (published seq {f}, journal seq {j}): \
-                 two copies of one countersign home are writing the same feed. Stop the other copy; \
-                 never copy a home to another machine",
-                self.feed
-            )));
+            return Err(StoreError::ForeignWriter {
+                feed: self.feed.clone(),
+                published: f,
+                journal: j,
+            });
         }
         if j > f {
             // Lines already published somewhere in the feed (an older line
@@ -960,15 +959,12 @@ impl FeedWriter {
             });
         match cut {
             Ok(()) => failed,
-            Err(e) => {
-                let ids: Vec<String> = unpublished.iter().map(|r| r.id.short()).collect();
-                StoreError::ForeignWriter(format!(
-                    "{failed}; and the journal {} could not be cut back ({e}): record(s) {} will \
-                     be published by this feed's next write, do not write them again",
-                    self.journal.display(),
-                    ids.join(", ")
-                ))
-            }
+            Err(source) => StoreError::Journal {
+                path: self.journal.clone(),
+                source,
+                failed: Box::new(failed),
+                records: unpublished.iter().map(|r| r.id.short()).collect(),
+            },
         }
     }
 
@@ -1093,13 +1089,15 @@ fn decode_tail(path: &Path, tail: Option<&Tail>) -> StoreResult<Option<Record>> 
     let Some(line) = tail.and_then(|t| t.line.as_ref()) else {
         return Ok(None);
     };
-    record::decode(line).map(Some).map_err(|e| {
-        StoreError::ForeignWriter(format!(
-            "the last line of {} is not a record ({e}); this feed cannot be appended to until it is \
-             repaired",
-            path.display()
-        ))
-    })
+    record::decode(line)
+        .map(Some)
+        .map_err(|e| StoreError::CorruptFile {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the last line is not a record ({e}); this feed cannot be appended to until it \
+                 is repaired"
+            ),
+        })
 }
 
 /// Appends bytes to a segment with one write, not synced; returns the file

@@ -86,9 +86,7 @@ impl Home {
                     default: true,
                 })
             }
-            _ => Err(StoreError::NoChannel(
-                "cannot find a home folder: set COUNTERSIGN_HOME or HOME".into(),
-            )),
+            _ => Err(StoreError::NoHome),
         }
     }
 
@@ -155,15 +153,16 @@ impl Home {
         let path = self.config.join("device.json");
         match fs::read(&path) {
             Ok(bytes) => {
-                let d: Device = serde_json::from_slice(&bytes).map_err(|e| {
-                    StoreError::NoChannel(format!("{} is unreadable: {e}", path.display()))
-                })?;
+                let d: Device =
+                    serde_json::from_slice(&bytes).map_err(|e| StoreError::CorruptFile {
+                        path: path.clone(),
+                        reason: format!("not a valid device file ({e})"),
+                    })?;
                 if !is_slug(&d.id) {
-                    return Err(StoreError::NoChannel(format!(
-                        "{} holds an invalid device id '{}'",
-                        path.display(),
-                        d.id
-                    )));
+                    return Err(StoreError::CorruptFile {
+                        reason: format!("holds an invalid device id '{}'", d.id),
+                        path,
+                    });
                 }
                 Ok(d)
             }

@@ -38,7 +38,7 @@ impl Watcher {
             },
             config,
         )
-        .map_err(|e| watch_error(feeds, &e))?;
+        .map_err(|e| watch_error(feeds, e))?;
         std::fs::create_dir_all(feeds).map_err(|e| {
             StoreError::Io(super::error::PathError {
                 path: feeds.to_path_buf(),
@@ -47,7 +47,7 @@ impl Watcher {
         })?;
         inner
             .watch(feeds, RecursiveMode::Recursive)
-            .map_err(|e| watch_error(feeds, &e))?;
+            .map_err(|e| watch_error(feeds, e))?;
         Ok(Self {
             _inner: inner,
             generation: rx,
@@ -67,6 +67,9 @@ fn is_noise(p: &Path) -> bool {
         || p.extension().is_some_and(|e| e == "tmp" || e == "partial")
 }
 
-fn watch_error(path: &Path, e: &notify::Error) -> StoreError {
-    StoreError::NoChannel(format!("cannot watch {} for changes: {e}", path.display()))
+fn watch_error(path: &Path, source: notify::Error) -> StoreError {
+    StoreError::Watch {
+        path: path.to_path_buf(),
+        source,
+    }
 }

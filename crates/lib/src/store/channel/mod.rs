@@ -729,9 +729,14 @@ impl Channel {
     ) -> StoreResult<(Record, FeedId, String)> {
         let owner = self.owner_writer()?;
         let device = device.unwrap_or(&self.device.id).to_owned();
-        let feed = FeedId::new(role.as_str(), &device).ok_or_else(|| {
-            StoreError::NotAdmitted(format!("'{device}' is not a valid device id"))
-        })?;
+        let feed =
+            FeedId::new(role.as_str(), &device).ok_or_else(|| StoreError::InvalidArgument {
+                field: "device",
+                reason: format!(
+                    "must be a device id (1 to 64 lowercase letters, digits, '-' or '_'), got \
+                     '{device}'"
+                ),
+            })?;
         self.catch_up()?;
         if !self.is_admitted(&feed)? {
             return Err(StoreError::NotAdmitted(format!(
@@ -744,10 +749,13 @@ impl Channel {
         let (pubkey, local) = match pubkey {
             Some(p) => {
                 if let Err(why) = crate::core::signature::parse_key(p) {
-                    return Err(StoreError::NotAdmitted(format!(
-                        "'{p}' is not a usable public key ({why}): pass the 64 hex characters \
-                         `countersign join` printed on the new device"
-                    )));
+                    return Err(StoreError::InvalidArgument {
+                        field: "pubkey",
+                        reason: format!(
+                            "must be the 64 hex characters `countersign join` printed on the new \
+                             device; '{p}' is not a usable public key ({why})"
+                        ),
+                    });
                 }
                 (p.to_owned(), false)
             }
@@ -756,10 +764,14 @@ impl Channel {
                 (record::pubkey_hex(&next.verifying_key()), true)
             }
             None => {
-                return Err(StoreError::NotAdmitted(format!(
-                    "the new key of {feed} lives on device {device}: run `countersign join --role \
-                     {role}` there and pass the key it prints with --pubkey"
-                )));
+                return Err(StoreError::InvalidArgument {
+                    field: "pubkey",
+                    reason: format!(
+                        "is needed: the new key of {feed} lives on device {device}: run \
+                         `countersign join --role {role}` there and pass the key it prints with \
+                         --pubkey"
+                    ),
+                });
             }
         };
         let from_seq = from_seq.unwrap_or(self.head_seq(&feed)? + 1).max(1);
