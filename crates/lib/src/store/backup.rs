@@ -169,6 +169,6 @@ fn read_record(rec: &Path) -> StoreResult<Option<Saved>> {
         .map(Some)
         .map_err(|e| StoreError::CorruptFile {
             path: rec.to_path_buf(),
-            reason: format!("not a valid install backup ({e}); move it away to go on"),
+            reason: format!("not valid as an install backup ({e}); move it away to go on"),
         })
 }

@@ -71,7 +71,7 @@ pub fn find(from: &Path) -> StoreResult<Option<Found>> {
             serde_json::from_slice(&bytes).map_err(|e| StoreError::CorruptFile {
                 path: path.clone(),
                 reason: format!(
-                    "not a valid project binding ({e}); fix or remove it (`countersign install` \
+                    "not valid as a project binding ({e}); fix or remove it (`countersign install` \
                      writes it again)"
                 ),
             })?;

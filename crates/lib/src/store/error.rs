@@ -112,7 +112,7 @@ pub enum StoreError {
          and channel of whoever works here), so one that comes with a checkout is not used. \
          Remove it from git (`git rm --cached {}`) and run `countersign install` again",
         path.display(),
-        super::binding::FILE
+        path.file_name().unwrap_or_default().to_string_lossy()
     )]
     TrackedBinding {
         /// The binding file.

@@ -156,7 +156,7 @@ impl Home {
                 let d: Device =
                     serde_json::from_slice(&bytes).map_err(|e| StoreError::CorruptFile {
                         path: path.clone(),
-                        reason: format!("not a valid device file ({e})"),
+                        reason: format!("not valid as a device file ({e})"),
                     })?;
                 if !is_slug(&d.id) {
                     return Err(StoreError::CorruptFile {
