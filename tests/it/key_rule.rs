@@ -262,3 +262,25 @@ fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// A lost-key replacement naming an unusable device id or public key is a
+/// `ValueError` naming the argument (the caller fixes it), not a
+/// `PermissionError` about admission.
+#[test]
+fn a_lost_key_replacement_with_a_bad_argument_is_a_value_error_naming_it() {
+    let l = Local::new(&["a", "b"]);
+    send(&mut l.session("b"), "a", "one", "real");
+    let mut ch = l.channel();
+    let e = membership::rotate_key(&mut ch, "b", true, Some("Bad Id"), None, None).unwrap_err();
+    assert_eq!(e.kind(), Some("ValueError"), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("'device' must be a device id") && msg.contains("'Bad Id'"),
+        "{msg}"
+    );
+    let device = l.home.device().unwrap().id;
+    let e =
+        membership::rotate_key(&mut ch, "b", true, Some(&device), Some("zz"), None).unwrap_err();
+    assert_eq!(e.kind(), Some("ValueError"), "{e}");
+    assert!(e.to_string().starts_with("'pubkey' must be"), "{e}");
+}
