@@ -669,6 +669,17 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_is_built_once_per_set_of_toolsets() {
+        let mail = Toolsets::parse("mail").unwrap();
+        let (first, again) = (listing(&mail), listing(&mail));
+        assert!(std::ptr::eq(first.tools(), again.tools()), "built twice");
+        assert!(first.tools().iter().all(|t| mail.serves(&t.name)));
+        let all = listing(&Toolsets::default());
+        assert!(all.tools().len() > first.tools().len());
+        assert_eq!(all.tools()[0].name, TOOL_ORDER[0]);
+    }
+
+    #[test]
     fn a_schema_admitting_no_object_describes_the_wrapped_value() {
         // An object stays as it is.
         let plain = object(json!({"type": "object", "properties": {"id": {"type": "string"}}}));
