@@ -43,7 +43,7 @@ impl Hosted {
         // The stdio board_link (a loopback server of the session's machine)
         // gives way to this one, in its place, so both transports list the
         // same tools in one order: over HTTP the link is to this server.
-        let mut published = inner.published.tools().to_vec();
+        let mut published = inner.published().tools().to_vec();
         match published.iter_mut().find(|t| t.name == "board_link") {
             Some(stdio) => *stdio = board_link.clone(),
             None => published.push(board_link.clone()),

@@ -138,12 +138,9 @@ pub struct Server {
     /// Tool calls started so far: the idle tidier runs only when none came
     /// after the one that scheduled it.
     calls: Arc<AtomicU64>,
-    tool_router: ToolRouter<Self>,
-    /// The toolsets served.
+    /// The toolsets served (what tools/list answers for them is built once
+    /// per process, on first need: [`listing`]).
     served: Toolsets,
-    /// What tools/list answers: the served tools in the protocol's order,
-    /// their schemas in the published form.
-    published: published::Published,
     /// Whether answers carry their structured content as their text, for the
     /// stdio transport to splice in (`structured`); otherwise as a value.
     structured_as_text: bool,
@@ -185,38 +182,23 @@ impl Server {
         if let Err(e) = session.serve_long() {
             tracing::warn!("{e}; the index's checkpoints stay in the calls that write");
         }
-        let tool_router = Self::messaging_router()
-            + Self::browse_router()
-            + Self::debts_router()
-            + Self::uploads_router()
-            + Self::consent_router()
-            + Self::wait_router()
-            + Self::about_router()
-            + Self::memory_router()
-            + Self::jobs_router()
-            + Self::board_router();
-        let published = published::Published::lean(
-            tool_router
-                .list_all()
-                .into_iter()
-                .filter(|t| served.serves(&t.name))
-                .collect(),
-            TOOL_ORDER,
-        );
         Self {
             feeds: session.channel().dir().feeds(),
             session: Arc::new(Mutex::new(session)),
             watcher: Arc::new(OnceLock::new()),
             sync_every: None,
             calls: Arc::new(AtomicU64::new(0)),
-            tool_router,
             served,
-            published,
             structured_as_text: false,
             board_listen: crate::app::loopback::DEFAULT_LISTEN
                 .parse()
                 .expect("the default address parses"),
         }
+    }
+
+    /// What tools/list answers for this server's toolsets.
+    fn published(&self) -> published::Published {
+        listing(&self.served)
     }
 
     /// Finds or starts the board's loopback server for board_link on
@@ -362,6 +344,67 @@ impl Server {
                 }
             });
         started.as_deref().map(Watcher::subscribe)
+    }
+}
+
+/// Every tool of [`Server`] with its handler and derived schemas: built once
+/// per process, on first need. Deriving the schemas of 47 tools (and the
+/// lean form of each output schema) was half of a server's start-up when
+/// every server built them as it was made.
+fn router() -> &'static ToolRouter<Server> {
+    static ROUTER: OnceLock<ToolRouter<Server>> = OnceLock::new();
+    ROUTER.get_or_init(|| {
+        Server::messaging_router()
+            + Server::browse_router()
+            + Server::debts_router()
+            + Server::uploads_router()
+            + Server::consent_router()
+            + Server::wait_router()
+            + Server::about_router()
+            + Server::memory_router()
+            + Server::jobs_router()
+            + Server::board_router()
+    })
+}
+
+/// What tools/list answers for `served`: its tools in the protocol's order,
+/// their schemas in the published form. Built once per process and set of
+/// toolsets, on first need (the servers of `countersign serve` share it).
+fn listing(served: &Toolsets) -> published::Published {
+    static LISTINGS: Mutex<Vec<(Toolsets, published::Published)>> = Mutex::new(Vec::new());
+    // Held while a listing is built: a second caller waits for it rather
+    // than building it again.
+    let mut made = LISTINGS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, p)) = made.iter().find(|(s, _)| s == served) {
+        return p.clone();
+    }
+    let p = published::Published::lean(
+        router()
+            .list_all()
+            .into_iter()
+            .filter(|t| served.serves(&t.name))
+            .collect(),
+        TOOL_ORDER,
+    );
+    made.push((served.clone(), p.clone()));
+    p
+}
+
+/// Builds what tools/list answers for `served` on a thread of its own, so
+/// that it is ready (or under way on the other core) when the first client
+/// asks: `countersign mcp` calls it before it opens the index.
+pub fn prepare_listing(served: &Toolsets) {
+    let served = served.clone();
+    let started = std::thread::Builder::new()
+        .name("tool-listing".into())
+        .spawn(move || {
+            listing(&served);
+        });
+    if let Err(e) = started {
+        // The first tools/list builds it instead.
+        tracing::debug!("building the tool listing ahead: {e}");
     }
 }
 
@@ -537,7 +580,7 @@ impl Server {
     /// toolsets, or arguments that do not fit the tool's input schema.
     fn precheck(&self, request: &CallToolRequestParams) -> Option<CallToolResult> {
         let name = request.name.as_ref();
-        let tool = self.tool_router.get(name)?;
+        let tool = router().get(name)?;
         if !self.served.serves(name) {
             let homes = toolset::homes_of(name);
             return Some(refused(
@@ -572,7 +615,17 @@ impl ServerHandler for Server {
             ))
     }
 
-    published::published_listing!(published);
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, McpError> {
+        Ok(self.published().list())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.published().get(name)
+    }
 
     async fn call_tool(
         &self,
@@ -583,7 +636,7 @@ impl ServerHandler for Server {
             return Ok(refusal.into());
         }
         let tcc = ToolCallContext::new(self, request, context);
-        shaped(self.tool_router.call(tcc).await)
+        shaped(router().call(tcc).await)
     }
 }
 
@@ -613,6 +666,17 @@ mod tests {
 
     fn object(v: Value) -> JsonObject {
         v.as_object().cloned().expect("an object")
+    }
+
+    #[test]
+    fn a_listing_is_built_once_per_set_of_toolsets() {
+        let mail = Toolsets::parse("mail").unwrap();
+        let (first, again) = (listing(&mail), listing(&mail));
+        assert!(std::ptr::eq(first.tools(), again.tools()), "built twice");
+        assert!(first.tools().iter().all(|t| mail.serves(&t.name)));
+        let all = listing(&Toolsets::default());
+        assert!(all.tools().len() > first.tools().len());
+        assert_eq!(all.tools()[0].name, TOOL_ORDER[0]);
     }
 
     #[test]

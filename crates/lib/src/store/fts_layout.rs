@@ -17,8 +17,11 @@
 //! [`check`] builds a small table like the index's in a database in memory,
 //! reads it those ways and compares with FTS5's own answers. The index calls
 //! it when it opens and refuses to open on a mismatch
-//! ([`StoreError::FtsLayout`]) rather than return wrong ranks. This module
-//! reads no file and must not touch the index's own tables.
+//! ([`StoreError::FtsLayout`]) rather than return wrong ranks; an index file
+//! notes the [`stamp`] of the build that passed it, and that build skips the
+//! check on the file from then on. This module reads no file but the
+//! metadata of the running executable, and must not touch the index's own
+//! tables.
 
 use std::sync::OnceLock;
 
@@ -79,6 +82,33 @@ pub fn check() -> StoreResult<()> {
         })
         .clone()
         .map_err(mismatch)
+}
+
+/// What identifies the outcome of [`check`]: the linked SQLite, the release
+/// the code was checked against, and this very executable (its length and
+/// modification time: a rebuild may change the ranking code without a new
+/// version). `None` when the executable cannot be looked at: then every open
+/// checks.
+pub fn stamp() -> Option<&'static str> {
+    static STAMP: OnceLock<Option<String>> = OnceLock::new();
+    STAMP
+        .get_or_init(|| {
+            let exe = std::env::current_exe().and_then(std::fs::metadata).ok()?;
+            let modified = exe
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            Some(format!(
+                "sqlite {} (checked against {CHECKED_SQLITE}), executable of {} bytes modified at \
+                 {}.{:09}",
+                rusqlite::version(),
+                exe.len(),
+                modified.as_secs(),
+                modified.subsec_nanos()
+            ))
+        })
+        .as_deref()
 }
 
 /// The error for a mismatch described by `what`.

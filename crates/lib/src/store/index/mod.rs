@@ -56,7 +56,7 @@ pub use write::{FeedRow, IndexTx, ShownBody};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension as _};
 use sha2::{Digest as _, Sha256};
 
 use super::error::{IoContext as _, SqlContext as _, StoreResult};
@@ -144,8 +144,12 @@ impl Index {
 
     /// Opens (creating if needed) the index at `path` for channel `channel_id`.
     pub fn open(path: &Path, channel_id: &str) -> StoreResult<Self> {
-        // Search reads FTS5's storage directly: refuse a SQLite it would misread.
-        fts_layout::check()?;
+        // Search reads FTS5's storage directly: refuse a SQLite it would
+        // misread. A file this build already checked against says so in
+        // `meta` (see below); a new file is checked before it is made.
+        if !path.exists() {
+            fts_layout::check()?;
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).at(parent)?;
         }
@@ -178,8 +182,10 @@ impl Index {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .db(path)?;
         if stamp == schema_stamp() {
+            me.check_fts_layout()?;
             return Ok(me);
         }
+        fts_layout::check()?;
         // Creating the schema races with other processes opening a new index;
         // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
         me.conn.execute_batch("BEGIN IMMEDIATE").db(path)?;
@@ -196,7 +202,8 @@ impl Index {
                         [channel_id],
                     )
                     .db(path)
-            });
+            })
+            .and_then(|_| me.stamp_fts_layout());
         match made {
             Ok(_) => me.conn.execute_batch("COMMIT").db(path)?,
             Err(e) => {
@@ -205,6 +212,41 @@ impl Index {
             }
         }
         Ok(me)
+    }
+
+    /// Runs the FTS5 self-test ([`fts_layout::check`]) unless this file's
+    /// `meta` says a process of this very build passed it: the self-test
+    /// builds and queries a table of its own, a tenth of a server's start,
+    /// and its outcome depends on the build alone.
+    fn check_fts_layout(&self) -> StoreResult<()> {
+        let Some(stamp) = fts_layout::stamp() else {
+            return fts_layout::check();
+        };
+        let seen: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'fts_layout'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .db(&self.path)?;
+        if seen.as_deref() == Some(stamp) {
+            return Ok(());
+        }
+        fts_layout::check()?;
+        self.stamp_fts_layout().map(|_| ())
+    }
+
+    /// Notes in `meta` that this build's FTS5 self-test passed.
+    fn stamp_fts_layout(&self) -> StoreResult<usize> {
+        let Some(stamp) = fts_layout::stamp() else {
+            return Ok(0);
+        };
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_layout', ?1)",
+                [stamp],
+            )
+            .db(&self.path)
     }
 
     /// An in-memory index (used by `verify`, which must not touch the real one).
@@ -504,6 +546,77 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meta(ix: &Index, key: &str) -> Option<String> {
+        ix.conn()
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .unwrap()
+    }
+
+    fn tables(ix: &Index, name: &str) -> i64 {
+        ix.conn()
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn the_schema_batch_runs_only_when_the_stamp_differs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ix.sqlite3");
+        let id = "c".repeat(64);
+        let ix = Index::open(&path, &id).unwrap();
+        // A table gone while the stamp matches stays gone: the batch was
+        // skipped.
+        ix.conn().execute_batch("DROP TABLE claims").unwrap();
+        drop(ix);
+        let ix = Index::open(&path, &id).unwrap();
+        assert_eq!(tables(&ix, "claims"), 0);
+        // Another stamp (another build's schema): the batch runs again.
+        ix.conn().pragma_update(None, "user_version", 1).unwrap();
+        drop(ix);
+        let ix = Index::open(&path, &id).unwrap();
+        assert_eq!(tables(&ix, "claims"), 1);
+        let v: i32 = ix
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, schema_stamp());
+    }
+
+    #[test]
+    fn the_fts_layout_check_is_noted_per_file_and_redone_for_another_build() {
+        let Some(stamp) = fts_layout::stamp() else {
+            panic!("this build has no stamp: the check would run at every open");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ix.sqlite3");
+        let id = "c".repeat(64);
+        let ix = Index::open(&path, &id).unwrap();
+        assert_eq!(meta(&ix, "fts_layout").as_deref(), Some(stamp));
+        // Checked by another build (another SQLite, other ranking code):
+        // this one checks again and notes it.
+        ix.conn()
+            .execute(
+                "UPDATE meta SET value = 'another build' WHERE key = 'fts_layout'",
+                [],
+            )
+            .unwrap();
+        drop(ix);
+        let ix = Index::open(&path, &id).unwrap();
+        assert_eq!(meta(&ix, "fts_layout").as_deref(), Some(stamp));
+        // A file from before the note gains it.
+        ix.conn()
+            .execute("DELETE FROM meta WHERE key = 'fts_layout'", [])
+            .unwrap();
+        drop(ix);
+        let ix = Index::open(&path, &id).unwrap();
+        assert_eq!(meta(&ix, "fts_layout").as_deref(), Some(stamp));
+    }
 
     #[test]
     fn a_snapshot_does_not_see_a_commit_made_between_its_reads() {
