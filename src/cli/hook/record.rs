@@ -183,6 +183,14 @@ fn spool_event(
     let transcript_path = s("transcript_path")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
+    // A Codex thread that keeps no rollout file (`transcript_path` null) is
+    // one nobody returns to: the app's background threads, such as the one
+    // asking the model for task suggestions, and `codex exec --ephemeral`.
+    // Every thread a person works in has its rollout, so no typed prompt is
+    // lost by skipping these.
+    if agent == "codex" && transcript_path.is_none() {
+        return Ok(0);
+    }
     // What tells two events of one session apart: the client's own id of
     // the turn or prompt, else the transcript's length; with the content
     // (below), as either can stand still between two events.
@@ -196,14 +204,6 @@ fn spool_event(
             transcript_path.as_deref().map_or(0, transcript::size)
         ),
     };
-    // A Codex thread that keeps no rollout file (`transcript_path` null) is
-    // one nobody returns to: the app's background threads, such as the one
-    // asking the model for task suggestions, and `codex exec --ephemeral`.
-    // Every thread a person works in has its rollout, so no typed prompt is
-    // lost by skipping these.
-    if agent == "codex" && transcript_path.is_none() {
-        return Ok(0);
-    }
     let cwd = s("cwd").unwrap_or_default();
     let (folder, folder_hash) = match folder_of(cwd) {
         Some((f, h)) => (Some(f), Some(h)),

@@ -76,18 +76,25 @@ fn junk_feed_folders_cost_later_calls_in_proportion_and_stay_reported() {
     );
 
     // Still reported, each one: `verify` reads the folder afresh.
+    let (garbage, text) = verify_garbage(&l);
+    assert_eq!(garbage, 5_000, "{}", &text[..text.len().min(2_000)]);
+}
+
+/// `verify` run as a person would: it must fail, and how many junk folders
+/// of role `b` it names as garbage, with its output.
+fn verify_garbage(l: &Local) -> (usize, String) {
     let out = Command::new(bin())
         .env("COUNTERSIGN_HOME", l.home_root())
         .args(["--channel", l.dir.to_str().unwrap(), "verify"])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(1), "{text}");
     let garbage = text
         .lines()
         .filter(|l| l.starts_with("garbage: feeds/b/vm-"))
         .count();
-    assert_eq!(garbage, 5_000, "{}", &text[..text.len().min(2_000)]);
+    (garbage, text)
 }
 
 /// Sets the time of every folder and file under `feeds/` an hour back, as
@@ -183,17 +190,7 @@ fn judged_junk_folders_cost_a_later_command_no_look_and_no_listing_entry() {
         .filter(|p| p.kind == ProblemKind::Garbage && p.path.starts_with("feeds/b/vm-"))
         .count();
     assert_eq!(garbage, 1_000);
-    let out = Command::new(bin())
-        .env("COUNTERSIGN_HOME", l.home_root())
-        .args(["--channel", l.dir.to_str().unwrap(), "verify"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    let reported = text
-        .lines()
-        .filter(|l| l.starts_with("garbage: feeds/b/vm-"))
-        .count();
+    let (reported, text) = verify_garbage(&l);
     assert_eq!(reported, 1_000, "{}", &text[..text.len().min(2_000)]);
     // Verify's walk leaves the next command's skip as it was.
     assert!(l.channel().catch_up().unwrap().looked <= 2);

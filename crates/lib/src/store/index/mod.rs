@@ -147,7 +147,8 @@ impl Index {
         // Search reads FTS5's storage directly: refuse a SQLite it would
         // misread. A file this build already checked against says so in
         // `meta` (see below); a new file is checked before it is made.
-        if !path.exists() {
+        let new = !path.exists();
+        if new {
             fts_layout::check()?;
         }
         if let Some(parent) = path.parent() {
@@ -185,7 +186,9 @@ impl Index {
             me.check_fts_layout()?;
             return Ok(me);
         }
-        fts_layout::check()?;
+        if !new {
+            fts_layout::check()?;
+        }
         // Creating the schema races with other processes opening a new index;
         // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
         me.conn.execute_batch("BEGIN IMMEDIATE").db(path)?;
