@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
 use crate::cli::output::outln;
-use crate::store::feed;
+use crate::store::folder::survey;
 
 /// Arguments of `reindex`.
 #[derive(Debug, clap::Args)]
@@ -16,9 +16,9 @@ pub struct Args {}
 /// Rebuilds and prints what was folded and the state digest.
 pub fn run(cli: &Cli, _a: &Args) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
-    let total: u64 = feed::list_feeds(&channel.dir().feeds())?
+    let total: u64 = survey::list_feeds(&channel.dir().feeds())?
         .iter()
-        .filter_map(|(_, dir)| feed::list_segments(dir).ok())
+        .filter_map(|(_, dir)| survey::list_segments(dir).ok())
         .flatten()
         .filter_map(|s| std::fs::metadata(&s.path).ok())
         .map(|m| m.len())

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use super::Cli;
 use crate::app::sync::{remote, set_remote};
 use crate::cli::output::outln;
-use crate::store::prefs::Remote;
+use crate::store::home::prefs::Remote;
 
 /// Arguments of `remote`.
 #[derive(Debug, clap::Args)]

@@ -26,7 +26,7 @@ use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 use crate::core::timestamp::{format_rfc3339, parse_since};
 use crate::store::clock::now_ms;
-use crate::store::watcher::Watcher;
+use crate::store::folder::watcher::Watcher;
 
 /// What `status` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -2,8 +2,8 @@
 //! `countersign serve` for each hosted channel), on by default: about a
 //! second after this device's feeds change (its own writes, from this server
 //! or another process on the machine), and every period while idle (at most
-//! `store::heartbeat::KEEP_ALIVE`). Each round first writes this device's
-//! heartbeat when one is due (`store::heartbeat`), so the other machines
+//! `store::channel::heartbeat::KEEP_ALIVE`). Each round first writes this device's
+//! heartbeat when one is due (`store::channel::heartbeat`), so the other machines
 //! hear from it within a period even while it writes nothing, with a remote
 //! or without one (a folder shared by other means).
 //!
@@ -12,7 +12,7 @@
 //! on one machine do not each ask the remote: a sync on the machine that
 //! succeeded less than a period ago, with nothing of this device's written
 //! since, serves them all (its outcome is kept in the channel's state
-//! folder, `store::sync_outcome`), and a busy sync lock means another one is
+//! folder, `store::home::sync_outcome`), and a busy sync lock means another one is
 //! doing the work now. A failed sync is logged to stderr and kept for
 //! channel_status; the next try waits longer after each failure in a row
 //! (`sync::backoff::after_failures`), own writes included. It never stops
@@ -27,7 +27,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::app::sync::{
     WhenBusy, covered_for, has_remote, own_fingerprint, published_already, sync_now, sync_within,
 };
-use crate::store::heartbeat::KEEP_ALIVE;
+use crate::store::channel::heartbeat::KEEP_ALIVE;
 use crate::store::{Channel, ChannelDir, Home};
 use crate::sync::SyncReport;
 use crate::sync::backoff::after_failures;
@@ -160,7 +160,7 @@ pub async fn run(
 }
 
 /// Rewrites this device's heads as heartbeats when one is due
-/// (`store::heartbeat`), after folding in what the folder holds now (a
+/// (`store::channel::heartbeat`), after folding in what the folder holds now (a
 /// peer's newer record makes one due). Trouble is logged, never raised: a
 /// missed beat only makes the other machines wait a little longer.
 fn beat(dir: ChannelDir, home: Home, next_in: Duration) {

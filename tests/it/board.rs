@@ -12,7 +12,7 @@ use countersign::app::sync::{WhenBusy, set_remote, sync_now};
 use countersign::app::vote::acknowledge;
 use countersign::http::board::page;
 use countersign::store::clock::now_ms;
-use countersign::store::prefs::Remote;
+use countersign::store::home::prefs::Remote;
 
 use crate::common::local::{Local, send};
 

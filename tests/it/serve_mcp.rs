@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use countersign::http::hosting::channel_ref;
-use countersign::store::access::Access;
+use countersign::store::hosting::access::Access;
 use countersign::store::{ChannelDir, Home};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};

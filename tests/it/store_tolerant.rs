@@ -10,7 +10,7 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId};
 use countersign::core::op::{Ids, Op};
 use countersign::core::record::{self, Header, Record};
-use countersign::store::feed::list_segments;
+use countersign::store::folder::survey::list_segments;
 use countersign::store::home::KeyName;
 use countersign::store::{Channel, Index};
 use ed25519_dalek::SigningKey;

@@ -12,7 +12,8 @@ use countersign::core::ids::Role;
 use countersign::core::op::Op;
 use countersign::core::record::parse_pubkey;
 use countersign::core::signature::Batch;
-use countersign::store::feed;
+use countersign::store::folder::segments;
+use countersign::store::folder::survey;
 use countersign::store::home::KeyName;
 
 /// The parts of a rebuild measured on their own, over the same files.
@@ -71,11 +72,11 @@ impl RebuildParts {
             fts_insert: Duration::ZERO,
             commit: Duration::ZERO,
         };
-        for (feed_id, path) in feed::list_feeds(&dir.feeds())? {
+        for (feed_id, path) in survey::list_feeds(&dir.feeds())? {
             let key = key_of(feed_id.role())?;
-            for seg in feed::list_segments(&path)? {
+            for seg in survey::list_segments(&path)? {
                 let t = Instant::now();
-                let lines = feed::read_lines(&seg.path, 0)?;
+                let lines = segments::read_lines(&seg.path, 0)?;
                 let recs: Vec<_> = lines.into_iter().filter_map(|l| l.record.ok()).collect();
                 me.decode += t.elapsed();
                 me.records += recs.len();

@@ -18,7 +18,8 @@ use countersign::core::ids::{RecordId, Role};
 use countersign::core::op::{Ids, Op, Send};
 use countersign::core::vocab::{Kind, WorkStatus};
 use countersign::store::channel::{BulkFeed, now_ms};
-use countersign::store::{Channel, ChannelDir, Home, feed};
+use countersign::store::folder::survey;
+use countersign::store::{Channel, ChannelDir, Home};
 
 /// Records per bulk write (one fsync per file each).
 const BATCH: usize = 2048;
@@ -233,8 +234,8 @@ pub fn seed(root: &Path, n: usize) -> anyhow::Result<Seeded> {
     bar.finish_and_clear();
     drop(runs);
     let (mut feed_bytes, mut segments) = (0, 0);
-    for (_, path) in feed::list_feeds(&dir.feeds())? {
-        for seg in feed::list_segments(&path)? {
+    for (_, path) in survey::list_feeds(&dir.feeds())? {
+        for seg in survey::list_segments(&path)? {
             feed_bytes += fs::metadata(&seg.path)?.len();
             segments += 1;
         }

@@ -224,7 +224,7 @@ pub fn encode_head(feed: &FeedId, seq: u64, id: RecordId, hlc: Hlc, key: &Signin
 /// epoch): "as of then, `seq` was my last record". A long-running process
 /// rewrites it while its device writes nothing, so the other machines know
 /// that nothing of this feed dated before `as_of` is still on its way
-/// (`store::heartbeat`). Without `as_of` (`None`) it is [`encode_head`].
+/// (`store::channel::heartbeat`). Without `as_of` (`None`) it is [`encode_head`].
 pub fn encode_beat(
     feed: &FeedId,
     seq: u64,

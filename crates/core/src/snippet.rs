@@ -12,7 +12,7 @@
 //! their quirks: text is appended as C strings are, so it stops at a NUL. The
 //! integration tests `snippet_and_bm25_match_fts5` and
 //! `runs_and_repeats_match_fts5` (search_snippet) compare the two over many
-//! texts and phrases, and `store::fts_layout` compares them once per process
+//! texts and phrases, and `store::index::fts_layout` compares them once per process
 //! with the linked SQLite.
 
 use super::trigram::{TrigramText, phrase_tokens};

@@ -46,8 +46,8 @@ use crate::app::recording;
 use crate::core::memory::note::{self, NoteKind};
 use crate::core::memory::{notice, provenance};
 use crate::core::peer_text::one_line;
-use crate::store::spool::{Spool, SpooledEvent};
-use crate::store::{Home, binding};
+use crate::store::home::spool::{Spool, SpooledEvent};
+use crate::store::{Home, home::binding};
 
 /// The most of stdin a recording hook reads (a prompt is at most what the
 /// client accepts; past this the input is cut and the event fails).

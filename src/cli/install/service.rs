@@ -2,7 +2,7 @@
 //! channel — a systemd user unit on Linux, a launchd agent on macOS — running
 //! `countersign serve` for it, on a loopback port of its own choosing. What
 //! it is for is its background work: the sync with the remote, this device's
-//! heartbeats (`store::heartbeat`) and whatever else a long-running process
+//! heartbeats (`store::channel::heartbeat`) and whatever else a long-running process
 //! of the channel does in the background, even while no agent session runs.
 //!
 //! Planned and written like every other install file (printed first, written
@@ -22,7 +22,7 @@ use crate::cli::Cli;
 use crate::cli::output::outln;
 use crate::core::peer_text::one_line;
 use crate::store::ChannelDir;
-use crate::store::backup::Backups;
+use crate::store::home::backup::Backups;
 
 /// The client name the install record of a service names.
 pub(super) const TOOL: &str = "service";

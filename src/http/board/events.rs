@@ -2,7 +2,7 @@
 //! whenever the channel's folder changes, for the page's script to reload
 //! its content.
 //!
-//! The folder watcher's wake-ups are hints (`store::watcher`): a burst of
+//! The folder watcher's wake-ups are hints (`store::folder::watcher`): a burst of
 //! them (a sync landing many files) is gathered for a moment into one
 //! event. A stream ends when the server shuts down, and within a second of
 //! its key or board session ending (`revoke_board_access`).
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::viewer::{Credential, still_open};
 use crate::http::Shared;
-use crate::store::watcher::Watcher;
+use crate::store::folder::watcher::Watcher;
 
 /// How long a burst of changes is gathered into one event.
 pub const GATHER: Duration = Duration::from_millis(150);

@@ -67,7 +67,7 @@ impl Local {
         use countersign::core::hlc::Hlc;
         use countersign::core::record::{self, Header};
         use countersign::store::home::KeyName;
-        let seg = countersign::store::feed::list_segments(&self.feed_dir(role))
+        let seg = countersign::store::folder::survey::list_segments(&self.feed_dir(role))
             .unwrap()
             .pop()
             .unwrap()

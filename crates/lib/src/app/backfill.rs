@@ -22,7 +22,7 @@ use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::timestamp::{format_rfc3339, parse_since};
 use crate::store::Index;
 use crate::store::channel::now_ms;
-use crate::store::consent;
+use crate::store::fold::consent;
 use crate::store::index::PrefixMatch;
 
 /// One value or a list of them (`key`, `word_message_id`).

@@ -24,9 +24,9 @@ use super::refusal::AppResult;
 use super::rows::short;
 use super::session::Session;
 use super::timeline::{self, ActivityPage};
-use crate::store::access::{Access, ChannelRef, NONCE_TTL};
+use crate::store::home::sync_outcome::SyncOutcome;
+use crate::store::hosting::access::{Access, ChannelRef, NONCE_TTL};
 use crate::store::index::{DebtLine, DebtState, PinSelect};
-use crate::store::sync_outcome::SyncOutcome;
 
 /// Days the chart of open debts covers (today included).
 pub const CHART_DAYS: usize = 14;

@@ -11,7 +11,7 @@ use super::upload::find_upload;
 use crate::core::ids::sha256_hex;
 use crate::core::op::BodyRef;
 use crate::store::Index;
-use crate::store::upload::upload_row;
+use crate::store::fold::upload::upload_row;
 
 /// Largest inline body, in bytes; larger documents go through upload_content.
 pub const INLINE_BODY_MAX: usize = 256 * 1024;

@@ -7,7 +7,7 @@
 //! boundaries by `core::memory::page`), the checks of a submit, and the lease
 //! rules (a job's lines are leased for [`LEASE_MS`]; a refused submit gives
 //! them back at once; failures pause a line). The book of workers, jobs and
-//! leases is `store::leases`, local to this home; the summaries written are
+//! leases is `store::hosting::leases`, local to this home; the summaries written are
 //! ordinary `summary` records, so another machine learns of them when they
 //! arrive and drops those lines from its queue. Every time is passed in
 //! (`now_ms`), so leases can be tested without waiting. It never decides the
@@ -30,11 +30,11 @@ use crate::core::op::{Op, Summary};
 use crate::core::peer_text::block;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::Step;
-use crate::store::index::MemoryStamp;
-use crate::store::leases::{
+use crate::store::home::state_file;
+use crate::store::hosting::leases::{
     Busy, FAILURES_TO_PAUSE, Failed, JobRow, JobState, LeasedTask, Leases, NewJob,
 };
-use crate::store::state_file;
+use crate::store::index::MemoryStamp;
 
 /// The most tasks one job holds.
 pub const TASKS_PER_JOB: usize = 10;

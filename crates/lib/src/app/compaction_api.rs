@@ -13,7 +13,7 @@
 //! `app::compaction` as a subagent's does: the model's answer is checked by
 //! `compact_submit`, and a failed request gives the job back
 //! (`compact_release`, no failure of its lines). The failure table is
-//! `core::api_pause`. It never stores the key (`store::api_key`) and never
+//! `core::api_pause`. It never stores the key (`store::home::api_key`) and never
 //! prints it.
 
 use std::time::Duration;
@@ -35,7 +35,7 @@ use crate::core::ids::{FeedId, Role};
 use crate::core::record::parse_pubkey;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::home::KeyName;
-use crate::store::{Home, api_key, folder_file, state_file};
+use crate::store::{Home, folder_file, home::api_key, home::state_file};
 
 /// The environment variable naming the API's base URL (for a proxy, or a
 /// local stand-in in tests).

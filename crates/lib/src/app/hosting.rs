@@ -8,7 +8,7 @@
 //! init` (`app::init`), remotes chosen as `countersign remote set` does
 //! (`app::sync`), roles added as `countersign add-role` does
 //! (`app::membership`); tokens, view keys and deleted names live in the
-//! access store (`store::access`). Owns the rules of hosting (which names
+//! access store (`store::hosting::access`). Owns the rules of hosting (which names
 //! are free, what a deleted channel becomes) and the shape of the answers;
 //! knows nothing of HTTP or MCP, and never decides who may call (the
 //! transport does).
@@ -28,10 +28,10 @@ use crate::core::genesis::{Genesis, GenesisError, MAX_ROLES, MIN_ROLES};
 use crate::core::ids::{Role, is_slug, roles_list};
 use crate::core::remote_target::{self, RemotePattern};
 use crate::core::timestamp::format_rfc3339;
-use crate::store::access::{Access, ChannelRef, NONCE_TTL, ViewKey};
 use crate::store::channel::now_ms;
 use crate::store::error::IoContext as _;
-use crate::store::prefs::Remote;
+use crate::store::home::prefs::Remote;
+use crate::store::hosting::access::{Access, ChannelRef, NONCE_TTL, ViewKey};
 use crate::store::{Channel, ChannelDir, Home, StoreError};
 
 /// The longest `label` of a board link.

@@ -20,7 +20,7 @@ use crate::core::ids::{FeedId, RecordId, Role};
 use crate::core::invitation::{InviteCode, Standing};
 use crate::core::op::{Claim, Invite, Op};
 use crate::store::clock::now_ms;
-use crate::store::{Channel, invitation};
+use crate::store::{Channel, fold::invitation};
 
 /// The longest an invitation may stay open.
 pub const MAX_EXPIRY: Duration = Duration::from_secs(30 * 24 * 3600);

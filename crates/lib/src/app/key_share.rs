@@ -7,7 +7,7 @@
 //! removal) and when it takes up another device's (the newest share or
 //! removal, signed by an admitted feed, a copy sealed to one of this
 //! device's feeds). The sealing is `core::sealed_key`; the key file in the
-//! home is `store::api_key`; what was shared and taken up is kept in the
+//! home is `store::home::api_key`; what was shared and taken up is kept in the
 //! channel's state folder. It never prints or logs the key.
 
 use serde::{Deserialize, Serialize};
@@ -19,7 +19,7 @@ use crate::core::record::parse_pubkey;
 use crate::core::sealed_key::{self, KEY_FILE, MAX_KEY_FILE, SharedKey};
 use crate::store::error::IoContext as _;
 use crate::store::home::KeyName;
-use crate::store::{ChannelDir, api_key, folder_file, state_file};
+use crate::store::{ChannelDir, folder_file, home::api_key, home::state_file};
 
 /// The book's file in the channel's state folder.
 const BOOK_FILE: &str = "api_key_share.json";

@@ -20,7 +20,7 @@ use crate::core::rules::{self, Refusal, Verdict};
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::{DebtStatus, WorkStatus};
 use crate::store::Index;
-use crate::store::message::load_message;
+use crate::store::fold::message::load_message;
 
 impl From<Refusal> for AppError {
     fn from(r: Refusal) -> Self {

@@ -24,7 +24,7 @@ use super::Session;
 use super::hosting::{BoardLink, channel_ref, issue_link};
 use super::refusal::{AppError, AppResult};
 use crate::core::proof::{CHALLENGE_BYTES, board_proof, same};
-use crate::store::access::{Access, ChannelRef};
+use crate::store::hosting::access::{Access, ChannelRef};
 
 /// Where the board's own server listens unless told otherwise (`serve`'s
 /// default address too).

@@ -19,9 +19,9 @@ use crate::core::op::{Op, PinSet};
 use crate::core::rules::Refusal;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
-use crate::store::consent;
+use crate::store::fold::consent;
+use crate::store::fold::message::load_message;
 use crate::store::index::PinSelect;
-use crate::store::message::load_message;
 
 /// Longest pin title, in characters.
 pub const TITLE_MAX: usize = 200;

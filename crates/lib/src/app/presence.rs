@@ -2,7 +2,7 @@
 //!
 //! A feed's `head.json` is its heartbeat: rewritten with every record its
 //! device writes, and while it writes nothing by its long-running processes
-//! with the time they last looked (`as_of`, `store::heartbeat`), signed with
+//! with the time they last looked (`as_of`, `store::channel::heartbeat`), signed with
 //! the feed's key. A device was last heard from at the later of its newest
 //! record here and its verified head; a head that
 //! fails its signature (a hand edit, a lie about its seq) is ignored, and a

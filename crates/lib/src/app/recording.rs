@@ -22,7 +22,7 @@ use super::session::Session;
 use crate::core::ids::Role;
 use crate::core::memory::note::NoteKind;
 use crate::core::peer_text::one_line;
-use crate::store::spool::{Spool, SpooledEvent};
+use crate::store::home::spool::{Spool, SpooledEvent};
 use crate::store::{Channel, ChannelDir, Home};
 
 /// What one delivery did.

@@ -15,8 +15,8 @@ use crate::core::message::Message;
 use crate::core::op::{Op, Revise};
 use crate::core::rules::{self, Verdict};
 use crate::core::timestamp::format_rfc3339;
-use crate::store::body::message_body;
-use crate::store::message::load_message;
+use crate::store::fold::body::message_body;
+use crate::store::fold::message::load_message;
 
 /// What revise_message was asked to do: the tool's parameters.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]

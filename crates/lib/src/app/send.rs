@@ -18,7 +18,7 @@ use crate::core::ids::Role;
 use crate::core::op::{Op, Send};
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::{Kind, WorkStatus};
-use crate::store::{Index, consent};
+use crate::store::{Index, fold::consent};
 
 /// Longest topic, in characters.
 pub const TOPIC_MAX: usize = 80;

@@ -19,8 +19,8 @@ use super::session::Session;
 use crate::core::ids::Role;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::Index;
+use crate::store::home::prefs::Prefs;
 use crate::store::index::{Ball, ConflictTarget, ProblemKind};
-use crate::store::prefs::Prefs;
 
 /// The counters that call for action: the protocol's seven, plus this role's
 /// records that lost to a concurrent decision on another machine (until it

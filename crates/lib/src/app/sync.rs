@@ -15,8 +15,8 @@ use super::refusal::{AppError, AppResult};
 use crate::core::peer_text::one_line;
 use crate::core::timestamp::format_rfc3339;
 use crate::store::channel::now_ms;
-use crate::store::prefs::{Prefs, Remote};
-use crate::store::sync_outcome::SyncOutcome;
+use crate::store::home::prefs::{Prefs, Remote};
+use crate::store::home::sync_outcome::SyncOutcome;
 use crate::store::{Channel, ChannelDir};
 use crate::sync::{self, SyncReport};
 

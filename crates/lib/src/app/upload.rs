@@ -18,7 +18,7 @@ use crate::core::timestamp::format_rfc3339;
 use crate::core::upload::{CHUNK_MAX_BYTES, LABEL_MAX, UPLOAD_MAX_BYTES, check, over_cap};
 use crate::store::Index;
 use crate::store::channel::Step;
-use crate::store::upload::{load_upload, upload_row, upload_text};
+use crate::store::fold::upload::{load_upload, upload_row, upload_text};
 
 /// The most JSON-escaped text one chunk record carries: a record line holds
 /// at most 1 MiB, and text made of control characters grows sixfold when

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-pub use super::path_error::{IoContext, PathError};
+pub use crate::store::path_error::{IoContext, PathError};
 
-use super::folder_file::FolderError;
 use crate::core::ids::FeedId;
+use crate::store::folder_file::FolderError;
 
 /// What can go wrong below the app layer.
 #[derive(Debug, thiserror::Error)]
@@ -155,13 +155,13 @@ pub enum StoreError {
         journal: u64,
     },
     /// The linked SQLite's FTS5 does not store or compute what search reads
-    /// of it the way search reads it (see `store::fts_layout`).
+    /// of it the way search reads it (see `store::index::fts_layout`).
     #[error(
         "SQLite {sqlite}, linked into this build, keeps its full-text index otherwise than \
          countersign's search reads it (written against SQLite {checked}): {what}. Searches would \
          rank and cut snippets wrongly, so the index is not opened. Install countersign with \
          `cargo install --locked` (Cargo.lock pins the SQLite it was checked with), or port \
-         core::bm25, core::snippet and store::fts_layout to this SQLite."
+         core::bm25, core::snippet and store::index::fts_layout to this SQLite."
     )]
     FtsLayout {
         /// The linked SQLite's version.

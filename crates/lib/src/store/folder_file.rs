@@ -24,7 +24,7 @@ use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
-use super::path_error::{IoContext as _, PathError};
+use crate::store::path_error::{IoContext as _, PathError};
 
 /// What a path in the folder turned out to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

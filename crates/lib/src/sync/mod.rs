@@ -19,9 +19,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::store::error::{IoContext as _, PathError};
-use crate::store::feed;
-use crate::store::lock::FileLock;
-use crate::store::prefs::Remote;
+use crate::store::folder::segments;
+use crate::store::folder::survey;
+use crate::store::home::lock::FileLock;
+use crate::store::home::prefs::Remote;
 use crate::store::{ChannelDir, StoreError};
 
 /// What can go wrong while syncing. The local channel is untouched by all of them.
@@ -208,7 +209,7 @@ impl OwnFeed {
 /// Nothing else in the folder is ever published by this device.
 pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncError> {
     let mut out = Vec::new();
-    for (feed, path) in feed::list_feeds(&dir.feeds())? {
+    for (feed, path) in survey::list_feeds(&dir.feeds())? {
         if feed.device() != device {
             continue;
         }
@@ -251,7 +252,7 @@ pub fn own_feeds(dir: &ChannelDir, device: &str) -> Result<Vec<OwnFeed>, SyncErr
 
 /// A fingerprint of this device's feed files (names and sizes, and the
 /// heads' bytes): it changes whenever this device appends a record or
-/// rewrites a head as a heartbeat (`store::heartbeat`).
+/// rewrites a head as a heartbeat (`store::channel::heartbeat`).
 pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -267,9 +268,12 @@ pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
         // A heartbeat rewrites the head to the same size with a new time:
         // its bytes (a few hundred) tell the change.
         if f.ends_with("/head.json") {
-            crate::store::folder_file::read(&root.join(f), crate::store::feed::MAX_HEAD_BYTES)
-                .unwrap_or_default()
-                .hash(&mut h);
+            crate::store::folder_file::read(
+                &root.join(f),
+                crate::store::folder::segments::MAX_HEAD_BYTES,
+            )
+            .unwrap_or_default()
+            .hash(&mut h);
         }
     }
     h.finish()
@@ -278,7 +282,7 @@ pub fn own_fingerprint(root: &Path, own: &[OwnFeed]) -> u64 {
 /// The first seq of a segment file, plain or gzip; `None` for anything else
 /// (temporary files, partial downloads, conflict copies).
 fn segment_seq(name: &str) -> Option<u64> {
-    feed::parse_segment_name(name.strip_suffix(".gz").unwrap_or(name))
+    segments::parse_segment_name(name.strip_suffix(".gz").unwrap_or(name))
 }
 
 /// An absolute, symlink-free form of `p` for comparisons (the path itself if

@@ -14,11 +14,11 @@ use crate::core::ids::{FeedId, OWNER_FEED_ROLE, RecordId, Role};
 use crate::core::op::{Admit, FeedInit, Op};
 use crate::core::record::{self, Header, Record};
 use crate::store::error::StoreResult;
-use crate::store::lock::FileLock;
+use crate::store::home::lock::FileLock;
 
 /// A run of new records for one feed of this device, chained and signed as
 /// [`Channel::append`] chains and signs them, and written in batches with
-/// [`FeedWriter::append_batch`](crate::store::feed::FeedWriter::append_batch).
+/// [`FeedWriter::append_batch`](crate::store::writer::feed::FeedWriter::append_batch).
 /// Made by [`Channel::bulk`].
 ///
 /// Contract:

@@ -13,25 +13,26 @@ use std::time::{Duration, Instant};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use rusqlite::OptionalExtension as _;
 
-use super::channel_dir::ChannelDir;
-/// Where the use cases read the wall clock (the reading is `clock`'s).
-pub use super::clock::now_ms;
-use super::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
-use super::feed::{FeedWriter, Tails};
-use super::heads::Heads;
-use super::home::{Device, Home, KeyName};
-use super::index::{Index, IndexTx, SearchBacklog};
-use super::ingest::{Ingest, IngestReport, ScanCache, vouch};
-use super::invitation;
-use super::listing;
-use super::lock::FileLock;
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
 use crate::core::invitation::Standing;
 use crate::core::op::{Admit, FeedInit, Op, ReplaceKey};
 use crate::core::record::{self, Header, Record};
+/// Where the use cases read the wall clock (the reading is `clock`'s).
+pub use crate::store::clock::now_ms;
+use crate::store::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
+use crate::store::fold::invitation;
+use crate::store::folder::heads::Heads;
+use crate::store::folder::layout::ChannelDir;
+use crate::store::folder::listing;
+use crate::store::home::lock::FileLock;
+use crate::store::home::{Device, Home, KeyName};
+use crate::store::index::{Index, IndexTx, SearchBacklog};
+use crate::store::ingest::{Ingest, IngestReport, ScanCache, vouch};
+use crate::store::writer::feed::{FeedWriter, Tails};
 
 mod bulk;
+pub mod heartbeat;
 pub use bulk::BulkFeed;
 
 /// The file that serializes index writers on this machine.
@@ -349,19 +350,19 @@ impl Channel {
     }
 
     /// Gzips the sealed segments of this device's own feeds
-    /// ([`super::feed::gzip_sealed_segments`]), each under its feed's lock, and
+    /// ([`crate::store::writer::seal::gzip_sealed_segments`]), each under its feed's lock, and
     /// returns the files written. Other writers' feeds are never touched: their
     /// files are theirs. Meant for folders synced by rclone (smaller uploads of
     /// immutable files); under git keep segments plain, git compresses its own
     /// objects and a gzip file defeats its deltas.
     pub fn gzip_own_segments(&self) -> StoreResult<Vec<PathBuf>> {
         let mut written = Vec::new();
-        for (feed, dir) in super::feed::list_feeds(&self.dir.feeds())? {
+        for (feed, dir) in crate::store::folder::survey::list_feeds(&self.dir.feeds())? {
             if feed.device() != self.device.id {
                 continue;
             }
             let _lock = self.feed_writer(feed).lock()?;
-            written.extend(super::feed::gzip_sealed_segments(&dir)?);
+            written.extend(crate::store::writer::seal::gzip_sealed_segments(&dir)?);
         }
         Ok(written)
     }
@@ -1036,7 +1037,8 @@ mod tests {
     use super::*;
     use crate::core::genesis::{FORMAT, Genesis, channel_id};
     use crate::core::op::Send;
-    use crate::store::feed::{self, SEGMENT_RECORDS};
+    use crate::store::folder::segments::SEGMENT_RECORDS;
+    use crate::store::folder::survey;
     use crate::store::home::new_signing_key;
 
     /// A channel of roles alpha and beta in a fresh temporary folder.
@@ -1094,7 +1096,7 @@ mod tests {
         let expected: Vec<u64> = (2..2 + seqs.len() as u64).collect();
         assert_eq!(seqs, expected, "one chain, feed_init first");
         let feed_dir = one.dir().feeds().join("alpha").join(&one.device().id);
-        let firsts: Vec<u64> = feed::list_segments(&feed_dir)
+        let firsts: Vec<u64> = survey::list_segments(&feed_dir)
             .unwrap()
             .iter()
             .map(|s| s.first_seq)

@@ -119,8 +119,8 @@ mod tests {
     use crate::core::op::{Note, Op, Send, WorkStatusMove};
     use crate::core::record::Record;
     use crate::core::vocab::WorkStatus;
-    use crate::store::message::refold_with;
-    use crate::store::records::fixture::put;
+    use crate::store::fold::message::refold_with;
+    use crate::store::fold::records::fixture::put;
 
     /// A message from `a` to `b` at time `ms`, a debt or not, folded.
     fn send(ix: &Index, ms: i64, debt: bool) -> Record {

@@ -632,7 +632,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = Index::path_in(dir.path());
         let ix = Index::open(&path, &"c".repeat(64)).unwrap();
-        let sent = crate::store::records::fixture::put(
+        let sent = crate::store::fold::records::fixture::put(
             &ix,
             "a",
             1,
@@ -651,7 +651,7 @@ mod tests {
             }),
         );
         assert!(
-            ix.write(|tx| crate::store::message::refold_with(tx, &sent.id, None, None))
+            ix.write(|tx| crate::store::fold::message::refold_with(tx, &sent.id, None, None))
                 .unwrap()
         );
         let id = sent.id.hex();

@@ -21,6 +21,7 @@ mod debts;
 mod deliveries;
 mod events;
 mod feeds;
+pub mod fts_layout;
 mod history;
 mod memory;
 mod messages;
@@ -35,7 +36,7 @@ mod uploads;
 mod work;
 mod write;
 
-pub use super::error::CorruptColumn;
+pub use crate::store::error::CorruptColumn;
 pub use ball::{Ball, BallItem};
 pub use conflicts::{ConflictTarget, StandingConflict};
 pub use debts::{DebtLine, DebtPage, DebtSpan, DebtState, OpenDebt, PendingResolution};
@@ -59,9 +60,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension as _};
 use sha2::{Digest as _, Sha256};
 
-use super::error::{IoContext as _, SqlContext as _, StoreResult};
-use super::fts_layout;
 use crate::core::message::Conflict;
+use crate::store::error::{IoContext as _, SqlContext as _, StoreResult};
 use schema::{SCHEMA, schema_stamp};
 
 /// The schema version; part of the file name.
@@ -303,7 +303,7 @@ impl Index {
     /// two. Inside a transaction already, `f` simply runs in it.
     pub fn snapshot<T, E>(&self, f: impl FnOnce(&Self) -> Result<T, E>) -> Result<T, E>
     where
-        E: From<super::error::StoreError>,
+        E: From<crate::store::error::StoreError>,
     {
         if !self.conn.is_autocommit() {
             return f(self);
@@ -320,7 +320,7 @@ impl Index {
     /// which exist nowhere else.
     pub fn write<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
     where
-        E: From<super::error::StoreError>,
+        E: From<crate::store::error::StoreError>,
     {
         self.transact("BEGIN IMMEDIATE", f)
     }
@@ -332,7 +332,7 @@ impl Index {
     /// busy, and the caller runs it again with [`Self::write`].
     pub fn write_deferred<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
     where
-        E: From<super::error::StoreError>,
+        E: From<crate::store::error::StoreError>,
     {
         self.transact("BEGIN", f)
     }
@@ -343,7 +343,7 @@ impl Index {
         f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>,
     ) -> Result<T, E>
     where
-        E: From<super::error::StoreError>,
+        E: From<crate::store::error::StoreError>,
     {
         self.conn.execute_batch(begin).db(&self.path)?;
         match f(&IndexTx::begun(self)) {

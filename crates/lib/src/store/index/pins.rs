@@ -1,6 +1,6 @@
 //! Pins: every pin version that stands, in order per key.
 //!
-//! The `pins` rows are written by the consent fold (`store::consent`); these
+//! The `pins` rows are written by the consent fold (`store::fold::consent`); these
 //! queries only read them.
 
 use super::Index;

@@ -8,7 +8,7 @@
 /// Every table and index of the index file. The last table, `claims`
 /// (invitation claims, derived: emptied by a rebuild like every folded
 /// table), ends the text without a comment of its own: the batch hashes to
-/// the stamp it had while `store::invitation` kept it, so index files made
+/// the stamp it had while `store::fold::invitation` kept it, so index files made
 /// before are not set up again.
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

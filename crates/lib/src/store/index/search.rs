@@ -16,7 +16,7 @@ use super::rows::FromRow;
 use crate::core::vocab::DebtStatus;
 use crate::store::StoreError;
 use crate::store::error::{SqlContext as _, StoreResult};
-use crate::store::fts_layout;
+use crate::store::index::fts_layout;
 
 /// What a search is narrowed to. Values are taken as given: the use case
 /// validates them first.

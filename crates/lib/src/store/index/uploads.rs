@@ -1,5 +1,5 @@
 //! Uploads as the index names them (the fold and the text are
-//! `store::upload`'s).
+//! `store::fold::upload`'s).
 
 use rusqlite::params;
 

@@ -32,18 +32,6 @@ use std::time::SystemTime;
 use ed25519_dalek::VerifyingKey;
 use rusqlite::{OptionalExtension as _, params};
 
-use super::channel_dir::ChannelDir;
-use super::clock::now_ms;
-use super::consent;
-use super::error::{IoContext as _, SqlContext as _, StoreResult};
-use super::feed::{self, Line, Segment};
-use super::folder_file::{FolderError, Refusal};
-use super::index::{FeedRow, IndexTx, ProblemKind};
-use super::invitation;
-use super::listing::{self, Listing, Tree};
-use super::message::refold_with;
-use super::records::{Acting, SendRow};
-use super::upload;
 use crate::core::chain::{self, Fit, Head};
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, RecordId, Role, sha256_hex};
@@ -53,6 +41,20 @@ use crate::core::op::{Backfill, Op, OpKind, UndoBackfill};
 use crate::core::peer_text::{describe, first_hazard};
 use crate::core::record::{self, MAX_LINE, Record, parse_pubkey};
 use crate::core::signature;
+use crate::store::clock::now_ms;
+use crate::store::error::{IoContext as _, SqlContext as _, StoreResult};
+use crate::store::fold::consent;
+use crate::store::fold::invitation;
+use crate::store::fold::message::refold_with;
+use crate::store::fold::records::{Acting, SendRow};
+use crate::store::fold::upload;
+use crate::store::folder::layout::ChannelDir;
+use crate::store::folder::listing::{self, Listing, Tree};
+use crate::store::folder::segments;
+use crate::store::folder::segments::{Line, Segment};
+use crate::store::folder::survey;
+use crate::store::folder_file::{FolderError, Refusal};
+use crate::store::index::{FeedRow, IndexTx, ProblemKind};
 
 mod read_ahead;
 use read_ahead::{ReadAhead, verify_lines};
@@ -91,13 +93,13 @@ pub struct IngestReport {
     /// Messages re-folded.
     pub refolded: usize,
     /// Claims of invitations that the owner's machine should admit now
-    /// (`store::invitation`): filled only by a pass that reviewed claims.
-    pub admissible: Vec<crate::store::invitation::Reviewed>,
+    /// (`store::fold::invitation`): filled only by a pass that reviewed claims.
+    pub admissible: Vec<crate::store::fold::invitation::Reviewed>,
     /// Admits written for such claims (by `Channel::catch_up`, on the owner's machine).
     pub admitted: usize,
     /// Feed folders listed (read as a folder) in this pass: the others were
     /// known unchanged by their times, from this process's earlier passes
-    /// or from the listing an earlier process kept ([`super::listing`]).
+    /// or from the listing an earlier process kept ([`crate::store::folder::listing`]).
     pub listed: usize,
     /// Feed folders looked at (their time read, at least) in this pass: a
     /// skipped one ([`ScanCache`]) is not.
@@ -137,7 +139,7 @@ pub struct ScanCache {
     /// 3 µs, on every write.
     keys: HashMap<String, Option<VerifyingKey>>,
     /// True when the listing of `feeds/` and its role folders found nothing
-    /// stray (it may then be kept, see [`super::listing`]).
+    /// stray (it may then be kept, see [`crate::store::folder::listing`]).
     tree_clean: bool,
     /// True when something was listed since the listing was last handed out
     /// ([`Self::take_listing`]).
@@ -269,8 +271,8 @@ impl ScanCache {
         &mut self,
         before: &HashMap<PathBuf, SystemTime>,
         roles: &[(PathBuf, Option<SystemTime>)],
-        feeds: Vec<feed::FeedFolder>,
-    ) -> Vec<feed::FeedFolder> {
+        feeds: Vec<survey::FeedFolder>,
+    ) -> Vec<survey::FeedFolder> {
         if self.skipped.is_empty() {
             return feeds;
         }
@@ -703,7 +705,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .iter()
                 .all(|(p, m)| mtime_of(p).as_ref() == Some(m));
         if !unchanged {
-            let survey = feed::survey_feeds(&root)?;
+            let survey = survey::survey_feeds(&root)?;
             self.report_strays(FOLDER_SCOPE, &survey.strays)?;
             let before = std::mem::take(&mut cache.role_mtimes);
             cache.feeds = cache.unskipped(&before, &survey.roles, survey.feeds).into();
@@ -918,7 +920,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             }
             _ => {
                 let before = cache.dirs.get(dir).cloned();
-                let (segs, strays) = match feed::survey_segments(dir) {
+                let (segs, strays) = match survey::survey_segments(dir) {
                     Ok(survey) => survey,
                     // Gone since the feeds were listed (a checkout): nothing to read.
                     Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
@@ -1097,7 +1099,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         let mut again = false;
         for seg in segments {
-            let lines = match feed::read_lines(&seg.path, 0) {
+            let lines = match segments::read_lines(&seg.path, 0) {
                 Ok(lines) => lines,
                 Err(e) if e.is_not_found() || e.refusal().is_some() => continue,
                 Err(e) => return Err(e.into()),
@@ -1186,7 +1188,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         // A gzip segment is sealed: once read it never grows, so a change
         // means a rewrite and it is read again from the start (its records
         // are known by id and cost a lookup each).
-        let gz = feed::is_gz(path);
+        let gz = segments::is_gz(path);
         let start = match &cursor {
             Some((_, _, offset, tail_len, tail_hash))
                 if !gz
@@ -1204,7 +1206,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             .filter(|a| a.stamp == (len, mtime));
         let (read, checked) = match ahead {
             Some(a) => (Ok((a.lines, a.torn)), Some((a.key, a.verified))),
-            None => (feed::read_lines_and_rest(path, start), None),
+            None => (segments::read_lines_and_rest(path, start), None),
         };
         let (lines, torn) = match read {
             Ok(read) => read,
@@ -1335,13 +1337,13 @@ impl<'a, 'p> Ingest<'a, 'p> {
     /// [`FOLDER_SCOPE`] for the role and device folders, a feed id for the
     /// files of one feed folder) what it found now: new ones are added, the
     /// ones no longer there (removed by a person) go.
-    fn report_strays(&mut self, scope: &str, strays: &[feed::Stray]) -> StoreResult<()> {
+    fn report_strays(&mut self, scope: &str, strays: &[survey::Stray]) -> StoreResult<()> {
         let found: Vec<(ProblemKind, String, String)> = strays
             .iter()
             .map(|s| {
                 let kind = match s.what {
-                    feed::StrayKind::WrongType(_) => ProblemKind::WrongType,
-                    feed::StrayKind::Unknown => ProblemKind::Stray,
+                    survey::StrayKind::WrongType(_) => ProblemKind::WrongType,
+                    survey::StrayKind::Unknown => ProblemKind::Stray,
                 };
                 (kind, self.rel(&s.path), s.reason())
             })
@@ -1402,7 +1404,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             // just signed for the record it just applied: reading the file
             // back and checking its signature would only cost time.
             (false, false, Some(_)) if self.own_write => None,
-            (false, false, Some(key)) => feed::read_head(dir, feed, &key),
+            (false, false, Some(key)) => segments::read_head(dir, feed, &key),
             _ => None,
         };
         // The problem stands for the feed as it is now: cleared, then
@@ -1413,7 +1415,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 .clear_problems_of_feed(ProblemKind::Cut, &scope)?;
         }
         if let Some(head) = claim.filter(|h| h.seq > applied) {
-            let rel = self.rel(&dir.join(feed::HEAD_FILE));
+            let rel = self.rel(&dir.join(segments::HEAD_FILE));
             let reason = format!(
                 "feed {feed} ends at seq {applied} but its signed head names seq {}: its last \
                  records were cut off, or the folder holds an older copy of the feed. The \
@@ -2078,7 +2080,7 @@ fn nanos(t: SystemTime) -> i64 {
 }
 
 fn hash_range(path: &Path, start: u64, len: u64) -> StoreResult<String> {
-    let (mut f, _) = super::folder_file::open_read(path)?;
+    let (mut f, _) = crate::store::folder_file::open_read(path)?;
     f.seek(SeekFrom::Start(start)).at(path)?;
     let mut buf = vec![0u8; len as usize];
     f.read_exact(&mut buf).at(path)?;

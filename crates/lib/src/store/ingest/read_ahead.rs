@@ -25,7 +25,8 @@ use std::time::SystemTime;
 use ed25519_dalek::VerifyingKey;
 
 use crate::core::signature::Batch;
-use crate::store::feed::{self, Line};
+use crate::store::folder::segments;
+use crate::store::folder::segments::Line;
 
 /// How many files the reader may hold, read but not yet taken by the pass.
 const READY: usize = 2;
@@ -260,7 +261,7 @@ fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, shared: &Shared)
         else {
             continue;
         };
-        let Ok((lines, torn)) = feed::read_lines_and_rest(path, 0) else {
+        let Ok((lines, torn)) = segments::read_lines_and_rest(path, 0) else {
             continue;
         };
         let below = seen;
@@ -451,7 +452,7 @@ mod tests {
             let mut ahead = ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), head);
             for path in &plan {
                 let got = ahead.take(path).expect("the file was read ahead");
-                let lines = feed::read_lines(path, 0).unwrap();
+                let lines = segments::read_lines(path, 0).unwrap();
                 let want: Vec<_> = lines
                     .iter()
                     .map(|l| check_line(l, &key.verifying_key(), head))
@@ -471,7 +472,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let key = SigningKey::from_bytes(&[7; 32]);
         let path = &segments(tmp.path(), 1, CHUNK * 3, &key)[0];
-        let lines = feed::read_lines(path, 0).unwrap();
+        let lines = segments::read_lines(path, 0).unwrap();
         let head = 5;
         let want: Vec<Option<bool>> = lines
             .iter()

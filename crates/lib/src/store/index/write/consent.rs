@@ -1,7 +1,7 @@
 //! The pins and pin conflicts as the consent fold leaves them.
 //!
 //! Owns every write on `pins` and `pin_conflicts`; must not fold anything
-//! (`core::consent` does, `store::consent` picks the scope).
+//! (`core::consent` does, `store::fold::consent` picks the scope).
 
 use std::collections::BTreeSet;
 
@@ -15,7 +15,7 @@ use crate::store::error::{SqlContext as _, StoreResult};
 
 impl IndexTx<'_> {
     /// Rewrites the pins and pin conflicts of `keys`; `body_of` tells what
-    /// a version's `body` and `body_ref` show (`store::body::body_of`).
+    /// a version's `body` and `body_ref` show (`store::fold::body::body_of`).
     pub fn write_pins<B: ShownBody>(
         &self,
         c: &Consent,

@@ -3,7 +3,7 @@
 //!
 //! Owns every write on `claims` and the `DELETE` of a stale invitation
 //! alarm; must not judge a claim (`core::invitation::review` does,
-//! `store::invitation` keeps one alarm per refused claim).
+//! `store::fold::invitation` keeps one alarm per refused claim).
 
 use rusqlite::params;
 

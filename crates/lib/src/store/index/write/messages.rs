@@ -3,9 +3,9 @@
 //! and their removal when its send is taken back.
 //!
 //! Owns what a folded message becomes in the index, so the read model
-//! (`store::message`) and the consent fold write it alike. It decides
+//! (`store::fold::message`) and the consent fold write it alike. It decides
 //! nothing: every column is what `core` folded, the body what
-//! `store::body` says it is.
+//! `store::fold::body` says it is.
 
 use rusqlite::{OptionalExtension as _, params};
 
@@ -17,7 +17,7 @@ use crate::store::error::{SqlContext as _, StoreResult};
 
 /// What a message's (or a pin version's) text shows, as its rows store it:
 /// the digests, and the text itself, read only when a new body row is
-/// written. `store::body::Body` is the one there is; the trait keeps the
+/// written. `store::fold::body::Body` is the one there is; the trait keeps the
 /// index from importing what reads uploads.
 pub trait ShownBody {
     /// Hex sha256 of the text.
@@ -33,7 +33,7 @@ pub trait ShownBody {
 impl IndexTx<'_> {
     /// Writes the derived rows of one message (inside the caller's transaction).
     /// `n` is the local ingest sequence of its `send` record; `body` is
-    /// what its text shows (`store::body` decides).
+    /// what its text shows (`store::fold::body` decides).
     pub fn write_message(&self, m: &Message, n: i64, body: &impl ShownBody) -> StoreResult<()> {
         let p = self.path();
         let id = m.id.hex();

@@ -2,7 +2,7 @@
 //! could not apply.
 //!
 //! Owns every write on `problems`; must not decide when a problem stands
-//! (ingest and `store::invitation` do) nor how a kind is named
+//! (ingest and `store::fold::invitation` do) nor how a kind is named
 //! (`index::problems`).
 
 use rusqlite::params;

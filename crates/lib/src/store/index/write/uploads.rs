@@ -2,7 +2,7 @@
 //! ingest accepts them, and each upload's folded state.
 //!
 //! Owns every write on `upload_chunks`, `upload_seals` and `uploads`; must
-//! not fold (`core::upload` does, `store::upload` reads the records for it).
+//! not fold (`core::upload` does, `store::fold::upload` reads the records for it).
 
 use rusqlite::params;
 

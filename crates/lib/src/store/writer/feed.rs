@@ -1,0 +1,547 @@
+//! The feed writer: this device's append to its own feed of one role,
+//! journal first, then the published segment, each fsynced, under the
+//! feed's lock, and the repair of the feed from the journal after a crash.
+//!
+//! Reading segments is `folder::segments`; the journal's own writes are
+//! `writer::journal`; it does not verify other devices' records (ingest does).
+
+use std::fs::{self, File};
+use std::io::{Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use ed25519_dalek::{SigningKey, VerifyingKey};
+
+use crate::core::ids::FeedId;
+use crate::core::record::{self, Record};
+use crate::store::error::{IoContext as _, StoreError, StoreResult};
+use crate::store::folder::layout::feed_dir;
+use crate::store::folder::segments::{
+    HEAD_FILE, Line, MAX_SEGMENT_BYTES, SEGMENT_BYTES, SEGMENT_RECORDS, parse_segment_name,
+    read_lines, segment_name,
+};
+use crate::store::folder::survey::list_segments;
+use crate::store::folder_file::{self, FolderError};
+use crate::store::home::lock::FileLock;
+use crate::store::writer::journal;
+use crate::store::writer::tail::{decode_tail, read_tail, truncate_torn};
+/// Where an append landed, so the caller can advance its cursor.
+#[derive(Clone, Debug)]
+pub struct Appended {
+    /// The segment written.
+    pub path: PathBuf,
+    /// Offset of the new line.
+    pub offset: u64,
+    /// Length of the new line including `\n`.
+    pub len: u64,
+}
+
+/// What an append left on disk, remembered by the process that made it so
+/// that its next append can tell in three `stat` calls that nobody else
+/// touched the feed since (see [`FeedWriter::reconcile_after`]).
+#[derive(Clone, Debug)]
+pub struct Tails {
+    /// The journal's size and mtime.
+    journal: (u64, Option<SystemTime>),
+    /// The feed folder's mtime: a segment added, removed or replaced changes it.
+    dir: Option<SystemTime>,
+    /// The newest segment, its first seq, and its size and mtime.
+    segment: PathBuf,
+    segment_first: u64,
+    segment_stamp: (u64, Option<SystemTime>),
+    /// The record written last.
+    last: Record,
+}
+
+impl Tails {
+    /// The record written last.
+    pub fn last(&self) -> &Record {
+        &self.last
+    }
+
+    fn holds(&self, journal: &Path, dir: &Path) -> bool {
+        stamp(journal).ok() == Some(self.journal)
+            && stamp(dir).ok().map(|s| s.1) == Some(self.dir)
+            && stamp(&self.segment).ok() == Some(self.segment_stamp)
+    }
+}
+
+/// A file's size and mtime.
+pub(super) fn stamp(path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
+    // Of the path itself: a file swapped for a symlink changes its stamp.
+    let m = fs::symlink_metadata(path).at(path)?;
+    Ok((m.len(), m.modified().ok()))
+}
+
+/// A record durable in the journal and written to its feed segment, not yet
+/// durably there ([`FeedWriter::begin_append`]).
+#[must_use = "the record is not durable in the feed until `finish`"]
+pub struct Publishing<'w> {
+    writer: &'w FeedWriter,
+    rec: &'w Record,
+    file: File,
+    at: Appended,
+    segment_first: u64,
+    journal_before: u64,
+}
+
+impl Publishing<'_> {
+    /// Waits until the line is durable in the feed, then rewrites the head
+    /// hint. Returns where the line landed and the tails the append leaves.
+    /// Should the sync fail, the journal is cut back as when writing the
+    /// line fails: the record the caller is told failed is never published
+    /// by a later reconcile.
+    pub fn finish(self, key: &SigningKey) -> StoreResult<(Appended, Tails)> {
+        let w = self.writer;
+        if let Err(e) = w.sync_published(&self.file, &self.at) {
+            return Err(journal::cut_back(
+                &w.journal,
+                self.journal_before,
+                &[self.rec],
+                e,
+            ));
+        }
+        w.write_head(self.rec, key);
+        let tails = Tails {
+            journal: stamp(&w.journal)?,
+            dir: stamp(&w.dir)?.1,
+            segment: self.at.path.clone(),
+            segment_first: self.segment_first,
+            segment_stamp: stamp(&self.at.path)?,
+            last: self.rec.clone(),
+        };
+        Ok((self.at, tails))
+    }
+}
+
+/// The newest segment of a feed as the writer knows it: its path, first seq
+/// and size.
+pub(super) type NewestSegment = (PathBuf, u64, u64);
+
+/// The writer side of this device's feed for one role: the published segments
+/// plus the private journal in the state folder.
+#[derive(Clone, Debug)]
+pub struct FeedWriter {
+    pub(super) feed: FeedId,
+    /// The channel folder: the folders from here down to `dir` must be real.
+    pub(super) root: PathBuf,
+    pub(super) dir: PathBuf,
+    pub(super) journal: PathBuf,
+    pub(super) lock: PathBuf,
+    /// Keys the feed had before a `replace_key`: its older records are signed by them.
+    pub(super) former_keys: Vec<VerifyingKey>,
+}
+
+impl FeedWriter {
+    /// The writer of `feed` in `feeds_dir`, with its journal and lock under `state_dir`.
+    pub fn new(feeds_dir: &Path, state_dir: &Path, feed: FeedId) -> Self {
+        let dir = feed_dir(feeds_dir, &feed);
+        let journal = state_dir
+            .join("journal")
+            .join(format!("{}.jsonl", feed.role()));
+        let lock = state_dir.join(format!("feed-{}.lock", feed.role()));
+        Self {
+            feed,
+            root: feeds_dir.parent().unwrap_or(feeds_dir).to_path_buf(),
+            dir,
+            journal,
+            lock,
+            former_keys: Vec::new(),
+        }
+    }
+
+    /// The same writer, also recognizing records signed by `keys` (the keys
+    /// the feed had before it replaced its key) as this device's own.
+    pub fn with_former_keys(mut self, keys: Vec<VerifyingKey>) -> Self {
+        self.former_keys = keys;
+        self
+    }
+
+    fn signed_by_feed(&self, rec: &Record, key: &VerifyingKey) -> bool {
+        rec.verify(key) || self.former_keys.iter().any(|k| rec.verify(k))
+    }
+
+    /// The feed id.
+    pub fn feed(&self) -> &FeedId {
+        &self.feed
+    }
+
+    /// Takes the feed's lock: one append at a time per feed on this device.
+    pub fn lock(&self) -> StoreResult<FileLock> {
+        FileLock::exclusive(&self.lock)
+    }
+
+    /// True when the feed folder stands as a real directory; false when it
+    /// does not exist yet. A symlink or a file in its place (or above it) is
+    /// refused: this device never writes through one.
+    fn has_dir(&self) -> StoreResult<bool> {
+        let role_dir = self.dir.parent().unwrap_or(&self.dir);
+        for dir in [&self.root.join("feeds"), role_dir, &self.dir] {
+            if !folder_file::real_dir(dir)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The lines of each segment of the feed, skipping segments that cannot
+    /// be this device's (too large, not a regular file: ingest reports them).
+    pub(super) fn own_segment_lines(&self) -> StoreResult<Vec<Vec<Line>>> {
+        if !self.has_dir()? {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for seg in list_segments(&self.dir)? {
+            match read_lines(&seg.path, 0) {
+                Ok(lines) => out.push(lines),
+                Err(e) if e.refusal().is_some() || e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Brings the published feed in line with the journal and returns the
+    /// last record (`None` for a new feed). Call under [`Self::lock`].
+    ///
+    /// - a torn last line (crash mid-write) is cut off;
+    /// - records in the journal missing from the feed (a stale copy came
+    ///   back) are published again;
+    /// - a feed ahead of the journal was written by someone else: refused.
+    pub fn reconcile(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
+        let journal_tail = read_tail(&self.journal, u64::MAX)?;
+        if let Some(t) = &journal_tail {
+            truncate_torn(&self.journal, t)?;
+        }
+        let journal_last = decode_tail(&self.journal, journal_tail.as_ref())?;
+        let feed_last = self.published_last(key)?;
+        let j = journal_last.as_ref().map_or(0, |r| r.header.seq);
+        let f = feed_last.as_ref().map_or(0, |r| r.header.seq);
+        if journal_tail.is_none() && f > 0 {
+            // No journal at all (a fresh state folder): the published feed is
+            // the record of what this device wrote; adopt it.
+            let lines = self.own_segment_lines()?;
+            let records: Vec<Record> = lines
+                .into_iter()
+                .flatten()
+                .filter_map(|line| line.record.ok())
+                .collect();
+            journal::rebuild(&self.journal, &records)?;
+            return Ok(feed_last);
+        }
+        if f > j
+            || (f == j
+                && f > 0
+                && feed_last.as_ref().map(|r| r.id) != journal_last.as_ref().map(|r| r.id))
+        {
+            return Err(StoreError::ForeignWriter {
+                feed: self.feed.clone(),
+                published: f,
+                journal: j,
+            });
+        }
+        if j > f {
+            // Lines already published somewhere in the feed (an older line
+            // put back at the end by hand) are not published twice.
+            let published = self.published_ids()?;
+            for line in journal::read_lines(&self.journal)? {
+                if let Ok(rec) = line.record
+                    && rec.header.seq > f
+                    && !published.contains(&rec.id)
+                {
+                    self.publish(&rec, None)?;
+                }
+            }
+        }
+        Ok(journal_last)
+    }
+
+    /// Publishes again every journal record that the published feed lacks,
+    /// wherever its hole is (a line edited or cut out by hand, a middle lost
+    /// in a copy), after [`Self::reconcile`]; returns how many. They go at the
+    /// end of the newest segment: readers place a record by its chain, not by
+    /// where it stands. Reads the whole feed, so it is a repair to run on
+    /// demand, not on every write. Call under [`Self::lock`].
+    pub fn republish_missing(&self, key: &VerifyingKey) -> StoreResult<usize> {
+        self.reconcile(key)?;
+        // A journal record is published when a line with its body and its
+        // signature stands in the feed (the same bytes, so no key is needed:
+        // records signed before a key change count too).
+        let published: std::collections::HashSet<_> = self
+            .own_segment_lines()?
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.record.ok())
+            .map(|r| (r.id, r.sig.to_bytes()))
+            .collect();
+        let mut n = 0;
+        for line in journal::read_lines(&self.journal)? {
+            if let Ok(rec) = line.record
+                && !published.contains(&(rec.id, rec.sig.to_bytes()))
+            {
+                let (file, at) = self.publish(&rec, None)?;
+                self.sync_published(&file, &at)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The ids of every record line in the published feed (signature unchecked).
+    fn published_ids(&self) -> StoreResult<std::collections::HashSet<crate::core::ids::RecordId>> {
+        Ok(self
+            .own_segment_lines()?
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.record.ok())
+            .map(|r| r.id)
+            .collect())
+    }
+
+    /// The last record of the published feed that this feed's key signed (a
+    /// torn tail is cut off first). Lines others slipped in — forged or
+    /// copied records — are skipped: readers quarantine them, and they must
+    /// not stop the owner of the feed from writing. So are segments that
+    /// cannot be this device's (of the wrong type or too large).
+    fn published_last(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
+        if !self.has_dir()? {
+            return Ok(None);
+        }
+        let segments = list_segments(&self.dir)?;
+        let skip = |e: &FolderError| e.refusal().is_some() || e.is_not_found();
+        for seg in segments.iter().rev() {
+            if !seg.gz {
+                let tail = match read_tail(&seg.path, MAX_SEGMENT_BYTES) {
+                    Ok(Some(tail)) => tail,
+                    Ok(None) => continue,
+                    Err(e) if skip(&e) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                truncate_torn(&seg.path, &tail)?;
+                let last = tail.line.as_deref().map(record::decode);
+                if let Some(Ok(rec)) = last
+                    && rec.header.feed == self.feed
+                    && self.signed_by_feed(&rec, key)
+                {
+                    return Ok(Some(rec));
+                }
+            }
+            // A sealed gzip segment (never appended to: no torn tail to cut),
+            // or the slow path: walk the segment for the last line that is ours.
+            let lines = match read_lines(&seg.path, 0) {
+                Ok(lines) => lines,
+                Err(e) if skip(&e) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let ours = lines
+                .into_iter()
+                .rev()
+                .filter_map(|l| l.record.ok())
+                .find(|r| r.header.feed == self.feed && self.signed_by_feed(r, key));
+            if ours.is_some() {
+                return Ok(ours);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Appends a new record durably: journal, then the feed, each fsynced.
+    /// Call under [`Self::lock`] after [`Self::reconcile`].
+    pub fn append(&self, rec: &Record, key: &SigningKey) -> StoreResult<Appended> {
+        self.append_after(rec, key, None).map(|(at, _)| at)
+    }
+
+    /// Like [`Self::append`], with the [`Tails`] the previous append of this
+    /// process left, if [`Self::still_holds`] said they hold: the newest
+    /// segment is then known without listing the folder. Returns the tails
+    /// this append leaves.
+    ///
+    /// When publishing fails, the journal is cut back to where it was, so
+    /// the record that the caller was told failed is never published later
+    /// by a reconcile.
+    pub fn append_after(
+        &self,
+        rec: &Record,
+        key: &SigningKey,
+        tails: Option<&Tails>,
+    ) -> StoreResult<(Appended, Tails)> {
+        self.begin_append(rec, tails)?.finish(key)
+    }
+
+    /// The first half of [`Self::append_after`]: the record is made durable in
+    /// the journal and written to the feed, not yet durably. The feed holds
+    /// it for readers as soon as this returns, so a caller may read it back
+    /// (ingest it) while [`Publishing::finish`] waits for the disk; what it
+    /// builds from it must not be kept unless `finish` succeeds.
+    pub fn begin_append<'w>(
+        &'w self,
+        rec: &'w Record,
+        tails: Option<&Tails>,
+    ) -> StoreResult<Publishing<'w>> {
+        let journal_before = journal::append(&self.journal, rec.to_line().as_bytes())?;
+        let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
+        let (file, at) = match self.publish(rec, newest) {
+            Ok(written) => written,
+            Err(e) => return Err(journal::cut_back(&self.journal, journal_before, &[rec], e)),
+        };
+        let segment_first = match tails {
+            Some(t) if t.segment == at.path => t.segment_first,
+            _ => parse_segment_name(&at.path.file_name().unwrap_or_default().to_string_lossy())
+                .unwrap_or(rec.header.seq),
+        };
+        Ok(Publishing {
+            writer: self,
+            rec,
+            file,
+            at,
+            segment_first,
+            journal_before,
+        })
+    }
+
+    /// True when `tails` (what this process's previous append left) still
+    /// describes the files: the journal, the feed folder and its newest
+    /// segment are as that append left them, so nobody wrote, cut or
+    /// replaced anything since, and [`Tails::last`] stands in for
+    /// [`Self::reconcile`]. Three `stat` calls instead of reading and
+    /// verifying both tails.
+    pub fn still_holds(&self, tails: &Tails) -> bool {
+        tails.holds(&self.journal, &self.dir)
+    }
+
+    /// Makes sure the feed folder stands as a real directory, creating it on
+    /// first use; a symlink or a file in its place or above it is refused.
+    pub(super) fn make_dir(&self) -> StoreResult<()> {
+        if folder_file::ensure_real_dirs(&self.root, &self.dir)? {
+            sync_dir(self.dir.parent().expect("feed dir has a parent"))?;
+        }
+        Ok(())
+    }
+
+    /// The newest segment of the feed folder, with its first seq and size,
+    /// and whether it is sealed in gzip form.
+    /// A segment larger than the format allows is passed over: it cannot be
+    /// this device's, and is reported by ingest.
+    pub(super) fn newest_segment(&self) -> StoreResult<Option<(NewestSegment, bool)>> {
+        for seg in list_segments(&self.dir)?.into_iter().rev() {
+            if seg.gz {
+                return Ok(Some(((seg.path, seg.first_seq, 0), true)));
+            }
+            let size = fs::symlink_metadata(&seg.path).at(&seg.path)?.len();
+            if size <= MAX_SEGMENT_BYTES {
+                return Ok(Some(((seg.path, seg.first_seq, size), false)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes `rec` to the newest segment, starting a new one when it is full.
+    /// `newest` is the newest segment (path, first seq, size) when the caller
+    /// knows it; otherwise the folder is listed.
+    pub(super) fn publish(
+        &self,
+        rec: &Record,
+        newest: Option<NewestSegment>,
+    ) -> StoreResult<(File, Appended)> {
+        self.make_dir()?;
+        let newest = match newest {
+            Some(n) => Some((n, false)),
+            None => self.newest_segment()?,
+        };
+        let path = match newest {
+            // A gzip segment is sealed: the next record starts a new one.
+            Some((_, true)) | None => self.dir.join(segment_name(rec.header.seq)),
+            Some(((path, first_seq, size), false)) => {
+                let count = rec.header.seq.saturating_sub(first_seq);
+                if count >= SEGMENT_RECORDS || size >= SEGMENT_BYTES {
+                    self.dir.join(segment_name(rec.header.seq))
+                } else {
+                    path
+                }
+            }
+        };
+        let line = rec.to_line();
+        let (file, offset) = append_to(&path, line.as_bytes())?;
+        let at = Appended {
+            path,
+            offset,
+            len: line.len() as u64,
+        };
+        Ok((file, at))
+    }
+
+    /// Makes a line [`Self::publish`] wrote durable: the segment, and the
+    /// folder when the segment is new.
+    pub(super) fn sync_published(&self, file: &File, at: &Appended) -> StoreResult<()> {
+        file.sync_data().at(&at.path)?;
+        if starts_file(at.offset) {
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites `head.json` for `rec`. The head is a hint rebuilt on every
+    /// append, so it is not fsynced, and failing to write it does not fail
+    /// the append (the record is durable by then): something in its way is
+    /// reported by ingest.
+    ///
+    /// A head that stands as a plain file is written over in place: replacing
+    /// it by a rename cost more than the rest of the write on ext4 (a new
+    /// inode, the old one freed, the folder changed), and a reader that meets
+    /// a half-written head finds its signature wrong and ignores it, as it
+    /// ignores any head that fails. Anything else in its way (nothing there,
+    /// a symlink, a file with other names) is replaced by a temporary file
+    /// renamed over it, never written through.
+    pub(super) fn write_head(&self, rec: &Record, key: &SigningKey) {
+        if let Err(e) = self.put_head(rec, None, key) {
+            tracing::warn!("head of feed {} not written: {e}", self.feed);
+        }
+    }
+
+    /// Rewrites `head.json` for `rec`, the feed's last record, as a
+    /// heartbeat said at `as_of` (`store::channel::heartbeat`), the same way as
+    /// [`Self::write_head`]. The caller holds the feed's lock, so no record
+    /// is appended between reading the last one and naming it here.
+    pub fn beat(&self, rec: &Record, as_of: i64, key: &SigningKey) -> StoreResult<()> {
+        self.put_head(rec, Some(as_of), key)
+    }
+
+    fn put_head(&self, rec: &Record, as_of: Option<i64>, key: &SigningKey) -> StoreResult<()> {
+        let (seq, hlc) = (rec.header.seq, rec.header.hlc);
+        let text = record::encode_beat(&self.feed, seq, rec.id, hlc, as_of, key);
+        let path = self.dir.join(HEAD_FILE);
+        folder_file::rewrite(&path, text.as_bytes())
+            .or_else(|_| folder_file::replace(&path, text.as_bytes(), false))?;
+        Ok(())
+    }
+}
+
+/// Appends bytes to a segment with one write, not synced; returns the file
+/// and the offset they start at. Only a regular file is written, never
+/// through a symlink.
+pub(super) fn append_to(path: &Path, bytes: &[u8]) -> StoreResult<(File, u64)> {
+    let mut f = folder_file::open_append(path)?;
+    let offset = f.seek(SeekFrom::End(0)).at(path)?;
+    f.write_all(bytes).at(path)?;
+    Ok((f, offset))
+}
+
+/// [`append_to`], then fsynced; returns the offset the bytes start at.
+pub(super) fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
+    let (f, offset) = append_to(path, bytes)?;
+    f.sync_data().at(path)?;
+    Ok(offset)
+}
+
+/// Whether an append at `offset` created its file, so that the folder must
+/// be synced too. A new file starts empty; one that was there has bytes
+/// (segments never stand empty for long, and a wrongly empty one only costs
+/// a folder sync).
+pub(super) fn starts_file(offset: u64) -> bool {
+    offset == 0
+}
+
+pub(super) fn sync_dir(dir: &Path) -> StoreResult<()> {
+    File::open(dir).and_then(|f| f.sync_all()).at(dir)?;
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! The private journal of a feed: the durable copy of every record this
+//! device appended, in the home's state folder, from which the published
+//! feed is repaired.
+//!
+//! Owns appending to the journal, cutting it back when a publish fails, and
+//! rebuilding it from the published feed; when to do each is the feed
+//! writer's (`writer::feed`).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Seek as _, SeekFrom, Write as _};
+use std::path::Path;
+
+use crate::core::record::Record;
+use crate::store::error::{IoContext as _, PathError, StoreError, StoreResult};
+
+use crate::store::folder::segments::{Line, split_lines};
+
+/// The lines of this device's private journal (in the home, not the shared
+/// folder: it is as long as the role's history and is read whole).
+pub(in crate::store) fn read_lines(path: &Path) -> Result<Vec<Line>, PathError> {
+    Ok(split_lines(&fs::read(path).at(path)?, 0).0)
+}
+
+/// Writes the journal at `path` anew from `records` (a fresh state folder
+/// whose feed was published already), replacing it atomically.
+pub(in crate::store) fn rebuild<'r>(
+    path: &Path,
+    records: impl IntoIterator<Item = &'r Record>,
+) -> StoreResult<()> {
+    let parent = path.parent().expect("journal has a parent");
+    fs::create_dir_all(parent).at(parent)?;
+    let mut out = Vec::new();
+    for rec in records {
+        out.extend_from_slice(rec.to_line().as_bytes());
+    }
+    let tmp = path.with_extension("jsonl.tmp");
+    fs::write(&tmp, &out).at(&tmp)?;
+    File::open(&tmp).and_then(|f| f.sync_all()).at(&tmp)?;
+    fs::rename(&tmp, path).at(path)?;
+    Ok(())
+}
+
+/// Appends to the journal durably, making its folder on first use only
+/// (not a `mkdir` per append). Returns the journal's length before.
+pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
+    if !path.exists() {
+        let parent = path.parent().expect("journal has a parent");
+        fs::create_dir_all(parent).at(parent)?;
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .at(path)?;
+    let offset = f.seek(SeekFrom::End(0)).at(path)?;
+    f.write_all(bytes).at(path)?;
+    f.sync_data().at(path)?;
+    Ok(offset)
+}
+
+/// Takes `unpublished` back out of the journal after publishing them
+/// failed with `failed`: the journal is cut to `len`, its length before
+/// they were added. Returns the error to give the caller. Should the cut
+/// fail too, the records stay in the journal and will be published by
+/// the next write: the error says so and names them, so that a caller
+/// does not write them a second time.
+pub(in crate::store) fn cut_back(
+    path: &Path,
+    len: u64,
+    unpublished: &[&Record],
+    failed: StoreError,
+) -> StoreError {
+    let cut = OpenOptions::new().write(true).open(path).and_then(|f| {
+        f.set_len(len)?;
+        f.sync_all()
+    });
+    match cut {
+        Ok(()) => failed,
+        Err(source) => StoreError::Journal {
+            path: path.to_path_buf(),
+            source,
+            failed: Box::new(failed),
+            records: unpublished.iter().map(|r| r.id.short()).collect(),
+        },
+    }
+}

@@ -1,0 +1,13 @@
+//! Appending this device's records: the journal that makes a write
+//! durable, the feed writer that publishes it to the shared folder, bulk
+//! appends, and compressing sealed segments.
+//!
+//! Owns the order of a write (journal first, then the folder) and the
+//! repair of a feed from its journal; it never reads other devices' feeds
+//! (that is `folder` and `ingest`).
+
+mod batch;
+pub mod feed;
+mod journal;
+pub mod seal;
+mod tail;
