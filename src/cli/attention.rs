@@ -11,7 +11,7 @@ use super::remote_channel::RemoteChannel;
 use crate::app::attention::{Attention, PER_KIND, Subject, Who, attention};
 use crate::cli::output::out;
 use crate::core::peer_text::one_line;
-use crate::store::clock::now_ms;
+use crate::store::now_ms;
 
 /// Prints the block for the channel `cli` points at. Through a server
 /// (`COUNTERSIGN_URL`) the folder is not here and the server's status

@@ -7,7 +7,7 @@
 //! SHA-256), and the channel it holds verified again into a throwaway folder
 //! and index. Only then is it put in place as FILE, which must not exist: a
 //! failure leaves nothing behind. git's own folder (`.git`) is left out, and
-//! nothing is followed out of the channel folder (`store::folder::archive`). The
+//! nothing is followed out of the channel folder (`store::archive`). The
 //! keys are never in it unless `--with-keys`.
 
 use std::path::{Path, PathBuf};
@@ -18,9 +18,9 @@ use anyhow::{Context as _, bail};
 use super::Cli;
 use crate::cli::output::outln;
 use crate::core::peer_text::one_line;
-use crate::store::folder::archive::{self, ArchiveWriter};
-use crate::store::ingest::{Ingest, ScanCache};
+use crate::store::archive::{self, ArchiveWriter};
 use crate::store::{ChannelDir, Index};
+use crate::store::{Ingest, ScanCache};
 
 /// Arguments of `backup`.
 #[derive(Debug, clap::Args)]

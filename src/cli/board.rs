@@ -24,8 +24,8 @@ use crate::app::hosting::channel_ref;
 use crate::app::loopback::{Loopback, Serving};
 use crate::cli::output::outln;
 use crate::core::timestamp::format_rfc3339;
-use crate::store::clock::now_ms;
-use crate::store::hosting::access::Access;
+use crate::store::access::Access;
+use crate::store::now_ms;
 
 /// Arguments of `board`.
 #[derive(Debug, clap::Args)]

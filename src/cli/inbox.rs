@@ -15,7 +15,7 @@ use crate::app::inbox::{peek_inbox, read_inbox};
 use crate::app::rows::{MessageView, Projected};
 use crate::cli::output::outln;
 use crate::core::peer_text;
-use crate::store::clock::now_ms;
+use crate::store::now_ms;
 
 /// Arguments of `inbox`.
 #[derive(Debug, clap::Args)]

@@ -12,8 +12,8 @@ use crate::app::init::create_channel;
 use crate::app::sync::set_remote;
 use crate::cli::output::{out, outln};
 use crate::core::ids::Role;
-use crate::store::folder::layout::DEFAULT_DIR;
-use crate::store::home::prefs::Remote;
+use crate::store::DEFAULT_DIR;
+use crate::store::Remote;
 use crate::store::{Channel, ChannelDir};
 
 /// Arguments of `init`.

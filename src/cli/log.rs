@@ -12,7 +12,7 @@ use crate::core::op::Op;
 use crate::core::peer_text::one_line;
 use crate::core::record::decode_body;
 use crate::core::timestamp::{format_rfc3339, parse_since};
-use crate::store::index::RecordLine;
+use crate::store::RecordLine;
 
 use super::Cli;
 use super::terminal::{page, stdout_is_terminal};

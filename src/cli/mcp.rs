@@ -84,7 +84,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         let folder = std::env::current_dir()?;
         let channel_above = folder
             .ancestors()
-            .map(|d| d.join(crate::store::folder::layout::DEFAULT_DIR))
+            .map(|d| d.join(crate::store::DEFAULT_DIR))
             .find(|d| d.join("channel.json").is_file());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

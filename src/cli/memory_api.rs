@@ -17,7 +17,7 @@ use crate::app::compaction::now_ms;
 use crate::app::compaction_api::{self, ModelApi, Round};
 use crate::app::key_share;
 use crate::cli::output::outln;
-use crate::store::home::api_key;
+use crate::store::api_key;
 
 /// The exit status of `memory compact` when the API did not work.
 pub const COMPACT_FAILED: u8 = 3;

@@ -19,8 +19,8 @@ use crate::app::Session;
 use crate::app::memory::{self, Walked};
 use crate::core::peer_text::html;
 use crate::core::timestamp::format_rfc3339;
-use crate::store::channel::now_ms;
-use crate::store::index::MemoryItem;
+use crate::store::MemoryItem;
+use crate::store::now_ms;
 
 const STYLE: &str = "\
 :root{color-scheme:light dark}\

@@ -53,9 +53,9 @@ use clap::{Parser, Subcommand};
 pub use remote_channel::secret_in_args;
 
 use crate::app::Session;
-use crate::store::error::{IoContext as _, StoreResult};
-use crate::store::home::binding::{self, Found};
+use crate::store::binding::{self, Found};
 use crate::store::{Channel, ChannelDir, Home};
+use crate::store::{IoContext as _, StoreResult};
 
 /// countersign: a coordination channel for coding-agent sessions, with no server.
 ///
@@ -334,7 +334,7 @@ impl Cli {
             Ok(None) => true,
             Ok(Some(_)) => std::env::current_dir().is_ok_and(|cwd| {
                 !cwd.ancestors().any(|d| {
-                    d.join(crate::store::folder::layout::DEFAULT_DIR)
+                    d.join(crate::store::DEFAULT_DIR)
                         .join("channel.json")
                         .is_file()
                 })

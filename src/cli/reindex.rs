@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
 use crate::cli::output::outln;
-use crate::store::folder::survey;
+use crate::store::survey;
 
 /// Arguments of `reindex`.
 #[derive(Debug, clap::Args)]

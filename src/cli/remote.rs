@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use super::Cli;
 use crate::app::sync::{remote, set_remote};
 use crate::cli::output::outln;
-use crate::store::home::prefs::Remote;
+use crate::store::Remote;
 
 /// Arguments of `remote`.
 #[derive(Debug, clap::Args)]

@@ -138,7 +138,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     };
     // Held for the server's life: an `mcp` of this home then leaves
     // background compaction to this process (`mcp::summarizer`).
-    let _serving = crate::store::home::lock::FileLock::try_exclusive(&config.home.serve_lock())?;
+    let _serving = crate::store::FileLock::try_exclusive(&config.home.serve_lock())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -25,8 +25,8 @@ use crate::cli::terminal::{Paint, Table, age, colour, paint, stdout_is_terminal}
 use crate::core::ids::Role;
 use crate::core::peer_text::one_line;
 use crate::core::timestamp::{format_rfc3339, parse_since};
-use crate::store::clock::now_ms;
-use crate::store::folder::watcher::Watcher;
+use crate::store::Watcher;
+use crate::store::now_ms;
 
 /// What `status` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

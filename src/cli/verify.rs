@@ -6,7 +6,7 @@ use super::Cli;
 use crate::cli::output::outln;
 use crate::core::peer_text::one_line;
 use crate::store::Index;
-use crate::store::ingest::{Ingest, ScanCache};
+use crate::store::{Ingest, ScanCache};
 
 /// Arguments of `verify`.
 #[derive(Debug, clap::Args)]

@@ -18,7 +18,7 @@ use crate::app::rows::{MessageView, Projected, Recipients};
 use crate::app::thread::get_thread;
 use crate::cli::output::outln;
 use crate::core::peer_text::{block, one_line};
-use crate::store::clock::now_ms;
+use crate::store::now_ms;
 
 /// Arguments of `view`.
 #[derive(Debug, clap::Args)]

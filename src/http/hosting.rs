@@ -17,7 +17,7 @@ use crate::app::Session;
 pub use crate::app::hosting::channel_ref;
 use crate::app::hosting::{hosted_dir, hosted_dirs};
 use crate::core::ids::Role;
-use crate::store::hosting::access::{ChannelRef, RoleToken};
+use crate::store::access::{ChannelRef, RoleToken};
 use crate::store::{Channel, ChannelDir, Home};
 
 /// The channels of a server.

@@ -17,8 +17,8 @@ use sha2::{Digest as _, Sha256};
 use super::Shared;
 use super::connections::Admitted;
 use super::guard::refuse;
-use crate::store::clock::now_ms;
-use crate::store::hosting::access::{RoleToken, SecretKind, ViewKey};
+use crate::store::access::{RoleToken, SecretKind, ViewKey};
+use crate::store::now_ms;
 
 /// A caller that presented a good secret.
 #[derive(Clone, Debug)]

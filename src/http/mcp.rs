@@ -34,7 +34,7 @@ use crate::app::hosting::Host;
 use crate::mcp::Server;
 use crate::mcp::admin::Admin;
 use crate::mcp::hosted::Hosted;
-use crate::store::hosting::access::RoleToken;
+use crate::store::access::RoleToken;
 
 type Service = StreamableHttpService<Hosted, LocalSessionManager>;
 type AdminService = StreamableHttpService<Admin, LocalSessionManager>;

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::remote_target::RemotePattern;
 use crate::store::Home;
-use crate::store::hosting::access::Access;
+use crate::store::access::Access;
 use hosting::Hosting;
 
 /// How a server is set up (from `countersign serve`'s options).

@@ -35,8 +35,8 @@ use super::hosting::{not_hosted, role_session};
 use super::identity::{Identity, authenticate};
 use crate::app::Session;
 use crate::app::status::{Summary, hook_status, status_report};
-use crate::store::folder::watcher::Watcher;
-use crate::store::hosting::access::RoleToken;
+use crate::store::Watcher;
+use crate::store::access::RoleToken;
 
 /// The longest `?wait=` honoured, in seconds.
 pub const MAX_WAIT_S: u64 = 50;

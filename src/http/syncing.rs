@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::mcp::{summarizer, syncer};
 use std::sync::Arc;
 
-use crate::store::folder::watcher::Watcher;
+use crate::store::Watcher;
 use crate::store::{ChannelDir, Home};
 
 /// The background syncs of a server.

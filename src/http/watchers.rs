@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::store::ChannelDir;
-use crate::store::folder::watcher::Watcher;
+use crate::store::Watcher;
 
 /// The watchers of the channels started so far, by channel id.
 #[derive(Default)]

@@ -33,7 +33,7 @@ use crate::app::hosting::{
 use crate::app::info::VERSION;
 use crate::app::{AppError, AppResult};
 use crate::core::remote_target::RemoteKind;
-use crate::store::home::prefs::Remote;
+use crate::store::Remote;
 
 /// The management tools, in the protocol's registration order.
 pub const ADMIN_TOOLS: [&str; 7] = [

@@ -22,7 +22,7 @@ use super::admin::{ADMIN_TOOLS, Admin};
 use super::published::{Published, published_listing};
 use crate::app::AppError;
 use crate::app::hosting::{BoardLinkRequest, issue_link};
-use crate::store::hosting::access::{Access, ChannelRef, RoleToken};
+use crate::store::access::{Access, ChannelRef, RoleToken};
 
 /// The service of one role of one hosted channel.
 #[derive(Clone)]

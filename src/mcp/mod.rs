@@ -55,7 +55,7 @@ use serde_json::{Value, json};
 
 use crate::app::info::VERSION;
 use crate::app::{AppResult, Session};
-use crate::store::folder::watcher::Watcher;
+use crate::store::Watcher;
 use toolset::Toolsets;
 
 /// The pointer to the provenance note that tools handing out text written by

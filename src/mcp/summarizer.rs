@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::app::Session;
 use crate::app::compaction_api::{Round, background_tick, may_work};
 use crate::core::ids::Role;
-use crate::store::home::lock::FileLock;
+use crate::store::FileLock;
 use crate::store::{Channel, ChannelDir, Home};
 
 /// How often a tick runs.

@@ -2,7 +2,7 @@
 //! `countersign serve` for each hosted channel), on by default: about a
 //! second after this device's feeds change (its own writes, from this server
 //! or another process on the machine), and every period while idle (at most
-//! `store::channel::heartbeat::KEEP_ALIVE`). Each round first writes this device's
+//! `store::KEEP_ALIVE`). Each round first writes this device's
 //! heartbeat when one is due (`store::channel::heartbeat`), so the other machines
 //! hear from it within a period even while it writes nothing, with a remote
 //! or without one (a folder shared by other means).
@@ -27,7 +27,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::app::sync::{
     WhenBusy, covered_for, has_remote, own_fingerprint, published_already, sync_now, sync_within,
 };
-use crate::store::channel::heartbeat::KEEP_ALIVE;
+use crate::store::KEEP_ALIVE;
 use crate::store::{Channel, ChannelDir, Home};
 use crate::sync::SyncReport;
 use crate::sync::backoff::after_failures;

@@ -18,7 +18,7 @@ use rmcp::{
 use serde_json::json;
 
 use crate::app::info::VERSION;
-use crate::store::home::binding;
+use crate::store::binding;
 
 /// The server of an unbound folder.
 #[derive(Clone)]

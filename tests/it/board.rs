@@ -11,8 +11,8 @@ use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::app::sync::{WhenBusy, set_remote, sync_now};
 use countersign::app::vote::acknowledge;
 use countersign::http::board::page;
-use countersign::store::clock::now_ms;
-use countersign::store::home::prefs::Remote;
+use countersign::store::Remote;
+use countersign::store::now_ms;
 
 use crate::common::local::{Local, send};
 

@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use countersign::app::board::issue_link;
-use countersign::store::clock::now_ms;
-use countersign::store::hosting::access::{Access, ChannelRef};
+use countersign::store::access::{Access, ChannelRef};
+use countersign::store::now_ms;
 use countersign::store::{ChannelDir, Home};
 
 use crate::board::scene;

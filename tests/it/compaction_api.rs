@@ -378,7 +378,7 @@ async fn a_long_running_mcp_writes_the_summaries_in_the_background() {
     assert!(o.status.success(), "{}", text(&o));
     // While a serve of this home holds its lock, the mcp leaves the work
     // to it.
-    let serving = countersign::store::home::lock::FileLock::try_exclusive(&l.home.serve_lock())
+    let serving = countersign::store::FileLock::try_exclusive(&l.home.serve_lock())
         .unwrap()
         .unwrap();
     let server = mcp(&home, &l.dir, &api).await;

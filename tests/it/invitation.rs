@@ -243,7 +243,7 @@ fn plant_claim(dir: &Path, feed: &FeedId, key: &SigningKey, claim: Claim) -> Rec
             feed: feed.clone(),
             seq: 1,
             prev: None,
-            hlc: Hlc(countersign::store::clock::now_ms(), 0),
+            hlc: Hlc(countersign::store::now_ms(), 0),
         },
         &Op::Claim(claim),
         key,

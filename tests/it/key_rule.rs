@@ -13,9 +13,9 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
 use countersign::core::op::{Admit, FeedInit, Invite, Op, ReplaceKey, Send};
 use countersign::core::record::{self, Header, Record};
-use countersign::store::channel::now_ms;
-use countersign::store::folder::survey::list_segments;
-use countersign::store::home::KeyName;
+use countersign::store::KeyName;
+use countersign::store::now_ms;
+use countersign::store::survey::list_segments;
 use countersign::store::{ChannelDir, Home};
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 

@@ -498,7 +498,7 @@ async fn idle_days_restarts_with_a_move_while_age_days_stays() {
     // A debt raised three days ago (seeded in bulk with past clocks).
     let local = common::local::Local::new(&["frontend", "backend"]);
     let three_days = 3 * 86_400_000;
-    let start = countersign::store::channel::now_ms() - three_days;
+    let start = countersign::store::now_ms() - three_days;
     {
         let mut ch = local.channel();
         let mut run = ch.bulk(&Role::new("frontend").unwrap(), start).unwrap();

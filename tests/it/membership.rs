@@ -10,7 +10,7 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, Role};
 use countersign::core::op::{Op, Send};
 use countersign::core::record::{self, Header};
-use countersign::store::home::KeyName;
+use countersign::store::KeyName;
 use ed25519_dalek::SigningKey;
 
 const ROLES: [&str; 2] = ["frontend", "backend"];

@@ -14,7 +14,7 @@ use countersign::core::ids::RecordId;
 use countersign::core::memory::tree::DEFAULT_BUDGET;
 use countersign::core::op::{Op, Summary};
 use countersign::store::Home;
-use countersign::store::folder::survey::list_segments;
+use countersign::store::survey::list_segments;
 
 fn value_error<T: std::fmt::Debug>(r: Result<T, AppError>, needle: &str) {
     match r {

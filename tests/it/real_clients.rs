@@ -1214,7 +1214,7 @@ fn feed_notes(w: &World, role: &str) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     let feeds = w.project.join(".countersign/feeds").join(role);
     for device in fs::read_dir(&feeds).into_iter().flatten().flatten() {
-        for seg in countersign::store::folder::survey::list_segments(&device.path()).unwrap() {
+        for seg in countersign::store::survey::list_segments(&device.path()).unwrap() {
             for line in fs::read_to_string(&seg.path).unwrap().lines() {
                 let rec = countersign::core::record::decode(line.as_bytes()).unwrap();
                 if let Some(Op::Note(n)) = rec.op {

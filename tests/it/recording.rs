@@ -23,7 +23,7 @@ use countersign::core::memory::tree::DEFAULT_BUDGET;
 use countersign::core::op::{MemoryNote, Op};
 use countersign::core::record;
 use countersign::store::Home;
-use countersign::store::folder::survey::list_segments;
+use countersign::store::survey::list_segments;
 
 fn note(kind: NoteKind, text: &str, event: Option<&str>) -> NoteRequest {
     NoteRequest {
@@ -782,7 +782,7 @@ async fn the_message_search_never_returns_a_note() {
 fn a_hook_returns_at_once_while_the_delivery_waits() {
     let t = channel();
     // Another delivery holds the spool (as a slow channel would hold it).
-    let spool = countersign::store::home::spool::Spool::of(&Home::at(t.home.clone()));
+    let spool = countersign::store::spool::Spool::of(&Home::at(t.home.clone()));
     let held = spool.lock().unwrap();
     let (code, stderr, took) = hook_record(&t, "UserPromptSubmit", &prompt_input("quick"), &[]);
     assert_eq!(code, 0, "{stderr}");

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use countersign::http::hosting::channel_ref;
-use countersign::store::hosting::access::Access;
+use countersign::store::access::Access;
 use countersign::store::{ChannelDir, Home};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -191,7 +191,7 @@ async fn a_request_without_a_live_role_token_of_the_channel_is_refused_and_write
             "board",
             "cli",
             Duration::from_secs(3600),
-            countersign::store::clock::now_ms(),
+            countersign::store::now_ms(),
         )
         .unwrap();
     let r = post_mcp(port, Some(&view), &[], INITIALIZE.as_bytes());

@@ -379,11 +379,11 @@ fn only_a_role_token_reads_status_and_hook_status() {
         String::from_utf8_lossy(&out.stderr)
     );
     let dir = countersign::store::ChannelDir::open(&chs.join("team")).unwrap();
-    let access = countersign::store::hosting::access::Access::open(
+    let access = countersign::store::access::Access::open(
         &countersign::store::Home::at(home.clone()).access_db(),
     )
     .unwrap();
-    let channel = countersign::store::hosting::access::ChannelRef {
+    let channel = countersign::store::access::ChannelRef {
         id: dir.id().to_owned(),
         name: "team".into(),
     };

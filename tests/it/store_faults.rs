@@ -19,12 +19,12 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
 use countersign::core::op::{Admit, FeedInit, Op, Send};
 use countersign::core::record::{self, Header, Record, pubkey_hex};
-use countersign::store::channel::now_ms;
-use countersign::store::folder::survey::list_segments;
-use countersign::store::home::KeyName;
-use countersign::store::ingest::{Ingest, ScanCache};
-use countersign::store::writer::seal::gzip_sealed_segments;
+use countersign::store::KeyName;
+use countersign::store::gzip_sealed_segments;
+use countersign::store::now_ms;
+use countersign::store::survey::list_segments;
 use countersign::store::{Channel, ChannelDir, Home, Index};
+use countersign::store::{Ingest, ScanCache};
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
 

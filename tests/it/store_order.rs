@@ -34,8 +34,8 @@ use countersign::app::vote::acknowledge;
 use countersign::app::{AppError, Session};
 use countersign::core::ids::Role;
 use countersign::store::Home;
-use countersign::store::folder::segments::segment_name;
-use countersign::store::folder::survey::{list_feeds, list_segments};
+use countersign::store::segments::segment_name;
+use countersign::store::survey::{list_feeds, list_segments};
 use proptest::prelude::*;
 
 /// One feed's records: (role, device, lines with their seq).

@@ -10,8 +10,8 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId};
 use countersign::core::op::{Ids, Op};
 use countersign::core::record::{self, Header, Record};
-use countersign::store::folder::survey::list_segments;
-use countersign::store::home::KeyName;
+use countersign::store::KeyName;
+use countersign::store::survey::list_segments;
 use countersign::store::{Channel, Index};
 use ed25519_dalek::SigningKey;
 
@@ -272,7 +272,7 @@ fn burst(l: &Local, role: &str, to: &str, n: i64) {
     use countersign::core::ids::Role;
     let mut writer = l.channel();
     let mut run = writer.bulk(&Role::new(role).unwrap(), 1).unwrap();
-    let now = countersign::store::channel::now_ms();
+    let now = countersign::store::now_ms();
     for i in 0..n {
         let op = Op::Send(countersign::core::op::Send {
             to: vec![Role::new(to).unwrap()],

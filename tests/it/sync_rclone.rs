@@ -156,7 +156,7 @@ fn sealed_segments_travel_gzip_compressed_through_rclone() {
         let mut ch =
             Channel::open(ChannelDir::open(&a.dir).unwrap(), Home::at(a.home.clone())).unwrap();
         let role = Role::new("frontend").unwrap();
-        let start = countersign::store::channel::now_ms() - 60_000;
+        let start = countersign::store::now_ms() - 60_000;
         let mut run = ch.bulk(&role, start).unwrap();
         let mut seen = Hlc::default();
         for i in 0..600 {

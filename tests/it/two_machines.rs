@@ -20,7 +20,7 @@ use countersign::app::session::find;
 use countersign::app::{Session, delete, lifecycle, status};
 use countersign::core::ids::Role;
 use countersign::core::message::Message;
-use countersign::store::fold::message::load_message;
+use countersign::store::load_message;
 use countersign::store::{ChannelDir, Home};
 use serde_json::Value;
 

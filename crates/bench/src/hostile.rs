@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use countersign::store::folder::listing::SETTLE;
+use countersign::store::listing::SETTLE;
 
 use super::invocation::Countersign;
 

@@ -31,8 +31,8 @@ use super::seed::Seeded;
 use super::server::timed;
 use countersign::cli::mcp_client::{self, Client, call};
 use countersign::http::hosting::channel_ref;
-use countersign::store::clock::now_ms;
-use countersign::store::hosting::access::Access;
+use countersign::store::access::Access;
+use countersign::store::now_ms;
 
 /// How long the server may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

@@ -12,8 +12,8 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::Role;
 use countersign::core::op::{Op, Send};
 use countersign::store::Channel;
-use countersign::store::channel::now_ms;
-use countersign::store::error::StoreError;
+use countersign::store::StoreError;
+use countersign::store::now_ms;
 
 /// Repetitions of the incremental ingest.
 const INGEST_REPS: usize = 50;

@@ -9,7 +9,7 @@
 //! Setup (timed, but not part of the table) creates a channel with four roles
 //! in a temporary folder with its own home — the user's home and channels are
 //! never touched — and writes N messages with realistic bodies through the
-//! store's bulk path ([`BulkFeed`](countersign::store::channel::BulkFeed)): records
+//! store's bulk path ([`BulkFeed`](countersign::store::BulkFeed)): records
 //! chained and signed exactly as a normal append makes them, but fsynced once
 //! per file per batch (`seed`). Then it measures, each against its budget
 //! where one is set:
@@ -523,7 +523,7 @@ fn http_details(http: &Http) {
 
 /// A timed full rebuild of the seeded channel's index.
 struct Rebuilt {
-    report: countersign::store::ingest::IngestReport,
+    report: countersign::store::IngestReport,
     /// Until every tool but search answers (`Channel::reindex_rows`).
     answering: Duration,
     /// Until search is complete too (`Channel::complete_search_index`).

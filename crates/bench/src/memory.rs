@@ -22,7 +22,7 @@ use countersign::core::ids::Role;
 use countersign::core::memory::sequence::{ItemKind, own_line};
 use countersign::core::op::{Op, Summary};
 use countersign::store::Channel;
-use countersign::store::channel::now_ms;
+use countersign::store::now_ms;
 
 /// Builds of the memory timed in this process.
 const BUILDS: usize = 3;

@@ -15,7 +15,7 @@ use serde_json::json;
 use countersign::app::init::create_channel;
 use countersign::app::sync::{WhenBusy, set_remote, sync_now};
 use countersign::cli::mcp_client::{call, spawn_with};
-use countersign::store::home::prefs::Remote;
+use countersign::store::Remote;
 use countersign::store::{Channel, ChannelDir, Home};
 
 /// How many sends are timed per mode.

@@ -20,7 +20,7 @@ use super::invocation::Countersign;
 use super::seed::Seeded;
 use countersign::app::sync::set_remote;
 use countersign::store::Channel;
-use countersign::store::home::prefs::Remote;
+use countersign::store::Remote;
 
 /// Timed syncs per remote.
 pub const RUNS: usize = 9;

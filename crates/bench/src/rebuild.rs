@@ -12,9 +12,9 @@ use countersign::core::ids::Role;
 use countersign::core::op::Op;
 use countersign::core::record::parse_pubkey;
 use countersign::core::signature::Batch;
-use countersign::store::folder::segments;
-use countersign::store::folder::survey;
-use countersign::store::home::KeyName;
+use countersign::store::KeyName;
+use countersign::store::segments;
+use countersign::store::survey;
 
 /// The parts of a rebuild measured on their own, over the same files.
 pub struct RebuildParts {

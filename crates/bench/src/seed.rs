@@ -17,8 +17,8 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::{RecordId, Role};
 use countersign::core::op::{Ids, Op, Send};
 use countersign::core::vocab::{Kind, WorkStatus};
-use countersign::store::channel::{BulkFeed, now_ms};
-use countersign::store::folder::survey;
+use countersign::store::survey;
+use countersign::store::{BulkFeed, now_ms};
 use countersign::store::{Channel, ChannelDir, Home};
 
 /// Records per bulk write (one fsync per file each).

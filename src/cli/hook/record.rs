@@ -46,8 +46,8 @@ use crate::app::recording;
 use crate::core::memory::note::{self, NoteKind};
 use crate::core::memory::{notice, provenance};
 use crate::core::peer_text::one_line;
-use crate::store::home::spool::{Spool, SpooledEvent};
-use crate::store::{Home, home::binding};
+use crate::store::spool::{Spool, SpooledEvent};
+use crate::store::{Home, binding};
 
 /// The most of stdin a recording hook reads (a prompt is at most what the
 /// client accepts; past this the input is cut and the event fails).
@@ -363,7 +363,7 @@ fn log(spool: &Spool, line: &str) {
         let _ = writeln!(
             f,
             "{} {line}",
-            crate::core::timestamp::format_rfc3339(crate::store::channel::now_ms())
+            crate::core::timestamp::format_rfc3339(crate::store::now_ms())
         );
     }
 }

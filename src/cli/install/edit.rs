@@ -12,8 +12,8 @@ use anyhow::Context as _;
 
 use super::file::{read, write_file};
 use crate::cli::output::outln;
-use crate::store::home::backup::{Backups, Saved};
-use crate::store::home::binding;
+use crate::store::backup::{Backups, Saved};
+use crate::store::binding;
 
 /// One file's planned change.
 pub(super) struct Edit {

@@ -63,8 +63,8 @@ use anyhow::bail;
 
 use super::Cli;
 use crate::cli::output::{self, outln};
-use crate::store::home::backup::{Backups, Saved};
-use crate::store::home::binding::{self, Binding};
+use crate::store::backup::{Backups, Saved};
+use crate::store::binding::{self, Binding};
 use claude::{claude_project, claude_user_config, claude_user_settings, mcp_json};
 use codex::{codex_agents, codex_config, codex_hooks, codex_toml};
 use compactor::{AGENT_FILE, COMMAND_FILE, agent_file, command_file};

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::SERVER;
 use super::block::marked;
 use super::edit::Edit;
-use crate::store::home::binding;
+use crate::store::binding;
 
 const BEGIN: &str = "<!-- countersign:begin";
 const END: &str = "<!-- countersign:end -->";

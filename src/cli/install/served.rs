@@ -23,8 +23,8 @@ use super::{Args, SERVER, Scope, Tool, executable, working_dir};
 use crate::cli::Cli;
 use crate::cli::output::outln;
 use crate::cli::remote_channel::{TOKEN_VAR, URL_VAR, base_url};
-use crate::store::home::backup::Backups;
-use crate::store::home::binding;
+use crate::store::backup::Backups;
+use crate::store::binding;
 
 /// Prints (and with --apply makes) the wiring of Claude Code to the server
 /// at `url`, sending the token held in the variable `var`.

@@ -22,7 +22,7 @@ use crate::cli::Cli;
 use crate::cli::output::outln;
 use crate::core::peer_text::one_line;
 use crate::store::ChannelDir;
-use crate::store::home::backup::Backups;
+use crate::store::backup::Backups;
 
 /// The client name the install record of a service names.
 pub(super) const TOOL: &str = "service";

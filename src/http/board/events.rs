@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::viewer::{Credential, still_open};
 use crate::http::Shared;
-use crate::store::folder::watcher::Watcher;
+use crate::store::Watcher;
 
 /// How long a burst of changes is gathered into one event.
 pub const GATHER: Duration = Duration::from_millis(150);

@@ -38,7 +38,7 @@ use axum::routing::get;
 use super::Shared;
 use crate::app::refusal::AppError;
 use crate::core::proof::{board_proof, is_challenge};
-use crate::store::clock::now_ms;
+use crate::store::now_ms;
 use reader::Reader;
 use viewer::Viewer;
 

@@ -27,8 +27,8 @@ use crate::core::proof::server_id;
 use crate::http::Shared;
 use crate::http::identity::{Identity, bearer, caller_address, resolve};
 use crate::store::ChannelDir;
-use crate::store::clock::now_ms;
-use crate::store::hosting::access::ViewKey;
+use crate::store::access::ViewKey;
+use crate::store::now_ms;
 
 /// What every board cookie's name starts with.
 pub const COOKIE_PREFIX: &str = "cs_board_";

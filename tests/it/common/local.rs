@@ -66,8 +66,8 @@ impl Local {
     pub fn forge(&self, role: &str, op: &countersign::core::op::Op) {
         use countersign::core::hlc::Hlc;
         use countersign::core::record::{self, Header};
-        use countersign::store::home::KeyName;
-        let seg = countersign::store::folder::survey::list_segments(&self.feed_dir(role))
+        use countersign::store::KeyName;
+        let seg = countersign::store::survey::list_segments(&self.feed_dir(role))
             .unwrap()
             .pop()
             .unwrap()
@@ -97,7 +97,7 @@ pub fn quarantined(channel: &Channel) -> Vec<String> {
         .problems()
         .unwrap()
         .into_iter()
-        .filter(|p| p.kind == countersign::store::index::ProblemKind::Quarantine)
+        .filter(|p| p.kind == countersign::store::ProblemKind::Quarantine)
         .map(|p| p.reason)
         .collect()
 }

@@ -12,7 +12,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Output;
 
-use countersign::store::hosting::access::public_id;
+use countersign::store::access::public_id;
 use serde_json::json;
 
 use crate::board_http::get;

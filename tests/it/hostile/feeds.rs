@@ -13,9 +13,9 @@ use std::time::{Duration, SystemTime};
 use countersign::app::Session;
 use countersign::app::send::{SendRequest, send_message};
 use countersign::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
-use countersign::store::folder::survey::list_segments;
-use countersign::store::index::ProblemKind;
-use countersign::store::{ChannelDir, Home, folder::listing};
+use countersign::store::ProblemKind;
+use countersign::store::survey::list_segments;
+use countersign::store::{ChannelDir, Home, listing};
 
 use crate::common::local::{self, Local, send};
 use crate::common::{bin, copy_dir};

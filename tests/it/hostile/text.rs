@@ -12,7 +12,7 @@ use countersign::core::hlc::Hlc;
 use countersign::core::ids::Role;
 use countersign::core::op::{Op, Send};
 use countersign::core::record::{self, Header, Record};
-use countersign::store::channel::now_ms;
+use countersign::store::now_ms;
 use countersign::store::{Channel, ChannelDir, Home};
 use serde_json::{Value, json};
 

@@ -71,10 +71,11 @@ impl From<StoreError> for AppError {
             | S::Unreadable { .. }
             | S::Journal { .. }
             | S::Watch { .. }
-            | S::NoChannel(_)
+            | S::NoChannel { .. }
+            | S::NotAChannel { .. }
             | S::NoHome
             | S::TrackedBinding { .. }
-            | S::ChannelExists(_)
+            | S::ChannelExists { .. }
             | S::BadGenesis { .. }
             | S::BadKey { .. }
             | S::FtsLayout { .. } => Self::Store(e),

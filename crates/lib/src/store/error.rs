@@ -99,9 +99,31 @@ pub enum StoreError {
         #[source]
         source: notify::Error,
     },
-    /// No channel folder could be found or it is not one.
-    #[error("{0}")]
-    NoChannel(String),
+    /// No channel folder was named and none was found walking up from the
+    /// working directory.
+    #[error(
+        "no channel found: pass --channel DIR, set COUNTERSIGN_CHANNEL, or run from inside a \
+         project holding a {folder}/ folder (create one with `countersign init`) or a {binding} \
+         (`countersign install` writes one); searched upwards from {}",
+        searched_from.display()
+    )]
+    NoChannel {
+        /// The working directory the search started from.
+        searched_from: PathBuf,
+        /// The name of the channel folder looked for.
+        folder: &'static str,
+        /// The name of the project binding looked for.
+        binding: &'static str,
+    },
+    /// The folder named as the channel holds no `channel.json`.
+    #[error(
+        "{} is not a countersign channel (no channel.json) — create one with `countersign init`",
+        path.display()
+    )]
+    NotAChannel {
+        /// The folder.
+        path: PathBuf,
+    },
     /// Neither the environment nor the system names a home folder.
     #[error("cannot find a home folder: set COUNTERSIGN_HOME or HOME")]
     NoHome,
@@ -118,9 +140,14 @@ pub enum StoreError {
         /// The binding file.
         path: PathBuf,
     },
-    /// A channel already exists where one would be created.
-    #[error("{0}")]
-    ChannelExists(String),
+    /// A channel would be created in a folder that is not free.
+    #[error("{}{}", path.display(), holds.phrase())]
+    ChannelExists {
+        /// The folder.
+        path: PathBuf,
+        /// What is already there.
+        holds: Occupant,
+    },
     /// The channel definition is invalid.
     #[error("{} is not a valid channel definition: {reason}", path.display())]
     BadGenesis {
@@ -171,6 +198,26 @@ pub enum StoreError {
         /// What differs.
         what: String,
     },
+}
+
+/// What stands in a folder where a channel would be created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Occupant {
+    /// A channel (`channel.json`).
+    Channel,
+    /// Other files.
+    Files,
+}
+
+impl Occupant {
+    fn phrase(self) -> &'static str {
+        match self {
+            Occupant::Channel => " already holds a channel; nothing was changed",
+            Occupant::Files => {
+                " is not empty; a channel needs a folder of its own. Nothing was changed"
+            }
+        }
+    }
 }
 
 /// The way out of a damaged index: it is a cache of the feeds.

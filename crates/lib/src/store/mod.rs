@@ -5,21 +5,32 @@
 //! Depends on `core` only. It decides how bytes are stored and found, never
 //! what an operation means or whether a tool may perform it (that is `app`).
 
-pub mod channel;
-pub mod clock;
-pub mod error;
-pub mod fold;
-pub mod folder;
+pub(crate) mod channel;
+pub(crate) mod clock;
+pub(crate) mod error;
+pub(crate) mod fold;
+pub(crate) mod folder;
 pub mod folder_file;
-pub mod home;
-pub mod hosting;
-pub mod index;
-pub mod ingest;
+pub(crate) mod home;
+pub(crate) mod hosting;
+pub(crate) mod index;
+pub(crate) mod ingest;
 mod path_error;
-pub mod writer;
+pub(crate) mod writer;
 
-pub use channel::{Channel, Writer};
-pub use error::{StoreError, StoreResult};
-pub use folder::layout::ChannelDir;
-pub use home::Home;
-pub use index::Index;
+// The surface the transports, the bench and the tests use; everything else
+// in the store is private to this crate.
+pub use channel::heartbeat::KEEP_ALIVE;
+pub use channel::{BulkFeed, Channel, Writer, now_ms};
+pub use error::{IoContext, PathError, StoreError, StoreResult};
+pub use fold::message::load_message;
+pub use folder::layout::{ChannelDir, DEFAULT_DIR};
+pub use folder::watcher::Watcher;
+pub use folder::{archive, listing, segments, survey};
+pub use home::lock::FileLock;
+pub use home::prefs::Remote;
+pub use home::{Home, KeyName, api_key, backup, binding, spool};
+pub use hosting::access;
+pub use index::{Index, MemoryItem, ProblemKind, RecordLine};
+pub use ingest::{Ingest, IngestReport, ScanCache};
+pub use writer::seal::gzip_sealed_segments;

@@ -90,10 +90,10 @@ mod tests {
     use crate::core::vocab::DebtStatus;
     use crate::store::fold::records::fixture::put;
 
-    /// Every open debt addressed to `role`, collected.
-    fn open_debts_for(ix: &Index, role: &str) -> Vec<crate::store::index::OpenDebt> {
+    /// The ids of every open debt addressed to `role`.
+    fn open_debts_for(ix: &Index, role: &str) -> Vec<String> {
         let mut owed = Vec::new();
-        ix.each_open_debt_for(role, |d| owed.push(d)).unwrap();
+        ix.each_open_debt_for(role, |d| owed.push(d.id)).unwrap();
         owed
     }
 
@@ -160,7 +160,7 @@ mod tests {
         );
         let owed = open_debts_for(&ix, "b");
         assert_eq!(owed.len(), 1);
-        assert_eq!(owed[0].id, sent.id.hex());
+        assert_eq!(owed[0], sent.id.hex());
         assert!(ix.resolutions_for("a").unwrap().is_empty());
         put(
             &ix,

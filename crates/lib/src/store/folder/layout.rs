@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::genesis::{Genesis, channel_id};
 use crate::core::ids::FeedId;
-use crate::store::error::{IoContext as _, StoreError, StoreResult};
+use crate::store::error::{IoContext as _, Occupant, StoreError, StoreResult};
 use crate::store::folder_file;
 
 /// Name of the folder `init` creates when no folder is given, and that
@@ -43,11 +43,9 @@ impl ChannelDir {
         let bytes = match folder_file::read(&path, MAX_GENESIS_BYTES) {
             Ok(b) => b,
             Err(e) if e.is_not_found() => {
-                return Err(StoreError::NoChannel(format!(
-                    "{} is not a countersign channel (no channel.json) — create one with \
-                     `countersign init`",
-                    root.display()
-                )));
+                return Err(StoreError::NotAChannel {
+                    path: root.to_path_buf(),
+                });
             }
             Err(e) => return Err(e.into()),
         };
@@ -107,13 +105,11 @@ impl ChannelDir {
                 );
             }
         }
-        Err(StoreError::NoChannel(format!(
-            "no channel found: pass --channel DIR, set COUNTERSIGN_CHANNEL, or run from inside \
-             a project holding a {DEFAULT_DIR}/ folder (create one with `countersign init`) or \
-             a {} (`countersign install` writes one); searched upwards from {}",
-            crate::store::home::binding::FILE,
-            cwd.display()
-        )))
+        Err(StoreError::NoChannel {
+            searched_from: cwd,
+            folder: DEFAULT_DIR,
+            binding: crate::store::home::binding::FILE,
+        })
     }
 
     /// Where the folder is and how it was chosen, e.g. `/p/.countersign (from
@@ -125,18 +121,18 @@ impl ChannelDir {
     /// Refuses if `root` already holds a channel or anything else.
     pub fn check_free(root: &Path) -> StoreResult<()> {
         if root.join("channel.json").exists() {
-            return Err(StoreError::ChannelExists(format!(
-                "{} already holds a channel; nothing was changed",
-                root.display()
-            )));
+            return Err(StoreError::ChannelExists {
+                path: root.to_path_buf(),
+                holds: Occupant::Channel,
+            });
         }
         if let Ok(mut entries) = fs::read_dir(root)
             && entries.next().is_some()
         {
-            return Err(StoreError::ChannelExists(format!(
-                "{} is not empty; a channel needs a folder of its own. Nothing was changed",
-                root.display()
-            )));
+            return Err(StoreError::ChannelExists {
+                path: root.to_path_buf(),
+                holds: Occupant::Files,
+            });
         }
         Ok(())
     }

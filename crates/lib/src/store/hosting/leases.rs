@@ -136,7 +136,8 @@ pub struct NewJob {
     pub pages: usize,
 }
 
-/// A line paused after failures.
+/// A line paused after failures (what the tests read back).
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Paused {
     /// The line (full id).
@@ -464,6 +465,7 @@ impl Leases {
     }
 
     /// The lines paused after [`FAILURES_TO_PAUSE`] failures.
+    #[cfg(test)]
     pub fn paused(&self) -> StoreResult<Vec<Paused>> {
         let mut st = self
             .conn

@@ -32,8 +32,6 @@ pub struct Appended {
     pub path: PathBuf,
     /// Offset of the new line.
     pub offset: u64,
-    /// Length of the new line including `\n`.
-    pub len: u64,
 }
 
 /// What an append left on disk, remembered by the process that made it so
@@ -345,31 +343,13 @@ impl FeedWriter {
         Ok(None)
     }
 
-    /// Appends a new record durably: journal, then the feed, each fsynced.
-    /// Call under [`Self::lock`] after [`Self::reconcile`].
-    pub fn append(&self, rec: &Record, key: &SigningKey) -> StoreResult<Appended> {
-        self.append_after(rec, key, None).map(|(at, _)| at)
-    }
-
-    /// Like [`Self::append`], with the [`Tails`] the previous append of this
-    /// process left, if [`Self::still_holds`] said they hold: the newest
-    /// segment is then known without listing the folder. Returns the tails
-    /// this append leaves.
-    ///
-    /// When publishing fails, the journal is cut back to where it was, so
-    /// the record that the caller was told failed is never published later
-    /// by a reconcile.
-    pub fn append_after(
-        &self,
-        rec: &Record,
-        key: &SigningKey,
-        tails: Option<&Tails>,
-    ) -> StoreResult<(Appended, Tails)> {
-        self.begin_append(rec, tails)?.finish(key)
-    }
-
-    /// The first half of [`Self::append_after`]: the record is made durable in
-    /// the journal and written to the feed, not yet durably. The feed holds
+    /// Appends a new record: it is made durable in the journal and written
+    /// to the feed, not yet durably (call under [`Self::lock`] after
+    /// [`Self::reconcile`]). With the [`Tails`] the previous append of this
+    /// process left, if [`Self::still_holds`] said they hold, the newest
+    /// segment is known without listing the folder. When publishing fails,
+    /// the journal is cut back to where it was, so the record that the
+    /// caller was told failed is never published later by a reconcile. The feed holds
     /// it for readers as soon as this returns, so a caller may read it back
     /// (ingest it) while [`Publishing::finish`] waits for the disk; what it
     /// builds from it must not be kept unless `finish` succeeds.
@@ -462,11 +442,7 @@ impl FeedWriter {
         };
         let line = rec.to_line();
         let (file, offset) = append_to(&path, line.as_bytes())?;
-        let at = Appended {
-            path,
-            offset,
-            len: line.len() as u64,
-        };
+        let at = Appended { path, offset };
         Ok((file, at))
     }
 
