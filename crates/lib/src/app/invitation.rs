@@ -47,7 +47,7 @@ pub fn invite(channel: &mut Channel, role: &str, expires: Duration) -> AppResult
             "--expires must be more than 0 and at most 30 days (e.g. 30m, 24h, 7d)",
         ));
     }
-    let owner = channel.owner_writer()?;
+    let owner = super::identity::owner_writer(channel)?;
     channel.catch_up()?;
     if !channel.roster().contains(&role) {
         return Err(AppError::value(format!(
@@ -186,8 +186,8 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
             ),
         ));
     }
-    let (_, pubkey, _) = channel.join_key(&role)?;
-    let writer = channel.claim_writer(&role)?;
+    let (_, pubkey, _) = super::key_rotation::join_key(channel, &role)?;
+    let writer = super::identity::role_writer(channel, &role)?;
     let claim = Claim {
         invitation: inv.id,
         role: role.clone(),

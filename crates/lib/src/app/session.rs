@@ -210,13 +210,17 @@ impl Session {
             .expect("each value is kept under its own type")
     }
 
-    /// The writer of the caller's feed (set up once per session).
-    pub fn writer(&mut self) -> AppResult<Writer> {
+    /// Announces the caller's feed before its first record
+    /// ([`super::announcement::announce`]: the owner's `admit` and
+    /// `feed_init`, each written only if missing) and returns its writer.
+    /// Every use case that writes calls it first; it looks at the index once
+    /// per session.
+    pub fn announce(&mut self) -> AppResult<Writer> {
         let role = self.role()?;
         if let Some(w) = &self.writer {
             return Ok(w.clone());
         }
-        let w = self.channel.writer(&role)?;
+        let w = super::announcement::announce(&mut self.channel, &role)?;
         self.writer = Some(w.clone());
         Ok(w)
     }
