@@ -25,7 +25,7 @@ use crate::store::{Channel, Writer};
 /// not the feed's key is refused with the way out. Writes nothing once the
 /// feed is begun.
 pub fn announce(channel: &mut Channel, role: &Role) -> AppResult<Writer> {
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     finish_key_swap(channel, role)?;
     let ch = channel.dir().id().to_owned();
     let owner = channel.owner_writer()?;

@@ -48,7 +48,7 @@ pub fn invite(channel: &mut Channel, role: &str, expires: Duration) -> AppResult
         ));
     }
     let owner = super::identity::owner_writer(channel)?;
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     if !channel.roster().contains(&role) {
         return Err(AppError::value(format!(
             "role '{role}' is not a role of this channel — its roles are {}; add it first with \
@@ -119,7 +119,7 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
             ),
         ));
     }
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     let key = code.key_hex();
     let inv = invitation::invitations(channel.index())?
         .into_iter()

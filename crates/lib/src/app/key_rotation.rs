@@ -18,7 +18,7 @@ use crate::store::home::KeyName;
 /// This device's key for `role`, made if missing (joining needs no owner).
 /// Returns the feed, the hex public key and whether it was made now.
 pub fn join_key(channel: &mut Channel, role: &Role) -> AppResult<(FeedId, String, bool)> {
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     finish_key_swap(channel, role)?;
     let ch = channel.dir().id().to_owned();
     let home = channel.home();
@@ -86,7 +86,7 @@ pub fn replace_lost_key(
              '{device}'"
         ))
     })?;
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     if channel.admitted_key(&feed)?.is_none() {
         return Err(AppError::permission(format!(
             "feed {feed} was never admitted, so it has no key to replace: admit it with \

@@ -20,7 +20,7 @@ use crate::store::{Channel, StoreError};
 
 fn role_in_roster(channel: &mut Channel, role: &str) -> AppResult<Role> {
     let role = Role::new(role).map_err(|e| AppError::value(e.to_string()))?;
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     if !channel.roster().contains(&role) {
         return Err(AppError::value(format!(
             "role '{role}' is not a role of this channel — its roles are {}; the owner adds one \
@@ -190,7 +190,7 @@ pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<RoleAdded> {
         return Err(AppError::value(reserved.to_string()));
     }
     let owner = owner_writer(channel)?;
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     if channel.roster().contains(&role) {
         return Err(AppError::value(format!(
             "role '{role}' is already a role of this channel; there is nothing to add, and \

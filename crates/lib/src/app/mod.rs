@@ -7,6 +7,7 @@
 //! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
 //! layer knows nothing of MCP, clap or terminals.
 
+pub mod admission;
 pub mod announcement;
 pub mod attention;
 pub mod backfill;

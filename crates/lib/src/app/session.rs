@@ -53,7 +53,7 @@ impl Session {
         if let Some(r) = &role
             && !channel.roster().contains(r)
             // A role the owner added is known once its record is folded in.
-            && (channel.catch_up().is_err() || !channel.roster().contains(r))
+            && (super::admission::catch_up(&mut channel).is_err() || !channel.roster().contains(r))
         {
             return Err(AppError::value(format!(
                 "role '{r}' is not a role of this channel (its roles are {}; the channel folder \
@@ -147,7 +147,7 @@ impl Session {
         if self.one_command == Some(true) {
             return Ok(());
         }
-        self.channel.catch_up()?;
+        super::admission::catch_up(&mut self.channel)?;
         if self.one_command.is_some() {
             self.one_command = Some(true);
         }

@@ -15,13 +15,11 @@ use rusqlite::OptionalExtension as _;
 
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
-use crate::core::invitation::Standing;
-use crate::core::op::{Admit, Op};
+use crate::core::op::Op;
 use crate::core::record::{self, Header, Record};
 /// Where the use cases read the wall clock (the reading is `clock`'s).
 pub use crate::store::clock::now_ms;
 use crate::store::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
-use crate::store::fold::invitation;
 use crate::store::folder::heads::Heads;
 use crate::store::folder::layout::ChannelDir;
 use crate::store::folder::listing;
@@ -145,32 +143,11 @@ impl Channel {
 
     /// Folds whatever changed in the folder since the last pass into the index.
     /// Cheap when nothing changed: it takes the write lock only if there is
-    /// something to write.
-    ///
-    /// On the owner's machine, a pass that finds a valid claim of an
-    /// invitation admits it at once (see [`Self::admit_claims`]), so no
-    /// other machine ever waits for a person here.
+    /// something to write. Writes no record: the claims of invitations it
+    /// finds admissible are in the report, for the owner's machine to admit
+    /// (`app::admission::catch_up`).
     pub fn catch_up(&mut self) -> StoreResult<IngestReport> {
-        let report = self.ingest_now()?;
-        let admitted = if report.admissible.is_empty() {
-            0
-        } else {
-            self.admit_claims(&report.admissible)?
-        };
-        if admitted == 0 {
-            return Ok(report);
-        }
-        // The admitted feeds' records fold now, not at the next call.
-        let again = self.ingest_now()?;
-        Ok(IngestReport {
-            admitted,
-            accepted: report.accepted + again.accepted,
-            new_problems: report.new_problems + again.new_problems,
-            refolded: report.refolded + again.refolded,
-            listed: report.listed + again.listed,
-            looked: report.looked + again.looked,
-            ..again
-        })
+        self.ingest_now()
     }
 
     fn ingest_now(&mut self) -> StoreResult<IngestReport> {
@@ -532,46 +509,6 @@ impl Channel {
         FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs")
     }
 
-    /// Owner's machine only (elsewhere it does nothing): writes the ordinary
-    /// `admit` for each claim that `claims` names as admissible and that is
-    /// still, once reviewed again under the write lock after a catch-up
-    /// (another process may have admitted a claim of the same invitation
-    /// meanwhile). Returns how many admits were written.
-    fn admit_claims(&mut self, claims: &[invitation::Reviewed]) -> StoreResult<usize> {
-        let Some(owner) = self.owner_writer()? else {
-            return Ok(0);
-        };
-        let ch = self.dir.id().to_owned();
-        let mut written = 0;
-        for r in claims {
-            let (claim, Some(role)) = (&r.noted.claim, r.role.clone()) else {
-                continue;
-            };
-            let (rec, ()) = self.append_if(&owner, |ix| {
-                let still = invitation::review(ix, &ch, now_ms())?
-                    .iter()
-                    .any(|x| x.noted.claim.id == claim.id && x.standing == Standing::Admissible);
-                let op = still.then(|| {
-                    Op::Admit(Admit {
-                        feed: claim.feed.clone(),
-                        pubkey: claim.pubkey.clone(),
-                        role,
-                    })
-                });
-                Ok::<_, StoreError>((op, ()))
-            })?;
-            if rec.is_some() {
-                tracing::info!(
-                    "admitted {} by its claim of invitation {}",
-                    claim.feed,
-                    claim.invitation.short()
-                );
-                written += 1;
-            }
-        }
-        Ok(written)
-    }
-
     /// Appends the op that `build` returns, serialized with every other write
     /// on this device. `build` sees the index after a catch-up and validates
     /// against it; an `Err` rolls everything back and nothing is written.
@@ -795,7 +732,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 mod tests {
     use super::*;
     use crate::core::genesis::{FORMAT, Genesis, channel_id};
-    use crate::core::op::{FeedInit, Send};
+    use crate::core::op::{Admit, FeedInit, Send};
     use crate::store::folder::segments::SEGMENT_RECORDS;
     use crate::store::folder::survey;
     use crate::store::home::new_signing_key;
