@@ -4,7 +4,11 @@
 //! Owns the order of a write: feed lock → index write transaction → catch-up
 //! ingest → the caller's validation → seq and clock → sign → journal and feed
 //! append with fsync → ingest → commit. A refusal from the caller's validation
-//! rolls back and writes nothing. It does not know what the ops mean.
+//! rolls back and writes nothing. It does not know what the ops mean, and
+//! writes only what its caller hands it: looking a writer up writes nothing
+//! (a feed's first records are `app::announcement`'s), a catch-up folds and
+//! writes no record (admitting claims is `app::admission`'s), and key
+//! rotation and the refusals that name a command are `app`'s too.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
