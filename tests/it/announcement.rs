@@ -81,7 +81,7 @@ fn a_writer_lookup_writes_nothing_and_announce_begins_a_feed_once() {
         vec![Some(Op::FeedInit(FeedInit {
             role: role.clone(),
             pubkey: pubkey.clone(),
-            device_name: device.name.clone(),
+            device_name: device.name,
         }))]
     );
 

@@ -9,8 +9,7 @@
 //! `Session::announce` for the use cases). Must not write anything but those
 //! two records, each only once.
 
-use super::identity::whereabouts;
-use super::key_rotation::finish_key_swap;
+use super::identity::{finish_key_swap, whereabouts};
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{FeedId, Role};
 use crate::core::op::{Admit, FeedInit, Op};

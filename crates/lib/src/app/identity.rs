@@ -2,11 +2,14 @@
 //! a use case needs is missing.
 //!
 //! Owns the words of those refusals (which command fixes it, and where this
-//! process looked: [`whereabouts`]). Key files are the store's
-//! (`store::home`); this module must not write records.
+//! process looked: [`whereabouts`]), and finishing a key swap a crash
+//! interrupted. Key files are the store's (`store::home`); this module must
+//! not write records.
 
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::Role;
+use crate::core::record;
+use crate::store::home::KeyName;
 use crate::store::{Channel, Writer};
 
 /// Which home and channel folder this process used and how each was chosen,
@@ -57,4 +60,18 @@ pub fn role_writer(channel: &Channel, role: &Role) -> AppResult<Writer> {
             whereabouts(channel)
         ))
     })
+}
+
+/// Finishes a key replacement a crash interrupted: once the feed's admitted
+/// key is the waiting `<role>.next.key`, it becomes the role key.
+pub fn finish_key_swap(channel: &Channel, role: &Role) -> AppResult<()> {
+    let ch = channel.dir().id();
+    let Some(next) = channel.home().load_key(ch, KeyName::NextRole(role))? else {
+        return Ok(());
+    };
+    let next_pub = record::pubkey_hex(&next.verifying_key());
+    if channel.admitted_key(&channel.own_feed(role))?.as_deref() == Some(next_pub.as_str()) {
+        channel.home().swap_key(ch, role)?;
+    }
+    Ok(())
 }

@@ -4,10 +4,10 @@
 //! Owns the order of a replacement — the `replace_key` record first, then the
 //! key file swap, with the new key waiting as `<role>.next.key` until the
 //! record is durable, so a crash between the two is finished by the next
-//! write ([`finish_key_swap`]) — and the refusals of a replacement that
+//! write (`identity::finish_key_swap`) — and the refusals of a replacement that
 //! cannot be. Key files are the store's (`store::home`).
 
-use super::identity::{owner_writer, whereabouts};
+use super::identity::{finish_key_swap, owner_writer, whereabouts};
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{FeedId, Role};
 use crate::core::op::{Op, ReplaceKey};
@@ -31,20 +31,6 @@ pub fn join_key(channel: &mut Channel, role: &Role) -> AppResult<(FeedId, String
         record::pubkey_hex(&key.verifying_key()),
         created,
     ))
-}
-
-/// Finishes a key replacement a crash interrupted: once the feed's admitted
-/// key is the waiting `<role>.next.key`, it becomes the role key.
-pub fn finish_key_swap(channel: &Channel, role: &Role) -> AppResult<()> {
-    let ch = channel.dir().id();
-    let Some(next) = channel.home().load_key(ch, KeyName::NextRole(role))? else {
-        return Ok(());
-    };
-    let next_pub = record::pubkey_hex(&next.verifying_key());
-    if channel.admitted_key(&channel.own_feed(role))?.as_deref() == Some(next_pub.as_str()) {
-        channel.home().swap_key(ch, role)?;
-    }
-    Ok(())
 }
 
 /// Replaces this device's key of `role` by a new one: a `replace_key` record
