@@ -8,7 +8,7 @@
 //! machine needs only the owner key and the folder to admit a claim. `join`
 //! with a code checks it against the folder, makes this device's key and
 //! writes the claim as its feed's first record. The admit itself is written
-//! by the store whenever the owner's machine catches up (`Channel::catch_up`).
+//! by `app::admission` whenever the owner's machine catches up.
 
 use std::time::Duration;
 
