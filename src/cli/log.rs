@@ -72,7 +72,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let mut channel = cli.open_channel()?;
-    channel.catch_up()?;
+    crate::app::admission::catch_up(&mut channel)?;
     let ix = channel.index();
     ix.each_record(|r| {
         let RecordLine {

@@ -90,7 +90,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     if a.digest {
         let mut channel = cli.open_channel()?;
-        channel.catch_up()?;
+        crate::app::admission::catch_up(&mut channel)?;
         outln!("{}", channel.index().digest()?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -383,7 +383,7 @@ fn left_out(shown: &Shown, list: &str) -> String {
 
 fn pins(cli: &Cli, text: bool) -> anyhow::Result<ExitCode> {
     let mut channel = cli.open_channel()?;
-    channel.catch_up()?;
+    crate::app::admission::catch_up(&mut channel)?;
     // pin_list()'s rows: the current version of every key, without bodies.
     let rows = crate::app::pin::current_pins(channel.index())?;
     if text {

@@ -56,7 +56,7 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             // it can (the owner's home admits itself; another home must
             // have joined as the role first).
             let mut session = cli.session_with_role()?;
-            session.writer()?;
+            session.announce()?;
             let role = session.role()?;
             let dir = session.channel().dir().clone();
             let access = Access::open(&home.access_db())?;

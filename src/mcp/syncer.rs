@@ -164,10 +164,12 @@ pub async fn run(
 /// peer's newer record makes one due). Trouble is logged, never raised: a
 /// missed beat only makes the other machines wait a little longer.
 fn beat(dir: ChannelDir, home: Home, next_in: Duration) {
-    let beats = Channel::open(dir, home).and_then(|mut channel| {
-        channel.catch_up()?;
-        channel.beat(next_in)
-    });
+    let beats = Channel::open(dir, home)
+        .map_err(crate::app::AppError::from)
+        .and_then(|mut channel| {
+            crate::app::admission::catch_up(&mut channel)?;
+            Ok(channel.beat(next_in)?)
+        });
     match beats {
         Ok(0) => {}
         Ok(n) => tracing::debug!("heartbeat: {n} head(s) rewritten"),

@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::common::local::{Local, quarantined, send};
-use countersign::app::membership;
+use countersign::app::{key_rotation, membership};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
 use countersign::core::op::{Admit, FeedInit, Invite, Op, ReplaceKey, Send};
@@ -235,15 +235,15 @@ fn a_local_admit_or_rotation_naming_an_unusable_key_is_refused_and_writes_nothin
         .to_string();
     assert!(e.contains("not in canonical encoding"), "{e}");
     let device = l.home.device().unwrap().id;
-    let e = ch
-        .replace_lost_key(
-            &Role::new("b").unwrap(),
-            Some(&device),
-            Some(&"00".repeat(32)),
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+    let e = key_rotation::replace_lost_key(
+        &mut ch,
+        &Role::new("b").unwrap(),
+        Some(&device),
+        Some(&"00".repeat(32)),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("small order"), "{e}");
     assert_eq!(files(&owner_dir), before, "the owner's feed is as it was");
 }

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod announcement;
 mod board;
 mod board_attention;
 mod board_browser;

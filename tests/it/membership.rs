@@ -253,7 +253,7 @@ fn a_rotation_inside_a_long_run_of_records_is_read_alike_by_every_pass() {
         .id()
         .to_owned();
     let old = l.home.load_key(&ch, KeyName::Role(&role)).unwrap().unwrap();
-    l.channel().rotate_key(&role).unwrap();
+    countersign::app::key_rotation::rotate_own_key(&mut l.channel(), &role).unwrap();
     let mut s = l.session("backend");
     for i in 0..70 {
         local::send(&mut s, "frontend", &format!("new key {i}"), "b");

@@ -8,6 +8,7 @@ use anyhow::ensure;
 
 use super::SERVER_ROLE;
 use super::corpus::{Rng, body};
+use countersign::app::announcement::announce;
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::Role;
 use countersign::core::op::{Op, Send};
@@ -72,7 +73,7 @@ impl Incremental {
         // A record written through the normal path by another process on this
         // device, which ingested it into the shared index itself.
         let mut other = Channel::open(channel.dir().clone(), channel.home().clone())?;
-        let writer = other.writer(&Role::new("infra")?)?;
+        let writer = announce(&mut other, &Role::new("infra")?)?;
         for i in 0..INGEST_REPS + 3 {
             let op = next_send(1000 + i);
             let t = Instant::now();

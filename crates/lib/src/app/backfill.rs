@@ -289,7 +289,7 @@ fn apply(
              each word is the message in which that key's owner agreed to this cleanup",
         ));
     }
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let roster = s.roster();
     let (rec, ids) = s.channel_mut().append(&writer, |ix| {
         let state = consent::load(ix, &roster)?.consent;
@@ -445,7 +445,7 @@ pub fn undo_backfill(
     if let Some(r) = &reason {
         check_length("reason", r, NOTE_MAX)?;
     }
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let roster = s.roster();
     let (_, (restored, refused)) = s.channel_mut().append_if(&writer, |ix| {
         let state = consent::load(ix, &roster)?.consent;

@@ -714,7 +714,7 @@ pub fn compact_submit(
         }
     }
     if !steps.is_empty() {
-        let writer = s.writer()?;
+        let writer = s.announce()?;
         s.channel_mut()
             .append_run(&writer, |_| Ok::<_, AppError>((steps, ())))?;
     }

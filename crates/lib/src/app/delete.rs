@@ -21,7 +21,7 @@ pub struct DeleteRequest {
 /// else's proposal, an open debt and a resolution not yet confirmed.
 pub fn delete_message(s: &mut Session, message_id: &str) -> AppResult<Deletion> {
     let me = s.role()?;
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let roster = s.roster();
     let (rec, id) = s.channel_mut().append(&writer, |ix| {
         let m = live_message(ix, &roster, message_id)?;

@@ -465,7 +465,7 @@ impl Host {
     /// `dir` opened with the server's home, caught up with its folder.
     fn open_channel(&self, dir: ChannelDir) -> AppResult<Channel> {
         let mut channel = Channel::open(dir, self.home.clone())?;
-        channel.catch_up()?;
+        super::admission::catch_up(&mut channel)?;
         Ok(channel)
     }
 }

@@ -27,7 +27,7 @@ pub struct Imported {
 /// event the role's feed already holds.
 pub fn import_notes(s: &mut Session, notes: Vec<MemoryNote>) -> AppResult<Imported> {
     let role = s.role()?;
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let total = notes.len();
     let (recs, ()) = s.channel_mut().append_run(&writer, |ix| {
         let mut steps: Vec<Step> = Vec::new();

@@ -76,7 +76,7 @@ fn inbox(
         .map(|r| project(proj.as_ref(), MessageView::of(r, Some(&me))))
         .collect();
     if deliver && !unopened.is_empty() {
-        let writer = s.writer()?;
+        let writer = s.announce()?;
         s.channel_mut().append(&writer, |_| {
             Ok::<_, AppError>((Op::Opened(Ids { ids: unopened }), ()))
         })?;
@@ -120,7 +120,7 @@ pub fn mark_read(
     if ids.is_empty() {
         return Ok(MarkRead::Many(Vec::new()));
     }
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let (rec, found) = s.channel_mut().append_if(&writer, |ix| {
         let prefix = if single { "" } else { "nothing was marked: " };
         let field = if single { "message_id" } else { "message_ids" };

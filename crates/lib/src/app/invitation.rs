@@ -8,7 +8,7 @@
 //! machine needs only the owner key and the folder to admit a claim. `join`
 //! with a code checks it against the folder, makes this device's key and
 //! writes the claim as its feed's first record. The admit itself is written
-//! by the store whenever the owner's machine catches up (`Channel::catch_up`).
+//! by `app::admission` whenever the owner's machine catches up.
 
 use std::time::Duration;
 
@@ -47,8 +47,8 @@ pub fn invite(channel: &mut Channel, role: &str, expires: Duration) -> AppResult
             "--expires must be more than 0 and at most 30 days (e.g. 30m, 24h, 7d)",
         ));
     }
-    let owner = channel.owner_writer()?;
-    channel.catch_up()?;
+    let owner = super::identity::owner_writer(channel)?;
+    super::admission::catch_up(channel)?;
     if !channel.roster().contains(&role) {
         return Err(AppError::value(format!(
             "role '{role}' is not a role of this channel — its roles are {}; add it first with \
@@ -119,7 +119,7 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
             ),
         ));
     }
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     let key = code.key_hex();
     let inv = invitation::invitations(channel.index())?
         .into_iter()
@@ -186,8 +186,8 @@ pub fn join_invite(channel: &mut Channel, code: &str) -> AppResult<Claimed> {
             ),
         ));
     }
-    let (_, pubkey, _) = channel.join_key(&role)?;
-    let writer = channel.claim_writer(&role)?;
+    let (_, pubkey, _) = super::key_rotation::join_key(channel, &role)?;
+    let writer = super::identity::role_writer(channel, &role)?;
     let claim = Claim {
         invitation: inv.id,
         role: role.clone(),

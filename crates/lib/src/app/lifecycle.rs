@@ -51,7 +51,7 @@ fn step(
     build: impl FnOnce(&Index, &Message) -> AppResult<Op>,
 ) -> AppResult<(Option<Record>, Message)> {
     let me = s.role()?;
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let roster = s.roster();
     let (rec, id) = s.channel_mut().append_if(&writer, |ix| {
         let m = live_message(ix, &roster, raw)?;

@@ -10,6 +10,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::identity::owner_writer;
+use super::key_rotation;
 use super::refusal::{AppError, AppResult};
 use crate::core::ids::{FeedId, Role};
 use crate::core::op::{AddRole, Admit, Op};
@@ -18,7 +20,7 @@ use crate::store::{Channel, StoreError};
 
 fn role_in_roster(channel: &mut Channel, role: &str) -> AppResult<Role> {
     let role = Role::new(role).map_err(|e| AppError::value(e.to_string()))?;
-    channel.catch_up()?;
+    super::admission::catch_up(channel)?;
     if !channel.roster().contains(&role) {
         return Err(AppError::value(format!(
             "role '{role}' is not a role of this channel — its roles are {}; the owner adds one \
@@ -34,7 +36,7 @@ fn role_in_roster(channel: &mut Channel, role: &str) -> AppResult<Role> {
 /// must run to admit it. Needs no owner key.
 pub fn join(channel: &mut Channel, role: &str) -> AppResult<Joined> {
     let role = role_in_roster(channel, role)?;
-    let (feed, pubkey, created) = channel.join_key(&role)?;
+    let (feed, pubkey, created) = key_rotation::join_key(channel, &role)?;
     let admitted = channel.admitted_key(&feed)?;
     let device = feed.device().to_owned();
     let (state, command) = match admitted {
@@ -152,7 +154,7 @@ pub fn admit(channel: &mut Channel, role: &str, pubkey: &str, device: &str) -> A
              `countersign join` printed"
         ))
     })?;
-    let owner = channel.owner_writer()?;
+    let owner = owner_writer(channel)?;
     let admit = Admit {
         feed: feed.clone(),
         pubkey: pubkey.to_owned(),
@@ -187,8 +189,8 @@ pub fn add_role(channel: &mut Channel, role: &str) -> AppResult<RoleAdded> {
     if let Some(reserved) = crate::core::ids::reserved_role(role.as_str()) {
         return Err(AppError::value(reserved.to_string()));
     }
-    let owner = channel.owner_writer()?;
-    channel.catch_up()?;
+    let owner = owner_writer(channel)?;
+    super::admission::catch_up(channel)?;
     if channel.roster().contains(&role) {
         return Err(AppError::value(format!(
             "role '{role}' is already a role of this channel; there is nothing to add, and \
@@ -219,7 +221,7 @@ pub fn rotate_key(
 ) -> AppResult<KeyRotated> {
     let role = role_in_roster(channel, role)?;
     let (rec, feed, new_key) = if lost {
-        channel.replace_lost_key(&role, device, pubkey, from_seq)?
+        key_rotation::replace_lost_key(channel, &role, device, pubkey, from_seq)?
     } else {
         if device.is_some() || pubkey.is_some() || from_seq.is_some() {
             return Err(AppError::value(
@@ -227,7 +229,7 @@ pub fn rotate_key(
                  it the key of this device's own feed is replaced",
             ));
         }
-        let (rec, key) = channel.rotate_key(&role)?;
+        let (rec, key) = key_rotation::rotate_own_key(channel, &role)?;
         let feed = rec.header.feed.clone();
         (rec, feed, key)
     };

@@ -1135,7 +1135,7 @@ pub fn summarize(s: &mut Session, covers: &[String], text: &str) -> AppResult<Su
         )));
     }
     let items = node.items() as u64;
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let (rec, ()) = s
         .channel_mut()
         .append(&writer, |_| Ok::<_, AppError>((Op::Summary(op), ())))?;

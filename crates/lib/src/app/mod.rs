@@ -7,6 +7,8 @@
 //! [`AppError::Value`] or [`AppError::Permission`] and write nothing. This
 //! layer knows nothing of MCP, clap or terminals.
 
+pub mod admission;
+pub mod announcement;
 pub mod attention;
 pub mod backfill;
 pub mod backlog;
@@ -17,11 +19,13 @@ pub mod compaction;
 pub mod compaction_api;
 pub mod delete;
 pub mod hosting;
+pub mod identity;
 pub mod import;
 pub mod inbox;
 pub mod info;
 pub mod init;
 pub mod invitation;
+pub mod key_rotation;
 pub mod key_share;
 pub mod lifecycle;
 pub mod listing;

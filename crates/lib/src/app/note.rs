@@ -62,7 +62,7 @@ pub fn write_note(s: &mut Session, req: NoteRequest) -> AppResult<Noted> {
     };
     note::check(&op).map_err(|e| AppError::value(format!("{e}. Nothing was written")))?;
     let role = s.role()?;
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let event = op.event.clone();
     let (rec, standing) = s.channel_mut().append_if(&writer, |ix| {
         if let Some(e) = &event

@@ -168,7 +168,7 @@ pub fn pin_set(s: &mut Session, req: PinRequest) -> AppResult<PinWrite> {
             },
         }));
     }
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let (rec, ()) = s.channel_mut().append(&writer, |ix| match build(ix)? {
         Ok(set) => Ok((Op::PinSet(set), ())),
         Err(b) => Err(match b.refusal {

@@ -57,7 +57,7 @@ impl From<StoreError> for AppError {
         use StoreError as S;
         match e {
             S::InvalidArgument { .. } | S::ForeignWriter { .. } => Self::Value(e.to_string()),
-            S::NotAdmitted(m) => Self::Permission(m),
+            S::NotAdmitted { .. } => Self::Permission(e.to_string()),
             // Something of the wrong type, or too large, stands in the way in
             // the channel folder: the message names it and the way out.
             S::Folder(FolderError::Refused { .. }) => {
@@ -164,9 +164,11 @@ mod tests {
         assert_eq!(kind, Some("ValueError"));
         assert_eq!(msg, "'device' must be a device id, got 'Bad Id'");
 
-        let (kind, msg) = seen(StoreError::NotAdmitted("feed a/d1 is not admitted".into()));
+        let (kind, msg) = seen(StoreError::NotAdmitted {
+            feed: FeedId::new("a", "d1").unwrap(),
+        });
         assert_eq!(kind, Some("PermissionError"));
-        assert_eq!(msg, "feed a/d1 is not admitted");
+        assert!(msg.starts_with("feed a/d1 is not admitted"), "{msg}");
 
         let (kind, msg) = seen(StoreError::ForeignWriter {
             feed: FeedId::new("a", "d1").unwrap(),

@@ -66,7 +66,7 @@ pub fn revise_message(s: &mut Session, req: ReviseRequest) -> AppResult<Revision
     // A sealed upload never changes, so the body resolved here is the body written.
     s.catch_up()?;
     let body = op_body(s.index(), req.body.clone(), req.body_ref.as_deref())?;
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let roster = s.roster();
     let (rec, before) = s.channel_mut().append_if(&writer, |ix| {
         let m = live_message(ix, &roster, &req.message_id)?;

@@ -185,7 +185,7 @@ pub fn send_message(s: &mut Session, req: SendRequest) -> AppResult<Sent> {
         voters,
         ..Send::default()
     };
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let reply_to = req.reply_to;
     let raw_addenda = req.addenda.unwrap_or_default();
     let about = req.about_message_id.flatten();

@@ -53,7 +53,7 @@ impl Session {
         if let Some(r) = &role
             && !channel.roster().contains(r)
             // A role the owner added is known once its record is folded in.
-            && (channel.catch_up().is_err() || !channel.roster().contains(r))
+            && (super::admission::catch_up(&mut channel).is_err() || !channel.roster().contains(r))
         {
             return Err(AppError::value(format!(
                 "role '{r}' is not a role of this channel (its roles are {}; the channel folder \
@@ -147,7 +147,7 @@ impl Session {
         if self.one_command == Some(true) {
             return Ok(());
         }
-        self.channel.catch_up()?;
+        super::admission::catch_up(&mut self.channel)?;
         if self.one_command.is_some() {
             self.one_command = Some(true);
         }
@@ -210,13 +210,17 @@ impl Session {
             .expect("each value is kept under its own type")
     }
 
-    /// The writer of the caller's feed (set up once per session).
-    pub fn writer(&mut self) -> AppResult<Writer> {
+    /// Announces the caller's feed before its first record
+    /// ([`super::announcement::announce`]: the owner's `admit` and
+    /// `feed_init`, each written only if missing) and returns its writer.
+    /// Every use case that writes calls it first; it looks at the index once
+    /// per session.
+    pub fn announce(&mut self) -> AppResult<Writer> {
         let role = self.role()?;
         if let Some(w) = &self.writer {
             return Ok(w.clone());
         }
-        let w = self.channel.writer(&role)?;
+        let w = super::announcement::announce(&mut self.channel, &role)?;
         self.writer = Some(w.clone());
         Ok(w)
     }

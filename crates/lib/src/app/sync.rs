@@ -123,7 +123,7 @@ pub fn sync_within(
     record_outcome(channel, &result, published);
     // Whatever happened, fold what is in the folder now: a merge that did
     // land before a failed push still brought records.
-    let folded = channel.catch_up();
+    let folded = super::admission::catch_up(channel);
     // On the owner's machine that fold may have admitted a claim of an
     // invitation: it travels now, so the new machine need not wait for the
     // next round.

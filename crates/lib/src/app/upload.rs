@@ -84,7 +84,7 @@ pub fn upload_content(
         s.catch_up()?;
         check_append(s.index(), &me, raw, &pieces[0], text.len())?;
     }
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let label = label.map(str::to_owned);
     let raw = upload_id.map(str::to_owned);
     let (recs, target) = s.channel_mut().append_run(&writer, |ix| {
@@ -167,7 +167,7 @@ pub fn seal_content(s: &mut Session, upload_id: &str) -> AppResult<UploadState> 
     if let (id, None) = plan_seal(s.index(), &me, &raw)? {
         return state(s.index(), &id, false);
     }
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let (_, id) = s.channel_mut().append_if(&writer, |ix| {
         let (id, op) = plan_seal(ix, &me, &raw)?;
         Ok::<_, AppError>((op, id))

@@ -58,7 +58,7 @@ pub fn acknowledge(
         check_length("note", n, NOTE_MAX)?;
     }
     let expect = expect_body_sha256.map(|e| e.trim().to_lowercase());
-    let writer = s.writer()?;
+    let writer = s.announce()?;
     let roster = s.roster();
     let (rec, id) = s.channel_mut().append(&writer, |ix| {
         let m = live_message(ix, &roster, message_id)?;

@@ -164,9 +164,16 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
-    /// This device may not write the role's feed (yet).
-    #[error("{0}")]
-    NotAdmitted(String),
+    /// A feed this device would begin is not admitted, and this device does
+    /// not hold the owner key that would admit it.
+    #[error(
+        "feed {feed} is not admitted by the channel owner, and this device does not hold the \
+         owner key that would admit it"
+    )]
+    NotAdmitted {
+        /// The feed.
+        feed: FeedId,
+    },
     /// The published feed was written by someone else (a second copy of this home).
     #[error(
         "feed {feed} holds records this device did not write (published seq {published}, \

@@ -5,15 +5,16 @@
 //! `countersign` binary calls it (so it is not linked into it).
 //!
 //! A child of `channel`, because it chains and signs exactly as
-//! [`Channel::append`] does, with the same private writer, identity and
-//! admission steps.
+//! [`Channel::append`] does, with the same private writer and admission
+//! steps.
 
-use super::{Channel, Writer, has_records, not_admitted};
+use super::{Channel, Writer, has_records};
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, RecordId, Role};
 use crate::core::op::{Admit, FeedInit, Op};
 use crate::core::record::{self, Header, Record};
-use crate::store::error::StoreResult;
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::home::KeyName;
 use crate::store::home::lock::FileLock;
 
 /// A run of new records for one feed of this device, chained and signed as
@@ -23,8 +24,8 @@ use crate::store::home::lock::FileLock;
 ///
 /// Contract:
 /// - it holds the feed's lock until dropped, so nothing else on this device
-///   appends to the feed meanwhile (drop it before [`Channel::writer`] or
-///   [`Channel::append`] on the same role);
+///   appends to the feed meanwhile (drop it before [`Channel::append`] on
+///   the same role);
 /// - [`Self::push`] validates nothing against the index: the caller answers
 ///   for the ops being ones `app` would accept (ingest still checks the
 ///   chain, the signature and the feed's admission, and the fold still marks
@@ -47,13 +48,21 @@ pub struct BulkFeed {
 
 impl Channel {
     /// Starts a bulk run on `role`'s feed of this device. A feed that does
-    /// not exist yet is begun as [`Self::writer`] begins one — the role key
-    /// is created, the owner's `admit` is written unless the index already
-    /// holds one, and `feed_init` is the run's first record — except that
-    /// these records carry `start_ms`, so a seeded history can lie in the
-    /// past. Like `writer`, a new feed needs the owner key on this device.
+    /// not exist yet is begun as `app::announcement::announce` begins one —
+    /// the role key is created, the owner's `admit` is written unless the
+    /// index already holds one, and `feed_init` is the run's first record —
+    /// except that these records carry `start_ms`, so a seeded history can
+    /// lie in the past. A new feed needs the owner key on this device
+    /// ([`StoreError::NotAdmitted`] without it).
     pub fn bulk(&mut self, role: &Role, start_ms: i64) -> StoreResult<BulkFeed> {
-        let (feed, key, owner) = self.identity(role)?;
+        let ch = self.dir.id().to_owned();
+        let owner = self.home.load_key(&ch, KeyName::Owner)?;
+        let feed = self.own_feed(role);
+        let key = match self.home.load_key(&ch, KeyName::Role(role))? {
+            Some(k) => k,
+            None if owner.is_some() => self.home.create_key(&ch, KeyName::Role(role))?,
+            None => return Err(StoreError::NotAdmitted { feed }),
+        };
         let pubkey = record::pubkey_hex(&key.verifying_key());
         self.catch_up()?;
         let mut run = self.bulk_on(Writer {
@@ -65,7 +74,7 @@ impl Channel {
         }
         if !self.is_admitted(&feed)? {
             let Some(owner) = owner else {
-                return Err(not_admitted(&feed, role, &pubkey, &self.whereabouts()));
+                return Err(StoreError::NotAdmitted { feed });
             };
             let owner_feed =
                 FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
@@ -148,7 +157,6 @@ mod tests {
     use super::super::tests::{fresh, send};
     use super::*;
     use crate::store::channel::now_ms;
-    use crate::store::error::StoreError;
 
     #[test]
     fn a_bulk_run_ingests_cleanly_and_normal_appends_continue_its_chain() {
@@ -186,7 +194,7 @@ mod tests {
             "the caller's times stand"
         );
         // The normal writer finds the feed begun and continues its chain.
-        let alpha = ch.writer(&role).unwrap();
+        let alpha = ch.writer(&role).unwrap().expect("the run made the key");
         let (rec, ()) = ch
             .append(&alpha, |_| Ok::<_, StoreError>((send(9999), ())))
             .unwrap();

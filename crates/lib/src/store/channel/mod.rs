@@ -4,7 +4,11 @@
 //! Owns the order of a write: feed lock → index write transaction → catch-up
 //! ingest → the caller's validation → seq and clock → sign → journal and feed
 //! append with fsync → ingest → commit. A refusal from the caller's validation
-//! rolls back and writes nothing. It does not know what the ops mean.
+//! rolls back and writes nothing. It does not know what the ops mean, and
+//! writes only what its caller hands it: looking a writer up writes nothing
+//! (a feed's first records are `app::announcement`'s), a catch-up folds and
+//! writes no record (admitting claims is `app::admission`'s), and key
+//! rotation and the refusals that name a command are `app`'s too.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,13 +19,11 @@ use rusqlite::OptionalExtension as _;
 
 use crate::core::hlc::Hlc;
 use crate::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
-use crate::core::invitation::Standing;
-use crate::core::op::{Admit, FeedInit, Op, ReplaceKey};
+use crate::core::op::Op;
 use crate::core::record::{self, Header, Record};
 /// Where the use cases read the wall clock (the reading is `clock`'s).
 pub use crate::store::clock::now_ms;
 use crate::store::error::{IoContext as _, SqlContext as _, StoreError, StoreResult};
-use crate::store::fold::invitation;
 use crate::store::folder::heads::Heads;
 use crate::store::folder::layout::ChannelDir;
 use crate::store::folder::listing;
@@ -54,6 +56,11 @@ impl Writer {
     /// The feed this writer appends to.
     pub fn feed(&self) -> &FeedId {
         self.feed.feed()
+    }
+
+    /// The hex public key this writer signs with.
+    pub fn pubkey(&self) -> String {
+        record::pubkey_hex(&self.key.verifying_key())
     }
 }
 
@@ -140,32 +147,11 @@ impl Channel {
 
     /// Folds whatever changed in the folder since the last pass into the index.
     /// Cheap when nothing changed: it takes the write lock only if there is
-    /// something to write.
-    ///
-    /// On the owner's machine, a pass that finds a valid claim of an
-    /// invitation admits it at once (see [`Self::admit_claims`]), so no
-    /// other machine ever waits for a person here.
+    /// something to write. Writes no record: the claims of invitations it
+    /// finds admissible are in the report, for the owner's machine to admit
+    /// (`app::admission::catch_up`).
     pub fn catch_up(&mut self) -> StoreResult<IngestReport> {
-        let report = self.ingest_now()?;
-        let admitted = if report.admissible.is_empty() {
-            0
-        } else {
-            self.admit_claims(&report.admissible)?
-        };
-        if admitted == 0 {
-            return Ok(report);
-        }
-        // The admitted feeds' records fold now, not at the next call.
-        let again = self.ingest_now()?;
-        Ok(IngestReport {
-            admitted,
-            accepted: report.accepted + again.accepted,
-            new_problems: report.new_problems + again.new_problems,
-            refolded: report.refolded + again.refolded,
-            listed: report.listed + again.listed,
-            looked: report.looked + again.looked,
-            ..again
-        })
+        self.ingest_now()
     }
 
     fn ingest_now(&mut self) -> StoreResult<IngestReport> {
@@ -437,126 +423,52 @@ impl Channel {
         Ok(())
     }
 
-    /// The writer for `role` on this device, set up on first use: on the
-    /// owner's machine the role key is created, admitted by the owner and
-    /// announced with `feed_init`. Elsewhere a device without the role's key
-    /// is refused with the way to get one.
-    pub fn writer(&mut self, role: &Role) -> StoreResult<Writer> {
-        self.catch_up()?;
-        self.finish_key_swap(role)?;
-        let (feed, key, owner) = self.identity(role)?;
-        let pubkey = record::pubkey_hex(&key.verifying_key());
-        let writer = Writer {
-            feed: self.feed_writer(feed.clone()).with_former_keys(former_keys(
-                &self.index,
-                &feed,
-                &pubkey,
-            )?),
+    /// This device's writer of `role`'s feed, `None` when this device holds
+    /// no key for the role. A plain lookup: it writes nothing and checks no
+    /// admission (a feed's first records, `admit` and `feed_init`, are
+    /// written by `app::announcement::announce`, an explicit step).
+    pub fn writer(&self, role: &Role) -> StoreResult<Option<Writer>> {
+        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Role(role))? else {
+            return Ok(None);
+        };
+        self.writer_with(self.own_feed(role), key).map(Some)
+    }
+
+    /// The writer of this device's owner feed, `None` on a machine without
+    /// the owner key. A plain lookup, like [`Self::writer`].
+    pub fn owner_writer(&self) -> StoreResult<Option<Writer>> {
+        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Owner)? else {
+            return Ok(None);
+        };
+        let feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
+        Ok(Some(Writer {
+            feed: self.feed_writer(feed),
             key,
-        };
-        let admitted = self.admitted_key(&feed)?;
-        if let Some(k) = admitted.filter(|k| *k != pubkey) {
-            return Err(StoreError::NotAdmitted(format!(
-                "feed {feed} is admitted with key {k}, but this device holds key {pubkey} for \
-                 role '{role}'. If the key was replaced elsewhere, sync first; to make this \
-                 device's key the feed's key, run on the owner's machine: `countersign \
-                 rotate-key --role {role} --lost --device {} --pubkey {pubkey} --from-seq {}`. \
-                 {}",
-                feed.device(),
-                self.head_seq(&feed)? + 1,
-                self.whereabouts()
-            )));
-        }
-        if !self.is_admitted(&feed)? {
-            let Some(owner) = owner else {
-                if let Some(c) = invitation::claims(&self.index)?
-                    .into_iter()
-                    .find(|c| c.claim.feed == feed)
-                {
-                    return Err(StoreError::NotAdmitted(format!(
-                        "feed {feed} claimed invitation {} and waits for the owner's machine to \
-                         admit it, which it does as soon as it reads the claim: sync here \
-                         (`countersign sync`, or keep `countersign mcp --sync-every 30s` \
-                         running) and on the owner's machine; `countersign status` there shows \
-                         an `invitation` alarm if the claim was refused. {}",
-                        c.claim.invitation.short(),
-                        self.whereabouts()
-                    )));
-                }
-                return Err(not_admitted(&feed, role, &pubkey, &self.whereabouts()));
-            };
-            let owner_feed =
-                FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
-            let owner_writer = Writer {
-                feed: self.feed_writer(owner_feed),
-                key: owner,
-            };
-            let admit = Admit {
-                feed: feed.clone(),
-                pubkey: pubkey.clone(),
-                role: role.clone(),
-            };
-            self.append_if(&owner_writer, |ix| {
-                let op = (!admitted_in(ix, &feed)?).then_some(Op::Admit(admit));
-                Ok::<_, StoreError>((op, ()))
-            })?;
-        }
-        let init = FeedInit {
-            role: role.clone(),
-            pubkey,
-            device_name: self.device.name.clone(),
-        };
-        self.append_if(&writer, |ix| {
-            let op = (!has_records(ix, &feed)?).then_some(Op::FeedInit(init));
-            Ok::<_, StoreError>((op, ()))
+        }))
+    }
+
+    /// The writer of this device's `feed` signing with `key`, knowing every
+    /// key the feed was written with before (its older records are signed by
+    /// them).
+    fn writer_with(&self, feed: FeedId, key: SigningKey) -> StoreResult<Writer> {
+        let pubkey = record::pubkey_hex(&key.verifying_key());
+        let former = former_keys(&self.index, &feed, &pubkey)?;
+        Ok(Writer {
+            feed: self.feed_writer(feed).with_former_keys(former),
+            key,
+        })
+    }
+
+    /// Appends `op` as the first record of `writer`'s feed, unless the feed
+    /// already holds one (checked under the write lock, after a catch-up):
+    /// how a feed is begun. Returns the record, `None` when nothing was
+    /// written.
+    pub fn append_first(&mut self, writer: &Writer, op: Op) -> StoreResult<Option<Record>> {
+        let feed = writer.feed().clone();
+        let (rec, ()) = self.append_if(writer, |ix| {
+            Ok::<_, StoreError>(((!has_records(ix, &feed)?).then_some(op), ()))
         })?;
-        Ok(writer)
-    }
-
-    /// This device's feed of `role`, its key (created on the owner's machine
-    /// when missing), and the owner key when this device holds it.
-    fn identity(&self, role: &Role) -> StoreResult<(FeedId, SigningKey, Option<SigningKey>)> {
-        let ch = self.dir.id();
-        let feed = FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs");
-        let owner = self.home.load_key(ch, KeyName::Owner)?;
-        let key = match self.home.load_key(ch, KeyName::Role(role))? {
-            Some(k) => k,
-            None if owner.is_some() => self.home.create_key(ch, KeyName::Role(role))?,
-            None => {
-                return Err(StoreError::NotAdmitted(format!(
-                    "this device holds no key for role '{role}' in channel '{}' and is not the \
-                     channel owner's machine: run `countersign join --role {role}` here, then \
-                     the `countersign admit` command it prints on the owner's machine, and sync. \
-                     {}",
-                    self.dir.genesis().name,
-                    self.whereabouts()
-                )));
-            }
-        };
-        Ok((feed, key, owner))
-    }
-
-    /// Which home and channel folder this process used and how each was
-    /// chosen, for every refusal about keys and membership: a process that
-    /// did not get `COUNTERSIGN_HOME` (clients start servers with a short
-    /// environment) uses the default home, makes a new device there and
-    /// would be sent to `join` — the wrong way.
-    pub fn whereabouts(&self) -> String {
-        let mut text = format!(
-            "This process used the home {} as device '{}', and the channel folder {}.",
-            self.home.describe(),
-            self.device.id,
-            self.dir.describe()
-        );
-        if self.home.is_default() {
-            text.push_str(
-                " If your keys live in another home (COUNTERSIGN_HOME where you ran `countersign \
-                 init` or `join`), COUNTERSIGN_HOME did not reach this process — MCP clients \
-                 start servers with a short environment: set it in the server entry's env \
-                 (`countersign install` does) instead of joining again.",
-            );
-        }
-        text
+        Ok(rec)
     }
 
     /// Serializes writers of the index on this machine. SQLite would too, but
@@ -599,207 +511,6 @@ impl Channel {
     /// The feed of `role` on this device.
     pub fn own_feed(&self, role: &Role) -> FeedId {
         FeedId::new(role.as_str(), &self.device.id).expect("role and device are slugs")
-    }
-
-    /// Owner's machine only (elsewhere it does nothing): writes the ordinary
-    /// `admit` for each claim that `claims` names as admissible and that is
-    /// still, once reviewed again under the write lock after a catch-up
-    /// (another process may have admitted a claim of the same invitation
-    /// meanwhile). Returns how many admits were written.
-    pub fn admit_claims(&mut self, claims: &[invitation::Reviewed]) -> StoreResult<usize> {
-        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Owner)? else {
-            return Ok(0);
-        };
-        let feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
-        let owner = Writer {
-            feed: self.feed_writer(feed),
-            key,
-        };
-        let ch = self.dir.id().to_owned();
-        let mut written = 0;
-        for r in claims {
-            let (claim, Some(role)) = (&r.noted.claim, r.role.clone()) else {
-                continue;
-            };
-            let (rec, ()) = self.append_if(&owner, |ix| {
-                let still = invitation::review(ix, &ch, now_ms())?
-                    .iter()
-                    .any(|x| x.noted.claim.id == claim.id && x.standing == Standing::Admissible);
-                let op = still.then(|| {
-                    Op::Admit(Admit {
-                        feed: claim.feed.clone(),
-                        pubkey: claim.pubkey.clone(),
-                        role,
-                    })
-                });
-                Ok::<_, StoreError>((op, ()))
-            })?;
-            if rec.is_some() {
-                tracing::info!(
-                    "admitted {} by its claim of invitation {}",
-                    claim.feed,
-                    claim.invitation.short()
-                );
-                written += 1;
-            }
-        }
-        Ok(written)
-    }
-
-    /// The writer of this device's feed of `role` before anyone admitted it:
-    /// for the claim that starts a feed joining by invitation. The device
-    /// must hold the role's key already (`join_key`).
-    pub fn claim_writer(&mut self, role: &Role) -> StoreResult<Writer> {
-        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Role(role))? else {
-            return Err(StoreError::NotAdmitted(format!(
-                "this device holds no key for role '{role}' in channel '{}'. {}",
-                self.dir.genesis().name,
-                self.whereabouts()
-            )));
-        };
-        let feed = self.own_feed(role);
-        Ok(Writer {
-            feed: self.feed_writer(feed),
-            key,
-        })
-    }
-
-    /// The writer of this device's owner feed; refused on a machine without the owner key.
-    pub fn owner_writer(&self) -> StoreResult<Writer> {
-        let Some(key) = self.home.load_key(self.dir.id(), KeyName::Owner)? else {
-            return Err(StoreError::NotAdmitted(format!(
-                "this device does not hold the owner key of channel '{}': run this on the \
-                 owner's machine (the one that ran `countersign init`). {}",
-                self.dir.genesis().name,
-                self.whereabouts()
-            )));
-        };
-        let feed = FeedId::new(OWNER_FEED_ROLE, &self.device.id).expect("device is a slug");
-        Ok(Writer {
-            feed: self.feed_writer(feed),
-            key,
-        })
-    }
-
-    /// This device's key for `role`, created if missing (joining needs no
-    /// owner). Returns the feed, the hex public key and whether it was created.
-    pub fn join_key(&mut self, role: &Role) -> StoreResult<(FeedId, String, bool)> {
-        self.catch_up()?;
-        self.finish_key_swap(role)?;
-        let ch = self.dir.id();
-        let (key, created) = match self.home.load_key(ch, KeyName::Role(role))? {
-            Some(k) => (k, false),
-            None => (self.home.create_key(ch, KeyName::Role(role))?, true),
-        };
-        Ok((
-            self.own_feed(role),
-            record::pubkey_hex(&key.verifying_key()),
-            created,
-        ))
-    }
-
-    /// Replaces this device's key of `role` by a new one: a `replace_key`
-    /// record signed by the old key, then the key file swap. The new key waits
-    /// as `<role>.next.key` until the record is durable, so a crash between the
-    /// two is finished by the next write (see [`Self::finish_key_swap`]).
-    pub fn rotate_key(&mut self, role: &Role) -> StoreResult<(Record, String)> {
-        let writer = self.writer(role)?;
-        let ch = self.dir.id().to_owned();
-        let next = self.home.create_key(&ch, KeyName::NextRole(role))?;
-        let pubkey = record::pubkey_hex(&next.verifying_key());
-        let op = Op::ReplaceKey(ReplaceKey {
-            feed: writer.feed().clone(),
-            pubkey: pubkey.clone(),
-            from_seq: None,
-        });
-        let (rec, ()) = self.append(&writer, |_| Ok::<_, StoreError>((op, ())))?;
-        self.home.swap_key(&ch, role)?;
-        Ok((rec, pubkey))
-    }
-
-    /// Replaces the key of `role`'s feed on `device` when its old key is lost:
-    /// an owner-signed `replace_key` from seq `from_seq` on (default: the seq
-    /// after the last record this machine has of the feed). Without `pubkey`,
-    /// `device` must be this one and a new key is made here.
-    pub fn replace_lost_key(
-        &mut self,
-        role: &Role,
-        device: Option<&str>,
-        pubkey: Option<&str>,
-        from_seq: Option<u64>,
-    ) -> StoreResult<(Record, FeedId, String)> {
-        let owner = self.owner_writer()?;
-        let device = device.unwrap_or(&self.device.id).to_owned();
-        let feed =
-            FeedId::new(role.as_str(), &device).ok_or_else(|| StoreError::InvalidArgument {
-                field: "device",
-                reason: format!(
-                    "must be a device id (1 to 64 lowercase letters, digits, '-' or '_'), got \
-                     '{device}'"
-                ),
-            })?;
-        self.catch_up()?;
-        if !self.is_admitted(&feed)? {
-            return Err(StoreError::NotAdmitted(format!(
-                "feed {feed} was never admitted, so it has no key to replace: admit it with \
-                 `countersign admit {role} PUBKEY --device {device}`. {}",
-                self.whereabouts()
-            )));
-        }
-        let ch = self.dir.id().to_owned();
-        let (pubkey, local) = match pubkey {
-            Some(p) => {
-                if let Err(why) = crate::core::signature::parse_key(p) {
-                    return Err(StoreError::InvalidArgument {
-                        field: "pubkey",
-                        reason: format!(
-                            "must be the 64 hex characters `countersign join` printed on the new \
-                             device; '{p}' is not a usable public key ({why})"
-                        ),
-                    });
-                }
-                (p.to_owned(), false)
-            }
-            None if device == self.device.id => {
-                let next = self.home.create_key(&ch, KeyName::NextRole(role))?;
-                (record::pubkey_hex(&next.verifying_key()), true)
-            }
-            None => {
-                return Err(StoreError::InvalidArgument {
-                    field: "pubkey",
-                    reason: format!(
-                        "is needed: the new key of {feed} lives on device {device}: run \
-                         `countersign join --role {role}` there and pass the key it prints with \
-                         --pubkey"
-                    ),
-                });
-            }
-        };
-        let from_seq = from_seq.unwrap_or(self.head_seq(&feed)? + 1).max(1);
-        let op = Op::ReplaceKey(ReplaceKey {
-            feed: feed.clone(),
-            pubkey: pubkey.clone(),
-            from_seq: Some(from_seq),
-        });
-        let (rec, ()) = self.append(&owner, |_| Ok::<_, StoreError>((op, ())))?;
-        if local {
-            self.home.swap_key(&ch, role)?;
-        }
-        Ok((rec, feed, pubkey))
-    }
-
-    /// Finishes a key replacement a crash interrupted: once the feed's
-    /// admitted key is the waiting `<role>.next.key`, it becomes the role key.
-    fn finish_key_swap(&self, role: &Role) -> StoreResult<()> {
-        let ch = self.dir.id();
-        let Some(next) = self.home.load_key(ch, KeyName::NextRole(role))? else {
-            return Ok(());
-        };
-        let next_pub = record::pubkey_hex(&next.verifying_key());
-        if self.admitted_key(&self.own_feed(role))?.as_deref() == Some(next_pub.as_str()) {
-            self.home.swap_key(ch, role)?;
-        }
-        Ok(())
     }
 
     /// Appends the op that `build` returns, serialized with every other write
@@ -936,17 +647,6 @@ impl Channel {
     }
 }
 
-/// The refusal for a feed the owner has not admitted, with the command that fixes it.
-fn not_admitted(feed: &FeedId, role: &Role, pubkey: &str, whereabouts: &str) -> StoreError {
-    StoreError::NotAdmitted(format!(
-        "feed {feed} (role '{role}', key {pubkey}) is not admitted by the channel owner yet, and \
-         this device does not hold the owner key that would admit it: on the owner's machine \
-         run `countersign admit {role} {pubkey} --device {}`, then `countersign sync` there and \
-         here. {whereabouts}",
-        feed.device()
-    ))
-}
-
 /// The `add_role` records, looked up in the owner's feeds only (a range of
 /// the `(feed, seq)` index: the owner's feeds are small, the others are not).
 const OWNER_ADD_ROLES: &str = "SELECT json_extract(body, '$.data.role') FROM records \
@@ -1036,7 +736,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 mod tests {
     use super::*;
     use crate::core::genesis::{FORMAT, Genesis, channel_id};
-    use crate::core::op::Send;
+    use crate::core::op::{Admit, FeedInit, Send};
     use crate::store::folder::segments::SEGMENT_RECORDS;
     use crate::store::folder::survey;
     use crate::store::home::new_signing_key;
@@ -1059,6 +759,93 @@ mod tests {
         Channel::open(dir, home).unwrap()
     }
 
+    /// Begins `role`'s feed of this (the owner's) device as
+    /// `app::announcement::announce` does — the role key, the owner's
+    /// `admit`, `feed_init` — and returns its writer.
+    pub(super) fn announced(ch: &mut Channel, role: &Role) -> Writer {
+        ch.home()
+            .create_key(ch.dir().id(), KeyName::Role(role))
+            .unwrap();
+        let writer = ch.writer(role).unwrap().unwrap();
+        let owner = ch.owner_writer().unwrap().unwrap();
+        let admit = Op::Admit(Admit {
+            feed: writer.feed().clone(),
+            pubkey: writer.pubkey(),
+            role: role.clone(),
+        });
+        ch.append(&owner, |_| Ok::<_, StoreError>((admit, ())))
+            .unwrap();
+        let init = Op::FeedInit(FeedInit {
+            role: role.clone(),
+            pubkey: writer.pubkey(),
+            device_name: ch.device().name.clone(),
+        });
+        ch.append_first(&writer, init).unwrap().unwrap();
+        writer
+    }
+
+    #[test]
+    fn a_writer_lookup_writes_nothing_and_a_feed_is_begun_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let role = Role::new("alpha").unwrap();
+        let feeds = ch.dir().feeds();
+        let listing = || -> Vec<PathBuf> {
+            let mut out = Vec::new();
+            let mut todo = vec![feeds.clone()];
+            while let Some(d) = todo.pop() {
+                for e in std::fs::read_dir(&d).unwrap() {
+                    let p = e.unwrap().path();
+                    if p.is_dir() {
+                        todo.push(p);
+                    } else {
+                        out.push(p);
+                    }
+                }
+            }
+            out.sort();
+            out
+        };
+        assert!(ch.writer(&role).unwrap().is_none(), "no key, no writer");
+        assert!(
+            ch.home()
+                .load_key(ch.dir().id(), KeyName::Role(&role))
+                .unwrap()
+                .is_none()
+        );
+        ch.home()
+            .create_key(ch.dir().id(), KeyName::Role(&role))
+            .unwrap();
+        let before = listing();
+        let w = ch.writer(&role).unwrap().expect("the key is there");
+        assert_eq!(w.feed(), &ch.own_feed(&role));
+        assert!(ch.owner_writer().unwrap().is_some());
+        assert_eq!(listing(), before, "a lookup writes no file");
+        assert_eq!(ch.admitted_key(w.feed()).unwrap(), None);
+        assert_eq!(ch.head_seq(w.feed()).unwrap(), 0);
+        // Once admitted, the first record is written once: a second is
+        // skipped quietly.
+        let owner = ch.owner_writer().unwrap().unwrap();
+        let admit = Op::Admit(Admit {
+            feed: w.feed().clone(),
+            pubkey: w.pubkey(),
+            role: role.clone(),
+        });
+        ch.append(&owner, |_| Ok::<_, StoreError>((admit, ())))
+            .unwrap();
+        let init = |ch: &Channel| {
+            Op::FeedInit(FeedInit {
+                role: role.clone(),
+                pubkey: w.pubkey(),
+                device_name: ch.device().name.clone(),
+            })
+        };
+        let first = ch.append_first(&w, init(&ch)).unwrap().unwrap();
+        assert_eq!(first.header.seq, 1);
+        assert!(ch.append_first(&w, init(&ch)).unwrap().is_none());
+        assert_eq!(ch.head_seq(w.feed()).unwrap(), 1);
+    }
+
     pub(super) fn send(i: usize) -> Op {
         Op::Send(Send {
             to: vec![Role::new("beta").unwrap()],
@@ -1078,7 +865,8 @@ mod tests {
         let mut one = fresh(&tmp);
         let mut two = Channel::open(one.dir().clone(), one.home().clone()).unwrap();
         let role = Role::new("alpha").unwrap();
-        let (w1, w2) = (one.writer(&role).unwrap(), two.writer(&role).unwrap());
+        let w1 = announced(&mut one, &role);
+        let w2 = two.writer(&role).unwrap().expect("one made the key");
         let mut seqs = Vec::new();
         for i in 0..(SEGMENT_RECORDS as usize + 40) {
             // Runs of three on each side, so each also appends twice in a row.
@@ -1118,7 +906,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mut ch = fresh(&tmp);
         let role = Role::new("alpha").unwrap();
-        let w = ch.writer(&role).unwrap();
+        let w = announced(&mut ch, &role);
         let hits = |ch: &Channel| -> i64 {
             ch.index()
                 .conn()
@@ -1201,7 +989,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mut ch = fresh(&tmp);
         let role = Role::new("alpha").unwrap();
-        let w = ch.writer(&role).unwrap();
+        let w = announced(&mut ch, &role);
         for i in 0..11 {
             ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
                 .unwrap();
