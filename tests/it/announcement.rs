@@ -11,7 +11,7 @@ use countersign::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
 use countersign::core::op::{Admit, FeedInit, Op};
 use countersign::core::record::{self, Record};
 use countersign::store::Home;
-use countersign::store::folder::survey::list_segments;
+use countersign::store::survey::list_segments;
 
 /// Every file under `dir` with its bytes.
 fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
