@@ -10,9 +10,9 @@
 //! bad line, and every skip is recorded in `problems`.
 //!
 //! Time only holds, never rejects: a record dated more than
-//! [`HOLD_AHEAD_MS`] past local time is held (not applied, not witnessed,
+//! [`HOLD_AHEAD_MS`](judge::HOLD_AHEAD_MS) past local time is held (not applied, not witnessed,
 //! recorded as a `held` problem) and looked at again on every pass; more
-//! than [`CLOCK_ALARM_MS`] ahead also raises a `clock` alarm for its feed.
+//! than [`CLOCK_ALARM_MS`](judge::CLOCK_ALARM_MS) ahead also raises a `clock` alarm for its feed.
 //!
 //! A fork (two valid records at one seq of a feed) takes back every record of
 //! that feed from the forked seq on, whichever branch arrived first, and
@@ -60,7 +60,7 @@ mod scan;
 
 pub use cache::ScanCache;
 use feeds::FeedState;
-pub use judge::{CLOCK_ALARM_MS, HOLD_AHEAD_MS};
+
 use judge::{Checked, FeedView, Judgment, judge, span};
 use problems::FOLDER_SCOPE;
 
@@ -78,7 +78,7 @@ pub struct IngestReport {
     /// Claims of invitations that the owner's machine should admit now
     /// (`store::fold::invitation`): filled only by a pass that reviewed claims.
     pub admissible: Vec<crate::store::fold::invitation::Reviewed>,
-    /// Admits written for such claims (by `Channel::catch_up`, on the owner's machine).
+    /// Admits written for such claims (by `app::admission::catch_up`, on the owner's machine).
     pub admitted: usize,
     /// Feed folders listed (read as a folder) in this pass: the others were
     /// known unchanged by their times, from this process's earlier passes
