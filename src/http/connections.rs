@@ -199,6 +199,7 @@ impl Connections {
     }
 
     /// How many connections are open, and how many of them are strangers.
+    #[cfg(test)]
     pub fn count(&self) -> (usize, usize) {
         let t = self.lock();
         (t.open.len(), t.strangers())

@@ -120,16 +120,6 @@ impl Guard {
         &self.trusted_proxies
     }
 
-    /// The `host[:port]` values accepted with an explicit port (for rmcp's
-    /// own check, which must agree).
-    pub fn host_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.hosts.iter().map(|h| host_part(h).to_owned()).collect();
-        names.extend(self.any_port.iter().cloned());
-        names.sort();
-        names.dedup();
-        names
-    }
-
     /// True when a `Host` header value names this server.
     pub fn host_ok(&self, host: &str) -> bool {
         let host = host.trim().to_ascii_lowercase();

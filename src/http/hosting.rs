@@ -14,7 +14,6 @@ use axum::response::Response;
 
 use super::guard::refuse;
 use crate::app::Session;
-pub use crate::app::hosting::channel_ref;
 use crate::app::hosting::{hosted_dir, hosted_dirs};
 use crate::core::ids::Role;
 use crate::store::access::{ChannelRef, RoleToken};

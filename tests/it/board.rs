@@ -10,7 +10,7 @@ use countersign::app::pin::{PinRequest, pin_set};
 use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::app::sync::{WhenBusy, set_remote, sync_now};
 use countersign::app::vote::acknowledge;
-use countersign::http::board::page;
+use countersign::board_page as page;
 use countersign::store::Remote;
 use countersign::store::now_ms;
 

@@ -10,7 +10,7 @@ use countersign::app::lifecycle::resolve_message;
 use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::app::timeline;
 use countersign::app::vote::acknowledge;
-use countersign::http::board::page;
+use countersign::board_page as page;
 
 use crate::board::{CONFLICT_COPY, HOSTILE_TOPIC, PERSON_NOTE, Scene, board_of, scene};
 use crate::board_http::{BoardServer, get};

@@ -20,7 +20,7 @@ use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::app::vote::acknowledge;
 use serde_json::{Value, json};
 
-use countersign::http::board::page;
+use countersign::board_page as page;
 
 use crate::board::{HOSTILE_FILE, HOSTILE_TOPIC, PERSON_NOTE, board_of, scene};
 use crate::board_http::BoardServer;

@@ -160,17 +160,9 @@ async fn the_admin_token_reaches_the_management_tools_only_and_makes_working_cha
     // Published as the mailbox tools are: lean schemas, no type lists.
     for t in admin.inner.list_all_tools().await.unwrap() {
         let input = serde_json::Value::Object((*t.input_schema).clone());
-        assert!(
-            !countersign::mcp::schema::has_type_list(&input),
-            "{}",
-            t.name
-        );
+        assert!(!countersign::has_type_list(&input), "{}", t.name);
         let output = serde_json::Value::Object((*t.output_schema.clone().unwrap()).clone());
-        assert!(
-            !countersign::mcp::schema::has_type_list(&output),
-            "{}",
-            t.name
-        );
+        assert!(!countersign::has_type_list(&output), "{}", t.name);
     }
     let made = admin
         .call(

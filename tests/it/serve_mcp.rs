@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use countersign::http::hosting::channel_ref;
+use countersign::app::hosting::channel_ref;
 use countersign::store::access::Access;
 use countersign::store::{ChannelDir, Home};
 use rmcp::model::CallToolRequestParams;

@@ -635,7 +635,7 @@ fn tools_named(text: &str) -> Vec<&'static str> {
         .copied()
         .chain(TRIAGE.iter().map(|(step, _)| *step))
         .collect();
-    let mut named: Vec<&'static str> = countersign::mcp::toolset::TOOLSETS
+    let mut named: Vec<&'static str> = countersign::TOOLSETS
         .iter()
         .flat_map(|(_, _, tools)| tools.iter().copied())
         .filter(|tool| {
@@ -653,7 +653,7 @@ fn tools_named(text: &str) -> Vec<&'static str> {
 
 #[test]
 fn the_hooks_name_only_the_tools_the_session_is_served() {
-    use countersign::mcp::toolset::{TOOLSETS, Toolsets};
+    use countersign::{TOOLSETS, Toolsets};
     let ch = TestChannel::new(&["frontend", "backend"]);
     send(&ch, "frontend", "backend", "debt", true);
     for (set, _, _) in TOOLSETS {

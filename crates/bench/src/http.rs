@@ -29,8 +29,8 @@ use super::machine::vm_hwm_kb;
 use super::sampler::MIN_CALLS;
 use super::seed::Seeded;
 use super::server::timed;
-use countersign::cli::mcp_client::{self, Client, call};
-use countersign::http::hosting::channel_ref;
+use countersign::app::hosting::channel_ref;
+use countersign::mcp_client::{self, Client, call};
 use countersign::store::access::Access;
 use countersign::store::now_ms;
 

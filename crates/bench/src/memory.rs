@@ -16,11 +16,11 @@ use super::seed::Seeded;
 use super::server::timed;
 use countersign::app::Session;
 use countersign::app::memory::Memory;
-use countersign::cli::mcp_client::{self, call};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::Role;
 use countersign::core::memory::sequence::{ItemKind, own_line};
 use countersign::core::op::{Op, Summary};
+use countersign::mcp_client::{self, call};
 use countersign::store::Channel;
 use countersign::store::now_ms;
 

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use countersign::app::init::create_channel;
 use countersign::app::sync::{WhenBusy, set_remote, sync_now};
-use countersign::cli::mcp_client::{call, spawn_with};
+use countersign::mcp_client::{call, spawn_with};
 use countersign::store::Remote;
 use countersign::store::{Channel, ChannelDir, Home};
 

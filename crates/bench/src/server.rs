@@ -13,7 +13,7 @@ use super::machine::vm_hwm_kb;
 use super::sampler::{MIN_CALLS, Sampler, WARMUP};
 use super::seed::Seeded;
 use super::{COMMON_TERM, RARE_TERM, RUN_BYTES, RUN_QUERY, SERVER_ROLE};
-use countersign::cli::mcp_client::{self, Client, call};
+use countersign::mcp_client::{self, Client, call};
 
 /// Spawns timed for the first answer.
 const SPAWNS: usize = 7;

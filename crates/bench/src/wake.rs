@@ -11,8 +11,8 @@ use serde_json::json;
 use super::invocation::Countersign;
 use countersign::app::Session;
 use countersign::app::send::{SendRequest, send_message};
-use countersign::cli::mcp_client::{call, spawn};
 use countersign::core::ids::Role;
+use countersign::mcp_client::{call, spawn};
 use countersign::store::{Channel, ChannelDir, Home};
 
 /// How many wake-ups are timed.

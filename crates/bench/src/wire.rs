@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::sampler::{MIN_CALLS, Sampler};
 use super::seed::Seeded;
 use super::{RARE_TERM, SERVER_ROLE};
-use countersign::cli::mcp_client::server_command;
+use countersign::mcp_client::server_command;
 
 /// Per tool: its name, its samples on the wire and its answer's bytes.
 pub struct Wire {

@@ -58,8 +58,6 @@ pub enum Credential {
 /// A request allowed to look at a board.
 #[derive(Debug)]
 pub struct Viewer {
-    /// The key it looks with.
-    pub key: ViewKey,
     /// How it presented it (to check, later, that it still stands).
     pub credential: Credential,
     /// The channel.
@@ -116,11 +114,7 @@ pub async fn authorize(
     let Some(dir) = state.hosting.find_ref(&key.channel) else {
         return Err(refusal::not_found(name));
     };
-    Ok(Viewer {
-        key,
-        credential,
-        dir,
-    })
+    Ok(Viewer { credential, dir })
 }
 
 /// True while `credential` still opens its board (not revoked, not ended).

@@ -6,7 +6,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use countersign::mcp::line_transport::MAX_LINE_BYTES;
+use countersign::MAX_LINE_BYTES;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
