@@ -2,8 +2,8 @@
 //! serialized write path.
 //!
 //! Owns the order of a write: feed lock → index write transaction → catch-up
-//! ingest → the caller's validation → seq and clock → sign → journal and feed
-//! append with fsync → ingest → commit. A refusal from the caller's validation
+//! ingest → the caller's validation → seq and clock → sign → journal append
+//! with fsync → feed append → ingest → commit. A refusal from the caller's validation
 //! rolls back and writes nothing. It does not know what the ops mean.
 
 use std::collections::HashMap;
@@ -33,6 +33,7 @@ use crate::store::writer::feed::{FeedWriter, Tails};
 
 mod bulk;
 pub mod heartbeat;
+mod recovery;
 pub use bulk::BulkFeed;
 
 /// The file that serializes index writers on this machine.
@@ -72,7 +73,9 @@ pub struct Channel {
 }
 
 impl Channel {
-    /// Opens `dir` with this device's `home` (creating the index if needed).
+    /// Opens `dir` with this device's `home` (creating the index if needed),
+    /// first repairing from the journals any own feed a crash of the machine
+    /// left short ([`Self::recover_own_feeds`]).
     pub fn open(dir: ChannelDir, home: Home) -> StoreResult<Self> {
         let device = home.device()?;
         let state_dir = home.state_dir(dir.id());
@@ -84,7 +87,7 @@ impl Channel {
             let _lock = FileLock::exclusive(&state_dir.join(INDEX_LOCK))?;
             Index::open(&Index::path_in(&state_dir), dir.id())?
         };
-        Ok(Self {
+        let channel = Self {
             dir,
             home,
             device,
@@ -93,7 +96,13 @@ impl Channel {
             cache: ScanCache::default(),
             heads: Heads::default(),
             tails: HashMap::new(),
-        })
+        };
+        // Before anything reads the feeds. A feed that cannot be repaired
+        // (someone else wrote it) is refused at its next write, not here.
+        if let Err(e) = channel.recover_own_feeds() {
+            tracing::warn!("own feeds not recovered: {e}");
+        }
+        Ok(channel)
     }
 
     /// The channel folder.
@@ -894,22 +903,8 @@ impl Channel {
             let left = match recs.as_slice() {
                 [one] => {
                     let publishing = writer.feed.begin_append(one, tails.as_ref())?;
-                    // The ingest reads the line back while the disk makes it
-                    // durable in the feed, on another thread: the two took
-                    // turns before, and each is a third of a write. Nothing
-                    // of the ingest is kept unless the sync succeeds (the
-                    // transaction commits after both), so the index never
-                    // holds a record the feed may lose.
-                    let (published, ingested) = std::thread::scope(|s| {
-                        let syncing = s.spawn(|| publishing.finish(&writer.key));
-                        let ingested = Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched);
-                        let published = syncing
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                        (published, ingested)
-                    });
-                    let (_, left) = published?;
-                    ingested?;
+                    let (_, left) = publishing.finish(&writer.key)?;
+                    Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
                     Some(left)
                 }
                 run => {

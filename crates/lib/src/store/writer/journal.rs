@@ -42,9 +42,14 @@ pub(in crate::store) fn rebuild<'r>(
 
 /// Appends to the journal durably, making its folder on first use only
 /// (not a `mkdir` per append). Returns the journal's length before.
+///
+/// This fsync is the one a write waits for: the published segment is
+/// written after it without one. A journal just created also has its
+/// folder synced, once, so that its name survives a crash with its bytes.
 pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
-    if !path.exists() {
-        let parent = path.parent().expect("journal has a parent");
+    let parent = path.parent().expect("journal has a parent");
+    let new = !path.exists();
+    if new {
         fs::create_dir_all(parent).at(parent)?;
     }
     let mut f = OpenOptions::new()
@@ -55,7 +60,35 @@ pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
     let offset = f.seek(SeekFrom::End(0)).at(path)?;
     f.write_all(bytes).at(path)?;
     f.sync_data().at(path)?;
+    if new {
+        File::open(parent).and_then(|d| d.sync_all()).at(parent)?;
+    }
     Ok(offset)
+}
+
+/// Where the durable part of a journal read whole ends: before its first
+/// line holding a NUL byte, or else after its last complete line. A record
+/// line never holds a NUL (JSON escapes it), so one there is a write whose
+/// fsync never finished when the machine stopped (its pages reached the
+/// disk as zeros), and it was the last write: each earlier one was durable
+/// before the next began. Nothing after it was ever acknowledged.
+pub(in crate::store) fn durable_len(bytes: &[u8]) -> usize {
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    match bytes[..complete].iter().position(|&b| b == 0) {
+        Some(nul) => bytes[..nul]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1),
+        None => complete,
+    }
+}
+
+/// Cuts the journal at `path` to `len` bytes, durably.
+pub(in crate::store) fn cut(path: &Path, len: u64) -> StoreResult<()> {
+    let f = OpenOptions::new().write(true).open(path).at(path)?;
+    f.set_len(len).at(path)?;
+    f.sync_all().at(path)?;
+    Ok(())
 }
 
 /// Takes `unpublished` back out of the journal after publishing them
