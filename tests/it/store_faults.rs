@@ -1732,6 +1732,10 @@ fn a_peer_that_copied_a_zero_filled_feed_waits_then_takes_the_repair() {
     assert_eq!(messages(&r), 3, "m0..m2; m5 waits for the lost seqs");
     assert!(!report.waiting.is_empty(), "{report:?}");
     assert!(local::quarantined(&r).is_empty(), "nothing is quarantined");
+    // The line that holds the NUL bytes is garbage, reported once.
+    let before = problems(&r);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0].0, "garbage");
     // The owner's next open repairs the feed; the sync carries it.
     drop(l.channel());
     assert!(feed_and_journal(&l) == clean);
@@ -1741,6 +1745,7 @@ fn a_peer_that_copied_a_zero_filled_feed_waits_then_takes_the_repair() {
     assert!(report.waiting.is_empty(), "{report:?}");
     assert_eq!(messages(&r), 6);
     assert!(local::quarantined(&r).is_empty());
+    assert_eq!(problems(&r), before, "nothing new to report");
     let mut w = l.channel();
     assert_eq!(digest(&mut r), digest(&mut w));
 }
