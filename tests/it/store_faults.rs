@@ -1607,6 +1607,13 @@ fn zero(path: &Path, at: usize, len: usize) {
     fs::write(path, bytes).unwrap();
 }
 
+/// What a restart of the machine leaves for the next open to see: its boot
+/// id is not the one the feeds were last found whole in.
+fn restart_machine(l: &Local) {
+    let state = l.home.state_dir(&channel_id(l));
+    let _ = fs::remove_file(state.join(countersign::store::channel::recovery::RECOVERED_BOOT));
+}
+
 /// Each record id of the feed exactly once, and as many as the journal holds.
 fn each_record_once(l: &Local) {
     let (segs, journal) = feed_and_journal(l);
@@ -1686,6 +1693,7 @@ fn a_feed_a_crash_left_short_or_zero_filled_is_repaired_byte_for_byte_on_open() 
     for (what, damage) in cases {
         put_back(&l, &clean);
         damage();
+        restart_machine(&l);
         assert_ne!(feed_and_journal(&l), clean, "{what}: damaged");
         // The next process to open the channel, whatever it does next.
         drop(l.channel());
@@ -1698,6 +1706,7 @@ fn a_feed_a_crash_left_short_or_zero_filled_is_repaired_byte_for_byte_on_open() 
     // A separate process repairs the same way before it reads.
     put_back(&l, &clean);
     zero(&newest, newest_len - 2 * line, 2 * line);
+    restart_machine(&l);
     let out = cli(&l.home_root(), &l.dir, &["status", "--role", "b"]);
     assert!(out.stdout.starts_with(b"{"), "{out:?}");
     assert!(feed_and_journal(&l) == clean, "repaired by the CLI");
@@ -1737,6 +1746,7 @@ fn a_peer_that_copied_a_zero_filled_feed_waits_then_takes_the_repair() {
     assert_eq!(before.len(), 1, "{before:?}");
     assert_eq!(before[0].0, "garbage");
     // The owner's next open repairs the feed; the sync carries it.
+    restart_machine(&l);
     drop(l.channel());
     assert!(feed_and_journal(&l) == clean);
     fs::copy(&seg, peer.join(seg.strip_prefix(&l.dir).unwrap())).unwrap();

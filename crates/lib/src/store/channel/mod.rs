@@ -33,7 +33,7 @@ use crate::store::writer::feed::{FeedWriter, Tails};
 
 mod bulk;
 pub mod heartbeat;
-mod recovery;
+pub mod recovery;
 pub use bulk::BulkFeed;
 
 /// The file that serializes index writers on this machine.

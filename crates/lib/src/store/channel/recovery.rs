@@ -4,26 +4,48 @@
 //! every process puts it right from the journals before it reads or syncs
 //! anything ([`Channel::recover_own_feeds`], called by [`Channel::open`]).
 //!
-//! Owns only when to look and which feeds to repair; what damage is and how
-//! it is cut is `store::writer::recovery`'s.
+//! Owns when to look, how far, and which feeds to repair; what damage is
+//! and how it is cut is `store::writer::recovery`'s.
 
 use std::collections::HashSet;
 
 use crate::core::ids::FeedId;
 use crate::store::channel::Channel;
 use crate::store::error::StoreResult;
+use crate::store::writer::recovery::TAIL_WINDOW;
+
+/// The file in a channel's state folder naming the boot of this machine in
+/// which its feeds were last compared whole with their journals.
+pub const RECOVERED_BOOT: &str = "recovered-boot";
+
+/// Where Linux names the current boot: it changes with every start of the
+/// kernel, so a page cache lost in a crash goes with a new one.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 
 impl Channel {
-    /// Repairs each feed this device writes whose newest segment is not the
-    /// journal's last bytes ([`crate::store::writer::feed::FeedWriter::matches_journal`]),
-    /// under its lock, with [`Self::reconcile_own_feeds`]'s repair; returns
-    /// how many needed it. When nothing is amiss this costs, per own feed, a
-    /// folder listing and two reads of at most a segment, and no key is loaded.
+    /// Repairs each feed this device writes whose newest segment does not
+    /// end with the journal's last bytes
+    /// ([`crate::store::writer::feed::FeedWriter::matches_journal`]), under
+    /// its lock ([`crate::store::writer::feed::FeedWriter::recover`]);
+    /// returns how many needed it.
+    ///
+    /// Only a crash of the machine loses pages of the page cache, and it
+    /// changes the boot id: while the id is the one [`RECOVERED_BOOT`] names,
+    /// the feeds' last [`TAIL_WINDOW`] bytes are compared (what a process
+    /// that died mid-write can leave wrong); after a restart, or where no
+    /// boot id is to be had, the whole newest segment. When nothing is amiss
+    /// this costs a folder listing and two short reads per own feed, and no
+    /// key is loaded.
     pub fn recover_own_feeds(&self) -> StoreResult<usize> {
         let journals = self.state_dir.join("journal");
         let Ok(entries) = std::fs::read_dir(&journals) else {
             return Ok(0);
         };
+        let boot = std::fs::read_to_string(BOOT_ID).ok();
+        let marker = self.state_dir.join(RECOVERED_BOOT);
+        let same_boot =
+            boot.is_some() && std::fs::read_to_string(&marker).ok().as_deref() == boot.as_deref();
+        let window = if same_boot { TAIL_WINDOW } else { u64::MAX };
         let mut amiss: HashSet<FeedId> = HashSet::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -34,22 +56,27 @@ impl Channel {
             else {
                 continue;
             };
-            let writer = self.feed_writer(feed.clone());
-            if !writer.matches_journal()? {
+            if !self.feed_writer(feed.clone()).matches_journal(window)? {
                 amiss.insert(feed);
             }
         }
-        if amiss.is_empty() {
-            return Ok(0);
-        }
         let mut n = 0;
-        self.each_own_feed(|writer, key| {
-            if amiss.contains(writer.feed()) {
-                writer.reconcile(&key.verifying_key())?;
-                n += 1;
+        if !amiss.is_empty() {
+            self.each_own_feed(|writer, key| {
+                if amiss.contains(writer.feed()) {
+                    writer.recover(&key.verifying_key())?;
+                    n += 1;
+                }
+                Ok(())
+            })?;
+        }
+        if let Some(boot) = boot.filter(|_| !same_boot) {
+            // Not fsynced: lost in a crash, it only costs the next open a
+            // whole comparison, which that crash calls for anyway.
+            if let Err(e) = std::fs::write(&marker, boot) {
+                tracing::warn!("{}: {e}", marker.display());
             }
-            Ok(())
-        })?;
+        }
         Ok(n)
     }
 }

@@ -25,6 +25,7 @@ use crate::store::folder::survey::list_segments;
 use crate::store::folder_file::{self, FolderError};
 use crate::store::home::lock::FileLock;
 use crate::store::writer::journal;
+use crate::store::writer::recovery::TAIL_WINDOW;
 use crate::store::writer::tail::{decode_tail, read_tail, truncate_torn};
 /// Where an append landed, so the caller can advance its cursor.
 #[derive(Clone, Debug)]
@@ -195,18 +196,32 @@ impl FeedWriter {
     /// Brings the published feed in line with the journal and returns the
     /// last record (`None` for a new feed). Call under [`Self::lock`].
     ///
-    /// - what a crash of the machine left (a journal write that never
-    ///   became durable, segments short, zero-filled or missing) is cut back
-    ///   to what the journal holds ([`Self::cut_crash_damage`]), unless the
-    ///   newest segment is the journal's last bytes, the common case, told
-    ///   by reading the two ([`Self::matches_journal`]);
+    /// - what a crash left (a journal write that never became durable,
+    ///   segments short, zero-filled or missing) is cut back to what the
+    ///   journal holds ([`Self::cut_crash_damage`]), unless the newest
+    ///   segment ends with the journal's last bytes, the common case, told by
+    ///   reading the two ends ([`Self::matches_journal`] with
+    ///   [`TAIL_WINDOW`]: what a process that died mid-write can leave; after
+    ///   a crash of the machine, [`Self::recover`] compares more);
     /// - a torn last line (crash mid-write) is cut off;
     /// - records in the journal missing from the feed (lost in a crash, or
     ///   a stale copy came back) are published again, where a clean run
     ///   would have written them;
     /// - a feed ahead of the journal was written by someone else: refused.
     pub fn reconcile(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
-        if !self.matches_journal()? {
+        self.reconcile_within(key, TAIL_WINDOW)
+    }
+
+    /// [`Self::reconcile`] after the machine stopped without writing its page
+    /// cache back: the whole newest segment is compared with the journal, so
+    /// a page lost before a later one that reached the disk is found too.
+    /// Call under [`Self::lock`].
+    pub fn recover(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
+        self.reconcile_within(key, u64::MAX)
+    }
+
+    fn reconcile_within(&self, key: &VerifyingKey, window: u64) -> StoreResult<Option<Record>> {
+        if !self.matches_journal(window)? {
             self.cut_crash_damage()?;
         }
         let journal_tail = read_tail(&self.journal, u64::MAX)?;

@@ -10,6 +10,6 @@
 mod batch;
 pub mod feed;
 mod journal;
-mod recovery;
+pub mod recovery;
 pub mod seal;
 mod tail;

@@ -9,6 +9,8 @@
 //! ([`FeedWriter::cut_crash_damage`]). Publishing again what the cut took is
 //! [`FeedWriter::reconcile`]'s, which calls both; it never touches a
 //! segment whose bytes are anything but this journal's, zeros, or short.
+//! When to compare whole segments (after the machine restarted) is the
+//! caller's (`store::channel::recovery`).
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -21,15 +23,24 @@ use crate::store::folder_file::{self, FolderError};
 use crate::store::writer::feed::FeedWriter;
 use crate::store::writer::journal;
 
+/// How many bytes of the feed's end [`FeedWriter::matches_journal`] compares
+/// when the machine has not restarted since the feed was last found whole:
+/// more than a torn line or a journal ahead of the feed can hide in.
+pub const TAIL_WINDOW: u64 = 4096;
+
 impl FeedWriter {
-    /// True when the newest segment's bytes are the journal's last bytes,
-    /// from the start of a line: every record the journal holds is in the
-    /// feed, whole, and nothing a crash did is left. Reads the newest segment
-    /// (at most [`crate::store::folder::segments::SEGMENT_BYTES`] and a line)
-    /// and as many bytes of the journal, one `pread` each. Needs no lock: a
-    /// write in progress can only make it false, and false only costs
+    /// True when the newest segment's last `window` bytes (all of it when it
+    /// is shorter; then it must start where a journal line does) are the
+    /// journal's last bytes: every record the journal holds is in the feed,
+    /// and nothing a crash did is left in what was compared. Reads at most
+    /// `window` bytes of each file, one `pread` each. A process that died
+    /// mid-write can only leave the feed's end wrong, so [`TAIL_WINDOW`]
+    /// tells; a crash of the machine can lose any page not yet written back,
+    /// so after one the whole newest segment is compared (`u64::MAX`: at most
+    /// [`crate::store::folder::segments::SEGMENT_BYTES`] and a line). Needs no
+    /// lock: a write in progress can only make it false, and false only costs
     /// [`Self::cut_crash_damage`].
-    pub fn matches_journal(&self) -> StoreResult<bool> {
+    pub fn matches_journal(&self, window: u64) -> StoreResult<bool> {
         let journal_len = match fs::metadata(&self.journal) {
             Ok(m) => m.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
@@ -47,22 +58,32 @@ impl FeedWriter {
         if seg.gz {
             return Ok(false);
         }
-        let bytes = match folder_file::read_from(&seg.path, 0, MAX_SEGMENT_BYTES) {
-            Ok(b) => b,
+        let (seg_file, seg_len) = match folder_file::open_read(&seg.path) {
+            Ok(opened) => opened,
             Err(e) if skipped(&e) => return Ok(false),
             Err(e) => return Err(e.into()),
         };
-        let n = bytes.len() as u64;
-        if n == 0 || n > journal_len {
+        if seg_len == 0 || seg_len > journal_len || seg_len > MAX_SEGMENT_BYTES {
             return Ok(false);
         }
-        // One byte more, before them: the segment starts where a line does.
-        let from = (journal_len - n).saturating_sub(1);
+        let whole = window >= seg_len;
+        let n = seg_len.min(window);
+        let mut bytes = vec![0; n as usize];
+        seg_file
+            .read_exact_at(&mut bytes, seg_len - n)
+            .at(&seg.path)?;
+        // With the whole segment, one byte more before it: it starts where a
+        // journal line does.
+        let from = if whole {
+            (journal_len - n).saturating_sub(1)
+        } else {
+            journal_len - n
+        };
         let mut tail = vec![0; (journal_len - from) as usize];
         File::open(&self.journal)
             .and_then(|f| f.read_exact_at(&mut tail, from))
             .at(&self.journal)?;
-        let same = if journal_len == n {
+        let same = if tail.len() as u64 == n {
             tail == bytes
         } else {
             tail[0] == b'\n' && tail[1..] == bytes[..]
