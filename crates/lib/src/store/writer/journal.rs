@@ -117,3 +117,18 @@ pub(in crate::store) fn cut_back(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::durable_len;
+
+    #[test]
+    fn the_durable_part_ends_before_the_first_line_with_a_nul() {
+        assert_eq!(durable_len(b""), 0);
+        assert_eq!(durable_len(b"a\nb\n"), 4);
+        assert_eq!(durable_len(b"a\nb\nhalf"), 4, "a torn line");
+        assert_eq!(durable_len(b"a\nb\n\0\0\0\0"), 4, "zeros past the end");
+        assert_eq!(durable_len(b"a\nb\0\0\nc\n"), 2, "zeros, then a page that made it");
+        assert_eq!(durable_len(b"\0\0\n"), 0);
+    }
+}
