@@ -1628,6 +1628,9 @@ fn each_record_once(l: &Local) {
     assert_eq!(ids.len(), journal.split_inclusive(|&b| b == b'\n').count());
 }
 
+/// A crash's effect on the files, by name.
+type Damage<'a> = (&'static str, Box<dyn Fn() + 'a>);
+
 #[test]
 fn a_feed_a_crash_left_short_or_zero_filled_is_repaired_byte_for_byte_on_open() {
     let l = Local::new(&["a", "b"]);
@@ -1649,10 +1652,10 @@ fn a_feed_a_crash_left_short_or_zero_filled_is_repaired_byte_for_byte_on_open() 
     let line = clean.0[1]
         .1
         .split_inclusive(|&b| b == b'\n')
-        .last()
+        .next_back()
         .unwrap()
         .len();
-    let cases: Vec<(&str, Box<dyn Fn()>)> = vec![
+    let cases: Vec<Damage<'_>> = vec![
         (
             "the tail truncated mid-line",
             Box::new(|| {

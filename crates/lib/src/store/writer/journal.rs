@@ -128,7 +128,11 @@ mod tests {
         assert_eq!(durable_len(b"a\nb\n"), 4);
         assert_eq!(durable_len(b"a\nb\nhalf"), 4, "a torn line");
         assert_eq!(durable_len(b"a\nb\n\0\0\0\0"), 4, "zeros past the end");
-        assert_eq!(durable_len(b"a\nb\0\0\nc\n"), 2, "zeros, then a page that made it");
+        assert_eq!(
+            durable_len(b"a\nb\0\0\nc\n"),
+            2,
+            "zeros, then a page that made it"
+        );
         assert_eq!(durable_len(b"\0\0\n"), 0);
     }
 }
