@@ -1683,6 +1683,10 @@ fn a_feed_a_crash_left_short_or_zero_filled_is_repaired_byte_for_byte_on_open() 
             }),
         ),
         (
+            "the sealed segment's end zero-filled, the newest whole",
+            Box::new(|| zero(&sealed, sealed_len - 700, 600)),
+        ),
+        (
             "a journal write that never became durable",
             Box::new(|| {
                 let mut j = clean.1.clone();

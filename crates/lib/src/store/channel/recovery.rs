@@ -8,6 +8,7 @@
 //! and how it is cut is `store::writer::recovery`'s.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use crate::core::ids::FeedId;
 use crate::store::channel::Channel;
@@ -18,24 +19,30 @@ use crate::store::writer::recovery::TAIL_WINDOW;
 /// which its feeds were last compared whole with their journals.
 pub const RECOVERED_BOOT: &str = "recovered-boot";
 
+/// How long before the journal's last write a segment written to counts as
+/// recent after a restart: far more than the kernel keeps a page dirty.
+const RECENT: Duration = Duration::from_secs(300);
+
 /// Where Linux names the current boot: it changes with every start of the
 /// kernel, so a page cache lost in a crash goes with a new one.
 const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 
 impl Channel {
-    /// Repairs each feed this device writes whose newest segment does not
-    /// end with the journal's last bytes
-    /// ([`crate::store::writer::feed::FeedWriter::matches_journal`]), under
-    /// its lock ([`crate::store::writer::feed::FeedWriter::recover`]);
-    /// returns how many needed it.
+    /// Repairs each feed this device writes whose segments do not end with
+    /// the journal's last bytes, under its lock
+    /// ([`crate::store::writer::feed::FeedWriter::recover`]); returns how
+    /// many needed it.
     ///
     /// Only a crash of the machine loses pages of the page cache, and it
     /// changes the boot id: while the id is the one [`RECOVERED_BOOT`] names,
     /// the feeds' last [`TAIL_WINDOW`] bytes are compared (what a process
-    /// that died mid-write can leave wrong); after a restart, or where no
-    /// boot id is to be had, the whole newest segment. When nothing is amiss
-    /// this costs a folder listing and two short reads per own feed, and no
-    /// key is loaded.
+    /// that died mid-write can leave wrong:
+    /// [`crate::store::writer::feed::FeedWriter::matches_journal`]); after a
+    /// restart, or where no boot id is to be had, every segment written to
+    /// within [`RECENT`] of the journal's last write
+    /// ([`crate::store::writer::feed::FeedWriter::recent_segments_match`]).
+    /// When nothing is amiss this costs a folder listing and two short reads
+    /// per own feed, and no key is loaded.
     pub fn recover_own_feeds(&self) -> StoreResult<usize> {
         let journals = self.state_dir.join("journal");
         let Ok(entries) = std::fs::read_dir(&journals) else {
@@ -45,7 +52,7 @@ impl Channel {
         let marker = self.state_dir.join(RECOVERED_BOOT);
         let same_boot =
             boot.is_some() && std::fs::read_to_string(&marker).ok().as_deref() == boot.as_deref();
-        let window = if same_boot { TAIL_WINDOW } else { u64::MAX };
+
         let mut amiss: HashSet<FeedId> = HashSet::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -56,7 +63,13 @@ impl Channel {
             else {
                 continue;
             };
-            if !self.feed_writer(feed.clone()).matches_journal(window)? {
+            let writer = self.feed_writer(feed.clone());
+            let whole = if same_boot {
+                writer.matches_journal(TAIL_WINDOW)?
+            } else {
+                writer.recent_segments_match(RECENT)?
+            };
+            if !whole {
                 amiss.insert(feed);
             }
         }

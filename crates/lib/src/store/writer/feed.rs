@@ -209,19 +209,21 @@ impl FeedWriter {
     ///   would have written them;
     /// - a feed ahead of the journal was written by someone else: refused.
     pub fn reconcile(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
-        self.reconcile_within(key, TAIL_WINDOW)
+        let whole = self.matches_journal(TAIL_WINDOW)?;
+        self.reconcile_cut(key, !whole)
     }
 
-    /// [`Self::reconcile`] after the machine stopped without writing its page
-    /// cache back: the whole newest segment is compared with the journal, so
-    /// a page lost before a later one that reached the disk is found too.
-    /// Call under [`Self::lock`].
+    /// [`Self::reconcile`] for a feed found amiss after the machine stopped
+    /// without writing its page cache back
+    /// ([`Self::recent_segments_match`]): every segment is compared with the
+    /// journal, so a page lost before a later one that reached the disk, or
+    /// in a segment sealed since, is found too. Call under [`Self::lock`].
     pub fn recover(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
-        self.reconcile_within(key, u64::MAX)
+        self.reconcile_cut(key, true)
     }
 
-    fn reconcile_within(&self, key: &VerifyingKey, window: u64) -> StoreResult<Option<Record>> {
-        if !self.matches_journal(window)? {
+    fn reconcile_cut(&self, key: &VerifyingKey, cut: bool) -> StoreResult<Option<Record>> {
+        if cut {
             self.cut_crash_damage()?;
         }
         let journal_tail = read_tail(&self.journal, u64::MAX)?;

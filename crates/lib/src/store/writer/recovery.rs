@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt as _;
+use std::time::Duration;
 
 use crate::store::error::{IoContext as _, StoreResult};
 use crate::store::folder::segments::{MAX_SEGMENT_BYTES, split_lines};
@@ -36,8 +37,7 @@ impl FeedWriter {
     /// `window` bytes of each file, one `pread` each. A process that died
     /// mid-write can only leave the feed's end wrong, so [`TAIL_WINDOW`]
     /// tells; a crash of the machine can lose any page not yet written back,
-    /// so after one the whole newest segment is compared (`u64::MAX`: at most
-    /// [`crate::store::folder::segments::SEGMENT_BYTES`] and a line). Needs no
+    /// so after one [`Self::recent_segments_match`] compares more. Needs no
     /// lock: a write in progress can only make it false, and false only costs
     /// [`Self::cut_crash_damage`].
     pub fn matches_journal(&self, window: u64) -> StoreResult<bool> {
@@ -89,6 +89,72 @@ impl FeedWriter {
             tail[0] == b'\n' && tail[1..] == bytes[..]
         };
         Ok(same)
+    }
+
+    /// After a restart of the machine: true when the feed's recent plain
+    /// segments, read in order and joined, are the journal's last bytes from
+    /// the start of a line. Recent means the newest one, and each before it
+    /// written to within `within` of the journal's last write (its mtime):
+    /// pages older than that had long been written back when the machine
+    /// stopped (Linux writes a dirty page back within about 30 seconds).
+    /// Reads those segments whole and as many bytes of the journal.
+    pub fn recent_segments_match(&self, within: Duration) -> StoreResult<bool> {
+        let journal_meta = match fs::metadata(&self.journal) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return self.matches_journal(u64::MAX);
+            }
+            Err(e) => return Err(e).at(&self.journal)?,
+        };
+        let journal_len = journal_meta.len();
+        let since = journal_meta
+            .modified()
+            .ok()
+            .and_then(|m| m.checked_sub(within));
+        if !self.has_dir()? {
+            return Ok(journal_len == 0);
+        }
+        let segments = list_segments(&self.dir)?;
+        let mut recent = Vec::new();
+        for seg in segments.iter().rev() {
+            if seg.gz {
+                break;
+            }
+            if !recent.is_empty() {
+                let modified = fs::symlink_metadata(&seg.path)
+                    .ok()
+                    .and_then(|m| m.modified().ok());
+                if since.is_none_or(|since| modified.is_none_or(|m| m < since)) {
+                    break;
+                }
+            }
+            recent.push(seg);
+        }
+        if recent.is_empty() {
+            return Ok(segments.is_empty() && journal_len == 0);
+        }
+        let mut joined = Vec::new();
+        for seg in recent.iter().rev() {
+            match folder_file::read_from(&seg.path, 0, MAX_SEGMENT_BYTES) {
+                Ok(b) => joined.extend_from_slice(&b),
+                Err(e) if skipped(&e) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let n = joined.len() as u64;
+        if n == 0 || n > journal_len {
+            return Ok(false);
+        }
+        let from = (journal_len - n).saturating_sub(1);
+        let mut tail = vec![0; (journal_len - from) as usize];
+        File::open(&self.journal)
+            .and_then(|f| f.read_exact_at(&mut tail, from))
+            .at(&self.journal)?;
+        Ok(if journal_len == n {
+            tail == joined
+        } else {
+            tail[0] == b'\n' && tail[1..] == joined[..]
+        })
     }
 
     /// Cuts what a crash of the machine left in the journal and the feed back
