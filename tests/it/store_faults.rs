@@ -1565,3 +1565,204 @@ fn a_journal_ending_in_a_non_record_is_a_fault_naming_it() {
         "{msg}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// A crash of the machine before the page cache reached the disk
+
+/// The feed's segments (name → bytes) and the journal of role `a`.
+fn feed_and_journal(l: &Local) -> (Vec<(String, Vec<u8>)>, Vec<u8>) {
+    let segs = list_segments(&l.feed_dir("a"))
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            let name = s.path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, fs::read(&s.path).unwrap())
+        })
+        .collect();
+    (segs, fs::read(journal_of(l)).unwrap())
+}
+
+fn journal_of(l: &Local) -> PathBuf {
+    let id = channel_id(l);
+    l.home.state_dir(&id).join("journal").join("a.jsonl")
+}
+
+/// Puts the feed's segments and the journal back as `clean` had them.
+fn put_back(l: &Local, clean: &(Vec<(String, Vec<u8>)>, Vec<u8>)) {
+    let dir = l.feed_dir("a");
+    for s in list_segments(&dir).unwrap() {
+        fs::remove_file(s.path).unwrap();
+    }
+    for (name, bytes) in &clean.0 {
+        fs::write(dir.join(name), bytes).unwrap();
+    }
+    fs::write(journal_of(l), &clean.1).unwrap();
+}
+
+/// Zeroes `len` bytes of `path` from `at` (the file's length kept), as a
+/// page that never reached the disk reads after the crash.
+fn zero(path: &Path, at: usize, len: usize) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[at..at + len].fill(0);
+    fs::write(path, bytes).unwrap();
+}
+
+/// What a restart of the machine leaves for the next open to see: its boot
+/// id is not the one the feeds were last found whole in.
+fn restart_machine(l: &Local) {
+    let state = l.home.state_dir(&channel_id(l));
+    let _ = fs::remove_file(state.join(countersign::store::RECOVERED_BOOT));
+}
+
+/// Each record id of the feed exactly once, and as many as the journal holds.
+fn each_record_once(l: &Local) {
+    let (segs, journal) = feed_and_journal(l);
+    let mut ids = std::collections::HashSet::new();
+    for (name, bytes) in &segs {
+        for line in bytes.split_inclusive(|&b| b == b'\n') {
+            let rec =
+                record::decode(&line[..line.len() - 1]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(ids.insert(rec.id), "{} published twice", rec.id.short());
+        }
+    }
+    assert_eq!(ids.len(), journal.split_inclusive(|&b| b == b'\n').count());
+}
+
+/// A crash's effect on the files, by name.
+type Damage<'a> = (&'static str, Box<dyn Fn() + 'a>);
+
+#[test]
+fn a_feed_a_crash_left_short_or_zero_filled_is_repaired_byte_for_byte_on_open() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "first", "one");
+    bulk_sends(&l, 520);
+    for i in 0..4 {
+        send(&mut s, "b", &format!("last {i}"), &"x".repeat(300));
+    }
+    drop(s);
+    let clean = feed_and_journal(&l);
+    assert_eq!(clean.0.len(), 2, "a sealed segment and the newest");
+    let (sealed, newest) = (
+        l.feed_dir("a").join(&clean.0[0].0),
+        l.feed_dir("a").join(&clean.0[1].0),
+    );
+    let newest_len = clean.0[1].1.len();
+    let sealed_len = clean.0[0].1.len();
+    let line = clean.0[1]
+        .1
+        .split_inclusive(|&b| b == b'\n')
+        .next_back()
+        .unwrap()
+        .len();
+    let cases: Vec<Damage<'_>> = vec![
+        (
+            "the tail truncated mid-line",
+            Box::new(|| {
+                let f = OpenOptions::new().write(true).open(&newest).unwrap();
+                f.set_len((newest_len - line - line / 2) as u64).unwrap();
+            }),
+        ),
+        (
+            "the last lines zero-filled, the length kept",
+            Box::new(|| zero(&newest, newest_len - 2 * line - 10, 2 * line + 10)),
+        ),
+        (
+            "a page lost between two that reached the disk",
+            Box::new(|| zero(&newest, newest_len - 3 * line, line + line / 2)),
+        ),
+        (
+            "the newest segment empty",
+            Box::new(|| fs::write(&newest, b"").unwrap()),
+        ),
+        (
+            "a new segment missing, the sealed one's end zero-filled",
+            Box::new(|| {
+                fs::remove_file(&newest).unwrap();
+                zero(&sealed, sealed_len - 500, 500);
+            }),
+        ),
+        (
+            "the sealed segment's end zero-filled, the newest whole",
+            Box::new(|| zero(&sealed, sealed_len - 700, 600)),
+        ),
+        (
+            "a journal write that never became durable",
+            Box::new(|| {
+                let mut j = clean.1.clone();
+                j.extend_from_slice(&clean.1[clean.1.len() - line..clean.1.len() - 40]);
+                j.extend_from_slice(&[0; 40]);
+                j.extend_from_slice(b"\n");
+                fs::write(journal_of(&l), j).unwrap();
+            }),
+        ),
+    ];
+    for (what, damage) in cases {
+        put_back(&l, &clean);
+        damage();
+        restart_machine(&l);
+        assert_ne!(feed_and_journal(&l), clean, "{what}: damaged");
+        // The next process to open the channel, whatever it does next.
+        drop(l.channel());
+        assert!(
+            feed_and_journal(&l) == clean,
+            "{what}: not repaired byte for byte"
+        );
+        each_record_once(&l);
+    }
+    // A separate process repairs the same way before it reads.
+    put_back(&l, &clean);
+    zero(&newest, newest_len - 2 * line, 2 * line);
+    restart_machine(&l);
+    let out = cli(&l.home_root(), &l.dir, &["status", "--role", "b"]);
+    assert!(out.stdout.starts_with(b"{"), "{out:?}");
+    assert!(feed_and_journal(&l) == clean, "repaired by the CLI");
+    // And another machine reads the whole feed, with nothing to report.
+    let mut r = reader(&l, "r");
+    let report = r.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(messages(&r), 525);
+    assert!(problems(&r).is_empty(), "{:?}", problems(&r));
+}
+
+#[test]
+fn a_peer_that_copied_a_zero_filled_feed_waits_then_takes_the_repair() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    for i in 0..6 {
+        send(&mut s, "b", &format!("m{i}"), &"y".repeat(200));
+    }
+    drop(s);
+    let clean = feed_and_journal(&l);
+    let seg = segment(&l.feed_dir("a"));
+    let lines = lines_of(&seg);
+    let len = fs::read(&seg).unwrap().len();
+    // A page lost in the middle of m3 and m4, m5 intact after it, and a
+    // folder sync that carried the file before the owner's machine came back.
+    let at = lines[..4].iter().map(Vec::len).sum::<usize>() + 20;
+    zero(&seg, at, lines[4].len());
+    let peer = l.tmp.path().join("peer");
+    copy_dir(&l.dir, &peer);
+    let mut r = local::open(&peer, &Home::at(l.tmp.path().join("r")));
+    let report = r.catch_up().unwrap();
+    assert_eq!(messages(&r), 3, "m0..m2; m5 waits for the lost seqs");
+    assert!(!report.waiting.is_empty(), "{report:?}");
+    assert!(local::quarantined(&r).is_empty(), "nothing is quarantined");
+    // The line that holds the NUL bytes is garbage, reported once.
+    let before = problems(&r);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0].0, "garbage");
+    // The owner's next open repairs the feed; the sync carries it.
+    restart_machine(&l);
+    drop(l.channel());
+    assert!(feed_and_journal(&l) == clean);
+    fs::copy(&seg, peer.join(seg.strip_prefix(&l.dir).unwrap())).unwrap();
+    assert!(len == fs::read(&seg).unwrap().len());
+    let report = r.catch_up().unwrap();
+    assert!(report.waiting.is_empty(), "{report:?}");
+    assert_eq!(messages(&r), 6);
+    assert!(local::quarantined(&r).is_empty());
+    assert_eq!(problems(&r), before, "nothing new to report");
+    let mut w = l.channel();
+    assert_eq!(digest(&mut r), digest(&mut w));
+}

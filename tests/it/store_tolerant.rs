@@ -5,14 +5,13 @@ use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::common::local::{Local, send};
+use crate::common::local::{self, Local, send};
 use countersign::core::hlc::Hlc;
 use countersign::core::ids::{FeedId, RecordId};
 use countersign::core::op::{Ids, Op};
 use countersign::core::record::{self, Header, Record};
-use countersign::store::KeyName;
 use countersign::store::survey::list_segments;
-use countersign::store::{Channel, Index};
+use countersign::store::{Channel, Home, Index, KeyName};
 use ed25519_dalek::SigningKey;
 
 /// A connection of the test's own to the index file: the index keeps its
@@ -101,7 +100,9 @@ fn a_torn_last_line_waits_until_it_is_complete() {
     fs::create_dir_all(&fresh).unwrap();
     fs::write(&seg, &whole[..last_line_start]).unwrap();
     append_raw(&seg, &line[..line.len() / 2]);
-    let mut reader = l.channel();
+    // Read on another machine: the writer's own home would repair the line
+    // from its journal on open.
+    let mut reader = local::open(&l.dir, &Home::at(l.tmp.path().join("reader")));
     reader.reindex(None).unwrap();
     assert_eq!(messages(&reader), 0, "a torn line must not be applied");
     assert!(

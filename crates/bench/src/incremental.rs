@@ -24,7 +24,7 @@ pub struct Incremental {
     pub fresh: Vec<Duration>,
     /// catch_up of one record its writer (another Channel) already ingested.
     pub known: Vec<Duration>,
-    /// The bulk write of that one record (journal + feed fsync).
+    /// The bulk write of that one record (the journal fsynced, the feed written).
     pub fs_append: Vec<Duration>,
     /// Channel::append of one record (the writer's whole store path).
     pub append: Vec<Duration>,

@@ -48,7 +48,7 @@ impl Machine {
             })
             .max_by_key(|(n, _)| *n)
             .map_or_else(|| "unknown filesystem".to_owned(), |(_, s)| s);
-        // fsync: what every durable append pays twice.
+        // fsync: what every durable append pays once (the journal's).
         let probe = scratch.join("fsync.probe");
         let mut f = fs::OpenOptions::new()
             .create(true)

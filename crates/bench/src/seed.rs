@@ -1,7 +1,7 @@
 //! The bench's throwaway channel: a scratch folder with its own home, and a
 //! channel of four roles seeded with N messages through the store's bulk
 //! path ([`BulkFeed`]): records chained and signed exactly as a normal append
-//! makes them, but fsynced once per file per batch.
+//! makes them, with one fsync (the journal's) per batch.
 
 use std::collections::VecDeque;
 use std::fs;
@@ -21,7 +21,7 @@ use countersign::store::survey;
 use countersign::store::{BulkFeed, now_ms};
 use countersign::store::{Channel, ChannelDir, Home};
 
-/// Records per bulk write (one fsync per file each).
+/// Records per bulk write (one fsync each, the journal's).
 const BATCH: usize = 2048;
 
 /// The throwaway folder; removed on drop unless kept.

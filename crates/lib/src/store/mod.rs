@@ -21,6 +21,7 @@ pub(crate) mod writer;
 // The surface the transports, the bench and the tests use; everything else
 // in the store is private to this crate.
 pub use channel::heartbeat::KEEP_ALIVE;
+pub use channel::recovery::RECOVERED_BOOT;
 pub use channel::{BulkFeed, Channel, Writer, now_ms};
 pub use error::{IoContext, PathError, StoreError, StoreResult};
 pub use fold::message::load_message;

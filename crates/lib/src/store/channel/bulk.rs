@@ -1,5 +1,5 @@
 //! Bulk loading: the records of one feed chained and signed in memory and
-//! written with one fsync per file per batch. `countersign-bench` seeds its
+//! written with one fsync per batch (the journal's). `countersign-bench` seeds its
 //! channel of 100,000 messages with it, and tests use it for long or
 //! past-dated histories. Not a write path for tools: nothing in the
 //! `countersign` binary calls it (so it is not linked into it).
@@ -140,8 +140,8 @@ impl BulkFeed {
         self.pending.len()
     }
 
-    /// Writes the pending records (journal, segments, head; one fsync per
-    /// file) and returns how many were written.
+    /// Writes the pending records (journal, segments, head; one fsync, the
+    /// journal's) and returns how many were written.
     pub fn flush(&mut self) -> StoreResult<usize> {
         self.writer
             .feed

@@ -2,13 +2,13 @@
 //! serialized write path.
 //!
 //! Owns the order of a write: feed lock → index write transaction → catch-up
-//! ingest → the caller's validation → seq and clock → sign → journal and feed
-//! append with fsync → ingest → commit. A refusal from the caller's validation
-//! rolls back and writes nothing. It does not know what the ops mean, and
-//! writes only what its caller hands it: looking a writer up writes nothing
-//! (a feed's first records are `app::announcement`'s), a catch-up folds and
-//! writes no record (admitting claims is `app::admission`'s), and key
-//! rotation and the refusals that name a command are `app`'s too.
+//! ingest → the caller's validation → seq and clock → sign → journal append
+//! with fsync → feed append → ingest → commit. A refusal from the caller's
+//! validation rolls back and writes nothing. It does not know what the ops
+//! mean, and writes only what its caller hands it: looking a writer up writes
+//! nothing (a feed's first records are `app::announcement`'s), a catch-up
+//! folds and writes no record (admitting claims is `app::admission`'s), and
+//! key rotation and the refusals that name a command are `app`'s too.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -35,6 +35,7 @@ use crate::store::writer::feed::{FeedWriter, Tails};
 
 mod bulk;
 pub mod heartbeat;
+pub mod recovery;
 pub use bulk::BulkFeed;
 
 /// The file that serializes index writers on this machine.
@@ -79,7 +80,9 @@ pub struct Channel {
 }
 
 impl Channel {
-    /// Opens `dir` with this device's `home` (creating the index if needed).
+    /// Opens `dir` with this device's `home` (creating the index if needed),
+    /// first repairing from the journals any own feed a crash of the machine
+    /// left short ([`Self::recover_own_feeds`]).
     pub fn open(dir: ChannelDir, home: Home) -> StoreResult<Self> {
         let device = home.device()?;
         let state_dir = home.state_dir(dir.id());
@@ -91,7 +94,7 @@ impl Channel {
             let _lock = FileLock::exclusive(&state_dir.join(INDEX_LOCK))?;
             Index::open(&Index::path_in(&state_dir), dir.id())?
         };
-        Ok(Self {
+        let channel = Self {
             dir,
             home,
             device,
@@ -100,7 +103,13 @@ impl Channel {
             cache: ScanCache::default(),
             heads: Heads::default(),
             tails: HashMap::new(),
-        })
+        };
+        // Before anything reads the feeds. A feed that cannot be repaired
+        // (someone else wrote it) is refused at its next write, not here.
+        if let Err(e) = channel.recover_own_feeds() {
+            tracing::warn!("own feeds not recovered: {e}");
+        }
+        Ok(channel)
     }
 
     /// The channel folder.
@@ -605,22 +614,8 @@ impl Channel {
             let left = match recs.as_slice() {
                 [one] => {
                     let publishing = writer.feed.begin_append(one, tails.as_ref())?;
-                    // The ingest reads the line back while the disk makes it
-                    // durable in the feed, on another thread: the two took
-                    // turns before, and each is a third of a write. Nothing
-                    // of the ingest is kept unless the sync succeeds (the
-                    // transaction commits after both), so the index never
-                    // holds a record the feed may lose.
-                    let (published, ingested) = std::thread::scope(|s| {
-                        let syncing = s.spawn(|| publishing.finish(&writer.key));
-                        let ingested = Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched);
-                        let published = syncing
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                        (published, ingested)
-                    });
-                    let (_, left) = published?;
-                    ingested?;
+                    let (_, left) = publishing.finish(&writer.key)?;
+                    Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
                     Some(left)
                 }
                 run => {

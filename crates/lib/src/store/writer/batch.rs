@@ -1,11 +1,11 @@
 //! The batch append, [`FeedWriter::append_batch`]: a run of records with one
-//! write and one fsync per file instead of two fsyncs per record. It seeds
+//! write per file and one fsync (the journal's) instead of one per record. It seeds
 //! large channels (benchmarks, imports) and writes the records of one tool
 //! call that must land together (a large upload's chunks): it writes exactly
 //! the bytes that record-by-record appends would (same journal lines, same
-//! segment splits, same `head.json`) but makes none of them durable before
-//! the whole run is, so a write through it is acknowledged only once it
-//! returns.
+//! segment splits, same `head.json`), and the whole run becomes durable at
+//! once, with the journal's fsync, so a write through it is acknowledged
+//! only once it returns.
 
 use std::fs;
 use std::path::PathBuf;
@@ -16,15 +16,13 @@ use crate::core::record::Record;
 use crate::store::error::StoreResult;
 use crate::store::folder::segments::{SEGMENT_BYTES, SEGMENT_RECORDS, segment_name};
 use crate::store::folder_file::{FileKind, FolderError, Refusal};
-use crate::store::writer::feed::{
-    FeedWriter, NewestSegment, append_durably, starts_file, sync_dir,
-};
+use crate::store::writer::feed::{FeedWriter, NewestSegment, append_to};
 use crate::store::writer::journal;
 
 impl FeedWriter {
     /// Appends a run of new records as if [`Self::begin_append`] and
     /// [`Publishing::finish`] had been called on each in turn, but with one
-    /// write and one fsync per file touched.
+    /// write per file touched and one fsync, the journal's.
     ///
     /// Contract:
     /// - call under [`Self::lock`] after [`Self::reconcile`], like `begin_append`;
@@ -36,12 +34,12 @@ impl FeedWriter {
     ///   same lines in the journal, the same segment boundaries (a segment
     ///   seals at [`SEGMENT_RECORDS`] records or [`SEGMENT_BYTES`], measured
     ///   before each record), and `head.json` naming the last record;
-    /// - durability comes at the end only: the journal is written and fsynced
-    ///   first, then each segment it touched is written and fsynced, then the
-    ///   feed folder if a segment was created. Nothing in the run is durable
-    ///   before the call returns; a crash part-way leaves a torn or short feed
-    ///   that [`Self::reconcile`] repairs from the journal, as after a crash in
-    ///   `append`;
+    /// - durability comes from the journal alone: it is written and fsynced
+    ///   first, then each segment the run touches is written, without fsync
+    ///   (nor of the folder for a new segment), as `append` does. A crash
+    ///   part-way, or before the page cache reached the disk, leaves a torn,
+    ///   short or zero-filled feed that [`Self::reconcile`] repairs from the
+    ///   journal, as after a crash in `append`;
     /// - every segment path is checked before anything is written; when a
     ///   segment write fails anyway, the journal is cut back to the records
     ///   already published, so what the caller was told failed is never
@@ -114,22 +112,15 @@ impl FeedWriter {
         // 2. The journal, whole, fsynced before anything is published.
         let before = journal::append(&self.journal, lines.concat().as_bytes())?;
 
-        // 3. The segments.
-        let mut created = false;
+        // 3. The segments, not fsynced: the journal holds the run durably.
         let mut published = 0;
         for (path, bytes, n) in &runs {
-            match append_durably(path, bytes) {
-                Ok(offset) => created |= starts_file(offset),
-                Err(e) => {
-                    let kept: u64 = lines[..published].iter().map(|l| l.len() as u64).sum();
-                    let rest: Vec<&Record> = records[published..].iter().collect();
-                    return Err(journal::cut_back(&self.journal, before + kept, &rest, e));
-                }
+            if let Err(e) = append_to(path, bytes) {
+                let kept: u64 = lines[..published].iter().map(|l| l.len() as u64).sum();
+                let rest: Vec<&Record> = records[published..].iter().collect();
+                return Err(journal::cut_back(&self.journal, before + kept, &rest, e));
             }
             published += n;
-        }
-        if created {
-            sync_dir(&self.dir)?;
         }
 
         // 4. The head hint, once, for the last record.

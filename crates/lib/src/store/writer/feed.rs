@@ -1,12 +1,13 @@
 //! The feed writer: this device's append to its own feed of one role,
-//! journal first, then the published segment, each fsynced, under the
-//! feed's lock, and the repair of the feed from the journal after a crash.
+//! journal first (fsynced: the one durability point of a write), then the
+//! published segment (not fsynced), under the feed's lock, and the repair
+//! of the feed from the journal after a crash.
 //!
 //! Reading segments is `folder::segments`; the journal's own writes are
 //! `writer::journal`; it does not verify other devices' records (ingest does).
 
-use std::fs::{self, File};
-use std::io::{Seek as _, SeekFrom, Write as _};
+use std::fs;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -24,14 +25,14 @@ use crate::store::folder::survey::list_segments;
 use crate::store::folder_file::{self, FolderError};
 use crate::store::home::lock::FileLock;
 use crate::store::writer::journal;
+use crate::store::writer::recovery::TAIL_WINDOW;
 use crate::store::writer::tail::{decode_tail, read_tail, truncate_torn};
+
 /// Where an append landed, so the caller can advance its cursor.
 #[derive(Clone, Debug)]
 pub struct Appended {
     /// The segment written.
     pub path: PathBuf,
-    /// Offset of the new line.
-    pub offset: u64,
 }
 
 /// What an append left on disk, remembered by the process that made it so
@@ -71,34 +72,24 @@ pub(super) fn stamp(path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
     Ok((m.len(), m.modified().ok()))
 }
 
-/// A record durable in the journal and written to its feed segment, not yet
-/// durably there ([`FeedWriter::begin_append`]).
-#[must_use = "the record is not durable in the feed until `finish`"]
+/// A record durable in the journal and written to its feed segment, its
+/// head not yet rewritten ([`FeedWriter::begin_append`]).
+#[must_use = "the head and the tails come from `finish`"]
 pub struct Publishing<'w> {
     writer: &'w FeedWriter,
     rec: &'w Record,
-    file: File,
     at: Appended,
     segment_first: u64,
-    journal_before: u64,
 }
 
 impl Publishing<'_> {
-    /// Waits until the line is durable in the feed, then rewrites the head
-    /// hint. Returns where the line landed and the tails the append leaves.
-    /// Should the sync fail, the journal is cut back as when writing the
-    /// line fails: the record the caller is told failed is never published
-    /// by a later reconcile.
+    /// Rewrites the head hint. Returns where the line landed and the tails
+    /// the append leaves. The segment is not fsynced: the journal is the
+    /// durable copy, and whatever a crash of the machine takes from the feed
+    /// is written back from it by the next process that opens the channel
+    /// ([`FeedWriter::reconcile`]).
     pub fn finish(self, key: &SigningKey) -> StoreResult<(Appended, Tails)> {
         let w = self.writer;
-        if let Err(e) = w.sync_published(&self.file, &self.at) {
-            return Err(journal::cut_back(
-                &w.journal,
-                self.journal_before,
-                &[self.rec],
-                e,
-            ));
-        }
         w.write_head(self.rec, key);
         let tails = Tails {
             journal: stamp(&w.journal)?,
@@ -172,7 +163,7 @@ impl FeedWriter {
     /// True when the feed folder stands as a real directory; false when it
     /// does not exist yet. A symlink or a file in its place (or above it) is
     /// refused: this device never writes through one.
-    fn has_dir(&self) -> StoreResult<bool> {
+    pub(super) fn has_dir(&self) -> StoreResult<bool> {
         let role_dir = self.dir.parent().unwrap_or(&self.dir);
         for dir in [&self.root.join("feeds"), role_dir, &self.dir] {
             if !folder_file::real_dir(dir)? {
@@ -202,11 +193,36 @@ impl FeedWriter {
     /// Brings the published feed in line with the journal and returns the
     /// last record (`None` for a new feed). Call under [`Self::lock`].
     ///
+    /// - what a crash left (a journal write that never became durable,
+    ///   segments short, zero-filled or missing) is cut back to what the
+    ///   journal holds ([`Self::cut_crash_damage`]), unless the newest
+    ///   segment ends with the journal's last bytes, the common case, told by
+    ///   reading the two ends ([`Self::matches_journal`] with
+    ///   [`TAIL_WINDOW`]: what a process that died mid-write can leave; after
+    ///   a crash of the machine, [`Self::recover`] compares more);
     /// - a torn last line (crash mid-write) is cut off;
-    /// - records in the journal missing from the feed (a stale copy came
-    ///   back) are published again;
+    /// - records in the journal missing from the feed (lost in a crash, or
+    ///   a stale copy came back) are published again, where a clean run
+    ///   would have written them;
     /// - a feed ahead of the journal was written by someone else: refused.
     pub fn reconcile(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
+        let whole = self.matches_journal(TAIL_WINDOW)?;
+        self.reconcile_cut(key, !whole)
+    }
+
+    /// [`Self::reconcile`] for a feed found amiss after the machine stopped
+    /// without writing its page cache back
+    /// ([`Self::recent_segments_match`]): every segment is compared with the
+    /// journal, so a page lost before a later one that reached the disk, or
+    /// in a segment sealed since, is found too. Call under [`Self::lock`].
+    pub fn recover(&self, key: &VerifyingKey) -> StoreResult<Option<Record>> {
+        self.reconcile_cut(key, true)
+    }
+
+    fn reconcile_cut(&self, key: &VerifyingKey, cut: bool) -> StoreResult<Option<Record>> {
+        if cut {
+            self.cut_crash_damage()?;
+        }
         let journal_tail = read_tail(&self.journal, u64::MAX)?;
         if let Some(t) = &journal_tail {
             truncate_torn(&self.journal, t)?;
@@ -277,8 +293,7 @@ impl FeedWriter {
             if let Ok(rec) = line.record
                 && !published.contains(&(rec.id, rec.sig.to_bytes()))
             {
-                let (file, at) = self.publish(&rec, None)?;
-                self.sync_published(&file, &at)?;
+                self.publish(&rec, None)?;
                 n += 1;
             }
         }
@@ -343,16 +358,15 @@ impl FeedWriter {
         Ok(None)
     }
 
-    /// Appends a new record: it is made durable in the journal and written
-    /// to the feed, not yet durably (call under [`Self::lock`] after
+    /// Appends a new record: it is made durable in the journal (fsynced)
+    /// and written to the feed (call under [`Self::lock`] after
     /// [`Self::reconcile`]). With the [`Tails`] the previous append of this
     /// process left, if [`Self::still_holds`] said they hold, the newest
-    /// segment is known without listing the folder. When publishing fails,
-    /// the journal is cut back to where it was, so the record that the
-    /// caller was told failed is never published later by a reconcile. The feed holds
-    /// it for readers as soon as this returns, so a caller may read it back
-    /// (ingest it) while [`Publishing::finish`] waits for the disk; what it
-    /// builds from it must not be kept unless `finish` succeeds.
+    /// segment is known without listing the folder. The feed holds the
+    /// record for readers as soon as this returns; [`Publishing::finish`]
+    /// rewrites the head. When publishing fails, the journal is cut back to
+    /// where it was, so the record that the caller was told failed is never
+    /// published later by a reconcile.
     pub fn begin_append<'w>(
         &'w self,
         rec: &'w Record,
@@ -360,7 +374,7 @@ impl FeedWriter {
     ) -> StoreResult<Publishing<'w>> {
         let journal_before = journal::append(&self.journal, rec.to_line().as_bytes())?;
         let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
-        let (file, at) = match self.publish(rec, newest) {
+        let at = match self.publish(rec, newest) {
             Ok(written) => written,
             Err(e) => return Err(journal::cut_back(&self.journal, journal_before, &[rec], e)),
         };
@@ -372,10 +386,8 @@ impl FeedWriter {
         Ok(Publishing {
             writer: self,
             rec,
-            file,
             at,
             segment_first,
-            journal_before,
         })
     }
 
@@ -391,10 +403,10 @@ impl FeedWriter {
 
     /// Makes sure the feed folder stands as a real directory, creating it on
     /// first use; a symlink or a file in its place or above it is refused.
+    /// Not fsynced, like the segments: a folder a crash lost is made again
+    /// by the repair that publishes its records again.
     pub(super) fn make_dir(&self) -> StoreResult<()> {
-        if folder_file::ensure_real_dirs(&self.root, &self.dir)? {
-            sync_dir(self.dir.parent().expect("feed dir has a parent"))?;
-        }
+        folder_file::ensure_real_dirs(&self.root, &self.dir)?;
         Ok(())
     }
 
@@ -415,14 +427,15 @@ impl FeedWriter {
         Ok(None)
     }
 
-    /// Writes `rec` to the newest segment, starting a new one when it is full.
+    /// Writes `rec` to the newest segment, starting a new one when it is full,
+    /// without fsync (the journal holds it durably).
     /// `newest` is the newest segment (path, first seq, size) when the caller
     /// knows it; otherwise the folder is listed.
     pub(super) fn publish(
         &self,
         rec: &Record,
         newest: Option<NewestSegment>,
-    ) -> StoreResult<(File, Appended)> {
+    ) -> StoreResult<Appended> {
         self.make_dir()?;
         let newest = match newest {
             Some(n) => Some((n, false)),
@@ -441,25 +454,14 @@ impl FeedWriter {
             }
         };
         let line = rec.to_line();
-        let (file, offset) = append_to(&path, line.as_bytes())?;
-        let at = Appended { path, offset };
-        Ok((file, at))
-    }
-
-    /// Makes a line [`Self::publish`] wrote durable: the segment, and the
-    /// folder when the segment is new.
-    pub(super) fn sync_published(&self, file: &File, at: &Appended) -> StoreResult<()> {
-        file.sync_data().at(&at.path)?;
-        if starts_file(at.offset) {
-            sync_dir(&self.dir)?;
-        }
-        Ok(())
+        append_to(&path, line.as_bytes())?;
+        Ok(Appended { path })
     }
 
     /// Rewrites `head.json` for `rec`. The head is a hint rebuilt on every
     /// append, so it is not fsynced, and failing to write it does not fail
-    /// the append (the record is durable by then): something in its way is
-    /// reported by ingest.
+    /// the append (the record is durable in the journal by then): something
+    /// in its way is reported by ingest.
     ///
     /// A head that stands as a plain file is written over in place: replacing
     /// it by a rename cost more than the rest of the write on ext4 (a new
@@ -492,32 +494,19 @@ impl FeedWriter {
     }
 }
 
-/// Appends bytes to a segment with one write, not synced; returns the file
-/// and the offset they start at. Only a regular file is written, never
-/// through a symlink.
-pub(super) fn append_to(path: &Path, bytes: &[u8]) -> StoreResult<(File, u64)> {
+/// Appends bytes to a segment with one write, not synced; returns the
+/// offset they start at. Only a regular file is written, never through a
+/// symlink.
+pub(super) fn append_to(path: &Path, bytes: &[u8]) -> StoreResult<()> {
     let mut f = folder_file::open_append(path)?;
-    let offset = f.seek(SeekFrom::End(0)).at(path)?;
     f.write_all(bytes).at(path)?;
-    Ok((f, offset))
+    Ok(())
 }
 
-/// [`append_to`], then fsynced; returns the offset the bytes start at.
-pub(super) fn append_durably(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
-    let (f, offset) = append_to(path, bytes)?;
-    f.sync_data().at(path)?;
-    Ok(offset)
-}
-
-/// Whether an append at `offset` created its file, so that the folder must
-/// be synced too. A new file starts empty; one that was there has bytes
-/// (segments never stand empty for long, and a wrongly empty one only costs
-/// a folder sync).
-pub(super) fn starts_file(offset: u64) -> bool {
-    offset == 0
-}
-
+/// Syncs a folder's entries (a sealed segment's gzip form replacing it).
 pub(super) fn sync_dir(dir: &Path) -> StoreResult<()> {
-    File::open(dir).and_then(|f| f.sync_all()).at(dir)?;
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .at(dir)?;
     Ok(())
 }

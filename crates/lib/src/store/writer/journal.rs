@@ -42,9 +42,14 @@ pub(in crate::store) fn rebuild<'r>(
 
 /// Appends to the journal durably, making its folder on first use only
 /// (not a `mkdir` per append). Returns the journal's length before.
+///
+/// This fsync is the one a write waits for: the published segment is
+/// written after it without one. A journal just created also has its
+/// folder synced, once, so that its name survives a crash with its bytes.
 pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
-    if !path.exists() {
-        let parent = path.parent().expect("journal has a parent");
+    let parent = path.parent().expect("journal has a parent");
+    let new = !path.exists();
+    if new {
         fs::create_dir_all(parent).at(parent)?;
     }
     let mut f = OpenOptions::new()
@@ -55,7 +60,35 @@ pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
     let offset = f.seek(SeekFrom::End(0)).at(path)?;
     f.write_all(bytes).at(path)?;
     f.sync_data().at(path)?;
+    if new {
+        File::open(parent).and_then(|d| d.sync_all()).at(parent)?;
+    }
     Ok(offset)
+}
+
+/// Where the durable part of a journal read whole ends: before its first
+/// line holding a NUL byte, or else after its last complete line. A record
+/// line never holds a NUL (JSON escapes it), so one there is a write whose
+/// fsync never finished when the machine stopped (its pages reached the
+/// disk as zeros), and it was the last write: each earlier one was durable
+/// before the next began. Nothing after it was ever acknowledged.
+pub(in crate::store) fn durable_len(bytes: &[u8]) -> usize {
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    match bytes[..complete].iter().position(|&b| b == 0) {
+        Some(nul) => bytes[..nul]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1),
+        None => complete,
+    }
+}
+
+/// Cuts the journal at `path` to `len` bytes, durably.
+pub(in crate::store) fn cut(path: &Path, len: u64) -> StoreResult<()> {
+    let f = OpenOptions::new().write(true).open(path).at(path)?;
+    f.set_len(len).at(path)?;
+    f.sync_all().at(path)?;
+    Ok(())
 }
 
 /// Takes `unpublished` back out of the journal after publishing them
@@ -82,5 +115,24 @@ pub(in crate::store) fn cut_back(
             failed: Box::new(failed),
             records: unpublished.iter().map(|r| r.id.short()).collect(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::durable_len;
+
+    #[test]
+    fn the_durable_part_ends_before_the_first_line_with_a_nul() {
+        assert_eq!(durable_len(b""), 0);
+        assert_eq!(durable_len(b"a\nb\n"), 4);
+        assert_eq!(durable_len(b"a\nb\nhalf"), 4, "a torn line");
+        assert_eq!(durable_len(b"a\nb\n\0\0\0\0"), 4, "zeros past the end");
+        assert_eq!(
+            durable_len(b"a\nb\0\0\nc\n"),
+            2,
+            "zeros, then a page that made it"
+        );
+        assert_eq!(durable_len(b"\0\0\n"), 0);
     }
 }

@@ -1,6 +1,7 @@
 //! Appending this device's records: the journal that makes a write
-//! durable, the feed writer that publishes it to the shared folder, bulk
-//! appends, and compressing sealed segments.
+//! durable (its fsync is the only one a write waits for), the feed writer
+//! that publishes it to the shared folder, bulk appends, the recovery of a
+//! feed after the machine stopped, and compressing sealed segments.
 //!
 //! Owns the order of a write (journal first, then the folder) and the
 //! repair of a feed from its journal; it never reads other devices' feeds
@@ -9,5 +10,6 @@
 mod batch;
 pub mod feed;
 mod journal;
+pub mod recovery;
 pub mod seal;
 mod tail;
