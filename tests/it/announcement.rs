@@ -3,8 +3,9 @@
 //! `admit` and the feed's `feed_init`, once.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::common::files;
 use crate::common::local::{Local, open, send};
 use countersign::app::announcement::announce;
 use countersign::core::ids::{FeedId, OWNER_FEED_ROLE, Role};
@@ -12,21 +13,6 @@ use countersign::core::op::{Admit, FeedInit, Op};
 use countersign::core::record::{self, Record};
 use countersign::store::Home;
 use countersign::store::survey::list_segments;
-
-/// Every file under `dir` with its bytes.
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push((p.clone(), fs::read(&p).unwrap()));
-        }
-    }
-    out.sort();
-    out
-}
 
 /// The records of the feed folder `dir`, in order (none if it is missing).
 fn records(dir: &Path) -> Vec<Record> {

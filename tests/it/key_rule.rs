@@ -7,6 +7,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::common::files;
 use crate::common::local::{Local, quarantined, send};
 use countersign::app::{key_rotation, membership};
 use countersign::core::hlc::Hlc;
@@ -246,21 +247,6 @@ fn a_local_admit_or_rotation_naming_an_unusable_key_is_refused_and_writes_nothin
     .to_string();
     assert!(e.contains("small order"), "{e}");
     assert_eq!(files(&owner_dir), before, "the owner's feed is as it was");
-}
-
-/// Every file under `dir` with its bytes.
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push((p.clone(), fs::read(&p).unwrap()));
-        }
-    }
-    out.sort();
-    out
 }
 
 /// A lost-key replacement naming an unusable device id or public key is a

@@ -311,6 +311,21 @@ pub fn sha256_hex(s: &str) -> String {
     hex::encode(sha2::Sha256::digest(s.as_bytes()))
 }
 
+/// Every file under `dir` (recursively) with its bytes, sorted by path.
+pub fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Copies a folder tree as a second machine would receive it (regular files
 /// and folders only; the suites that use it never plant links).
 pub fn copy_dir(from: &Path, to: &Path) {

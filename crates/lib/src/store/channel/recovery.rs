@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::core::ids::FeedId;
 use crate::store::channel::Channel;
 use crate::store::error::StoreResult;
-use crate::store::writer::recovery::TAIL_WINDOW;
+use crate::store::writer::tail::TAIL_WINDOW;
 
 /// The file in a channel's state folder naming the boot of this machine in
 /// which its feeds were last compared whole with their journals.

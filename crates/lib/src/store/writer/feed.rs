@@ -25,8 +25,7 @@ use crate::store::folder::survey::list_segments;
 use crate::store::folder_file::{self, FolderError};
 use crate::store::home::lock::FileLock;
 use crate::store::writer::journal;
-use crate::store::writer::recovery::TAIL_WINDOW;
-use crate::store::writer::tail::{decode_tail, read_tail, truncate_torn};
+use crate::store::writer::tail::{TAIL_WINDOW, decode_tail, read_tail, truncate_torn};
 
 /// Where an append landed, so the caller can advance its cursor.
 #[derive(Clone, Debug)]

@@ -12,4 +12,4 @@ pub mod feed;
 mod journal;
 pub mod recovery;
 pub mod seal;
-mod tail;
+pub(in crate::store) mod tail;

@@ -24,18 +24,13 @@ use crate::store::folder_file::{self, FolderError};
 use crate::store::writer::feed::FeedWriter;
 use crate::store::writer::journal;
 
-/// How many bytes of the feed's end [`FeedWriter::matches_journal`] compares
-/// when the machine has not restarted since the feed was last found whole:
-/// more than a torn line or a journal ahead of the feed can hide in.
-pub const TAIL_WINDOW: u64 = 4096;
-
 impl FeedWriter {
     /// True when the newest segment's last `window` bytes (all of it when it
     /// is shorter; then it must start where a journal line does) are the
     /// journal's last bytes: every record the journal holds is in the feed,
     /// and nothing a crash did is left in what was compared. Reads at most
     /// `window` bytes of each file, one `pread` each. A process that died
-    /// mid-write can only leave the feed's end wrong, so [`TAIL_WINDOW`]
+    /// mid-write can only leave the feed's end wrong, so [`TAIL_WINDOW`](crate::store::writer::tail::TAIL_WINDOW)
     /// tells; a crash of the machine can lose any page not yet written back,
     /// so after one [`Self::recent_segments_match`] compares more. Needs no
     /// lock: a write in progress can only make it false, and false only costs

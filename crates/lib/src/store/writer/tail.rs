@@ -9,6 +9,11 @@ use crate::core::record::{self, MAX_LINE, Record};
 use crate::store::error::{IoContext as _, StoreError, StoreResult};
 use crate::store::folder_file::{self, FolderError, Refusal};
 
+/// How many bytes of the feed's end `FeedWriter::matches_journal` compares
+/// when the machine has not restarted since the feed was last found whole:
+/// more than a torn line or a journal ahead of the feed can hide in.
+pub const TAIL_WINDOW: u64 = 4096;
+
 /// The last complete line of a file and where the file's complete part ends.
 pub(in crate::store) struct Tail {
     /// The last complete line (without `\n`), if any.
