@@ -9,7 +9,7 @@
 
 use super::Index;
 use super::debts::{ADDRESSED, BLOCKER_ALIVE};
-use super::rows::FromRow;
+use super::rows::{FromRow, Named};
 use crate::store::error::{StoreError, StoreResult};
 
 /// Where the ball of a work status lies for the role asking.
@@ -70,7 +70,7 @@ struct WorkMove {
 }
 
 impl FromRow for WorkMove {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: r.get("id")?,
             topic: r.get("topic")?,

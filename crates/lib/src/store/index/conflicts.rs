@@ -9,7 +9,7 @@
 use rusqlite::params;
 
 use super::Index;
-use super::rows::{At, FromRow};
+use super::rows::{At, FromRow, Named};
 use crate::store::error::StoreResult;
 
 /// What a conflicted record acted on.
@@ -54,7 +54,7 @@ struct Conflicted {
 }
 
 impl FromRow for Conflicted {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let at = At {
             table: "messages",
@@ -71,7 +71,7 @@ impl FromRow for Conflicted {
 struct LostPinWrite(StandingConflict);
 
 impl FromRow for LostPinWrite {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self(StandingConflict {
             record: r.get("record")?,
             op: "pin_set".to_owned(),

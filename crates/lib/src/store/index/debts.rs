@@ -9,7 +9,7 @@ use rusqlite::params;
 
 use super::Index;
 use super::messages::{MESSAGE_COLUMNS, MessageRow, VIEWER_STATE};
-use super::rows::{At, FromRow};
+use super::rows::{At, FromRow, Named};
 use crate::store::error::StoreResult;
 
 /// "The blocker of `m` is alive": it exists, is not deleted, and is not a
@@ -133,7 +133,7 @@ pub struct DebtSpan {
 }
 
 impl FromRow for OpenDebt {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: r.get("id")?,
             topic: r.get("topic")?,
@@ -143,7 +143,7 @@ impl FromRow for OpenDebt {
 }
 
 impl FromRow for PendingResolution {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: r.get("id")?,
             topic: r.get("topic")?,
@@ -155,7 +155,7 @@ impl FromRow for PendingResolution {
 }
 
 impl FromRow for DebtLine {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let at = At {
             table: "messages",
@@ -179,7 +179,7 @@ impl FromRow for DebtLine {
 }
 
 impl FromRow for DebtSpan {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         // The covering indexes hold the rowid, not the id.
         let row = format!("with rowid {}", r.get::<_, i64>("row")?);
         let at = At {

@@ -1,7 +1,7 @@
 //! Lifecycle events of messages, as folded (`core::message::Event`).
 
 use super::Index;
-use super::rows::FromRow;
+use super::rows::{FromRow, Named};
 use crate::store::error::StoreResult;
 
 /// One lifecycle event.
@@ -18,7 +18,7 @@ pub struct EventRow {
 }
 
 impl FromRow for EventRow {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             event: r.get("event")?,
             role: r.get("role")?,

@@ -2,7 +2,7 @@
 //! records they brought.
 
 use super::Index;
-use super::rows::FromRow;
+use super::rows::{FromRow, Named};
 use crate::store::error::{SqlContext as _, StoreResult};
 
 /// An admitted feed, as the index holds it.
@@ -38,7 +38,7 @@ pub struct RecordLine {
 }
 
 impl FromRow for AdmittedFeed {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             feed: r.get("feed")?,
             pubkey: r.get("pubkey")?,

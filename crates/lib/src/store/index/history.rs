@@ -11,7 +11,7 @@ use rusqlite::params;
 
 use super::Index;
 use super::proposals::CastVote;
-use super::rows::{At, FromRow};
+use super::rows::{At, FromRow, Named};
 use crate::core::op::{Op, OpKind};
 use crate::core::record;
 use crate::store::error::StoreResult;
@@ -134,7 +134,7 @@ impl Index {
 }
 
 impl FromRow for MessageHead {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             from: r.get("from_role")?,
             topic: r.get("topic")?,
@@ -151,7 +151,7 @@ impl FromRow for MessageHead {
 struct Touched(Option<Touch>);
 
 impl FromRow for Touched {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let body: String = r.get("body")?;
         let op = match record::decode_body(&body) {

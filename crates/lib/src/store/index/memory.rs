@@ -8,7 +8,7 @@
 //! `core::memory` does.
 
 use super::Index;
-use super::rows::{At, FromRow};
+use super::rows::{At, FromRow, Named};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::provenance::Provenance;
@@ -186,7 +186,7 @@ struct SummaryText {
 }
 
 impl FromRow for SummaryText {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let at = At {
             table: "summaries",
@@ -200,7 +200,7 @@ impl FromRow for SummaryText {
 }
 
 impl FromRow for SummaryRow {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let line: String = r.get("line")?;
         let at = At {
@@ -223,7 +223,7 @@ impl FromRow for SummaryRow {
 struct MemoryMessage(MemoryItem);
 
 impl FromRow for MemoryMessage {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let role: String = r.get("from_role")?;
         let at = At {

@@ -13,7 +13,7 @@ use rusqlite::types::Value as Sql;
 use serde_json::Value;
 
 use super::Index;
-use super::rows::{At, FromRow};
+use super::rows::{At, FromRow, Named};
 use crate::core::ids::{RecordId, Role};
 use crate::core::vocab::{DebtStatus, Kind, WorkStatus};
 use crate::store::error::StoreResult;
@@ -99,9 +99,9 @@ macro_rules! col {
 
 /// Column `i` of a message row; a debug build checks the statement named it
 /// as [`VIEWED_COLUMNS`] does (a query that selected otherwise).
-fn viewed<T: rusqlite::types::FromSql>(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<T> {
+fn viewed<T: rusqlite::types::FromSql>(r: &Named<'_, '_>, i: usize) -> rusqlite::Result<T> {
     debug_assert_eq!(
-        r.as_ref().column_name(i).ok(),
+        r.name(i),
         Some(VIEWED_COLUMNS[i]),
         "message query selects column {i} otherwise"
     );
@@ -194,7 +194,7 @@ impl FromRow for MessageRow {
     /// Reads [`MESSAGE_COLUMNS`] followed by `read_ms, opened_ms`, each
     /// stored id, role and state parsed and each JSON column decoded: a
     /// value that does not is an error naming it, not a default.
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let raw_id: String = col!(r, "id")?;
         let at = At {
             table: "messages",
@@ -293,7 +293,7 @@ pub struct TrafficLine {
 }
 
 impl FromRow for TrafficLine {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let at = At {
             table: "messages",
@@ -319,7 +319,7 @@ struct Audience {
 }
 
 impl FromRow for Audience {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let at = At {
             table: "messages",
@@ -370,7 +370,7 @@ pub struct PrefixMatch {
 }
 
 impl FromRow for PrefixMatch {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: r.get("id")?,
             deleted: r.get("deleted")?,

@@ -10,7 +10,7 @@
 use rusqlite::params;
 
 use super::Index;
-use super::rows::{At, FromRow, Stored};
+use super::rows::{At, FromRow, Stored, Named};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::note::NoteKind;
@@ -85,7 +85,7 @@ impl Stored for NoteKind {
 }
 
 impl FromRow for NoteRow {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let kind: String = r.get("kind")?;
         let at = At {
@@ -116,7 +116,7 @@ impl FromRow for NoteRow {
 struct NoteAt(RecordId, i64);
 
 impl FromRow for NoteAt {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let at = At {
             table: "notes",

@@ -4,7 +4,7 @@
 //! queries only read them.
 
 use super::Index;
-use super::rows::FromRow;
+use super::rows::{FromRow, Named};
 use crate::store::error::StoreResult;
 
 /// The current version of a key: the one with the highest position.
@@ -51,7 +51,7 @@ pub struct PinVersion {
 }
 
 impl FromRow for PinVersion {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             record: r.get("record")?,
             key: r.get("key")?,

@@ -11,7 +11,7 @@ use std::fmt;
 use rusqlite::params;
 
 use super::Index;
-use super::rows::FromRow;
+use super::rows::{FromRow, Named};
 use crate::store::error::StoreResult;
 
 /// What kind of problem a line, file or feed has.
@@ -240,7 +240,7 @@ impl Index {
 }
 
 impl FromRow for Problem {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             kind: r.get("kind")?,
             path: r.get("path")?,

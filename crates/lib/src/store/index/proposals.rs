@@ -8,7 +8,7 @@ use rusqlite::params;
 
 use super::Index;
 use super::messages::{MESSAGE_COLUMNS, MessageRow, VIEWER_STATE};
-use super::rows::{At, FromRow};
+use super::rows::{At, FromRow, Named};
 use crate::store::error::StoreResult;
 
 /// "This proposal waits for the decision of role ?1" (a condition on
@@ -60,7 +60,7 @@ pub struct AwaitedProposal {
 }
 
 impl FromRow for OpenProposal {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         let id: String = r.get("id")?;
         let at = At {
             table: "messages",
@@ -80,7 +80,7 @@ impl FromRow for OpenProposal {
 }
 
 impl FromRow for CastVote {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             role: r.get("role")?,
             decision: r.get("decision")?,
@@ -92,7 +92,7 @@ impl FromRow for CastVote {
 }
 
 impl FromRow for AwaitedProposal {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: r.get("id")?,
             topic: r.get("topic")?,

@@ -11,6 +11,7 @@
 //! naming its table, column and row ([`CorruptColumn`]), never a default:
 //! the index is a cache, and a damaged one is rebuilt, not read around.
 
+use std::cell::Cell;
 use std::str::FromStr;
 
 use rusqlite::types::{FromSql, Type};
@@ -26,13 +27,81 @@ use crate::store::error::{CorruptColumn, SqlContext as _, StoreError, StoreResul
 /// whose meaning the SELECT beside it spells).
 pub trait FromRow: Sized {
     /// Reads one row.
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self>;
+    fn from_row(row: &Named<'_, '_>) -> rusqlite::Result<Self>;
+}
+
+/// One row with its statement's column names, read once per query.
+///
+/// rusqlite finds a column by name by asking SQLite for every column's name
+/// (a C string, measured with `strlen`) until one matches, for every value
+/// of every row: on the status call's row-heavy queries that was a tenth of
+/// the call. Here a name is compared with the names read once, starting
+/// after the column found last, so reading the columns in the order
+/// selected costs one comparison each.
+pub struct Named<'r, 's> {
+    row: &'r Row<'s>,
+    names: &'r [String],
+    next: Cell<usize>,
+}
+
+impl<'r, 's> Named<'r, 's> {
+    /// `row`, whose statement names its columns `names`.
+    pub fn new(row: &'r Row<'s>, names: &'r [String]) -> Self {
+        Self {
+            row,
+            names,
+            next: Cell::new(0),
+        }
+    }
+
+    /// The value of a column, by name or by place.
+    pub fn get<I: Column, T: FromSql>(&self, column: I) -> rusqlite::Result<T> {
+        self.row.get(column.place(self)?)
+    }
+
+    /// The name of column `i`, if there is one.
+    pub fn name(&self, i: usize) -> Option<&str> {
+        self.names.get(i).map(String::as_str)
+    }
+
+    fn find(&self, name: &str) -> rusqlite::Result<usize> {
+        let n = self.names.len();
+        let start = self.next.get();
+        (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&i| self.names[i].eq_ignore_ascii_case(name))
+            .inspect(|&i| self.next.set(i + 1))
+            .ok_or_else(|| rusqlite::Error::InvalidColumnName(name.to_owned()))
+    }
+}
+
+/// How [`Named::get`] finds a column: by its name or its place.
+pub trait Column {
+    /// The column's place in the row.
+    fn place(self, row: &Named<'_, '_>) -> rusqlite::Result<usize>;
+}
+
+impl Column for usize {
+    fn place(self, _: &Named<'_, '_>) -> rusqlite::Result<usize> {
+        Ok(self)
+    }
+}
+
+impl Column for &str {
+    fn place(self, row: &Named<'_, '_>) -> rusqlite::Result<usize> {
+        row.find(self)
+    }
+}
+
+/// The column names of `st`, read once for all its rows.
+fn names(st: &rusqlite::Statement<'_>) -> Vec<String> {
+    st.column_names().map(str::to_owned).collect()
 }
 
 macro_rules! tuple_from_row {
     ($($t:ident $i:tt),+) => {
         impl<$($t: FromSql),+> FromRow for ($($t,)+) {
-            fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+            fn from_row(row: &Named<'_, '_>) -> rusqlite::Result<Self> {
                 Ok(($(row.get::<_, $t>($i)?,)+))
             }
         }
@@ -84,7 +153,7 @@ impl At<'_> {
     /// The JSON column `column` (read by name), decoded.
     pub fn json<T: DeserializeOwned>(
         &self,
-        row: &Row<'_>,
+        row: &Named<'_, '_>,
         column: &'static str,
     ) -> rusqlite::Result<T> {
         self.decode_json(column, &row.get::<_, String>(column)?)
@@ -93,7 +162,7 @@ impl At<'_> {
     /// The nullable JSON column `column` (read by name), decoded when set.
     pub fn json_opt<T: DeserializeOwned>(
         &self,
-        row: &Row<'_>,
+        row: &Named<'_, '_>,
         column: &'static str,
     ) -> rusqlite::Result<Option<T>> {
         row.get::<_, Option<String>>(column)?
@@ -148,7 +217,11 @@ impl Index {
     ) -> StoreResult<Vec<T>> {
         self.conn
             .prepare_cached(sql)
-            .and_then(|mut st| st.query_map(params, T::from_row)?.collect())
+            .and_then(|mut st| {
+                let names = names(&st);
+                st.query_map(params, |r| T::from_row(&Named::new(r, &names)))?
+                    .collect()
+            })
             .db(&self.path)
     }
 
@@ -161,7 +234,10 @@ impl Index {
     ) -> StoreResult<T> {
         self.conn
             .prepare_cached(sql)
-            .and_then(|mut st| st.query_row(params, T::from_row))
+            .and_then(|mut st| {
+                let names = names(&st);
+                st.query_row(params, |r| T::from_row(&Named::new(r, &names)))
+            })
             .db(&self.path)
     }
 
@@ -173,7 +249,11 @@ impl Index {
     ) -> StoreResult<Option<T>> {
         self.conn
             .prepare_cached(sql)
-            .and_then(|mut st| st.query_row(params, T::from_row).optional())
+            .and_then(|mut st| {
+                let names = names(&st);
+                st.query_row(params, |r| T::from_row(&Named::new(r, &names)))
+                    .optional()
+            })
             .db(&self.path)
     }
 
@@ -187,9 +267,10 @@ impl Index {
     ) -> Result<(), E> {
         let p = &self.path;
         let mut st = self.conn.prepare_cached(sql).db(p)?;
+        let names = names(&st);
         let mut rows = st.query(params).db(p)?;
         while let Some(r) = rows.next().db(p)? {
-            if !each(T::from_row(r).db(p)?)? {
+            if !each(T::from_row(&Named::new(r, &names)).db(p)?)? {
                 break;
             }
         }

@@ -12,7 +12,7 @@ use rusqlite::types::Value as Sql;
 
 use super::Index;
 use super::messages::{MESSAGE_COLUMNS, MessageRow, SINGLE_RECIPIENT_STATE};
-use super::rows::FromRow;
+use super::rows::{FromRow, Named};
 use crate::core::vocab::DebtStatus;
 use crate::store::StoreError;
 use crate::store::error::{SqlContext as _, StoreResult};
@@ -87,7 +87,7 @@ struct RankedMatch {
 }
 
 impl FromRow for RankedMatch {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Named<'_, '_>) -> rusqlite::Result<Self> {
         Ok(Self {
             row: MessageRow::from_row(r)?,
             body_row: r.get("body_row")?,
