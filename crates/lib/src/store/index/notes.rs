@@ -10,7 +10,7 @@
 use rusqlite::params;
 
 use super::Index;
-use super::rows::{At, FromRow, Stored, Named};
+use super::rows::{At, FromRow, Named, Stored};
 use crate::core::hlc::{Hlc, OrderKey};
 use crate::core::ids::RecordId;
 use crate::core::memory::note::NoteKind;
