@@ -4,6 +4,13 @@
 //!
 //! Depends on `core` only. It decides how bytes are stored and found, never
 //! what an operation means or whether a tool may perform it (that is `app`).
+//!
+//! One folder per concern: `channel` (open, catch up, append), `ingest`
+//! (every feed into the index), `writer` (this device's appends), `folder`
+//! (reading the shared folder), `home` (this device's own files), `index`
+//! (SQLite), `fold` (read models from the index) and `hosting` (`serve`'s
+//! own databases). They are private to this crate: what the transports,
+//! the bench and the tests may use is re-exported below.
 
 pub(crate) mod channel;
 pub(crate) mod clock;
