@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::rust_files;
+
 /// A module path inside its crate (`["store", "index"]`); empty for the root.
 type ModPath = Vec<String>;
 
@@ -20,30 +22,19 @@ type ModPath = Vec<String>;
 /// beside a `lib.rs`: it is another crate (the binary) using the library.
 fn modules(src: &Path) -> BTreeMap<ModPath, PathBuf> {
     let mut out = BTreeMap::new();
-    let mut dirs = vec![src.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(src).unwrap().with_extension("");
-            let mut parts: ModPath = rel
-                .components()
-                .map(|c| c.as_os_str().to_str().unwrap().to_owned())
-                .collect();
-            if parts == ["main"] && src.join("lib.rs").exists() {
-                continue;
-            }
-            if parts == ["lib"] || parts == ["main"] || parts.last().is_some_and(|p| p == "mod") {
-                parts.pop();
-            }
-            out.insert(parts, path);
+    for path in rust_files(src) {
+        let rel = path.strip_prefix(src).unwrap().with_extension("");
+        let mut parts: ModPath = rel
+            .components()
+            .map(|c| c.as_os_str().to_str().unwrap().to_owned())
+            .collect();
+        if parts == ["main"] && src.join("lib.rs").exists() {
+            continue;
         }
+        if parts == ["lib"] || parts == ["main"] || parts.last().is_some_and(|p| p == "mod") {
+            parts.pop();
+        }
+        out.insert(parts, path);
     }
     out
 }

@@ -11,6 +11,8 @@ use std::path::Path;
 
 use countersign::core::op::OpKind;
 
+use crate::common::rust_files;
+
 /// Each quoted name compared with an `op` column in `text`, with its line.
 fn op_names_in_sql(text: &str) -> Vec<(usize, String)> {
     let ident = |c: char| c == '_' || c.is_ascii_alphanumeric();
@@ -59,26 +61,15 @@ fn op_names_in_sql(text: &str) -> Vec<(usize, String)> {
 #[test]
 fn every_op_name_in_the_stores_sql_is_an_op_kind() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/lib/src");
-    let mut dirs = vec![src.clone()];
     let (mut seen, mut unknown) = (Vec::new(), Vec::new());
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
+    for path in rust_files(&src) {
+        let text = fs::read_to_string(&path).unwrap();
+        for (line, name) in op_names_in_sql(&text) {
+            let at = format!("{}:{line}", path.strip_prefix(&src).unwrap().display());
+            if OpKind::parse(&name).is_none() {
+                unknown.push(format!("{at}: '{name}'"));
             }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let text = fs::read_to_string(&path).unwrap();
-            for (line, name) in op_names_in_sql(&text) {
-                let at = format!("{}:{line}", path.strip_prefix(&src).unwrap().display());
-                if OpKind::parse(&name).is_none() {
-                    unknown.push(format!("{at}: '{name}'"));
-                }
-                seen.push(name);
-            }
+            seen.push(name);
         }
     }
     assert!(

@@ -613,8 +613,7 @@ impl Channel {
             let vouched = recs.iter().map(|r| vouch(r, &key)).collect();
             let left = match recs.as_slice() {
                 [one] => {
-                    let publishing = writer.feed.begin_append(one, tails.as_ref())?;
-                    let (_, left) = publishing.finish(&writer.key)?;
+                    let left = writer.feed.append(one, &writer.key, tails.as_ref())?;
                     Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
                     Some(left)
                 }

@@ -232,13 +232,7 @@ impl Index {
         sql: &str,
         params: impl Params,
     ) -> StoreResult<T> {
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut st| {
-                let names = names(&st);
-                st.query_row(params, |r| T::from_row(&Named::new(r, &names)))
-            })
-            .db(&self.path)
+        self.first_row(sql, params).db(&self.path)
     }
 
     /// The first row of `sql` with `params`, mapped (`None` when there is none).
@@ -247,14 +241,15 @@ impl Index {
         sql: &str,
         params: impl Params,
     ) -> StoreResult<Option<T>> {
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut st| {
-                let names = names(&st);
-                st.query_row(params, |r| T::from_row(&Named::new(r, &names)))
-                    .optional()
-            })
-            .db(&self.path)
+        self.first_row(sql, params).optional().db(&self.path)
+    }
+
+    /// The first row of `sql` with `params`, mapped; SQLite's error when
+    /// there is none.
+    fn first_row<T: FromRow>(&self, sql: &str, params: impl Params) -> rusqlite::Result<T> {
+        let mut st = self.conn.prepare_cached(sql)?;
+        let names = names(&st);
+        st.query_row(params, |r| T::from_row(&Named::new(r, &names)))
     }
 
     /// The rows of `sql` with `params`, mapped and handed to `each` one at a

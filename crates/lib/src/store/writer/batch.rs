@@ -20,12 +20,12 @@ use crate::store::writer::feed::{FeedWriter, NewestSegment, append_to};
 use crate::store::writer::journal;
 
 impl FeedWriter {
-    /// Appends a run of new records as if [`Self::begin_append`] and
-    /// [`Publishing::finish`] had been called on each in turn, but with one
-    /// write per file touched and one fsync, the journal's.
+    /// Appends a run of new records as if [`Self::append`] had been called
+    /// on each in turn, but with one write per file touched and one fsync,
+    /// the journal's.
     ///
     /// Contract:
-    /// - call under [`Self::lock`] after [`Self::reconcile`], like `begin_append`;
+    /// - call under [`Self::lock`] after [`Self::reconcile`], like `append`;
     ///   `records[0]` continues the feed that `reconcile` returned and each
     ///   record continues the one before it (consecutive `seq`, `prev` = the
     ///   previous id). The records come from the same chain and signing code
@@ -245,7 +245,7 @@ mod tests {
             let _lock = w.lock().unwrap();
             assert!(w.reconcile(&key.verifying_key()).unwrap().is_none());
             for r in recs {
-                w.begin_append(r, None).unwrap().finish(key).unwrap();
+                w.append(r, key, None).unwrap();
             }
         }
         // In bulk, split into uneven batches so runs start inside segments.

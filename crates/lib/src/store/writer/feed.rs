@@ -27,13 +27,6 @@ use crate::store::home::lock::FileLock;
 use crate::store::writer::journal;
 use crate::store::writer::tail::{TAIL_WINDOW, decode_tail, read_tail, truncate_torn};
 
-/// Where an append landed, so the caller can advance its cursor.
-#[derive(Clone, Debug)]
-pub struct Appended {
-    /// The segment written.
-    pub path: PathBuf,
-}
-
 /// What an append left on disk, remembered by the process that made it so
 /// that its next append can tell in three `stat` calls that nobody else
 /// touched the feed since (see [`FeedWriter::reconcile_after`]).
@@ -69,37 +62,6 @@ pub(super) fn stamp(path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
     // Of the path itself: a file swapped for a symlink changes its stamp.
     let m = fs::symlink_metadata(path).at(path)?;
     Ok((m.len(), m.modified().ok()))
-}
-
-/// A record durable in the journal and written to its feed segment, its
-/// head not yet rewritten ([`FeedWriter::begin_append`]).
-#[must_use = "the head and the tails come from `finish`"]
-pub struct Publishing<'w> {
-    writer: &'w FeedWriter,
-    rec: &'w Record,
-    at: Appended,
-    segment_first: u64,
-}
-
-impl Publishing<'_> {
-    /// Rewrites the head hint. Returns where the line landed and the tails
-    /// the append leaves. The segment is not fsynced: the journal is the
-    /// durable copy, and whatever a crash of the machine takes from the feed
-    /// is written back from it by the next process that opens the channel
-    /// ([`FeedWriter::reconcile`]).
-    pub fn finish(self, key: &SigningKey) -> StoreResult<(Appended, Tails)> {
-        let w = self.writer;
-        w.write_head(self.rec, key);
-        let tails = Tails {
-            journal: stamp(&w.journal)?,
-            dir: stamp(&w.dir)?.1,
-            segment: self.at.path.clone(),
-            segment_first: self.segment_first,
-            segment_stamp: stamp(&self.at.path)?,
-            last: self.rec.clone(),
-        };
-        Ok((self.at, tails))
-    }
 }
 
 /// The newest segment of a feed as the writer knows it: its path, first seq
@@ -357,36 +319,42 @@ impl FeedWriter {
         Ok(None)
     }
 
-    /// Appends a new record: it is made durable in the journal (fsynced)
-    /// and written to the feed (call under [`Self::lock`] after
-    /// [`Self::reconcile`]). With the [`Tails`] the previous append of this
+    /// Appends a new record: it is made durable in the journal (fsynced),
+    /// then written to the feed and the head hint rewritten, neither
+    /// fsynced: whatever a crash of the machine takes from the feed is
+    /// written back from the journal by the next process that opens the
+    /// channel ([`Self::reconcile`]). Call under [`Self::lock`] after
+    /// [`Self::reconcile`]. With the [`Tails`] the previous append of this
     /// process left, if [`Self::still_holds`] said they hold, the newest
-    /// segment is known without listing the folder. The feed holds the
-    /// record for readers as soon as this returns; [`Publishing::finish`]
-    /// rewrites the head. When publishing fails, the journal is cut back to
-    /// where it was, so the record that the caller was told failed is never
+    /// segment is known without listing the folder; returns the tails this
+    /// append leaves. When publishing fails, the journal is cut back to where
+    /// it was, so the record that the caller was told failed is never
     /// published later by a reconcile.
-    pub fn begin_append<'w>(
-        &'w self,
-        rec: &'w Record,
+    pub fn append(
+        &self,
+        rec: &Record,
+        key: &SigningKey,
         tails: Option<&Tails>,
-    ) -> StoreResult<Publishing<'w>> {
+    ) -> StoreResult<Tails> {
         let journal_before = journal::append(&self.journal, rec.to_line().as_bytes())?;
         let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
-        let at = match self.publish(rec, newest) {
+        let segment = match self.publish(rec, newest) {
             Ok(written) => written,
             Err(e) => return Err(journal::cut_back(&self.journal, journal_before, &[rec], e)),
         };
         let segment_first = match tails {
-            Some(t) if t.segment == at.path => t.segment_first,
-            _ => parse_segment_name(&at.path.file_name().unwrap_or_default().to_string_lossy())
+            Some(t) if t.segment == segment => t.segment_first,
+            _ => parse_segment_name(&segment.file_name().unwrap_or_default().to_string_lossy())
                 .unwrap_or(rec.header.seq),
         };
-        Ok(Publishing {
-            writer: self,
-            rec,
-            at,
+        self.write_head(rec, key);
+        Ok(Tails {
+            journal: stamp(&self.journal)?,
+            dir: stamp(&self.dir)?.1,
+            segment_stamp: stamp(&segment)?,
+            segment,
             segment_first,
+            last: rec.clone(),
         })
     }
 
@@ -429,12 +397,12 @@ impl FeedWriter {
     /// Writes `rec` to the newest segment, starting a new one when it is full,
     /// without fsync (the journal holds it durably).
     /// `newest` is the newest segment (path, first seq, size) when the caller
-    /// knows it; otherwise the folder is listed.
+    /// knows it; otherwise the folder is listed. Returns the segment written.
     pub(super) fn publish(
         &self,
         rec: &Record,
         newest: Option<NewestSegment>,
-    ) -> StoreResult<Appended> {
+    ) -> StoreResult<PathBuf> {
         self.make_dir()?;
         let newest = match newest {
             Some(n) => Some((n, false)),
@@ -454,7 +422,7 @@ impl FeedWriter {
         };
         let line = rec.to_line();
         append_to(&path, line.as_bytes())?;
-        Ok(Appended { path })
+        Ok(path)
     }
 
     /// Rewrites `head.json` for `rec`. The head is a hint rebuilt on every
