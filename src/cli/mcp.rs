@@ -94,8 +94,6 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     }
     // A server that did not get COUNTERSIGN_HOME lands in the default home
     // and makes a new device there: say so where the client logs stderr.
-    // The schemas tools/list publishes are built while the index opens.
-    crate::mcp::prepare_listing(&a.tools);
     let home = cli.home()?;
     let fresh = home.is_default() && !home.has_device();
     let session = cli.session_with_role()?;

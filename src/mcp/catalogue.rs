@@ -1,0 +1,77 @@
+//! Every tool of the session server as tools/list publishes it, made ahead
+//! of time and compiled into the binary.
+//!
+//! Deriving 47 tools' input and output schemas with schemars and rewriting
+//! them into their published form (`schema`) took about 5 ms of CPU, most
+//! of a server's start, and its result depends on the source alone. So it is
+//! made once, kept in `catalogue.json` beside this file, and a server only
+//! parses it, at its first tools/list. The test
+//! `tests::the_catalogue_is_what_the_tools_derive` derives it again and fails
+//! on any difference; `UPDATE_GOLDEN=1` rewrites the file (after changing a
+//! tool, its parameters, its result type or a doc comment they carry).
+//!
+//! Owns that file and its reading; must not decide what a tool accepts
+//! (arguments are checked against the derived schema, from the router) nor
+//! which tools a server serves (`toolset`).
+
+use std::sync::OnceLock;
+
+use rmcp::model::Tool;
+
+/// The published tools, in the protocol's order.
+const CATALOGUE: &str = include_str!("catalogue.json");
+
+/// Every tool, as published, in the protocol's order: parsed once per
+/// process. Should the text not parse (it cannot: the test above parses
+/// it), the tools are derived as the file was made.
+pub fn tools() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        serde_json::from_str(CATALOGUE).unwrap_or_else(|e| {
+            tracing::error!("the built-in tool catalogue does not parse ({e}); deriving it");
+            derived()
+        })
+    })
+}
+
+/// Every tool as the router derives it, in the published form: what
+/// `catalogue.json` holds.
+fn derived() -> Vec<Tool> {
+    super::published::Published::lean(super::router().list_all(), super::TOOL_ORDER)
+        .tools()
+        .to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file as [`derived`] makes it.
+    fn text() -> String {
+        let mut text = serde_json::to_string_pretty(&derived()).expect("published tools serialize");
+        text.push('\n');
+        text
+    }
+
+    #[test]
+    fn the_catalogue_is_what_the_tools_derive() {
+        let made = text();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/mcp/catalogue.json");
+            std::fs::write(path, &made).expect("writing the catalogue");
+            return;
+        }
+        assert!(
+            made == CATALOGUE,
+            "src/mcp/catalogue.json is not what the tools derive: a tool, its parameters, its \
+             result or their doc comments changed. Rewrite it with \
+             `UPDATE_GOLDEN=1 cargo test -p countersign --lib catalogue` and review the diff"
+        );
+        // And what a server parses from it publishes the same bytes.
+        let parsed: Vec<Tool> = serde_json::from_str(CATALOGUE).expect("the catalogue parses");
+        assert_eq!(
+            serde_json::to_string(&parsed).unwrap(),
+            serde_json::to_string(&derived()).unwrap()
+        );
+    }
+}
