@@ -312,7 +312,10 @@ impl Channel {
         index.set_autocheckpoint(false)?;
         let result = index.write(|ix| {
             ix.clear_derived()?;
-            Ingest::run_with_progress(ix, dir, cache, progress)
+            ix.drop_query_indexes()?;
+            let report = Ingest::run_with_progress(ix, dir, cache, progress)?;
+            ix.make_missing_indexes()?;
+            Ok(report)
         });
         index.set_autocheckpoint(true)?;
         index.set_cache_kib(2 * 1024)?;
@@ -976,6 +979,36 @@ mod tests {
                 r.get(0)
             })
             .unwrap()
+    }
+
+    /// Every index of the index file, with its SQL.
+    fn indexes(ch: &Channel) -> Vec<(String, String)> {
+        ch.index()
+            .conn()
+            .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_rebuild_makes_again_the_indexes_it_dropped_and_folds_the_same_state() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let role = Role::new("alpha").unwrap();
+        let w = announced(&mut ch, &role);
+        for i in 0..5 {
+            ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
+                .unwrap();
+        }
+        let (before, digest) = (indexes(&ch), ch.index().digest().unwrap());
+        // One that a rebuild drops and makes again.
+        assert!(before.iter().any(|(name, _)| name == "messages_order"));
+        ch.reindex(None).unwrap();
+        assert_eq!(indexes(&ch), before);
+        assert_eq!(ch.index().digest().unwrap(), digest);
     }
 
     #[test]

@@ -193,6 +193,29 @@ CREATE TABLE IF NOT EXISTS claims(
     offset INTEGER NOT NULL);
 "#;
 
+/// Indexes that only the tools' queries read, never an ingest or a fold: a
+/// rebuild drops them before it folds every record and makes them again at
+/// the end ([`SCHEMA`] makes whatever is missing). SQLite then builds each
+/// from one sort of the finished rows, instead of an insert into each index
+/// at every change of a row (a message's row is written again by every
+/// record that acts on it). An index a fold looks things up by (a message's
+/// deliveries, bodies or replies, a feed's key records, pins by key) must
+/// not be here: without it each lookup would read the whole table.
+pub(super) const BUILT_AFTER_A_REBUILD: &[&str] = &[
+    "records_order",
+    "messages_proc",
+    "messages_awaiting",
+    "messages_order",
+    "messages_debts_to",
+    "messages_ws_to",
+    "messages_debt_closed",
+    "messages_conflicted",
+    "deliveries_inbox",
+    "deliveries_unread_cover",
+    "summaries_line",
+    "notes_session",
+];
+
 /// Tables emptied by a rebuild (everything folded from the feeds).
 pub(super) const DERIVED_TABLES: &[&str] = &[
     "files",

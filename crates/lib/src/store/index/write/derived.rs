@@ -3,7 +3,7 @@
 //! Owns the list of derived tables' emptying; must not decide when a
 //! rebuild runs (`Channel::reindex_rows` does).
 
-use super::super::schema::DERIVED_TABLES;
+use super::super::schema::{BUILT_AFTER_A_REBUILD, DERIVED_TABLES, SCHEMA};
 use super::IndexTx;
 use crate::store::error::{SqlContext as _, StoreResult};
 
@@ -28,5 +28,24 @@ impl IndexTx<'_> {
             .execute("DELETE FROM meta WHERE key = 'fts_rowid'", [])
             .db(&self.path)?;
         Ok(())
+    }
+
+    /// Drops the indexes no fold reads ([`BUILT_AFTER_A_REBUILD`]), before
+    /// a rebuild folds every record; [`Self::make_missing_indexes`] makes
+    /// them again. Inside the caller's transaction, so a rebuild that fails
+    /// leaves them as they were.
+    pub fn drop_query_indexes(&self) -> StoreResult<()> {
+        for name in BUILT_AFTER_A_REBUILD {
+            self.conn
+                .execute(&format!("DROP INDEX IF EXISTS {name}"), [])
+                .db(&self.path)?;
+        }
+        Ok(())
+    }
+
+    /// Makes every table and index of the schema that is missing: the
+    /// indexes a rebuild dropped, each from one sort of its rows.
+    pub fn make_missing_indexes(&self) -> StoreResult<()> {
+        self.conn.execute_batch(SCHEMA).db(&self.path)
     }
 }
