@@ -596,9 +596,10 @@ fn rebuild_rows(t: &mut Table, rate: f64, rate_search: f64) {
     );
 }
 
-/// The budget of spawn → first answer, and of the server's peak memory.
-const START_BUDGET_MS: f64 = 30.0;
-const RSS_BUDGET_MB: f64 = 40.0;
+/// The budget of spawn → first answer, and of the server's peak memory
+/// (issue 30: at 10,000 messages; a larger run is held to the same).
+const START_BUDGET_MS: f64 = 5.0;
+const RSS_BUDGET_MB: f64 = 25.0;
 /// The same at a million messages (`--growth`).
 const START_BUDGET_1M_MS: f64 = 50.0;
 const RSS_BUDGET_1M_MB: f64 = 60.0;
