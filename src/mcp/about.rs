@@ -22,7 +22,7 @@ struct ServedBuild {
 #[tool_router(router = about_router, vis = "pub(super)")]
 impl Server {
     /// Who is in this channel: {roles, you, devices}, every role even if it never spoke.
-    #[tool(output_schema = super::output_schema::<crate::app::info::Roles>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::info::Roles>(), annotations(
         title = "List roles",
         read_only_hint = true,
         destructive_hint = false,
@@ -34,7 +34,7 @@ impl Server {
     }
 
     /// This server: version, what it implements and not (yet), the toolsets it serves.
-    #[tool(output_schema = super::output_schema::<ServedBuild>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<ServedBuild>(), annotations(
         title = "Server build",
         read_only_hint = true,
         destructive_hint = false,

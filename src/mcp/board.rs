@@ -27,7 +27,7 @@ struct Link {
 #[tool_router(router = board_router, vis = "pub(super)")]
 impl Server {
     /// A one-time link to this channel's board for your person (a browser on this machine).
-    #[tool(output_schema = super::output_schema::<Link>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Link>(), annotations(
         title = "Board link",
         read_only_hint = false,
         destructive_hint = false,

@@ -16,7 +16,7 @@ use crate::app::thread::{ThreadRequest, get_thread};
 impl Server {
     /// Filter the whole history on fields and substrings, newest first, unranked (ranked:
     /// search_messages). `truncated` says when more matched.
-    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Listing<Projected<MessageView>>>(), annotations(
         title = "List messages",
         read_only_hint = true,
         destructive_hint = false,
@@ -33,7 +33,7 @@ impl Server {
 
     /// Full-text search of topic and body, best first, each hit with a [highlighted] snippet.
     /// truncated.reason="work" means narrow the query.
-    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Listing<Projected<MessageView>>>(), annotations(
         title = "Search messages",
         read_only_hint = true,
         destructive_hint = false,
@@ -63,7 +63,7 @@ impl Server {
         .await
     }
 
-    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), description = concat!("A message's whole reply tree, oldest first. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<Listing<Projected<MessageView>>>(), description = concat!("A message's whole reply tree, oldest first. ", super::provenance!()),
         annotations(title = "Get a thread", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn get_thread(
         &self,

@@ -10,10 +10,14 @@
 //! on any difference; `UPDATE_GOLDEN=1` rewrites the file (after changing a
 //! tool, its parameters, its result type or a doc comment they carry).
 //!
+//! The router a server calls tools through is built at its first call,
+//! with empty output schemas: only the derivation here makes them.
+//!
 //! Owns that file and its reading; must not decide what a tool accepts
 //! (arguments are checked against the derived schema, from the router) nor
 //! which tools a server serves (`toolset`).
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 use rmcp::model::Tool;
@@ -34,10 +38,24 @@ pub fn tools() -> &'static [Tool] {
     })
 }
 
-/// Every tool as the router derives it, in the published form: what
-/// `catalogue.json` holds.
+thread_local! {
+    /// Set while [`derived`] builds its router: only then does a tool's
+    /// router entry carry its output schema (`mcp::catalogued_output`).
+    static DERIVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is deriving the catalogue.
+pub fn deriving() -> bool {
+    DERIVING.get()
+}
+
+/// Every tool as a new router derives it (output schemas included), in the
+/// published form: what `catalogue.json` holds.
 fn derived() -> Vec<Tool> {
-    super::published::Published::lean(super::router().list_all(), super::TOOL_ORDER)
+    DERIVING.set(true);
+    let tools = super::routes().list_all();
+    DERIVING.set(false);
+    super::published::Published::lean(tools, super::TOOL_ORDER)
         .tools()
         .to_vec()
 }

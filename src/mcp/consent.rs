@@ -15,7 +15,7 @@ use crate::app::vote::{self, AckRequest, AwaitingRequest, TallyRequest};
 
 #[tool_router(router = consent_router, vis = "pub(super)")]
 impl Server {
-    #[tool(output_schema = super::output_schema::<DatedListing<Projected<MessageView>>>(), description = concat!("Proposals awaiting a decision from `to_role` (default: you) on \
+    #[tool(output_schema = super::catalogued_output::<DatedListing<Projected<MessageView>>>(), description = concat!("Proposals awaiting a decision from `to_role` (default: you) on \
         their current text, oldest first, with acks {agreed, needed, missing}. ", super::provenance!()),
         annotations(title = "Proposals awaiting your decision", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn awaiting_ack(
@@ -37,7 +37,7 @@ impl Server {
 
     /// Re-issue YOUR OWN message's body (and topic) under the same id instead of a second
     /// version. Earlier votes go stale and voters are asked again.
-    #[tool(output_schema = super::output_schema::<crate::app::revise::Revision>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::revise::Revision>(), annotations(
         title = "Revise your message",
         read_only_hint = false,
         destructive_hint = false,
@@ -54,7 +54,7 @@ impl Server {
     /// Write a new version of a pin (a versioned rule everyone reads). A protected key needs
     /// approved_by: a proposal for it every needed role agreed to; one proposal, one version.
     /// Retires the key's live proposals.
-    #[tool(output_schema = super::output_schema::<crate::app::pin::PinWrite>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::pin::PinWrite>(), annotations(
         title = "Set a pin",
         read_only_hint = false,
         destructive_hint = false,
@@ -68,7 +68,7 @@ impl Server {
         self.run(move |s| pin::pin_set(s, req)).await
     }
 
-    #[tool(output_schema = super::output_schema::<crate::app::pin::PinLookup>(), description = concat!("A pin's current version with body and digests, or null. ",
+    #[tool(output_schema = super::catalogued_output::<crate::app::pin::PinLookup>(), description = concat!("A pin's current version with body and digests, or null. ",
         super::provenance!()),
         annotations(title = "Read a pin", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn pin_get(
@@ -79,7 +79,7 @@ impl Server {
     }
 
     /// Every pin's current version, without bodies, by key.
-    #[tool(output_schema = super::output_schema::<Listing<crate::app::pin::PinSummary>>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Listing<crate::app::pin::PinSummary>>(), annotations(
         title = "List pins",
         read_only_hint = true,
         destructive_hint = false,
@@ -90,7 +90,7 @@ impl Server {
         self.run(pin::pin_list).await
     }
 
-    #[tool(output_schema = super::output_schema::<Listing<Projected<crate::app::pin::PinVersion>>>(), description = concat!("Every version of a pin, newest first. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<Listing<Projected<crate::app::pin::PinVersion>>>(), description = concat!("Every version of a pin, newest first. ", super::provenance!()),
         annotations(title = "Pin history", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn pin_history(
         &self,
@@ -102,7 +102,7 @@ impl Server {
 
     /// Vote on a message's current text: agree, reject, needs_changes or void. A revision
     /// makes it stale; voting again replaces it. Not on your own message.
-    #[tool(output_schema = super::output_schema::<crate::app::vote::Vote>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::vote::Vote>(), annotations(
         title = "Acknowledge (vote)",
         read_only_hint = false,
         destructive_hint = false,
@@ -127,7 +127,7 @@ impl Server {
 
     /// The votes on a message and `missing`: who still owes an agree (declared voters, else
     /// recipients). Votes on an earlier text are under quenched_by_revision.
-    #[tool(output_schema = super::output_schema::<Projected<crate::app::vote::Tally>>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Projected<crate::app::vote::Tally>>(), annotations(
         title = "Votes on a message",
         read_only_hint = true,
         destructive_hint = false,
@@ -145,7 +145,7 @@ impl Server {
     /// One-off cleanup: retire old proposals settled by a pin version and messages about a
     /// dead target. Previews by default; applying needs the reviewed ids, their count and each
     /// key owner's go-ahead. undo_backfill reverses it.
-    #[tool(output_schema = super::output_schema::<crate::app::backfill::BackfillOutcome>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::backfill::BackfillOutcome>(), annotations(
         title = "Cleanup pass (preview or apply)",
         read_only_hint = false,
         destructive_hint = true,
@@ -162,7 +162,7 @@ impl Server {
 
     /// Restore messages backfill_superseded retired (only those). For the role that ran it or a
     /// key's owner.
-    #[tool(output_schema = super::output_schema::<crate::app::backfill::Restoration>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::backfill::Restoration>(), annotations(
         title = "Undo a cleanup pass",
         read_only_hint = false,
         destructive_hint = false,

@@ -19,7 +19,7 @@ use crate::app::{lifecycle, obligations, status};
 impl Server {
     /// Resolve a debt you are party to: done (addressee) or withdrawn (author). The other side
     /// then confirms or reopens it. Returns the resolution and `unblocked` tasks.
-    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Resolution>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::lifecycle::Resolution>(), annotations(
         title = "Resolve a debt",
         read_only_hint = false,
         destructive_hint = false,
@@ -35,7 +35,7 @@ impl Server {
     }
 
     /// Confirm the other side's resolution of a debt, closing it. Never your own.
-    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Confirmation>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::lifecycle::Confirmation>(), annotations(
         title = "Confirm a resolution",
         read_only_hint = false,
         destructive_hint = false,
@@ -51,7 +51,7 @@ impl Server {
     }
 
     /// Reopen a resolved (or confirmed) debt whose work is not done.
-    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::Reopening>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::lifecycle::Reopening>(), annotations(
         title = "Reopen a debt",
         read_only_hint = false,
         destructive_hint = false,
@@ -68,7 +68,7 @@ impl Server {
 
     /// A role's open debts, newest first, with age_days and idle_days (since it last moved:
     /// what finds forgotten work).
-    #[tool(output_schema = super::output_schema::<DatedListing<Projected<MessageView>>>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<DatedListing<Projected<MessageView>>>(), annotations(
         title = "Open obligations",
         read_only_hint = true,
         destructive_hint = false,
@@ -92,7 +92,7 @@ impl Server {
 
     /// Move a message's work status (either party). 'done' needs 'done_local' first, set by
     /// the OTHER side; 'needs_you' hands the ball over; 'blocked' may name blocked_by.
-    #[tool(output_schema = super::output_schema::<crate::app::lifecycle::WorkStatusSet>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::lifecycle::WorkStatusSet>(), annotations(
         title = "Set work status",
         read_only_hint = false,
         destructive_hint = false,
@@ -116,7 +116,7 @@ impl Server {
     }
 
     /// What you can start now: your open debts not behind a live blocker, oldest first.
-    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Listing<Projected<MessageView>>>(), annotations(
         title = "Ready work",
         read_only_hint = true,
         destructive_hint = false,
@@ -133,7 +133,7 @@ impl Server {
 
     /// A message's audit trail, oldest first: resolves, reopens, confirmations, status moves,
     /// revisions.
-    #[tool(output_schema = super::output_schema::<Listing<crate::app::lifecycle::Event>>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Listing<crate::app::lifecycle::Event>>(), annotations(
         title = "Message history",
         read_only_hint = true,
         destructive_hint = false,
@@ -150,7 +150,7 @@ impl Server {
 
     /// Call first and before you finish: `counts` (unread, open debts, votes owed), lists of
     /// what has the ball with you, `alarms` to tell your user.
-    #[tool(output_schema = super::output_schema::<crate::app::status::ChannelStatus>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::status::ChannelStatus>(), annotations(
         title = "Channel status",
         read_only_hint = false,
         destructive_hint = false,

@@ -15,7 +15,7 @@ use crate::app::compaction::{
 
 #[tool_router(router = jobs_router, vis = "pub(super)")]
 impl Server {
-    #[tool(output_schema = super::output_schema::<JobAnswer>(), description = concat!(
+    #[tool(output_schema = super::catalogued_output::<JobAnswer>(), description = concat!(
         "Start (no worker) or continue a compaction worker: returns a job of up to 10 lines of \
          the channel's memory to summarize, its first page in text. status job: read every other \
          page (compact_read with next_offset until it is null; `pages` says how many), then \
@@ -30,7 +30,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<JobPage>(), description = concat!(
+    #[tool(output_schema = super::catalogued_output::<JobPage>(), description = concat!(
         "Read the page of a job at offset (next_offset of the last answer). ", super::provenance!()),
         annotations(title = "Read a job page", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn compact_read(
@@ -41,7 +41,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<Submitted>(), description = concat!(
+    #[tool(output_schema = super::catalogued_output::<Submitted>(), description = concat!(
         "Send a job's lines once every page was read: writes the summaries and returns the next \
          job in `next` (same statuses as compact_next). ", super::provenance!()),
         annotations(title = "Submit a compaction job", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false))]
@@ -55,7 +55,7 @@ impl Server {
 
     /// Give a job back unfinished (failed=true when its tasks cannot be done, line= the one
     /// task that cannot; a line that fails 3 times pauses).
-    #[tool(output_schema = super::output_schema::<Released>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Released>(), annotations(
         title = "Release a compaction job",
         read_only_hint = false,
         destructive_hint = false,
@@ -80,7 +80,7 @@ impl Server {
     }
 
     /// Offer a paused line to workers again.
-    #[tool(output_schema = super::output_schema::<Resumed>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<Resumed>(), annotations(
         title = "Resume a paused line",
         read_only_hint = false,
         destructive_hint = false,

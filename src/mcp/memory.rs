@@ -26,7 +26,7 @@ use crate::app::memory_request::{
 
 #[tool_router(router = memory_router, vis = "pub(super)")]
 impl Server {
-    #[tool(output_schema = super::output_schema::<MemoryPage>(), description = concat!("The history as one-line summaries, oldest first. For an overview; to find something, memory_search first. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<MemoryPage>(), description = concat!("The history as one-line summaries, oldest first. For an overview; to find something, memory_search first. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_view(
         &self,
@@ -36,7 +36,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<Zoomed>(), description = concat!("Opens line id+n into its two halves, or an item's text (n=1). For a line too vague to use. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<Zoomed>(), description = concat!("Opens line id+n into its two halves, or an item's text (n=1). For a line too vague to use. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_zoom(
         &self,
@@ -45,7 +45,7 @@ impl Server {
         self.run(move |s| memory::memory_zoom(s, &p.id, p.n)).await
     }
 
-    #[tool(output_schema = super::output_schema::<Original>(), description = concat!("An item's full text in pages, for an original memory_zoom cut. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<Original>(), description = concat!("An item's full text in pages, for an original memory_zoom cut. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_read(
         &self,
@@ -55,7 +55,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("Finds items of the memory by words, best first. Start here when the task needs history. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<ItemLines>(), description = concat!("Finds items of the memory by words, best first. Start here when the task needs history. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_search(
         &self,
@@ -71,7 +71,7 @@ impl Server {
         .await
     }
 
-    #[tool(output_schema = super::output_schema::<ItemLines>(), description = concat!("The n items after line id, to read on from a hit; after a note, its session's. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<ItemLines>(), description = concat!("The n items after line id, to read on from a hit; after a note, its session's. ", super::provenance!()),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_thread(
         &self,
@@ -83,7 +83,7 @@ impl Server {
 
     /// When a line's first and last items were written. For a line whose date matters
     /// beyond the one the view shows.
-    #[tool(output_schema = super::output_schema::<Dated>(), annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    #[tool(output_schema = super::catalogued_output::<Dated>(), annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_date(
         &self,
         Parameters(p): Parameters<DateRequest>,
@@ -94,7 +94,7 @@ impl Server {
     /// How much of the memory waits for summaries: items, waiting lines, tasks ready, lines
     /// being written and paused, and from when items are still tentative. To decide whether
     /// a compaction is worth running; reading the memory never needs it.
-    #[tool(output_schema = super::output_schema::<Backlog>(), annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
+    #[tool(output_schema = super::catalogued_output::<Backlog>(), annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true))]
     async fn memory_status(&self) -> Result<CallToolResult, McpError> {
         self.run(backlog::backlog).await
     }

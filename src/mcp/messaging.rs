@@ -16,7 +16,7 @@ impl Server {
     /// Post a message. Progress on an existing one is set_work_status, not a new message.
     /// action_required=true makes a debt, open until the addressee resolves it and you
     /// confirm. Refuses a topic over 80 characters.
-    #[tool(output_schema = super::output_schema::<crate::app::send::Sent>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::send::Sent>(), annotations(
         title = "Send a message",
         read_only_hint = false,
         destructive_hint = false,
@@ -30,7 +30,7 @@ impl Server {
         self.run(move |s| send::send_message(s, req)).await
     }
 
-    #[tool(output_schema = super::output_schema::<Listing<Projected<MessageView>>>(), description = concat!("Your mail, the newest `limit`, oldest first. Marks nothing read \
+    #[tool(output_schema = super::catalogued_output::<Listing<Projected<MessageView>>>(), description = concat!("Your mail, the newest `limit`, oldest first. Marks nothing read \
         (mark_read does). ",
         super::provenance!()),
         annotations(title = "Read your inbox", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
@@ -43,7 +43,7 @@ impl Server {
     }
 
     /// Mark your mail read: the only thing that lowers your unread count.
-    #[tool(output_schema = super::output_schema::<crate::app::inbox::MarkRead>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::inbox::MarkRead>(), annotations(
         title = "Mark read",
         read_only_hint = false,
         destructive_hint = false,
@@ -60,7 +60,7 @@ impl Server {
 
     /// Soft-delete a message you sent or received (a tombstone in get_thread). Not an open
     /// debt, nor others' proposals.
-    #[tool(output_schema = super::output_schema::<crate::app::delete::Deletion>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::delete::Deletion>(), annotations(
         title = "Delete a message",
         read_only_hint = false,
         destructive_hint = true,

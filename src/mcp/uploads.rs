@@ -11,7 +11,7 @@ use crate::app::upload::{self, ContentRequest, SealRequest, UploadRequest};
 impl Server {
     /// Store a document too large for a message (over 256 KiB): start an upload, append to
     /// it, seal_content it, then pass its id as body_ref. Returns the upload's state.
-    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::upload::UploadState>(), annotations(
         title = "Upload content",
         read_only_hint = false,
         destructive_hint = false,
@@ -29,7 +29,7 @@ impl Server {
     }
 
     /// Seal your upload: final bytes and sha256, usable as body_ref. Returns its state.
-    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::upload::UploadState>(), annotations(
         title = "Seal an upload",
         read_only_hint = false,
         destructive_hint = false,
@@ -44,7 +44,7 @@ impl Server {
             .await
     }
 
-    #[tool(output_schema = super::output_schema::<crate::app::upload::UploadState>(), description = concat!("Any upload's state and digests, and its text with with_body=true. ", super::provenance!()),
+    #[tool(output_schema = super::catalogued_output::<crate::app::upload::UploadState>(), description = concat!("Any upload's state and digests, and its text with with_body=true. ", super::provenance!()),
         annotations(title = "Get an upload", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false))]
     async fn get_content(
         &self,

@@ -45,7 +45,7 @@ async fn nap(
 impl Server {
     /// Wait for an unread reply to your message and return it, or after at most 50 s
     /// {timed_out, retry}: call again.
-    #[tool(output_schema = super::output_schema::<crate::app::wait::ReplyWait>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::wait::ReplyWait>(), annotations(
         title = "Wait for a reply",
         read_only_hint = true,
         destructive_hint = false,
@@ -91,7 +91,7 @@ impl Server {
 
     /// Wait until something NEW calls for you: returns {pending}, or after at most 50 s
     /// {timed_out, retry}: call again.
-    #[tool(output_schema = super::output_schema::<crate::app::wait::MailWait>(), annotations(
+    #[tool(output_schema = super::catalogued_output::<crate::app::wait::MailWait>(), annotations(
         title = "Wait for mail",
         read_only_hint = true,
         destructive_hint = false,
