@@ -8,7 +8,8 @@
 //! JSON declares its `outputSchema` from the `app` result type
 //! ([`output_schema`]) and returns that value twice: as the text (unchanged
 //! since before schemas) and as `structuredContent`. What tools/list publishes
-//! is the lean, portable form of those schemas (`schema`); a call's arguments
+//! is the lean, portable form of those schemas (`schema`), made ahead of time
+//! and compiled in (`catalogue`); a call's arguments
 //! are checked against the derived input schema before the tool runs
 //! (`arguments`); a server may be limited to some toolsets (`toolset`); in a
 //! folder bound to no channel `countersign mcp` serves `unbound` instead.
