@@ -18,23 +18,21 @@
 //! which tools a server serves (`toolset`).
 
 use std::cell::Cell;
-use std::sync::OnceLock;
 
 use rmcp::model::Tool;
 
 /// The published tools, in the protocol's order.
 const CATALOGUE: &str = include_str!("catalogue.json");
 
-/// Every tool, as published, in the protocol's order: parsed once per
-/// process. Should the text not parse (it cannot: the test above parses
-/// it), the tools are derived as the file was made.
-pub fn tools() -> &'static [Tool] {
-    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        serde_json::from_str(CATALOGUE).unwrap_or_else(|e| {
-            tracing::error!("the built-in tool catalogue does not parse ({e}); deriving it");
-            derived()
-        })
+/// Every tool, as published, in the protocol's order, parsed anew: the
+/// caller keeps what it serves (`mcp::listing`, once per set of toolsets),
+/// so no second copy of every tool stays behind. Should the text not parse
+/// (it cannot: the test below parses it), the tools are derived as the file
+/// was made.
+pub fn tools() -> Vec<Tool> {
+    serde_json::from_str(CATALOGUE).unwrap_or_else(|e| {
+        tracing::error!("the built-in tool catalogue does not parse ({e}); deriving it");
+        derived()
     })
 }
 
@@ -64,16 +62,11 @@ fn derived() -> Vec<Tool> {
 mod tests {
     use super::*;
 
-    /// The file as [`derived`] makes it.
-    fn text() -> String {
-        let mut text = serde_json::to_string_pretty(&derived()).expect("published tools serialize");
-        text.push('\n');
-        text
-    }
-
     #[test]
     fn the_catalogue_is_what_the_tools_derive() {
-        let made = text();
+        let tools = derived();
+        let mut made = serde_json::to_string_pretty(&tools).expect("published tools serialize");
+        made.push('\n');
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/mcp/catalogue.json");
             std::fs::write(path, &made).expect("writing the catalogue");
@@ -89,7 +82,7 @@ mod tests {
         let parsed: Vec<Tool> = serde_json::from_str(CATALOGUE).expect("the catalogue parses");
         assert_eq!(
             serde_json::to_string(&parsed).unwrap(),
-            serde_json::to_string(&derived()).unwrap()
+            serde_json::to_string(&tools).unwrap()
         );
     }
 }

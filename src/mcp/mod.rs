@@ -384,13 +384,9 @@ fn listing(served: &Toolsets) -> published::Published {
     if let Some((_, p)) = made.iter().find(|(s, _)| s == served) {
         return p.clone();
     }
-    let p = published::Published::new(
-        catalogue::tools()
-            .iter()
-            .filter(|t| served.serves(&t.name))
-            .cloned()
-            .collect(),
-    );
+    let mut tools = catalogue::tools();
+    tools.retain(|t| served.serves(&t.name));
+    let p = published::Published::new(tools);
     made.push((served.clone(), p.clone()));
     p
 }
