@@ -671,10 +671,12 @@ fn growth_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    eprintln!("measuring through the MCP server…");
-    let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
+    // The wire first: the MCP section ends with a send of 256 KiB, which
+    // the wire's list_messages would otherwise carry in every answer.
     eprintln!("measuring the read tools on the wire…");
     let wire = Wire::measure(exe.path(), &seeded, a.calls)?;
+    eprintln!("measuring through the MCP server…");
+    let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
     let mut t = Table::default();
     rebuild_rows(&mut t, rebuilt.rate_rows(), rebuilt.rate_searchable());
     tool_rows(&mut t, &mcp, machine.fsync_p50);
@@ -928,14 +930,15 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     eprintln!("measuring the read tools in-process…");
     let local = InProcess::measure(&seeded, a.calls)?;
 
-    // 4 and 5. Through the real MCP server.
+    // 4 and 5. On the wire (first: see `growth_only`), then through the
+    // real MCP server.
+    eprintln!("measuring the read tools on the wire…");
+    let wire = Wire::measure(exe.path(), &seeded, a.calls)?;
     eprintln!("measuring through the MCP server…");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
-    eprintln!("measuring the read tools on the wire…");
-    let wire = Wire::measure(exe.path(), &seeded, a.calls)?;
     eprintln!("measuring send_message and read_inbox over HTTP…");
     let http = rt.block_on(Http::measure(exe.path(), &seeded, a.calls))?;
     // The channel now holds the run the MCP section sent.

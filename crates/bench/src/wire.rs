@@ -93,7 +93,7 @@ impl Wire {
             ("search_messages", json!({"query": RARE_TERM})),
             ("open_obligations", json!({"limit": 50})),
             ("channel_status", json!({})),
-            // Last, so the reads above see the channel the client section left.
+            // Last, so the reads above see the channel as seeded.
             (
                 "send_message",
                 json!({"to": "backend", "topic": "on the wire",
