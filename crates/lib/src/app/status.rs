@@ -296,12 +296,11 @@ fn summary_now(ix: &Index, role: &Role) -> AppResult<Summary> {
             Ball::NeedsYou => "needs_you",
             Ball::AwaitingDone => "awaiting_done",
         };
+        // Lean like a message row: a block that names no blocker has no
+        // `blocked_by` (absent means null).
         let mut extra = none();
-        if matches!(b.ball, Ball::Blocked | Ball::Unblocked) {
-            extra.insert(
-                "blocked_by".into(),
-                json!(b.blocked_by.as_deref().map(short)),
-            );
+        if let Some(blocker) = b.blocked_by.as_deref() {
+            extra.insert("blocked_by".into(), json!(short(blocker)));
         }
         push(
             counter,
@@ -318,7 +317,9 @@ fn summary_now(ix: &Index, role: &Role) -> AppResult<Summary> {
         let mut extra = none();
         extra.insert("resolved_by".into(), json!(r.resolved_by));
         extra.insert("resolved_at".into(), json!(format_rfc3339(r.resolved_ms)));
-        extra.insert("resolution_note".into(), json!(r.note));
+        if let Some(note) = r.note {
+            extra.insert("resolution_note".into(), json!(note));
+        }
         push(
             "resolved_for_you",
             Item {
