@@ -143,6 +143,39 @@ fn garbage_non_utf8_and_oversized_lines_are_skipped_and_reported() {
 }
 
 #[test]
+fn a_rewritten_file_keeps_the_garbage_it_still_holds_and_drops_the_rest() {
+    let l = Local::new(&["a", "b"]);
+    let mut s = l.session("a");
+    send(&mut s, "b", "one", "first");
+    drop(s);
+    let seg = segment(&l.feed_dir("a"));
+    let next = next_record(&l, "a", &role_key(&l, "a"), None, None);
+    let clean = fs::read(&seg).unwrap();
+    append_raw(&seg, b"this is not json\n");
+    let mut reader = local::open(&l.dir, &Home::at(l.tmp.path().join("reader")));
+    reader.catch_up().unwrap();
+    let first = problems(&reader);
+    assert_eq!(first.len(), 1);
+    // Rewritten from the junk on (a checkout): other junk at the same
+    // place, and more after it. Both stand; the first keeps its report.
+    let mut rewritten = clean.clone();
+    rewritten.extend_from_slice(b"{nor is this\n[1, 2]\n");
+    fs::write(&seg, &rewritten).unwrap();
+    reader.catch_up().unwrap();
+    let p = problems(&reader);
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(p.iter().all(|(k, _)| k == "garbage"), "{p:?}");
+    assert!(p.contains(&first[0]), "{p:?} keeps {first:?}");
+    // Rewritten again with a record where the junk was: nothing stands.
+    let mut repaired = clean;
+    repaired.extend_from_slice(next.to_line().as_bytes());
+    fs::write(&seg, &repaired).unwrap();
+    reader.catch_up().unwrap();
+    assert!(problems(&reader).is_empty(), "{:?}", problems(&reader));
+    assert_eq!(messages(&reader), 1);
+}
+
+#[test]
 fn a_forged_record_is_quarantined_and_the_owner_keeps_writing() {
     let l = Local::new(&["a", "b"]);
     let mut s = l.session("a");

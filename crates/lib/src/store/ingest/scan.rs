@@ -375,19 +375,31 @@ impl Ingest<'_, '_> {
             }
             Err(e) => return Err(e.into()),
         };
-        if torn > MAX_LINE as u64 {
+        let long_tail = torn > MAX_LINE as u64;
+        let long_tail_at = long_tail.then(|| lines.last().map_or(start, |l| l.offset + l.len));
+        if let Some(at) = long_tail_at {
             // A line with no newline past the line limit can never become a
             // record: reported once at its offset. The file is then taken
             // as read up to its current size, so it is not read again until
             // it changes.
-            let at = lines.last().map_or(start, |l| l.offset + l.len);
             let reason = format!(
                 "{torn} bytes with no newline, more than the {MAX_LINE} a record's line may hold: \
                  not a record, not read again until the file changes"
             );
             self.problem(ProblemKind::Garbage, &rel, at, None, feed, &reason)?;
         }
-        let long_tail = torn > MAX_LINE as u64;
+        // A file read before and read again from its start (its bytes were
+        // rewritten: a repair, a checkout): its garbage problems are made
+        // what this read finds, so one a repair undid does not stand.
+        let rescan = (cursor.is_some() && start == 0).then(|| {
+            let mut garbage: Vec<u64> = lines
+                .iter()
+                .filter(|l| l.record.is_err())
+                .map(|l| l.offset)
+                .collect();
+            garbage.extend(long_tail_at);
+            garbage
+        });
         if let Some(p) = self.progress.as_mut() {
             p(len.saturating_sub(start));
         }
@@ -416,6 +428,11 @@ impl Ingest<'_, '_> {
                     break;
                 }
             }
+        }
+        if let Some(garbage) = rescan {
+            // Past a wait the lines were not looked at: their problems stay.
+            let below = if waited.is_some() { consumed } else { u64::MAX };
+            self.index.clear_garbage_gone(&rel, below, &garbage)?;
         }
         let (tail_len, tail_hash) = if gz {
             (0, String::new())

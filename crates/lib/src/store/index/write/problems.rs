@@ -32,6 +32,43 @@ impl IndexTx<'_> {
             .db(&self.path)
     }
 
+    /// Clears the `garbage` problems at `path` whose offset is below `below`
+    /// and not in `still`: lines that a read of the whole file found to be
+    /// records now (a repair put back the bytes a crash zeroed). The number
+    /// cleared.
+    pub(in crate::store) fn clear_garbage_gone(
+        &self,
+        path: &str,
+        below: u64,
+        still: &[u64],
+    ) -> StoreResult<usize> {
+        let below = i64::try_from(below).unwrap_or(i64::MAX);
+        let standing: Vec<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT offset FROM problems WHERE kind = ?1 AND path = ?2 AND offset < ?3",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![ProblemKind::Garbage, path, below], |r| r.get(0))?
+                    .collect()
+            })
+            .db(&self.path)?;
+        let mut cleared = 0;
+        for offset in standing {
+            if still.contains(&(offset as u64)) {
+                continue;
+            }
+            cleared += self
+                .conn
+                .prepare_cached(
+                    "DELETE FROM problems WHERE kind = ?1 AND path = ?2 AND offset = ?3",
+                )
+                .and_then(|mut st| st.execute(params![ProblemKind::Garbage, path, offset]))
+                .db(&self.path)?;
+        }
+        Ok(cleared)
+    }
+
     /// Clears the problems of `kind` at `path`.
     pub(in crate::store) fn clear_problems_at(
         &self,
