@@ -6,8 +6,9 @@
 //! sibling modules where the paths part (`core::op` using
 //! `core::memory::note` is `op` using `memory`). A module and its own parent
 //! or child are one unit (the parent declares the child), so only siblings
-//! can form a circle. Any circle among siblings fails the test, named with
-//! the `use` lines that make it.
+//! can form a circle. Any circle among siblings, of two modules or more
+//! (`a` uses `b`, `b` uses `c`, `c` uses `a`), fails the test, named with the
+//! `use` lines that make it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -287,20 +288,77 @@ fn circles(src: &Path) -> Vec<String> {
         }
     }
     let mut found = Vec::new();
-    for ((a, b), why) in &edges {
-        if a < b
-            && let Some(back) = edges.get(&(b.clone(), a.clone()))
-        {
-            found.push(format!(
-                "{} <-> {}\n    {}\n    {}",
-                a.join("::"),
-                b.join("::"),
-                why.iter().cloned().collect::<Vec<_>>().join("\n    "),
-                back.iter().cloned().collect::<Vec<_>>().join("\n    "),
-            ));
-        }
+    for circle in circles_among(edges.keys()) {
+        let why: Vec<&String> = edges
+            .iter()
+            .filter(|((a, b), _)| circle.contains(a) && circle.contains(b))
+            .flat_map(|(_, why)| why)
+            .collect();
+        let names: Vec<String> = circle.iter().map(|m| m.join("::")).collect();
+        found.push(format!(
+            "{}\n    {}",
+            names.join(" <-> "),
+            why.iter()
+                .map(|w| w.as_str())
+                .collect::<Vec<_>>()
+                .join("\n    "),
+        ));
     }
     found
+}
+
+/// The circles of a graph given by its edges: each set of two or more
+/// nodes that all reach one another (a strongly connected component),
+/// in order. Reachability from every node: a crate has a few hundred
+/// modules, so no cleverer walk is needed.
+fn circles_among<'e>(
+    edges: impl IntoIterator<Item = &'e (ModPath, ModPath)>,
+) -> Vec<BTreeSet<ModPath>> {
+    let mut next: BTreeMap<&ModPath, Vec<&ModPath>> = BTreeMap::new();
+    for (a, b) in edges {
+        next.entry(a).or_default().push(b);
+        next.entry(b).or_default();
+    }
+    let reach = |from: &ModPath| {
+        let mut seen: BTreeSet<&ModPath> = BTreeSet::new();
+        let mut todo = vec![from];
+        while let Some(m) = todo.pop() {
+            for &n in next.get(m).into_iter().flatten() {
+                if seen.insert(n) {
+                    todo.push(n);
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&ModPath, BTreeSet<&ModPath>> =
+        next.keys().map(|&m| (m, reach(m))).collect();
+    let mut out: Vec<BTreeSet<ModPath>> = Vec::new();
+    for (&a, from_a) in &reached {
+        let circle: BTreeSet<ModPath> = from_a
+            .iter()
+            .filter(|b| reached[**b].contains(a))
+            .map(|&b| b.clone())
+            .collect();
+        if circle.len() >= 2 && !out.contains(&circle) {
+            out.push(circle);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_circle_of_three_is_found_and_a_path_into_it_is_not_part_of_it() {
+    let m = |s: &str| vec![s.to_owned()];
+    let edges = [
+        (m("a"), m("b")),
+        (m("b"), m("c")),
+        (m("c"), m("a")),
+        (m("d"), m("a")),
+        (m("e"), m("f")),
+    ];
+    let found = circles_among(edges.iter());
+    assert_eq!(found, vec![[m("a"), m("b"), m("c")].into_iter().collect()]);
 }
 
 /// Circles known and not yet broken, as `(crate sources, a <-> b)`; a
