@@ -10,7 +10,7 @@
 //! folds and writes no record (admitting claims is `app::admission`'s), and
 //! key rotation and the refusals that name a command are `app`'s too.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -613,16 +613,59 @@ impl Channel {
                 prev = Some((rec.header.seq, rec.id, rec.header.hlc));
                 recs.push(rec);
             }
-            let vouched = recs.iter().map(|r| vouch(r, &key)).collect();
+            let vouched: HashSet<_> = recs.iter().map(|r| vouch(r, &key)).collect();
+            let feed = writer.feed.feed();
             let left = match recs.as_slice() {
+                // The usual write, after one of this process: the record is
+                // folded while the journal syncs (`ingest::own`).
+                [one]
+                    if let Some((segment, offset)) =
+                        tails.as_ref().and_then(|t| writer.feed.lands_at(one, t)) =>
+                {
+                    let appending = writer.feed.begin_append(one)?;
+                    let ahead = Ingest::fold_own_ahead(
+                        ix,
+                        dir,
+                        cache,
+                        feed,
+                        one,
+                        &segment,
+                        offset,
+                        vouched.clone(),
+                    );
+                    let folded = match ahead {
+                        Ok(folded) => folded,
+                        Err(e) => return Err(writer.feed.abandon_append(one, appending, e).into()),
+                    };
+                    let left =
+                        writer
+                            .feed
+                            .end_append(one, &writer.key, tails.as_ref(), appending)?;
+                    let (published, size, mtime) = left.segment();
+                    let passed = folded
+                        && published == segment
+                        && Ingest::pass_own_line(
+                            ix,
+                            dir,
+                            cache,
+                            &segment,
+                            offset,
+                            one.to_line().as_bytes(),
+                            (size, mtime),
+                        )?;
+                    if !passed {
+                        Ingest::run_own(ix, dir, cache, feed, vouched)?;
+                    }
+                    Some(left)
+                }
                 [one] => {
                     let left = writer.feed.append(one, &writer.key, tails.as_ref())?;
-                    Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
+                    Ingest::run_own(ix, dir, cache, feed, vouched)?;
                     Some(left)
                 }
                 run => {
                     writer.feed.append_batch(run, &writer.key)?;
-                    Ingest::run_own(ix, dir, cache, writer.feed.feed(), vouched)?;
+                    Ingest::run_own(ix, dir, cache, feed, vouched)?;
                     None
                 }
             };
@@ -891,6 +934,61 @@ mod tests {
         let report = reader.catch_up().unwrap();
         assert!(report.waiting.is_empty(), "{report:?}");
         assert!(reader.index().problems().unwrap().is_empty());
+    }
+
+    #[test]
+    fn writes_folded_while_their_journal_syncs_leave_what_a_pass_over_the_file_would() {
+        // After its first append a process knows where the next record
+        // lands, folds it before publishing it and moves the segment's
+        // cursor without reading the file (`ingest::own`).
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let w = announced(&mut ch, &Role::new("alpha").unwrap());
+        for i in 0..6 {
+            ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
+                .unwrap();
+        }
+        // The newest segment's cursor stands at its end, on its last line.
+        let feed_dir = ch.dir().feeds().join("alpha").join(&ch.device().id);
+        let seg = survey::list_segments(&feed_dir)
+            .unwrap()
+            .pop()
+            .unwrap()
+            .path;
+        let bytes = std::fs::read(&seg).unwrap();
+        let last = &bytes[bytes[..bytes.len() - 1]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)..];
+        let rel = seg.strip_prefix(ch.dir().root()).unwrap().to_string_lossy();
+        let cursor: (i64, i64, i64, String) = ch
+            .index()
+            .conn()
+            .query_row(
+                "SELECT size, offset, tail_len, tail_hash FROM files WHERE path = ?1",
+                [rel.as_ref()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        let len = bytes.len() as i64;
+        assert_eq!(
+            cursor,
+            (
+                len,
+                len,
+                last.len() as i64,
+                crate::core::ids::sha256_hex(last)
+            )
+        );
+        // A pass finds nothing new; a rebuild, and another device reading
+        // the folder, fold the same state.
+        assert_eq!(ch.catch_up().unwrap().accepted, 0);
+        let folded = ch.index().digest().unwrap();
+        let mut reader = fresh_reader(&ch, &tmp);
+        reader.catch_up().unwrap();
+        assert_eq!(reader.index().digest().unwrap(), folded);
+        ch.reindex(None).unwrap();
+        assert_eq!(ch.index().digest().unwrap(), folded);
     }
 
     /// Another device's view of `ch`'s folder: a second home.

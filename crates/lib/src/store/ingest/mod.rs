@@ -53,6 +53,7 @@ mod cache;
 mod cursor;
 mod feeds;
 mod judge;
+mod own;
 mod problems;
 mod read_ahead;
 mod rollback;
@@ -410,6 +411,22 @@ impl<'a, 'p> Ingest<'a, 'p> {
                 return Ok(Verdict::Consumed);
             }
         };
+        let verdict = self.judge_and_act(feed, rel, offset, &rec, verified, |_| true)?;
+        Ok(verdict.expect("every judgment is acted on"))
+    }
+
+    /// Judges `rec`, found (or to be found) at `offset` of `rel`, and acts
+    /// on the judgment if `take` wants it; `None`, with nothing done, when
+    /// it does not.
+    fn judge_and_act(
+        &mut self,
+        feed: &FeedId,
+        rel: &str,
+        offset: u64,
+        rec: &Record,
+        verified: Option<bool>,
+        take: impl FnOnce(&Judgment<'_>) -> bool,
+    ) -> StoreResult<Option<Verdict>> {
         let state = self.feed_state(feed).clone();
         let seq = rec.header.seq;
         let known_at = if seq > 0 && seq <= state.head.map_or(0, |h| h.seq) {
@@ -427,8 +444,11 @@ impl<'a, 'p> Ingest<'a, 'p> {
             ahead: self.ahead_key.zip(verified),
             vouched: &self.vouched,
         };
-        let judgment = judge(&view, &rec, self.now_ms, &checked);
-        self.act(feed, rel, offset, &rec, judgment)
+        let judgment = judge(&view, rec, self.now_ms, &checked);
+        if !take(&judgment) {
+            return Ok(None);
+        }
+        self.act(feed, rel, offset, rec, judgment).map(Some)
     }
 
     /// Carries out the judgment on `rec`, found at `offset` of `rel`.

@@ -492,7 +492,7 @@ impl Ingest<'_, '_> {
     }
 }
 
-fn nanos(t: SystemTime) -> i64 {
+pub(super) fn nanos(t: SystemTime) -> i64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64)
 }

@@ -25,6 +25,7 @@ use crate::store::folder::survey::list_segments;
 use crate::store::folder_file::{self, FolderError};
 use crate::store::home::lock::FileLock;
 use crate::store::writer::journal;
+use crate::store::writer::syncer::Syncing;
 use crate::store::writer::tail::{TAIL_WINDOW, decode_tail, read_tail, truncate_torn};
 
 /// What an append left on disk, remembered by the process that made it so
@@ -50,11 +51,24 @@ impl Tails {
         &self.last
     }
 
+    /// The newest segment, with its size and mtime after the append.
+    pub fn segment(&self) -> (&Path, u64, Option<SystemTime>) {
+        (&self.segment, self.segment_stamp.0, self.segment_stamp.1)
+    }
+
     fn holds(&self, journal: &Path, dir: &Path) -> bool {
         stamp(journal).ok() == Some(self.journal)
             && stamp(dir).ok().map(|s| s.1) == Some(self.dir)
             && stamp(&self.segment).ok() == Some(self.segment_stamp)
     }
+}
+
+/// An append begun by [`FeedWriter::begin_append`]: the journal's length
+/// before it, and its fsync under way.
+#[derive(Debug)]
+pub struct Appending {
+    journal_before: u64,
+    syncing: Syncing,
 }
 
 /// A file's size and mtime.
@@ -337,6 +351,77 @@ impl FeedWriter {
         tails: Option<&Tails>,
     ) -> StoreResult<Tails> {
         let journal_before = journal::append(&self.journal, rec.to_line().as_bytes())?;
+        self.publish_durable(rec, key, tails, journal_before)
+    }
+
+    /// The first half of [`Self::append`] for a caller with work to do
+    /// while the journal syncs: `rec` is written to the journal and its
+    /// fsync started on another thread. Nothing is published until
+    /// [`Self::end_append`]; [`Self::abandon_append`] takes it back.
+    pub fn begin_append(&self, rec: &Record) -> StoreResult<Appending> {
+        let (journal_before, syncing) =
+            journal::append_in_background(&self.journal, rec.to_line().as_bytes())?;
+        Ok(Appending {
+            journal_before,
+            syncing,
+        })
+    }
+
+    /// The second half: waits until the journal is durable, then publishes
+    /// as [`Self::append`] does. Should the fsync fail, the journal is cut
+    /// back, as when publishing fails.
+    pub fn end_append(
+        &self,
+        rec: &Record,
+        key: &SigningKey,
+        tails: Option<&Tails>,
+        appending: Appending,
+    ) -> StoreResult<Tails> {
+        let Appending {
+            journal_before,
+            syncing,
+        } = appending;
+        if let Err(e) = syncing.wait() {
+            return Err(journal::cut_back(&self.journal, journal_before, &[rec], e));
+        }
+        self.publish_durable(rec, key, tails, journal_before)
+    }
+
+    /// Gives up an append begun with [`Self::begin_append`] because of
+    /// `failed`: once the journal's sync is done, the journal is cut back
+    /// and nothing is published. Returns the error to give the caller.
+    pub fn abandon_append(
+        &self,
+        rec: &Record,
+        appending: Appending,
+        failed: StoreError,
+    ) -> StoreError {
+        let _ = appending.syncing.wait();
+        journal::cut_back(&self.journal, appending.journal_before, &[rec], failed)
+    }
+
+    /// Where `rec` will be published if appended next after `tails`: the
+    /// newest segment and the offset it ends at, or `None` when `rec`
+    /// starts a new segment.
+    pub fn lands_at(&self, rec: &Record, tails: &Tails) -> Option<(PathBuf, u64)> {
+        let newest = (
+            tails.segment.clone(),
+            tails.segment_first,
+            tails.segment_stamp.0,
+        );
+        let path = self.segment_for(rec, Some((newest, false)));
+        (path == tails.segment).then_some((path, tails.segment_stamp.0))
+    }
+
+    /// Publishes `rec`, durable in the journal since it was `journal_before`
+    /// bytes long: its segment, then its head.
+    fn publish_durable(
+        &self,
+        rec: &Record,
+        key: &SigningKey,
+        tails: Option<&Tails>,
+        journal_before: u64,
+    ) -> StoreResult<Tails> {
         let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
         let segment = match self.publish(rec, newest) {
             Ok(written) => written,
@@ -408,7 +493,16 @@ impl FeedWriter {
             Some(n) => Some((n, false)),
             None => self.newest_segment()?,
         };
-        let path = match newest {
+        let path = self.segment_for(rec, newest);
+        let line = rec.to_line();
+        append_to(&path, line.as_bytes())?;
+        Ok(path)
+    }
+
+    /// The segment `rec` goes to after `newest` (and whether that one is
+    /// sealed): the newest one, or a new one when it is full or sealed.
+    fn segment_for(&self, rec: &Record, newest: Option<(NewestSegment, bool)>) -> PathBuf {
+        match newest {
             // A gzip segment is sealed: the next record starts a new one.
             Some((_, true)) | None => self.dir.join(segment_name(rec.header.seq)),
             Some(((path, first_seq, size), false)) => {
@@ -419,10 +513,7 @@ impl FeedWriter {
                     path
                 }
             }
-        };
-        let line = rec.to_line();
-        append_to(&path, line.as_bytes())?;
-        Ok(path)
+        }
     }
 
     /// Rewrites `head.json` for `rec`. The head is a hint rebuilt on every

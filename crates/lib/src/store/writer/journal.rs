@@ -14,6 +14,7 @@ use crate::core::record::Record;
 use crate::store::error::{IoContext as _, PathError, StoreError, StoreResult};
 
 use crate::store::folder::segments::{Line, split_lines};
+use crate::store::writer::syncer::{self, Syncing};
 
 /// The lines of this device's private journal (in the home, not the shared
 /// folder: it is as long as the role's history and is read whole).
@@ -47,6 +48,33 @@ pub(in crate::store) fn rebuild<'r>(
 /// written after it without one. A journal just created also has its
 /// folder synced, once, so that its name survives a crash with its bytes.
 pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
+    let (f, offset, new) = write(path, bytes)?;
+    f.sync_data().at(path)?;
+    if new {
+        sync_parent(path)?;
+    }
+    Ok(offset)
+}
+
+/// Like [`append`], but the fsync runs on the syncer thread while the
+/// caller goes on: nothing may be published before [`Syncing::wait`] says
+/// the bytes are durable. A journal just created is synced here, with its
+/// folder, before returning. Returns the journal's length before.
+pub(in crate::store) fn append_in_background(
+    path: &Path,
+    bytes: &[u8],
+) -> StoreResult<(u64, Syncing)> {
+    let (f, offset, new) = write(path, bytes)?;
+    if new {
+        f.sync_data().at(path)?;
+        sync_parent(path)?;
+    }
+    Ok((offset, syncer::sync_data(f, path)))
+}
+
+/// Writes `bytes` at the journal's end, not synced: the file, its length
+/// before, and whether it was created.
+fn write(path: &Path, bytes: &[u8]) -> StoreResult<(File, u64, bool)> {
     let parent = path.parent().expect("journal has a parent");
     let new = !path.exists();
     if new {
@@ -59,11 +87,13 @@ pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
         .at(path)?;
     let offset = f.seek(SeekFrom::End(0)).at(path)?;
     f.write_all(bytes).at(path)?;
-    f.sync_data().at(path)?;
-    if new {
-        File::open(parent).and_then(|d| d.sync_all()).at(parent)?;
-    }
-    Ok(offset)
+    Ok((f, offset, new))
+}
+
+fn sync_parent(path: &Path) -> StoreResult<()> {
+    let parent = path.parent().expect("journal has a parent");
+    File::open(parent).and_then(|d| d.sync_all()).at(parent)?;
+    Ok(())
 }
 
 /// Where the durable part of a journal read whole ends: before its first

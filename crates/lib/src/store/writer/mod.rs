@@ -12,4 +12,5 @@ pub mod feed;
 mod journal;
 pub mod recovery;
 pub mod seal;
+mod syncer;
 pub(in crate::store) mod tail;
