@@ -622,7 +622,7 @@ impl Channel {
                     if let Some((segment, offset)) =
                         tails.as_ref().and_then(|t| writer.feed.lands_at(one, t)) =>
                 {
-                    let appending = writer.feed.begin_append(one)?;
+                    let appending = writer.feed.begin_append(one, &writer.key)?;
                     let ahead = Ingest::fold_own_ahead(
                         ix,
                         dir,
@@ -637,10 +637,7 @@ impl Channel {
                         Ok(folded) => folded,
                         Err(e) => return Err(writer.feed.abandon_append(one, appending, e).into()),
                     };
-                    let left =
-                        writer
-                            .feed
-                            .end_append(one, &writer.key, tails.as_ref(), appending)?;
+                    let left = writer.feed.end_append(one, tails.as_ref(), appending)?;
                     let (published, size, mtime) = left.segment();
                     let passed = folded
                         && published == segment

@@ -124,7 +124,7 @@ impl FeedWriter {
         }
 
         // 4. The head hint, once, for the last record.
-        self.write_head(last, key);
+        self.write_head(&self.head_text(last, None, key));
         Ok(())
     }
 }

@@ -64,11 +64,13 @@ impl Tails {
 }
 
 /// An append begun by [`FeedWriter::begin_append`]: the journal's length
-/// before it, and its fsync under way.
+/// before it, its fsync under way, and the head to publish after it.
 #[derive(Debug)]
 pub struct Appending {
     journal_before: u64,
     syncing: Syncing,
+    /// The record's `head.json`, signed while the journal syncs.
+    head: String,
 }
 
 /// A file's size and mtime.
@@ -351,19 +353,21 @@ impl FeedWriter {
         tails: Option<&Tails>,
     ) -> StoreResult<Tails> {
         let journal_before = journal::append(&self.journal, rec.to_line().as_bytes())?;
-        self.publish_durable(rec, key, tails, journal_before)
+        self.publish_durable(rec, self.head_text(rec, None, key), tails, journal_before)
     }
 
     /// The first half of [`Self::append`] for a caller with work to do
     /// while the journal syncs: `rec` is written to the journal and its
-    /// fsync started on another thread. Nothing is published until
-    /// [`Self::end_append`]; [`Self::abandon_append`] takes it back.
-    pub fn begin_append(&self, rec: &Record) -> StoreResult<Appending> {
+    /// fsync started on another thread; its head is signed meanwhile.
+    /// Nothing is published until [`Self::end_append`];
+    /// [`Self::abandon_append`] takes it back.
+    pub fn begin_append(&self, rec: &Record, key: &SigningKey) -> StoreResult<Appending> {
         let (journal_before, syncing) =
             journal::append_in_background(&self.journal, rec.to_line().as_bytes())?;
         Ok(Appending {
             journal_before,
             syncing,
+            head: self.head_text(rec, None, key),
         })
     }
 
@@ -373,18 +377,18 @@ impl FeedWriter {
     pub fn end_append(
         &self,
         rec: &Record,
-        key: &SigningKey,
         tails: Option<&Tails>,
         appending: Appending,
     ) -> StoreResult<Tails> {
         let Appending {
             journal_before,
             syncing,
+            head,
         } = appending;
         if let Err(e) = syncing.wait() {
             return Err(journal::cut_back(&self.journal, journal_before, &[rec], e));
         }
-        self.publish_durable(rec, key, tails, journal_before)
+        self.publish_durable(rec, head, tails, journal_before)
     }
 
     /// Gives up an append begun with [`Self::begin_append`] because of
@@ -414,11 +418,11 @@ impl FeedWriter {
     }
 
     /// Publishes `rec`, durable in the journal since it was `journal_before`
-    /// bytes long: its segment, then its head.
+    /// bytes long: its segment, then `head` (its signed head).
     fn publish_durable(
         &self,
         rec: &Record,
-        key: &SigningKey,
+        head: String,
         tails: Option<&Tails>,
         journal_before: u64,
     ) -> StoreResult<Tails> {
@@ -432,7 +436,7 @@ impl FeedWriter {
             _ => parse_segment_name(&segment.file_name().unwrap_or_default().to_string_lossy())
                 .unwrap_or(rec.header.seq),
         };
-        self.write_head(rec, key);
+        self.write_head(&head);
         Ok(Tails {
             journal: stamp(&self.journal)?,
             dir: stamp(&self.dir)?.1,
@@ -528,8 +532,8 @@ impl FeedWriter {
     /// ignores any head that fails. Anything else in its way (nothing there,
     /// a symlink, a file with other names) is replaced by a temporary file
     /// renamed over it, never written through.
-    pub(super) fn write_head(&self, rec: &Record, key: &SigningKey) {
-        if let Err(e) = self.put_head(rec, None, key) {
+    pub(super) fn write_head(&self, head: &str) {
+        if let Err(e) = self.put_head(head) {
             tracing::warn!("head of feed {} not written: {e}", self.feed);
         }
     }
@@ -539,12 +543,16 @@ impl FeedWriter {
     /// [`Self::write_head`]. The caller holds the feed's lock, so no record
     /// is appended between reading the last one and naming it here.
     pub fn beat(&self, rec: &Record, as_of: i64, key: &SigningKey) -> StoreResult<()> {
-        self.put_head(rec, Some(as_of), key)
+        self.put_head(&self.head_text(rec, Some(as_of), key))
     }
 
-    fn put_head(&self, rec: &Record, as_of: Option<i64>, key: &SigningKey) -> StoreResult<()> {
+    /// The signed `head.json` naming `rec` (said at `as_of` for a heartbeat).
+    pub(super) fn head_text(&self, rec: &Record, as_of: Option<i64>, key: &SigningKey) -> String {
         let (seq, hlc) = (rec.header.seq, rec.header.hlc);
-        let text = record::encode_beat(&self.feed, seq, rec.id, hlc, as_of, key);
+        record::encode_beat(&self.feed, seq, rec.id, hlc, as_of, key)
+    }
+
+    fn put_head(&self, text: &str) -> StoreResult<()> {
         let path = self.dir.join(HEAD_FILE);
         folder_file::rewrite(&path, text.as_bytes())
             .or_else(|_| folder_file::replace(&path, text.as_bytes(), false))?;
