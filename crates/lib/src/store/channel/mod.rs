@@ -988,6 +988,63 @@ mod tests {
         assert_eq!(ch.index().digest().unwrap(), folded);
     }
 
+    #[test]
+    fn a_fold_that_fails_while_the_journal_syncs_takes_the_record_back_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let w = announced(&mut ch, &Role::new("alpha").unwrap());
+        let (first, ()) = ch
+            .append(&w, |_| Ok::<_, StoreError>((send(1), ())))
+            .unwrap();
+        let journal = ch.state_dir().join("journal").join("alpha.jsonl");
+        let feed_dir = ch.dir().feeds().join("alpha").join(&ch.device().id);
+        let files = || {
+            let seg = survey::list_segments(&feed_dir).unwrap().pop().unwrap();
+            (
+                std::fs::read(&journal).unwrap(),
+                std::fs::read(seg.path).unwrap(),
+            )
+        };
+        let before = files();
+        // The next append folds ahead (the first left its tails); the fold's
+        // insert fails on this connection's own trigger.
+        ch.index()
+            .conn()
+            .execute_batch(
+                "CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.records \
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+            )
+            .unwrap();
+        let failed = ch.append(&w, |_| Ok::<_, StoreError>((send(2), ())));
+        assert!(
+            failed
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("refused by the test")),
+            "{failed:?}"
+        );
+        assert!(
+            files() == before,
+            "nothing stays in the journal or the feed"
+        );
+        ch.index()
+            .conn()
+            .execute_batch("DROP TRIGGER temp.refuse")
+            .unwrap();
+        let (next, ()) = ch
+            .append(&w, |_| Ok::<_, StoreError>((send(3), ())))
+            .unwrap();
+        assert_eq!(next.header.seq, first.header.seq + 1, "no gap, no fork");
+        assert_eq!(next.header.prev, Some(first.id));
+        let mut reader = fresh_reader(&ch, &tmp);
+        let report = reader.catch_up().unwrap();
+        assert!(report.waiting.is_empty(), "{report:?}");
+        assert!(reader.index().problems().unwrap().is_empty());
+        assert_eq!(
+            reader.index().digest().unwrap(),
+            ch.index().digest().unwrap()
+        );
+    }
+
     /// Another device's view of `ch`'s folder: a second home.
     fn fresh_reader(ch: &Channel, tmp: &tempfile::TempDir) -> Channel {
         Channel::open(ch.dir().clone(), Home::at(tmp.path().join("reader"))).unwrap()
