@@ -29,6 +29,8 @@
 //! knows of its feed ([`feeds`]) without touching a file, the index or the
 //! clock; this module acts on the [`Judgment`]: problems ([`problems`]),
 //! waits, a fork taken back ([`rollback`]), a record applied ([`apply`]).
+//! A record this device is writing is folded before it is published, while
+//! its journal syncs ([`own`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;

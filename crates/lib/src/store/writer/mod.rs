@@ -1,5 +1,6 @@
 //! Appending this device's records: the journal that makes a write
-//! durable (its fsync is the only one a write waits for), the feed writer
+//! durable (its fsync is the only one a write waits for, run on the
+//! [`syncer`] thread while the writer folds the record), the feed writer
 //! that publishes it to the shared folder, bulk appends, the recovery of a
 //! feed after the machine stopped, and compressing sealed segments.
 //!
