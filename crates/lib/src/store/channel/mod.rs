@@ -10,7 +10,7 @@
 //! folds and writes no record (admitting claims is `app::admission`'s), and
 //! key rotation and the refusals that name a command are `app`'s too.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -613,7 +613,7 @@ impl Channel {
                 prev = Some((rec.header.seq, rec.id, rec.header.hlc));
                 recs.push(rec);
             }
-            let vouched: HashSet<_> = recs.iter().map(|r| vouch(r, &key)).collect();
+            let vouched = || recs.iter().map(|r| vouch(r, &key)).collect();
             let feed = writer.feed.feed();
             let left = match recs.as_slice() {
                 // The usual write, after one of this process: the record is
@@ -631,7 +631,7 @@ impl Channel {
                         one,
                         &segment,
                         offset,
-                        vouched.clone(),
+                        vouched(),
                     );
                     let folded = match ahead {
                         Ok(folded) => folded,
@@ -651,18 +651,18 @@ impl Channel {
                             (size, mtime),
                         )?;
                     if !passed {
-                        Ingest::run_own(ix, dir, cache, feed, vouched)?;
+                        Ingest::run_own(ix, dir, cache, feed, vouched())?;
                     }
                     Some(left)
                 }
                 [one] => {
                     let left = writer.feed.append(one, &writer.key, tails.as_ref())?;
-                    Ingest::run_own(ix, dir, cache, feed, vouched)?;
+                    Ingest::run_own(ix, dir, cache, feed, vouched())?;
                     Some(left)
                 }
                 run => {
                     writer.feed.append_batch(run, &writer.key)?;
-                    Ingest::run_own(ix, dir, cache, feed, vouched)?;
+                    Ingest::run_own(ix, dir, cache, feed, vouched())?;
                     None
                 }
             };

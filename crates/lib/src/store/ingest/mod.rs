@@ -198,9 +198,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         feed: &FeedId,
         vouched: HashSet<Vouch>,
     ) -> StoreResult<IngestReport> {
-        let mut me = Self::new(index, dir, None, now_ms(), vouched);
-        me.own_write = true;
-        me.load(cache)?;
+        let mut me = Self::for_own_write(index, dir, cache, vouched)?;
         let path = dir.feed_dir(feed);
         me.ingest_feed(feed, &path, cache)?;
         // An admit written here: the admitted feed's folder, if skipped, is
@@ -211,6 +209,20 @@ impl<'a, 'p> Ingest<'a, 'p> {
         }
         cache.settled &= me.quiet();
         me.finish()
+    }
+
+    /// A pass over what this device writes, trusting the `vouched` records
+    /// (see [`Self::run_own`] and `own`), loaded.
+    fn for_own_write(
+        index: &'a IndexTx<'a>,
+        dir: &'a ChannelDir,
+        cache: &mut ScanCache,
+        vouched: HashSet<Vouch>,
+    ) -> StoreResult<Self> {
+        let mut me = Self::new(index, dir, None, now_ms(), vouched);
+        me.own_write = true;
+        me.load(cache)?;
+        Ok(me)
     }
 
     /// Like [`Self::run`], as if local time were `now_ms`: records dated

@@ -23,7 +23,6 @@ use super::{Ingest, ScanCache, Vouch};
 use crate::core::ids::{FeedId, sha256_hex};
 use crate::core::op::Op;
 use crate::core::record::Record;
-use crate::store::clock::now_ms;
 use crate::store::error::StoreResult;
 use crate::store::folder::layout::ChannelDir;
 use crate::store::index::IndexTx;
@@ -43,9 +42,7 @@ impl<'a> Ingest<'a, '_> {
         offset: u64,
         vouched: HashSet<Vouch>,
     ) -> StoreResult<bool> {
-        let mut me = Self::new(index, dir, None, now_ms(), vouched);
-        me.own_write = true;
-        me.load(cache)?;
+        let mut me = Self::for_own_write(index, dir, cache, vouched)?;
         let rel = me.rel(segment);
         // An admit also reviews claims and the folders it lets in: the
         // ordinary pass does that.

@@ -51,6 +51,15 @@ impl Tails {
         &self.last
     }
 
+    /// The newest segment as the next append starts from it.
+    fn newest(&self) -> NewestSegment {
+        (
+            self.segment.clone(),
+            self.segment_first,
+            self.segment_stamp.0,
+        )
+    }
+
     /// The newest segment, with its size and mtime after the append.
     pub fn segment(&self) -> (&Path, u64, Option<SystemTime>) {
         (&self.segment, self.segment_stamp.0, self.segment_stamp.1)
@@ -408,12 +417,7 @@ impl FeedWriter {
     /// newest segment and the offset it ends at, or `None` when `rec`
     /// starts a new segment.
     pub fn lands_at(&self, rec: &Record, tails: &Tails) -> Option<(PathBuf, u64)> {
-        let newest = (
-            tails.segment.clone(),
-            tails.segment_first,
-            tails.segment_stamp.0,
-        );
-        let path = self.segment_for(rec, Some((newest, false)));
+        let path = self.segment_for(rec, Some((tails.newest(), false)));
         (path == tails.segment).then_some((path, tails.segment_stamp.0))
     }
 
@@ -426,8 +430,7 @@ impl FeedWriter {
         tails: Option<&Tails>,
         journal_before: u64,
     ) -> StoreResult<Tails> {
-        let newest = tails.map(|t| (t.segment.clone(), t.segment_first, t.segment_stamp.0));
-        let segment = match self.publish(rec, newest) {
+        let segment = match self.publish(rec, tails.map(Tails::newest)) {
             Ok(written) => written,
             Err(e) => return Err(journal::cut_back(&self.journal, journal_before, &[rec], e)),
         };
