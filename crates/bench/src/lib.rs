@@ -679,7 +679,7 @@ fn growth_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
     let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
     let mut t = Table::default();
     rebuild_rows(&mut t, rebuilt.rate_rows(), rebuilt.rate_searchable());
-    tool_rows(&mut t, &mcp, machine.fsync_p50);
+    tool_rows(&mut t, &wire, &mcp, machine.fsync_p50);
     let (start, rss) = if a.messages >= 1_000_000 {
         (START_BUDGET_1M_MS, RSS_BUDGET_1M_MB)
     } else {
@@ -735,11 +735,12 @@ const TAIL_FACTOR: f64 = 4.0;
 /// write waits for one fsync (the journal's), and the rest is this margin.
 const WRITE_OVER_FSYNC_MS: f64 = 0.3;
 
-/// The tool rows through the stdio server: each p50 against its budget, and
-/// its p99 within [`TAIL_FACTOR`] of the p50. The durable writes' budget is
-/// the scratch disk's fsync p50 (measured in the same run, printed as its
-/// own row beside them) plus [`WRITE_OVER_FSYNC_MS`].
-fn tool_rows(t: &mut Table, mcp: &Mcp, fsync_p50: Duration) {
+/// The tool rows: each p50 on the wire (see `wire`) against its budget,
+/// and its p99 within [`TAIL_FACTOR`] of the p50; then the same tools
+/// through rmcp's typed client, stated without a budget. The durable
+/// writes' budget is the scratch disk's fsync p50 (measured in the same
+/// run, printed as its own row beside them) plus [`WRITE_OVER_FSYNC_MS`].
+fn tool_rows(t: &mut Table, wire: &Wire, mcp: &Mcp, fsync_p50: Duration) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let fsync = ms(fsync_p50);
     let write = fsync + WRITE_OVER_FSYNC_MS;
@@ -751,54 +752,73 @@ fn tool_rows(t: &mut Table, mcp: &Mcp, fsync_p50: Duration) {
         None,
         0.0,
     );
-    for (name, samples, budget, label) in [
+    let write_label = format!("p50 ≤ fsync p50 + {WRITE_OVER_FSYNC_MS} ms = {write:.3} ms");
+    let tools = [
         (
-            "send_message (durable)",
+            "send_message",
+            "(durable)",
             &mcp.send,
             write,
-            format!("p50 ≤ fsync p50 + {WRITE_OVER_FSYNC_MS} ms = {write:.3} ms"),
+            write_label.clone(),
         ),
         (
-            "resolve_message (durable)",
+            "resolve_message",
+            "(durable)",
             &mcp.resolve,
             write,
-            format!("p50 ≤ fsync p50 + {WRITE_OVER_FSYNC_MS} ms = {write:.3} ms"),
+            write_label,
         ),
         (
-            "read_inbox (limit 50, bodies)",
+            "read_inbox",
+            "(limit 50, bodies)",
             &mcp.inbox,
             2.0,
             "p50 ≤ 2 ms".into(),
         ),
         (
-            "list_messages (limit 50, bodies)",
+            "list_messages",
+            "(limit 50, bodies)",
             &mcp.list,
             0.8,
             "p50 ≤ 0.8 ms".into(),
         ),
         (
-            "search_messages (selective term)",
+            "search_messages",
+            "(selective term)",
             &mcp.search,
             1.0,
             "p50 ≤ 1 ms".into(),
         ),
         (
-            "open_obligations (limit 50)",
+            "open_obligations",
+            "(limit 50)",
             &mcp.obligations,
             1.5,
             "p50 ≤ 1.5 ms".into(),
         ),
-        ("channel_status", &mcp.status, 2.0, "p50 ≤ 2 ms".into()),
-    ] {
+        ("channel_status", "", &mcp.status, 2.0, "p50 ≤ 2 ms".into()),
+    ];
+    for (tool, what, _, budget, label) in &tools {
+        let samples = wire.samples(tool);
         let (p50, p99) = (ms(p(samples, 50)), ms(p(samples, 99)));
-        let ok = p50 <= budget && p99 <= TAIL_FACTOR * p50;
+        let ok = p50 <= *budget && p99 <= TAIL_FACTOR * p50;
         t.row(
-            name,
+            &[*tool, what, "on the wire"].join(" ").replace("  ", " "),
             format!("{p50:.3} ms"),
             format!("{p99:.3} ms (n={})", samples.len()),
             &format!("{label}, p99 ≤ {TAIL_FACTOR}× p50"),
             Some(ok),
             (budget / p50).min(TAIL_FACTOR * p50 / p99),
+        );
+    }
+    for (tool, _, samples, _, _) in &tools {
+        t.row(
+            &format!("{tool}, rmcp's typed client"),
+            format!("{:.3} ms", ms(p(samples, 50))),
+            format!("{:.3} ms (n={})", ms(p(samples, 99)), samples.len()),
+            "—",
+            None,
+            0.0,
         );
     }
 }
@@ -975,7 +995,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         None,
         0.0,
     );
-    tool_rows(&mut t, &mcp, machine.fsync_p50);
+    tool_rows(&mut t, &wire, &mcp, machine.fsync_p50);
     http_rows(&mut t, &http);
     let (search_p50, run_p99) = (ms(p(&mcp.search, 50)), ms(p(&mcp.search_run, 99)));
     let run_budget = RUN_FACTOR * search_p50;
