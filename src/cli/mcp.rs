@@ -105,10 +105,11 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
             home.describe()
         );
     }
-    // One thread for the protocol: SQLite and file work already run on
-    // the blocking pool, so the runtime only moves lines. Two workers cost
-    // two more threads and malloc arenas (0.55 MB of a server's peak) and a
-    // hand-over per call (read answers were 5-10% slower).
+    // One thread for the protocol and the calls: the use cases run on it
+    // (`Server::serve_stdio`), and only background work (sync, tidying)
+    // goes to the blocking pool. Two workers cost two more threads and
+    // malloc arenas (0.55 MB of a server's peak) and a hand-over per call
+    // (read answers were 5-10% slower).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
