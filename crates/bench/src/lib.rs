@@ -802,8 +802,12 @@ fn tool_rows(t: &mut Table, wire: &Wire, mcp: &Mcp, fsync_p50: Duration) {
         let samples = wire.samples(tool);
         let (p50, p99) = (ms(p(samples, 50)), ms(p(samples, 99)));
         let ok = p50 <= *budget && p99 <= TAIL_FACTOR * p50;
+        let name = match *what {
+            "" => format!("{tool} on the wire"),
+            what => format!("{tool} {what} on the wire"),
+        };
         t.row(
-            &[*tool, what, "on the wire"].join(" ").replace("  ", " "),
+            &name,
             format!("{p50:.3} ms"),
             format!("{p99:.3} ms (n={})", samples.len()),
             &format!("{label}, p99 ≤ {TAIL_FACTOR}× p50"),

@@ -43,30 +43,14 @@ impl IndexTx<'_> {
         still: &[u64],
     ) -> StoreResult<usize> {
         let below = i64::try_from(below).unwrap_or(i64::MAX);
-        let standing: Vec<i64> = self
-            .conn
+        let still = serde_json::to_string(still).expect("offsets serialize");
+        self.conn
             .prepare_cached(
-                "SELECT offset FROM problems WHERE kind = ?1 AND path = ?2 AND offset < ?3",
+                "DELETE FROM problems WHERE kind = ?1 AND path = ?2 AND offset < ?3 \
+                 AND offset NOT IN (SELECT value FROM json_each(?4))",
             )
-            .and_then(|mut st| {
-                st.query_map(params![ProblemKind::Garbage, path, below], |r| r.get(0))?
-                    .collect()
-            })
-            .db(&self.path)?;
-        let mut cleared = 0;
-        for offset in standing {
-            if still.contains(&(offset as u64)) {
-                continue;
-            }
-            cleared += self
-                .conn
-                .prepare_cached(
-                    "DELETE FROM problems WHERE kind = ?1 AND path = ?2 AND offset = ?3",
-                )
-                .and_then(|mut st| st.execute(params![ProblemKind::Garbage, path, offset]))
-                .db(&self.path)?;
-        }
-        Ok(cleared)
+            .and_then(|mut st| st.execute(params![ProblemKind::Garbage, path, below, still]))
+            .db(&self.path)
     }
 
     /// Clears the problems of `kind` at `path`.
