@@ -161,6 +161,20 @@ pub struct Server {
 /// waited for ([`Session::tidy`]): a burst of calls pays for it once, after.
 const TIDY_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// Commits the index rows of the write just answered (`Channel::settle`).
+/// A session held by someone else is left alone: whoever holds it settled
+/// it on taking it, since the write was made under the same lock.
+fn settle(session: &Mutex<Session>) {
+    let guard = match session.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if let Err(e) = guard.channel().settle() {
+        tracing::warn!("committing the last write's index rows: {e}");
+    }
+}
+
 /// Resolves when the process is asked to stop (SIGTERM or SIGINT); never
 /// when the signals cannot be watched.
 async fn terminated() {
@@ -266,7 +280,18 @@ impl Server {
             inline_calls: true,
             ..self
         };
-        let running = server.serve(line_transport::LineTransport::stdio()).await?;
+        // A write answers once its journal line is on disk; its index rows
+        // are committed while the client reads the answer.
+        server
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .channel_mut()
+            .settle_after_answer();
+        let session = Arc::clone(&server.session);
+        let transport = line_transport::LineTransport::stdio()
+            .after_answers(Arc::new(move || settle(&session)));
+        let running = server.serve(transport).await?;
         // A client ends its server by closing stdin, or with SIGTERM (Claude
         // Code at exit): either way the last sync runs before the process ends.
         let ended = tokio::select! {
@@ -314,6 +339,11 @@ impl Server {
             let mut guard = session
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Normally done as the last answer went out; an answer rmcp
+            // dropped (its request cancelled) leaves it to here.
+            if let Err(e) = guard.channel().settle() {
+                tracing::warn!("committing the last write's index rows: {e}");
+            }
             f(&mut guard)
         };
         let failed = |e: &dyn std::fmt::Display| {

@@ -100,7 +100,7 @@ impl Channel {
     }
 
     fn bulk_on(&self, writer: Writer) -> StoreResult<BulkFeed> {
-        let lock = writer.feed.lock()?;
+        let lock = self.lock_feed(&writer.feed)?;
         let last = writer.feed.reconcile(&writer.key.verifying_key())?;
         Ok(BulkFeed {
             writer,

@@ -3,8 +3,9 @@
 //!
 //! Owns the order of a write: feed lock → index write transaction → catch-up
 //! ingest → the caller's validation → seq and clock → sign → journal append
-//! with fsync → feed append → ingest → commit. A refusal from the caller's
-//! validation rolls back and writes nothing. It does not know what the ops
+//! with fsync → feed append → ingest → commit (or, for a server that
+//! answers first, the commit when [`Channel::settle`] is called). A refusal
+//! from the caller's validation rolls back and writes nothing. It does not know what the ops
 //! mean, and writes only what its caller hands it: looking a writer up writes
 //! nothing (a feed's first records are `app::announcement`'s), a catch-up
 //! folds and writes no record (admitting claims is `app::admission`'s), and
@@ -77,6 +78,24 @@ pub struct Channel {
     tails: HashMap<FeedId, Tails>,
     /// The feeds' heads as last verified ([`Self::feed_head`]).
     heads: Heads,
+    /// Whether a write leaves its index transaction open for
+    /// [`Self::settle`] ([`Self::settle_after_answer`]).
+    settle_later: bool,
+    /// The locks of a write whose index transaction is still open: held
+    /// until it commits, so no other writer on this machine sees the index
+    /// behind the feed.
+    unsettled: std::cell::RefCell<Option<[FileLock; 2]>>,
+    /// Set when a commit in [`Self::settle`] failed: `cache` describes
+    /// files as read by rows that were rolled back.
+    cache_stale: std::cell::Cell<bool>,
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        if let Err(e) = self.settle() {
+            tracing::warn!("committing the last write's index rows: {e}");
+        }
+    }
 }
 
 impl Channel {
@@ -103,6 +122,9 @@ impl Channel {
             cache: ScanCache::default(),
             heads: Heads::default(),
             tails: HashMap::new(),
+            settle_later: false,
+            unsettled: std::cell::RefCell::new(None),
+            cache_stale: std::cell::Cell::new(false),
         };
         // Before anything reads the feeds. A feed that cannot be repaired
         // (someone else wrote it) is refused at its next write, not here.
@@ -120,6 +142,44 @@ impl Channel {
     /// The index, for queries.
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// Lets a write answer before its index rows are committed: the
+    /// record is durable once the journal's fsync returns, and the index is
+    /// a cache of the feeds. The commit then waits for [`Self::settle`],
+    /// which a stdio server calls once the answer is written; anything on
+    /// this channel that takes a lock or begins a transaction settles
+    /// first, so this process never waits on itself. Until then this
+    /// connection reads the new rows and other processes read the index as
+    /// it was (and wait for the index lock to write).
+    pub fn settle_after_answer(&mut self) {
+        self.settle_later = true;
+    }
+
+    /// Commits the index rows of a write made under
+    /// [`Self::settle_after_answer`] and lets its locks go; nothing to do
+    /// otherwise. If the commit fails, the rows are rolled back and the
+    /// next catch-up folds the record from the feed again.
+    pub fn settle(&self) -> StoreResult<()> {
+        let Some(locks) = self.unsettled.borrow_mut().take() else {
+            return Ok(());
+        };
+        let settled = self.index.settle();
+        drop(locks);
+        if settled.is_err() {
+            self.cache_stale.set(true);
+        }
+        settled.map(|_| ())
+    }
+
+    /// [`Self::settle`], then forgets what the folder's files held if a
+    /// commit failed since the last pass: before anything reads `cache`.
+    fn settle_for_pass(&mut self) -> StoreResult<()> {
+        let settled = self.settle();
+        if self.cache_stale.replace(false) {
+            self.cache.clear();
+        }
+        settled
     }
 
     /// Starts counting the SQLite work of this channel's index connection
@@ -164,6 +224,7 @@ impl Channel {
     }
 
     fn ingest_now(&mut self) -> StoreResult<IngestReport> {
+        self.settle_for_pass()?;
         if self.cache.is_blank()
             && let Some(kept) = listing::load(&self.state_dir, &self.dir.feeds())
         {
@@ -271,6 +332,7 @@ impl Channel {
     /// inside whichever write crossed its threshold; a server calls this when
     /// idle instead, so that tool calls rarely pay for it.
     pub fn tidy_index(&mut self) -> StoreResult<()> {
+        self.settle()?;
         self.index.checkpoint_if_grown()
     }
 
@@ -359,7 +421,7 @@ impl Channel {
             if feed.device() != self.device.id {
                 continue;
             }
-            let _lock = self.feed_writer(feed).lock()?;
+            let _lock = self.lock_feed(&self.feed_writer(feed))?;
             written.extend(crate::store::writer::seal::gzip_sealed_segments(&dir)?);
         }
         Ok(written)
@@ -429,7 +491,7 @@ impl Channel {
             let pubkey = record::pubkey_hex(&key.verifying_key());
             let former = former_keys(&self.index, &feed, &pubkey)?;
             let writer = self.feed_writer(feed).with_former_keys(former);
-            let _lock = writer.lock()?;
+            let _lock = self.lock_feed(&writer)?;
             f(&writer, &key)?;
         }
         Ok(())
@@ -487,7 +549,15 @@ impl Channel {
     /// its busy handler sleeps in growing steps; a blocking lock wakes the next
     /// writer as soon as the last one commits. Order: feed lock, then this.
     fn lock_index(&self) -> StoreResult<FileLock> {
+        self.settle()?;
         FileLock::exclusive(&self.state_dir.join(INDEX_LOCK))
+    }
+
+    /// Takes `feed`'s lock (before the index lock, never after), settling
+    /// first.
+    fn lock_feed(&self, feed: &FeedWriter) -> StoreResult<FileLock> {
+        self.settle()?;
+        feed.lock()
     }
 
     fn feed_writer(&self, feed: FeedId) -> FeedWriter {
@@ -572,8 +642,9 @@ impl Channel {
         writer: &Writer,
         build: impl FnOnce(&Index) -> Result<(Vec<Step>, T), E>,
     ) -> Result<(Vec<Record>, T), E> {
-        let _feed_lock = writer.feed.lock()?;
-        let _index_lock = self.lock_index()?;
+        self.settle_for_pass()?;
+        let feed_lock = self.lock_feed(&writer.feed)?;
+        let index_lock = self.lock_index()?;
         // Taken out, and put back only by an append that succeeds: after a
         // failure nothing is known about the files.
         let tails = self
@@ -581,9 +652,13 @@ impl Channel {
             .remove(writer.feed.feed())
             .filter(|t| writer.feed.still_holds(t));
         let Self {
-            index, dir, cache, ..
+            index,
+            dir,
+            cache,
+            settle_later,
+            ..
         } = self;
-        let result = index.write(|ix| {
+        let write = |ix: &IndexTx<'_>| {
             if !cache.unchanged(&dir.feeds()) {
                 Ingest::run(ix, dir, cache)?;
             }
@@ -667,11 +742,19 @@ impl Channel {
                 }
             };
             Ok((recs, out, left))
-        });
+        };
+        let result = if *settle_later {
+            index.write_held(write)
+        } else {
+            index.write(write)
+        };
         match result {
             Ok((recs, out, left)) => {
                 if let Some(t) = left {
                     self.tails.insert(writer.feed.feed().clone(), t);
+                }
+                if self.settle_later {
+                    *self.unsettled.borrow_mut() = Some([feed_lock, index_lock]);
                 }
                 Ok((recs, out))
             }
@@ -931,6 +1014,66 @@ mod tests {
         let report = reader.catch_up().unwrap();
         assert!(report.waiting.is_empty(), "{report:?}");
         assert!(reader.index().problems().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_write_settled_after_its_answer_is_read_here_at_once_and_elsewhere_once_committed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let w = announced(&mut ch, &Role::new("alpha").unwrap());
+        ch.settle_after_answer();
+        // Another connection to the same index file: another process.
+        let other = Index::open(&Index::path_in(ch.state_dir()), ch.dir().id()).unwrap();
+        let records = |ix: &Index| -> i64 {
+            ix.conn()
+                .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
+                .unwrap()
+        };
+        let base = records(&other);
+        let write = |ch: &mut Channel, i: usize| {
+            ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
+                .unwrap();
+        };
+        // Each write settles the one before it: the locks it holds are
+        // never waited for by this process.
+        for i in 0..3 {
+            write(&mut ch, i);
+            assert_eq!(
+                records(ch.index()),
+                base + i as i64 + 1,
+                "read here at once"
+            );
+            assert_eq!(records(&other), base + i as i64, "not committed yet");
+        }
+        // So does everything else that takes the feed's or the index's
+        // lock, or reads the folder.
+        ch.reconcile_own_feeds().unwrap();
+        assert_eq!(records(&other), base + 3);
+        write(&mut ch, 3);
+        assert_eq!(
+            ch.catch_up().unwrap().accepted,
+            0,
+            "the cursor moved with the rows"
+        );
+        assert_eq!(records(&other), base + 4);
+        write(&mut ch, 4);
+        ch.settle().unwrap();
+        assert_eq!(records(&other), base + 5);
+        ch.settle().unwrap();
+        write(&mut ch, 5);
+        let folded = ch.index().digest().unwrap();
+        drop(ch);
+        assert_eq!(records(&other), base + 6, "closing the channel commits");
+        // What was committed is what a pass over the folder folds.
+        let mut reopened = Channel::open(
+            ChannelDir::open(&tmp.path().join("channel")).unwrap(),
+            Home::at(tmp.path().join("home")),
+        )
+        .unwrap();
+        assert_eq!(reopened.catch_up().unwrap().accepted, 0);
+        assert_eq!(reopened.index().digest().unwrap(), folded);
+        reopened.reindex(None).unwrap();
+        assert_eq!(reopened.index().digest().unwrap(), folded);
     }
 
     #[test]

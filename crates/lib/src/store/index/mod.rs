@@ -105,6 +105,9 @@ pub struct Index {
     /// The thread that checkpoints the log, in a long-lived process
     /// ([`Self::checkpoint_in_background`]).
     checkpointer: Option<checkpoint::Checkpointer>,
+    /// True while a write transaction that [`Self::write_held`] left open
+    /// waits for its commit ([`Self::settle`]).
+    held: std::cell::Cell<bool>,
 }
 
 /// The `conflicts` column of a folded entity (a message, an upload): its
@@ -175,6 +178,7 @@ impl Index {
             path: path.to_path_buf(),
             search_batch: SEARCH_BATCH,
             checkpointer: None,
+            held: std::cell::Cell::new(false),
         };
         let stamp: i32 = me
             .conn
@@ -273,6 +277,7 @@ impl Index {
             path,
             search_batch: SEARCH_BATCH,
             checkpointer: None,
+            held: std::cell::Cell::new(false),
         })
     }
 
@@ -335,6 +340,32 @@ impl Index {
         self.transact("BEGIN", f)
     }
 
+    /// Like [`Self::write`], but a transaction that succeeds is left open:
+    /// its changes are visible on this connection at once and to others
+    /// once [`Self::settle`] commits it (so does the next transaction begun
+    /// here). For a write whose durability lies elsewhere (the journal), so
+    /// that the commit can follow the answer.
+    pub fn write_held<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<crate::store::error::StoreError>,
+    {
+        let out = self.begin_and_run("BEGIN IMMEDIATE", f)?;
+        self.held.set(true);
+        Ok(out)
+    }
+
+    /// Commits the transaction [`Self::write_held`] left open, if any; true
+    /// if there was one. A commit that fails rolls it back.
+    pub fn settle(&self) -> StoreResult<bool> {
+        if !self.held.replace(false) {
+            return Ok(false);
+        }
+        self.commit().inspect_err(|_| {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        })?;
+        Ok(true)
+    }
+
     fn transact<T, E>(
         &self,
         begin: &str,
@@ -343,20 +374,34 @@ impl Index {
     where
         E: From<crate::store::error::StoreError>,
     {
+        let out = self.begin_and_run(begin, f)?;
+        self.commit()?;
+        Ok(out)
+    }
+
+    /// Settles a held transaction, begins one with `begin` and runs `f` in
+    /// it, rolling it back if `f` fails.
+    fn begin_and_run<T, E>(
+        &self,
+        begin: &str,
+        f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<crate::store::error::StoreError>,
+    {
+        self.settle()?;
         self.conn.execute_batch(begin).db(&self.path)?;
-        match f(&IndexTx::begun(self)) {
-            Ok(v) => {
-                self.conn.execute_batch("COMMIT").db(&self.path)?;
-                if let Some(c) = &self.checkpointer {
-                    c.after_commit();
-                }
-                Ok(v)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
+        f(&IndexTx::begun(self)).inspect_err(|_| {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        })
+    }
+
+    fn commit(&self) -> StoreResult<()> {
+        self.conn.execute_batch("COMMIT").db(&self.path)?;
+        if let Some(c) = &self.checkpointer {
+            c.after_commit();
         }
+        Ok(())
     }
 
     /// The last body row in the full-text index, and the last body row.
@@ -415,6 +460,7 @@ impl Index {
     /// ([`Self::checkpoint_in_background`]), it is asked to do it, so the
     /// caller does not hold its session meanwhile.
     pub fn checkpoint_if_grown(&self) -> StoreResult<()> {
+        self.settle()?;
         let mut wal = self.path.clone().into_os_string();
         wal.push("-wal");
         let size = std::fs::metadata(&wal).map_or(0, |m| m.len());
