@@ -289,8 +289,10 @@ impl Server {
             .channel_mut()
             .settle_after_answer();
         let session = Arc::clone(&server.session);
-        let transport = line_transport::LineTransport::stdio()
-            .after_answers(Arc::new(move || settle(&session)));
+        let transport = line_transport::LineTransport::stdio().after_answers({
+            let session = Arc::clone(&session);
+            Arc::new(move || settle(&session))
+        });
         let running = server.serve(transport).await?;
         // A client ends its server by closing stdin, or with SIGTERM (Claude
         // Code at exit): either way the last sync runs before the process ends.
@@ -298,6 +300,9 @@ impl Server {
             ended = running.waiting() => ended.map(|_| ()).map_err(anyhow::Error::from),
             () = terminated() => Ok(()),
         };
+        // The last answer's rows, should rmcp have dropped that answer: the
+        // last sync takes the locks they hold.
+        settle(&session);
         if syncing {
             syncer::flush(dir, home).await;
         }
