@@ -3,6 +3,7 @@
 
 use crate::common;
 use crate::common::TestChannel;
+use crate::common::raw::RawSession;
 use serde_json::json;
 
 const EACH: usize = 500;
@@ -112,85 +113,41 @@ fn processes_opening_a_fresh_channel_at_once_all_succeed() {
 /// are committed while the client reads the answer). A server killed right
 /// after answering may take those rows with it, but never the message: the
 /// next process folds it from the feed, once.
-#[test]
-fn a_server_killed_right_after_answering_a_send_loses_nothing() {
-    use std::io::{BufRead as _, BufReader, Write as _};
-    use std::process::{Command, Stdio};
+#[tokio::test]
+async fn a_server_killed_right_after_answering_a_send_loses_nothing() {
     let ch = TestChannel::new(&["frontend", "backend"]);
     const ROUNDS: usize = 6;
     for round in 0..ROUNDS {
-        let mut server = Command::new(common::bin())
-            .args([
-                "mcp",
-                "--sync-every",
-                "off",
-                "--role",
-                "frontend",
-                "--channel",
-            ])
-            .arg(&ch.dir)
-            .env("COUNTERSIGN_HOME", &ch.home)
-            .env_remove("COUNTERSIGN_ROLE")
-            .env_remove("AI_AGENT_CHANNEL_ROLE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
-        let mut input = server.stdin.take().unwrap();
-        let mut output = BufReader::new(server.stdout.take().unwrap());
-        let lines = [
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"}}}),
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-                "name": "send_message", "arguments": {
-                    "to": "backend", "topic": format!("killed {round}"),
-                    "body": "sent just before the server was killed"}}}),
-        ];
-        for line in &lines {
-            writeln!(input, "{line}").unwrap();
-        }
-        input.flush().unwrap();
-        let mut line = String::new();
-        let answer = loop {
-            line.clear();
-            assert!(
-                output.read_line(&mut line).unwrap() > 0,
-                "the server answers"
-            );
-            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == 1 {
-                break v;
-            }
-        };
+        let mut s = RawSession::start(&ch, "frontend").await;
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "send_message", "arguments": {
+                "to": "backend", "topic": format!("killed {round}"),
+                "body": "sent just before the server was killed"}}});
+        s.line(call.to_string().as_bytes()).await;
+        let answer = s.answer().await;
         // SIGKILL, at once: nothing runs after it, not even the commit.
-        server.kill().unwrap();
-        server.wait().unwrap();
+        s.kill().await;
+        assert_eq!(answer["id"], 1, "{answer}");
         assert_ne!(answer["result"]["isError"], true, "{answer}");
     }
-    let expected: Vec<String> = (0..ROUNDS).map(|r| format!("killed {r}")).collect();
-    let topics = |role: &str| -> Vec<String> {
-        let out = ch.cli(&[
-            "--role", role, "inbox", "--all", "--limit", "1000", "--json",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let mut t: Vec<String> = v["result"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|m| m["topic"].as_str().map(str::to_owned))
-            .collect();
-        t.sort();
-        t
-    };
     // The index the killed servers wrote to (one per machine, whatever the
     // role) has each message once.
-    assert_eq!(topics("backend"), expected);
+    let out = ch.cli(&[
+        "--role", "backend", "inbox", "--all", "--limit", "1000", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut topics: Vec<&str> = v["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["topic"].as_str())
+        .collect();
+    topics.sort_unstable();
+    let expected: Vec<String> = (0..ROUNDS).map(|r| format!("killed {r}")).collect();
+    assert_eq!(topics, expected);
 }

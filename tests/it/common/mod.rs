@@ -4,6 +4,7 @@
 
 pub mod local;
 pub mod machines;
+pub mod raw;
 pub mod serve;
 
 use std::path::{Path, PathBuf};
