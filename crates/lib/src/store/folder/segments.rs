@@ -171,15 +171,25 @@ pub fn read_lines_and_rest(path: &Path, offset: u64) -> Result<(Vec<Line>, u64),
 /// Cuts `buf` (read from `offset`) into complete lines and the length of
 /// the torn rest.
 pub(in crate::store) fn split_lines(buf: &[u8], offset: u64) -> (Vec<Line>, u64) {
+    let (spans, torn) = line_spans(buf);
+    let lines = spans
+        .into_iter()
+        .map(|(at, len)| Line {
+            offset: offset + at,
+            len,
+            record: record::decode(&buf[at as usize..(at + len) as usize - 1]),
+        })
+        .collect();
+    (lines, torn)
+}
+
+/// Where the complete lines of `buf` are, without decoding them: each one's
+/// offset in `buf` and length with its `\n`; and the length of the torn rest.
+pub(in crate::store) fn line_spans(buf: &[u8]) -> (Vec<(u64, u64)>, u64) {
     let mut out = Vec::new();
     let mut start = 0usize;
     while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
-        let line = &buf[start..start + nl];
-        out.push(Line {
-            offset: offset + start as u64,
-            len: nl as u64 + 1,
-            record: record::decode(line),
-        });
+        out.push((start as u64, nl as u64 + 1));
         start += nl + 1;
     }
     (out, (buf.len() - start) as u64)

@@ -3,12 +3,12 @@
 //! The pass applies a feed's records one by one on one thread, and each
 //! needs its signature checked first. When a pass reads whole files (a
 //! rebuild, or the first pass of a process over files it has no cursor
-//! for), a reader thread reads and decodes the next files, and their lines
-//! are checked in chunks by workers on the other cores while the pass
-//! applies the current file. Checks are what take longest, so the pass does
-//! not sit idle while it waits for the file it needs: it checks chunks too
-//! (of that file first, since chunks are taken in order), and every core
-//! stays busy until the last file is checked.
+//! for), a reader thread reads the next files and cuts them into lines, and
+//! their lines are decoded and checked in chunks by workers on the other
+//! cores while the pass applies the current file. Decoding and checks are
+//! what take longest, so the pass does not sit idle while it waits for the
+//! file it needs: it takes chunks too (of that file first, since chunks are
+//! taken in order), and every core stays busy until the last file is done.
 //!
 //! It decides nothing: the pass takes a file from here only when it would
 //! read that file from its start and finds it as the read-ahead did (same
@@ -24,6 +24,7 @@ use std::time::SystemTime;
 
 use ed25519_dalek::VerifyingKey;
 
+use crate::core::record;
 use crate::core::signature::Batch;
 use crate::store::folder::segments;
 use crate::store::folder::segments::Line;
@@ -74,13 +75,17 @@ struct State {
     stopped: bool,
 }
 
-/// A run of a file's lines to check.
+/// A run of a file's lines to decode and check.
 struct Chunk {
     /// The file's place in the plan, and the chunk's place in the file.
     file: usize,
     part: usize,
-    lines: Vec<Line>,
-    key: VerifyingKey,
+    /// The file's bytes, shared by its chunks, and this chunk's lines in
+    /// them: each line's offset and length, its newline included.
+    bytes: Arc<Vec<u8>>,
+    lines: Vec<(u64, u64)>,
+    /// No key: the lines are only decoded.
+    key: Option<VerifyingKey>,
     /// Lines of records at or below this seq are left to the pass.
     head: u64,
 }
@@ -128,18 +133,33 @@ impl Shared {
         self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Checks `chunk` (without the lock) and puts its verdicts back. Should
-    /// the check panic, the chunk comes back unchecked, for the pass to
-    /// check itself, rather than never.
+    /// Decodes and checks `chunk` (without the lock) and puts its lines and
+    /// verdicts back. Should the check panic, the lines come back unchecked,
+    /// for the pass to check itself, rather than never.
     fn check(&self, chunk: Chunk) {
-        let verdicts = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check_lines(&chunk.lines, &chunk.key, chunk.head)
-        }))
-        .unwrap_or_else(|_| vec![None; chunk.lines.len()]);
+        let lines: Vec<Line> = chunk
+            .lines
+            .iter()
+            .map(|&(offset, len)| {
+                let at = offset as usize;
+                Line {
+                    offset,
+                    len,
+                    record: record::decode(&chunk.bytes[at..at + len as usize - 1]),
+                }
+            })
+            .collect();
+        let verdicts = match &chunk.key {
+            Some(key) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                check_lines(&lines, key, chunk.head)
+            }))
+            .unwrap_or_else(|_| vec![None; lines.len()]),
+            None => Vec::new(),
+        };
         let mut st = self.lock();
         // A file the pass passed over is gone from the list: drop the chunk.
         if let Some(r) = st.files.iter_mut().find(|r| r.file == chunk.file) {
-            r.parts[chunk.part] = Some((chunk.lines, verdicts));
+            r.parts[chunk.part] = Some((lines, verdicts));
             r.missing -= 1;
         }
         drop(st);
@@ -177,9 +197,8 @@ impl ReadAhead {
         let files = plan.clone();
         let s = Arc::clone(&shared);
         scope.spawn(move || read(&files, key, head, &s));
-        // The pass is the last worker: it checks while it waits.
-        let workers = if key.is_some() { cores() - 1 } else { 0 };
-        for _ in 0..workers {
+        // The pass is the last worker: it takes chunks while it waits.
+        for _ in 0..cores() - 1 {
             let s = Arc::clone(&shared);
             scope.spawn(move || work(&s));
         }
@@ -235,9 +254,12 @@ impl Drop for ReadAhead {
     }
 }
 
-/// Reads and decodes each file of `plan` in turn and queues its chunks for
-/// checking, at most [`READY`] files ahead of the pass. A file that cannot be
-/// read (gone, refused) is not queued: the pass reads it itself and sees why.
+/// Reads each file of `plan` in turn, cuts it into lines and queues their
+/// chunks for decoding and checking, at most [`READY`] files ahead of the
+/// pass. A file that cannot be read (gone, refused) is not queued: the pass
+/// reads it itself and sees why. The records of a file that an earlier one
+/// of the plan also holds (a segment in both its plain and gzip form) are
+/// checked twice; the pass finds them known and uses neither check.
 fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, shared: &Shared) {
     // Set however this ends, a panic included, so that no one waits for a
     // file that will never come.
@@ -249,10 +271,6 @@ fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, shared: &Shared)
         }
     }
     let _done = ReadAll(shared);
-    // Records at or below a seq an earlier file already held (a segment in
-    // both its plain and gzip form) are left to the pass: it finds them
-    // known and never asks.
-    let mut seen = head;
     for (file, path) in plan.iter().enumerate() {
         let Some(stamp) = std::fs::symlink_metadata(path)
             .ok()
@@ -261,21 +279,11 @@ fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, shared: &Shared)
         else {
             continue;
         };
-        let Ok((lines, torn)) = segments::read_lines_and_rest(path, 0) else {
+        let Ok(bytes) = segments::read_segment_from(path, 0) else {
             continue;
         };
-        let below = seen;
-        seen = seen.max(
-            lines
-                .iter()
-                .filter_map(|l| l.record.as_ref().ok().map(|r| r.header.seq))
-                .max()
-                .unwrap_or(0),
-        );
-        let (parts, chunks) = match key {
-            Some(key) => chunked(file, lines, key, below),
-            None => (vec![Some((lines, Vec::new()))], Vec::new()),
-        };
+        let (lines, torn) = segments::line_spans(&bytes);
+        let (parts, chunks) = chunked(file, Arc::new(bytes), lines, key, head);
         let mut st = shared.lock();
         while st.files.len() >= READY && !st.stopped {
             st = shared.wait(st);
@@ -297,25 +305,27 @@ fn read(plan: &[PathBuf], key: Option<VerifyingKey>, head: u64, shared: &Shared)
     }
 }
 
-/// Splits a file's lines into chunks to check, with the empty slots their
-/// verdicts come back to.
+/// Splits a file's lines into chunks to decode and check, with the empty
+/// slots they come back to.
 fn chunked(
     file: usize,
-    mut lines: Vec<Line>,
-    key: VerifyingKey,
+    bytes: Arc<Vec<u8>>,
+    lines: Vec<(u64, u64)>,
+    key: Option<VerifyingKey>,
     head: u64,
 ) -> (Vec<Option<Checked>>, Vec<Chunk>) {
-    let mut chunks = Vec::new();
-    while !lines.is_empty() {
-        let rest = lines.split_off(lines.len().min(CHUNK));
-        chunks.push(Chunk {
+    let chunks: Vec<Chunk> = lines
+        .chunks(CHUNK)
+        .enumerate()
+        .map(|(part, lines)| Chunk {
             file,
-            part: chunks.len(),
-            lines: std::mem::replace(&mut lines, rest),
+            part,
+            bytes: Arc::clone(&bytes),
+            lines: lines.to_vec(),
             key,
             head,
-        });
-    }
+        })
+        .collect();
     ((0..chunks.len()).map(|_| None).collect(), chunks)
 }
 
