@@ -5,11 +5,12 @@
 //! ingest → the caller's validation → seq and clock → sign → journal append
 //! with fsync → feed append → ingest → commit (or, for a server that
 //! answers first, the commit when [`Channel::settle`] is called). A refusal
-//! from the caller's validation rolls back and writes nothing. It does not know what the ops
-//! mean, and writes only what its caller hands it: looking a writer up writes
-//! nothing (a feed's first records are `app::announcement`'s), a catch-up
-//! folds and writes no record (admitting claims is `app::admission`'s), and
-//! key rotation and the refusals that name a command are `app`'s too.
+//! from the caller's validation rolls back and writes nothing. It does not
+//! know what the ops mean, and writes only what its caller hands it: looking
+//! a writer up writes nothing (a feed's first records are
+//! `app::announcement`'s), a catch-up folds and writes no record (admitting
+//! claims is `app::admission`'s), and key rotation and the refusals that
+//! name a command are `app`'s too.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
