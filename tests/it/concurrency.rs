@@ -151,3 +151,85 @@ async fn a_server_killed_right_after_answering_a_send_loses_nothing() {
     let expected: Vec<String> = (0..ROUNDS).map(|r| format!("killed {r}")).collect();
     assert_eq!(topics, expected);
 }
+
+/// A client that stops reading its answers keeps the server from writing
+/// the answer to its last write, which is when the server commits that
+/// write's index rows. The idle server commits them anyway (its tidy, a
+/// quarter of a second after the last call), so other processes of the
+/// machine that write the index are not stopped by the stalled one.
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_hold_the_index_for_other_processes() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let mut s = RawSession::start(&ch, "frontend").await;
+    let call = |id: i64, name: &str, arguments: serde_json::Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+        .to_string()
+    };
+    // Two large bodies, so that a listing answers far more than a pipe holds.
+    for id in 1..=2 {
+        let big = call(
+            id,
+            "send_message",
+            json!({"to": "backend", "topic": format!("big {id}"), "body": "x".repeat(200_000)}),
+        );
+        s.line(big.as_bytes()).await;
+        assert_eq!(s.answer().await["id"], id);
+    }
+    let before = ch.feed_records();
+    // From here on nothing is read: the first listing's answer fills the
+    // pipe, and every later answer waits behind it, the write's included.
+    for id in 3..=4 {
+        s.line(call(id, "list_messages", json!({"limit": 10})).as_bytes())
+            .await;
+    }
+    s.line(
+        call(
+            5,
+            "send_message",
+            json!({"to": "backend", "topic": "unanswered", "body": "its answer waits"}),
+        )
+        .as_bytes(),
+    )
+    .await;
+    // The write is made (its record is published before it is answered);
+    // its rows wait for the answer that cannot be written.
+    for _ in 0..600 {
+        if ch.feed_records() > before {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(ch.feed_records(), before + 1, "the server made the write");
+    // Another process writes the index (a catch-up, then its own record).
+    let mut other = tokio::process::Command::new(common::bin());
+    other
+        .env("COUNTERSIGN_HOME", &ch.home)
+        .args([
+            "--role",
+            "backend",
+            "send",
+            "--to",
+            "frontend",
+            "--topic",
+            "meanwhile",
+        ])
+        .args([
+            "--body",
+            "written while the other server's client reads nothing",
+            "--channel",
+        ])
+        .arg(&ch.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let done = tokio::time::timeout(std::time::Duration::from_secs(60), other.output())
+        .await
+        .expect("the other process is not held up by the stalled server")
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    s.kill().await;
+}
