@@ -165,12 +165,16 @@ const TIDY_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 /// A session held by someone else is left alone: whoever holds it settled
 /// it on taking it, since the write was made under the same lock.
 fn settle(session: &Mutex<Session>) {
-    let guard = match session.try_lock() {
-        Ok(guard) => guard,
-        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return,
-    };
-    if let Err(e) = guard.channel().settle() {
+    match session.try_lock() {
+        Ok(guard) => settle_held(&guard),
+        Err(std::sync::TryLockError::Poisoned(p)) => settle_held(&p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => {}
+    }
+}
+
+/// [`settle`] on a session already taken.
+fn settle_held(session: &Session) {
+    if let Err(e) = session.channel().settle() {
         tracing::warn!("committing the last write's index rows: {e}");
     }
 }
@@ -251,19 +255,16 @@ impl Server {
     /// With background sync on, a last sync follows the client's leaving
     /// (`syncer::flush`), so a session's final writes leave the machine.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        let (dir, home) = {
-            let s = self
+        let (dir, home, role) = {
+            let mut s = self
                 .session
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            (s.channel().dir().clone(), s.channel().home().clone())
-        };
-        let role = {
-            let s = self
-                .session
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            s.role_opt().cloned()
+            // A write answers once its journal line is on disk; its index
+            // rows are committed while the client reads the answer.
+            s.channel_mut().settle_after_answer();
+            let ch = s.channel();
+            (ch.dir().clone(), ch.home().clone(), s.role_opt().cloned())
         };
         tokio::spawn(summarizer::run(dir.clone(), home.clone(), role, false));
         let syncing = self.sync_every.is_some();
@@ -280,14 +281,6 @@ impl Server {
             inline_calls: true,
             ..self
         };
-        // A write answers once its journal line is on disk; its index rows
-        // are committed while the client reads the answer.
-        server
-            .session
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .channel_mut()
-            .settle_after_answer();
         let session = Arc::clone(&server.session);
         let transport = line_transport::LineTransport::stdio().after_answers({
             let session = Arc::clone(&session);
@@ -346,9 +339,7 @@ impl Server {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // Normally done as the last answer went out; an answer rmcp
             // dropped (its request cancelled) leaves it to here.
-            if let Err(e) = guard.channel().settle() {
-                tracing::warn!("committing the last write's index rows: {e}");
-            }
+            settle_held(&guard);
             f(&mut guard)
         };
         let failed = |e: &dyn std::fmt::Display| {

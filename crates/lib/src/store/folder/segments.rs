@@ -174,13 +174,19 @@ pub(in crate::store) fn split_lines(buf: &[u8], offset: u64) -> (Vec<Line>, u64)
     let (spans, torn) = line_spans(buf);
     let lines = spans
         .into_iter()
-        .map(|(at, len)| Line {
-            offset: offset + at,
-            len,
-            record: record::decode(&buf[at as usize..(at + len) as usize - 1]),
-        })
+        .map(|span| decode_line(buf, span, offset))
         .collect();
     (lines, torn)
+}
+
+/// The line of `buf` at `span` (from [`line_spans`]), decoded; `buf` was
+/// read from `offset` of its file.
+pub(in crate::store) fn decode_line(buf: &[u8], (at, len): (u64, u64), offset: u64) -> Line {
+    Line {
+        offset: offset + at,
+        len,
+        record: record::decode(&buf[at as usize..(at + len) as usize - 1]),
+    }
 }
 
 /// Where the complete lines of `buf` are, without decoding them: each one's

@@ -24,7 +24,6 @@ use std::time::SystemTime;
 
 use ed25519_dalek::VerifyingKey;
 
-use crate::core::record;
 use crate::core::signature::Batch;
 use crate::store::folder::segments;
 use crate::store::folder::segments::Line;
@@ -140,14 +139,7 @@ impl Shared {
         let lines: Vec<Line> = chunk
             .lines
             .iter()
-            .map(|&(offset, len)| {
-                let at = offset as usize;
-                Line {
-                    offset,
-                    len,
-                    record: record::decode(&chunk.bytes[at..at + len as usize - 1]),
-                }
-            })
+            .map(|&span| segments::decode_line(&chunk.bytes, span, 0))
             .collect();
         let verdicts = match &chunk.key {
             Some(key) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
