@@ -213,42 +213,70 @@ pub fn slugify(raw: &str, max: usize) -> Option<String> {
 pub const OWNER_FEED_ROLE: &str = "_owner";
 
 /// A feed: one role on one device, written `<role>/<device>`.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+///
+/// Held as that text, with where the role ends: the index binds it as a key
+/// at every record it stores, and the text is then a borrow, not a format.
+/// Ordered by role, then device, as a pair (not as the text: `a-b/x` sorts
+/// after `a/y`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct FeedId {
-    role: String,
-    device: String,
+    text: String,
+    role_len: usize,
 }
 
 impl FeedId {
     /// The feed of `role` (or [`OWNER_FEED_ROLE`]) on `device`.
     pub fn new(role: &str, device: &str) -> Option<Self> {
         let role_ok = role == OWNER_FEED_ROLE || is_slug(role);
-        (role_ok && is_slug(device)).then(|| Self {
-            role: role.to_owned(),
-            device: device.to_owned(),
+        (role_ok && is_slug(device)).then(|| {
+            let mut text = String::with_capacity(role.len() + 1 + device.len());
+            text.push_str(role);
+            text.push('/');
+            text.push_str(device);
+            Self {
+                text,
+                role_len: role.len(),
+            }
         })
     }
 
     /// The role part (may be [`OWNER_FEED_ROLE`]).
     pub fn role(&self) -> &str {
-        &self.role
+        &self.text[..self.role_len]
     }
 
     /// The device part.
     pub fn device(&self) -> &str {
-        &self.device
+        &self.text[self.role_len + 1..]
+    }
+
+    /// The feed as written: `<role>/<device>`.
+    pub fn as_str(&self) -> &str {
+        &self.text
     }
 
     /// True for the owner's membership feed.
     pub fn is_owner(&self) -> bool {
-        self.role == OWNER_FEED_ROLE
+        self.role() == OWNER_FEED_ROLE
+    }
+}
+
+impl Ord for FeedId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.role(), self.device()).cmp(&(other.role(), other.device()))
+    }
+}
+
+impl PartialOrd for FeedId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
 impl fmt::Display for FeedId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.role, self.device)
+        f.write_str(&self.text)
     }
 }
 
@@ -263,7 +291,7 @@ impl TryFrom<String> for FeedId {
 
 impl From<FeedId> for String {
     fn from(f: FeedId) -> Self {
-        f.to_string()
+        f.text
     }
 }
 
@@ -347,6 +375,23 @@ mod tests {
         assert!(FeedId::new("_owner", "laptop").unwrap().is_owner());
         assert!(FeedId::try_from("nope".to_owned()).is_err());
         assert!(FeedId::try_from("a/b/c".to_owned()).is_err());
+        assert_eq!(f.device(), "laptop-3f9a2c");
+        assert_eq!(f.as_str(), "backend/laptop-3f9a2c");
+        assert_eq!(String::from(f), "backend/laptop-3f9a2c");
+    }
+
+    #[test]
+    fn feed_ids_order_by_role_then_device_not_by_their_text() {
+        let feed = |r: &str, d: &str| FeedId::new(r, d).unwrap();
+        // As text, "a-b/x" < "a/y" ('-' sorts before '/'); as a pair, the
+        // role "a" comes first.
+        assert!(feed("a", "y") < feed("a-b", "x"));
+        assert!(feed("a", "x") < feed("a", "y"));
+        assert!(feed("_owner", "z") < feed("a", "a"));
+        assert_eq!(
+            feed("a", "x").cmp(&feed("a", "x")),
+            std::cmp::Ordering::Equal
+        );
     }
 
     #[test]

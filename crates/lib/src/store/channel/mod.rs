@@ -794,14 +794,14 @@ fn former_keys(ix: &Index, feed: &FeedId, current: &str) -> StoreResult<Vec<Veri
     let mut st = ix
         .conn()
         .prepare_cached(
-            // The op lists match the partial index `records_keys` word for
+            // The ops match the partial index `records_key_ops` word for
             // word, so SQLite uses it; a feed other than the owner's holds no
             // `admit`, and the owner's `feed_init` names no feed.
             "SELECT json_extract(body, '$.data.pubkey') FROM records \
-             WHERE feed = ?1 AND op IN ('feed_init', 'replace_key', 'admit') \
+             WHERE feed = ?1 AND (op = 'feed_init' OR op = 'replace_key' OR op = 'admit') \
              UNION SELECT json_extract(body, '$.data.pubkey') FROM records \
              WHERE feed >= '_owner/' AND feed < '_owner0' \
-               AND op IN ('feed_init', 'replace_key', 'admit') \
+               AND (op = 'feed_init' OR op = 'replace_key' OR op = 'admit') \
                AND json_extract(body, '$.data.feed') = ?1",
         )
         .db(ix.path())?;

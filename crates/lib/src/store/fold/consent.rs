@@ -57,8 +57,9 @@ pub fn channel_ops(index: &Index) -> StoreResult<Vec<Decoded>> {
     let mut st = index
         .conn()
         .prepare_cached(
+            // The partial index `records_consent_ops`, word for word.
             "SELECT id, role, ms, c, body FROM records \
-             WHERE op IN ('pin_set', 'backfill', 'undo_backfill')",
+             WHERE op = 'pin_set' OR op = 'backfill' OR op = 'undo_backfill'",
         )
         .db(p)?;
     let rows = st.query_map([], decoded_row).db(p)?;

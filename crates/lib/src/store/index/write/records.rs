@@ -28,7 +28,7 @@ impl IndexTx<'_> {
             .and_then(|mut s| {
                 s.execute(params![
                     rec.id.hex(),
-                    feed.to_string(),
+                    feed.as_str(),
                     rec.header.seq as i64,
                     rec.header.hlc.0,
                     rec.header.hlc.1,
