@@ -191,10 +191,13 @@ impl IndexTx<'_> {
             ])
             .db(p)?;
         }
-        self.conn()
-            .prepare_cached("DELETE FROM events WHERE message_id = ?1")
-            .and_then(|mut s| s.execute([&id]))
-            .db(p)?;
+        // A message's events are written only with its row, and go with it.
+        if before.is_some() {
+            self.conn()
+                .prepare_cached("DELETE FROM events WHERE message_id = ?1")
+                .and_then(|mut s| s.execute([&id]))
+                .db(p)?;
+        }
         let mut ins = self
             .conn()
             .prepare_cached(
