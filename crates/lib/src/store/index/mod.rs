@@ -429,11 +429,20 @@ impl Index {
         )
     }
 
+    /// True while the full-text index holds entries of body rows a rebuild
+    /// threw away (see [`IndexTx::index_search_step`]).
+    fn fts_stale(&self) -> StoreResult<bool> {
+        self.scalar(
+            "SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_stale')",
+            [],
+        )
+    }
+
     /// How far the full-text index is behind the body rows: `None` when it
-    /// holds every one (and no fill is under way), else the rows it holds
-    /// and the rows in all.
+    /// holds every one (and no fill is under way, and it holds nothing a
+    /// rebuild threw away), else the rows it holds and the rows in all.
     pub fn search_backlog(&self) -> StoreResult<Option<SearchBacklog>> {
-        if !self.search_tail_pending()? && !self.fts_filling()? {
+        if !self.search_tail_pending()? && !self.fts_filling()? && !self.fts_stale()? {
             return Ok(None);
         }
         let (indexed, total) = self.row(

@@ -16,18 +16,9 @@ impl IndexTx<'_> {
                 .db(&self.path)?;
         }
         self.conn
-            .execute(
-                "INSERT INTO bodies_fts(bodies_fts) VALUES ('delete-all')",
-                [],
-            )
-            .db(&self.path)?;
-        self.conn
             .execute("INSERT INTO notes_fts(notes_fts) VALUES ('delete-all')", [])
             .db(&self.path)?;
-        self.conn
-            .execute("DELETE FROM meta WHERE key = 'fts_rowid'", [])
-            .db(&self.path)?;
-        Ok(())
+        self.forget_search_index()
     }
 
     /// Drops the indexes no fold reads ([`BUILT_AFTER_A_REBUILD`]), before
