@@ -36,6 +36,10 @@
 //!   with 10,000 junk feed folders (`hostile`);
 //! - last, `countersign sync` with nothing new on the seeded channel, through
 //!   git and through rclone (`quiet_sync`).
+//!
+//! `--side-by-side PROGRAM` instead compares countersign with another stdio
+//! server of the same tools (the reference implementation), on channels
+//! made by the same calls, through the same raw client (`side_by_side`).
 
 mod corpus;
 mod hostile;
@@ -51,12 +55,13 @@ mod rebuild;
 mod sampler;
 mod seed;
 mod server;
+mod side_by_side;
 mod table;
 mod wake;
 mod wire;
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -140,6 +145,18 @@ pub struct Args {
         conflicts_with_all = ["propagation", "sync", "rebuild", "http", "memory", "growth"]
     )]
     pub hostile: bool,
+    /// Compare with another stdio MCP server of the same tools (the reference implementation,
+    /// started as it is: PROGRAM alone, the role in AI_AGENT_CHANNEL_ROLE, a fresh database in
+    /// AI_AGENT_CHANNEL_DB). Both get a channel of --messages sends made by the same tool
+    /// calls, then the same calls are timed on the wire by the same raw client, each tool on
+    /// one side then the other: the ratios of time and of answer bytes, against issue 30's
+    /// side-by-side budgets. Try --messages 3000 --calls 200.
+    #[arg(
+        long,
+        value_name = "PROGRAM",
+        conflicts_with_all = ["propagation", "sync", "rebuild", "http", "memory", "growth", "hostile"]
+    )]
+    pub side_by_side: Option<PathBuf>,
 }
 
 /// The roster of the bench channel, sorted (recipients are kept sorted).
@@ -258,6 +275,108 @@ fn rebuild_only(a: &Args, scratch: &Scratch) -> anyhow::Result<ExitCode> {
     parts.print(rebuilt.searchable, rebuilt.report.accepted);
     println!("\nload average at the end: {}", load_average());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--side-by-side`: countersign and another server of the same tools.
+fn side_by_side_only(
+    a: &Args,
+    scratch: &Scratch,
+    exe: &Countersign,
+    program: &Path,
+) -> anyhow::Result<ExitCode> {
+    use side_by_side::{Launch, fill, measure};
+    let machine = Machine::probe(&scratch.root)?;
+    println!(
+        "countersign-bench --side-by-side: {} messages, {} calls per tool",
+        a.messages, a.calls
+    );
+    println!("machine: {}", machine.describe());
+    println!("countersign: {}", exe.path().display());
+    println!("the other server: {}", program.display());
+    println!("load average at the start: {}", load_average());
+    let other = Launch::other(program, &scratch.root)?;
+    let ours = Launch::countersign(exe.path(), &scratch.root)?;
+    eprintln!(
+        "making each side's channel: {} sends through send_message…",
+        a.messages
+    );
+    fill(&other, a.messages)?;
+    fill(&ours, a.messages)?;
+    eprintln!("timing each call on the other server, then on countersign…");
+    let [them, us] = measure(
+        [("the other server", &other), ("countersign", &ours)],
+        a.calls,
+    )?;
+    print_side_by_side(&them, &us);
+    println!("\nload average at the end: {}", load_average());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The side-by-side table: each call on both sides, then issue 30's budgets
+/// that compare the two.
+fn print_side_by_side(them: &side_by_side::Side, us: &side_by_side::Side) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let kb = |b: usize| b as f64 / 1e3;
+    println!(
+        "\n| call | {} p50 | countersign p50 | × faster | {} p99 | countersign p99 | answer bytes {} / countersign |",
+        them.name, them.name, them.name
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let (t, u) = (median(&them.starts), median(&us.starts));
+    println!(
+        "| spawn → tools/list | {:.1} ms | {:.1} ms | {:.0}× | | | {:.1} KB / {:.1} KB |",
+        ms(t),
+        ms(u),
+        ms(t) / ms(u),
+        kb(them.tools_list_bytes),
+        kb(us.tools_list_bytes)
+    );
+    for (tool, theirs, bytes) in &them.wire.rows {
+        let ours = us.wire.samples(tool);
+        let our_bytes = us.wire.bytes(tool);
+        println!(
+            "| {tool} | {:.2} ms | {:.3} ms | {:.1}× | {:.2} ms | {:.3} ms | {:.1} KB / {:.1} KB |",
+            ms(p(theirs, 50)),
+            ms(p(ours, 50)),
+            ms(p(theirs, 50)) / ms(p(ours, 50)),
+            ms(p(theirs, 99)),
+            ms(p(ours, 99)),
+            kb(*bytes),
+            kb(our_bytes)
+        );
+    }
+    let rss = |k: Option<u64>| k.map_or("?".to_owned(), |k| format!("{:.1} MB", k as f64 / 1e3));
+    println!(
+        "| peak RSS of the timed server | {} | {} | | | | |",
+        rss(them.peak_rss_kb),
+        rss(us.peak_rss_kb)
+    );
+    let mut table = Table::default();
+    for (tool, theirs, bytes) in &them.wire.rows {
+        let ours = us.wire.samples(tool);
+        let faster = ms(p(theirs, 50)) / ms(p(ours, 50));
+        table.row(
+            &format!("{tool}: p50 against the other server's"),
+            format!("{faster:.1}× faster"),
+            String::new(),
+            "≥ 10× faster",
+            Some(faster >= 10.0),
+            faster / 10.0,
+        );
+        if side_by_side::reads().iter().any(|(t, _)| t == tool) {
+            let share = us.wire.bytes(tool) as f64 / (*bytes).max(1) as f64;
+            table.row(
+                &format!("{tool}: answer bytes against the other server's"),
+                format!("{share:.2}"),
+                String::new(),
+                "≤ 0.50",
+                Some(share <= 0.5),
+                0.5 / share.max(1e-9),
+            );
+        }
+    }
+    println!();
+    table.print();
 }
 
 /// `--http`: seeding, then the two transports back to back.
@@ -899,6 +1018,9 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     }
     if a.hostile {
         return hostile_only(a, &scratch, &exe);
+    }
+    if let Some(program) = &a.side_by_side {
+        return side_by_side_only(a, &scratch, &exe, program);
     }
     let machine = Machine::probe(&scratch.root)?;
     println!(

@@ -8,7 +8,7 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
@@ -25,23 +25,36 @@ pub struct Wire {
     pub rows: Vec<(&'static str, Vec<Duration>, usize)>,
 }
 
-/// A `countersign mcp` spoken to in raw JSON lines.
-struct Raw {
+/// A stdio MCP server (`countersign mcp`, or another server of the same
+/// tools) spoken to in raw JSON lines.
+pub(super) struct Raw {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
-    line: String,
+    /// The last answer's line, as read.
+    pub(super) line: String,
     next_id: u64,
 }
 
 impl Raw {
     fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<Self> {
-        let mut child = server_command(exe, seeded.dir.root(), &seeded.home_path, role, &[])
+        Self::start(server_command(
+            exe,
+            seeded.dir.root(),
+            &seeded.home_path,
+            role,
+            &[],
+        ))
+    }
+
+    /// Starts `server` and initializes the session (its stderr is dropped).
+    pub(super) fn start(mut server: Command) -> anyhow::Result<Self> {
+        let mut child = server
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .with_context(|| format!("starting {}", exe.display()))?;
+            .with_context(|| format!("starting {:?}", server.get_program()))?;
         let input = child.stdin.take().context("the server's stdin")?;
         let output = BufReader::new(child.stdout.take().context("the server's stdout")?);
         let mut raw = Self {
@@ -63,7 +76,7 @@ impl Raw {
 
     /// Sends one request, reads its answer's line (kept in `self.line`) and
     /// parses it.
-    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+    pub(super) fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
         self.next_id += 1;
         let mut req = serde_json::to_vec(
             &json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}),
@@ -71,10 +84,23 @@ impl Raw {
         req.push(b'\n');
         self.input.write_all(&req)?;
         self.input.flush()?;
-        self.line.clear();
-        let n = self.output.read_line(&mut self.line)?;
-        ensure!(n > 0, "the server closed its output");
-        serde_json::from_str(&self.line).context("the answer is not one JSON line")
+        // Lines that are not this request's answer (a server's
+        // notifications) are read past.
+        loop {
+            self.line.clear();
+            let n = self.output.read_line(&mut self.line)?;
+            ensure!(n > 0, "the server closed its output");
+            let answer: Value =
+                serde_json::from_str(&self.line).context("the answer is not one JSON line")?;
+            if answer["id"] == self.next_id {
+                return Ok(answer);
+            }
+        }
+    }
+
+    /// The server's process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 
@@ -139,7 +165,7 @@ impl Wire {
 
     /// Times calls of `tool` (see [`Sampler`]), keeps its row, and returns
     /// the last answer (a refusal is an error).
-    fn time(
+    pub(super) fn time(
         &mut self,
         raw: &mut Raw,
         tool: &'static str,
@@ -164,6 +190,14 @@ impl Wire {
         self.rows
             .push((tool, sampler.into_samples(), raw.line.len()));
         Ok(answer)
+    }
+
+    /// The bytes of `tool`'s last answer line (0 when it was not timed).
+    pub fn bytes(&self, tool: &str) -> usize {
+        self.rows
+            .iter()
+            .find(|(t, _, _)| *t == tool)
+            .map_or(0, |(_, _, b)| *b)
     }
 
     /// The samples of `tool` (empty when it was not timed).

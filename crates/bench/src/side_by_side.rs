@@ -1,0 +1,235 @@
+//! Side by side with another stdio server of the same tools: the reference
+//! implementation whose tool contract countersign keeps (the same names,
+//! parameters and refusals), or any server that keeps it. Both get a
+//! channel made by the same tool calls, then the same calls are timed on
+//! the wire by the same raw client ([`Raw`]), on the same machine, each
+//! tool on one side and then on the other. What counts is the ratio of the
+//! two, and of their answers' bytes: the machine's load moves both.
+//!
+//! The other server is started the way the reference is: the program with
+//! no arguments, the role in `AI_AGENT_CHANNEL_ROLE` and a database file of
+//! its own (fresh, in the scratch folder) in `AI_AGENT_CHANNEL_DB`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, ensure};
+use serde_json::{Value, json};
+
+use super::corpus::{Rng, body, topic};
+use super::machine::vm_hwm_kb;
+use super::sampler::WARMUP;
+use super::wire::{Raw, Wire};
+use super::{RARE_TERM, ROLES, SERVER_ROLE};
+use countersign::app::init::create_channel;
+use countersign::mcp_client::server_command;
+use countersign::store::Home;
+
+/// How many cold starts are timed on each side.
+const STARTS: usize = 5;
+/// The share of messages that are debts (`action_required`).
+const DEBTS: f64 = 0.2;
+/// The share of messages whose body holds the selective search term.
+const PLANTED: f64 = 0.01;
+
+/// The reads timed, with their arguments: the same on both sides.
+pub fn reads() -> [(&'static str, Value); 5] {
+    [
+        ("read_inbox", json!({"limit": 50})),
+        ("list_messages", json!({"limit": 50})),
+        ("search_messages", json!({"query": RARE_TERM})),
+        ("open_obligations", json!({"limit": 50})),
+        ("channel_status", json!({})),
+    ]
+}
+
+/// How one side's server is started for a role.
+pub enum Launch {
+    /// `countersign mcp` on a channel of the bench's roles.
+    Countersign {
+        exe: PathBuf,
+        channel: PathBuf,
+        home: PathBuf,
+    },
+    /// Another server, started as the reference is.
+    Other { program: PathBuf, db: PathBuf },
+}
+
+impl Launch {
+    /// countersign on a new channel under `root`.
+    pub fn countersign(exe: &Path, root: &Path) -> anyhow::Result<Self> {
+        let home = root.join("home");
+        let dir = create_channel(
+            &root.join("channel"),
+            &ROLES,
+            "side-by-side",
+            &Home::at(home.clone()),
+        )?;
+        Ok(Self::Countersign {
+            exe: exe.to_path_buf(),
+            channel: dir.root().to_path_buf(),
+            home,
+        })
+    }
+
+    /// The other server, `program`, with a fresh database under `root`.
+    pub fn other(program: &Path, root: &Path) -> anyhow::Result<Self> {
+        let meta = std::fs::metadata(program)
+            .with_context(|| format!("the server to compare with, {}", program.display()))?;
+        ensure!(meta.is_file(), "{} is not a file", program.display());
+        let dir = root.join("other");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Self::Other {
+            program: program.to_path_buf(),
+            db: dir.join("messages.db"),
+        })
+    }
+
+    fn command(&self, role: &str) -> Command {
+        match self {
+            Self::Countersign { exe, channel, home } => {
+                server_command(exe, channel, home, role, &[])
+            }
+            Self::Other { program, db } => {
+                let mut c = Command::new(program);
+                c.env("AI_AGENT_CHANNEL_ROLE", role)
+                    .env("AI_AGENT_CHANNEL_DB", db);
+                c
+            }
+        }
+    }
+
+    fn start(&self, role: &str) -> anyhow::Result<Raw> {
+        Raw::start(self.command(role))
+    }
+}
+
+/// What one side measured.
+pub struct Side {
+    pub name: &'static str,
+    /// Spawn until the answer to tools/list is read, each start.
+    pub starts: Vec<Duration>,
+    /// The tools timed, as the wire bench keeps them.
+    pub wire: Wire,
+    /// The timed server's peak resident memory, kB.
+    pub peak_rss_kb: Option<u64>,
+    /// The bytes of the answer to tools/list.
+    pub tools_list_bytes: usize,
+}
+
+/// The calls that make the channel, the same for both sides: who sends,
+/// and the arguments.
+fn corpus(messages: usize) -> Vec<(usize, Value)> {
+    let mut rng = Rng(0x51de_b1de);
+    (0..messages)
+        .map(|_| {
+            let from = rng.below(ROLES.len() as u64) as usize;
+            let to = (from + 1 + rng.below(ROLES.len() as u64 - 1) as usize) % ROLES.len();
+            let len = 100 + rng.below(900) as usize;
+            let planted = rng.chance(PLANTED);
+            let args = json!({
+                "to": ROLES[to],
+                "topic": topic(&mut rng, ""),
+                "body": body(&mut rng, len, planted),
+                "action_required": rng.chance(DEBTS),
+            });
+            (from, args)
+        })
+        .collect()
+}
+
+/// Makes the channel of `side`: every call of the corpus through a server
+/// of its author's role.
+pub fn fill(side: &Launch, messages: usize) -> anyhow::Result<()> {
+    let mut servers = ROLES
+        .iter()
+        .map(|r| side.start(r))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for (from, args) in corpus(messages) {
+        let sent = servers[from].request(
+            "tools/call",
+            json!({"name": "send_message", "arguments": args}),
+        )?;
+        ensure!(
+            sent["result"]["isError"] != Value::Bool(true),
+            "send_message was refused: {}",
+            servers[from].line.chars().take(300).collect::<String>()
+        );
+    }
+    Ok(())
+}
+
+/// Times the starts, the reads and the two durable writes of both sides,
+/// through a server of [`SERVER_ROLE`] each: every call on one side, then
+/// on the other, so that a change in the machine's load meets both.
+pub fn measure(sides: [(&'static str, &Launch); 2], calls: usize) -> anyhow::Result<[Side; 2]> {
+    let mut starts = [const { Vec::new() }; 2];
+    let mut tools_list_bytes = [0; 2];
+    for _ in 0..STARTS {
+        for (i, (_, side)) in sides.iter().enumerate() {
+            let t = Instant::now();
+            let mut raw = side.start(SERVER_ROLE)?;
+            raw.request("tools/list", json!({}))?;
+            starts[i].push(t.elapsed());
+            tools_list_bytes[i] = raw.line.len();
+        }
+    }
+    let mut raws = [
+        sides[0].1.start(SERVER_ROLE)?,
+        sides[1].1.start(SERVER_ROLE)?,
+    ];
+    let mut wires = [Wire { rows: Vec::new() }, Wire { rows: Vec::new() }];
+    for (tool, args) in reads() {
+        for (raw, wire) in raws.iter_mut().zip(&mut wires) {
+            wire.time(raw, tool, calls, |_| args.clone())?;
+        }
+    }
+    for (raw, wire) in raws.iter_mut().zip(&mut wires) {
+        let mut rng = Rng(7);
+        wire.time(raw, "send_message", calls, |i| {
+            let len = 100 + rng.below(900) as usize;
+            json!({"to": "backend", "topic": format!("side by side {i}"),
+                   "body": body(&mut rng, len, false)})
+        })?;
+    }
+    let mut debts = [debts(sides[0].1, calls)?, debts(sides[1].1, calls)?];
+    for ((raw, wire), ids) in raws.iter_mut().zip(&mut wires).zip(&mut debts) {
+        wire.time(
+            raw,
+            "resolve_message",
+            calls,
+            |_| json!({"message_id": ids.pop().unwrap_or_default(), "resolution_note": "done"}),
+        )?;
+    }
+    let [w0, w1] = wires;
+    let [s0, s1] = starts;
+    let side = |i: usize, wire: Wire, starts: Vec<Duration>| Side {
+        name: sides[i].0,
+        starts,
+        wire,
+        peak_rss_kb: vm_hwm_kb(&raws[i].pid().to_string()),
+        tools_list_bytes: tools_list_bytes[i],
+    };
+    Ok([side(0, w0, s0), side(1, w1, s1)])
+}
+
+/// Debts for [`SERVER_ROLE`] sent by another role's server (untimed), for
+/// `calls` resolves and their warm-up; their ids as the side's answers
+/// give them, the newest last.
+fn debts(side: &Launch, calls: usize) -> anyhow::Result<Vec<Value>> {
+    let mut author = side.start("backend")?;
+    let mut ids = Vec::with_capacity(calls + WARMUP);
+    for i in 0..calls + WARMUP {
+        let sent = author.request(
+            "tools/call",
+            json!({"name": "send_message", "arguments": {
+                "to": SERVER_ROLE, "topic": format!("side-by-side debt {i}"),
+                "body": "please look at the retry path", "action_required": true}}),
+        )?;
+        let id = sent["result"]["structuredContent"]["id"].clone();
+        ensure!(!id.is_null(), "send_message answered no id: {sent}");
+        ids.push(id);
+    }
+    Ok(ids)
+}
