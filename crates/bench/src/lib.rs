@@ -351,6 +351,15 @@ fn print_side_by_side(them: &side_by_side::Side, us: &side_by_side::Side) {
         rss(them.peak_rss_kb),
         rss(us.peak_rss_kb)
     );
+    println!(
+        "\nOf which the client's parse of the answer (serde_json into a value, alone): {}",
+        them.parse
+            .iter()
+            .zip(&us.parse)
+            .map(|((tool, t), (_, u))| format!("{tool} {:.3} / {:.3} ms", ms(*t), ms(*u)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
     let mut table = Table::default();
     for (tool, theirs, bytes) in &them.wire.rows {
         let ours = us.wire.samples(tool);

@@ -116,6 +116,24 @@ pub struct Side {
     pub peak_rss_kb: Option<u64>,
     /// The bytes of the answer to tools/list.
     pub tools_list_bytes: usize,
+    /// Per read: how long the client's parse of its last answer takes
+    /// alone, a share of the wire figure that only the answer's size sets.
+    pub parse: Vec<(&'static str, Duration)>,
+}
+
+/// The median time the client takes to parse `line` into a JSON value.
+fn parse_time(line: &str) -> Duration {
+    let mut v: Vec<Duration> = (0..21)
+        .map(|_| {
+            let t = Instant::now();
+            let parsed: serde_json::Result<Value> = serde_json::from_str(line);
+            let took = t.elapsed();
+            drop(parsed);
+            took
+        })
+        .collect();
+    v.sort();
+    v[v.len() / 2]
 }
 
 /// The calls that make the channel, the same for both sides: who sends,
@@ -180,9 +198,11 @@ pub fn measure(sides: [(&'static str, &Launch); 2], calls: usize) -> anyhow::Res
         sides[1].1.start(SERVER_ROLE)?,
     ];
     let mut wires = [Wire { rows: Vec::new() }, Wire { rows: Vec::new() }];
+    let mut parse = [const { Vec::new() }; 2];
     for (tool, args) in reads() {
-        for (raw, wire) in raws.iter_mut().zip(&mut wires) {
+        for ((raw, wire), parse) in raws.iter_mut().zip(&mut wires).zip(&mut parse) {
             wire.time(raw, tool, calls, |_| args.clone())?;
+            parse.push((tool, parse_time(&raw.line)));
         }
     }
     for (raw, wire) in raws.iter_mut().zip(&mut wires) {
@@ -204,14 +224,16 @@ pub fn measure(sides: [(&'static str, &Launch); 2], calls: usize) -> anyhow::Res
     }
     let [w0, w1] = wires;
     let [s0, s1] = starts;
-    let side = |i: usize, wire: Wire, starts: Vec<Duration>| Side {
+    let [p0, p1] = parse;
+    let side = |i: usize, wire: Wire, starts: Vec<Duration>, parse| Side {
         name: sides[i].0,
         starts,
         wire,
         peak_rss_kb: vm_hwm_kb(&raws[i].pid().to_string()),
         tools_list_bytes: tools_list_bytes[i],
+        parse,
     };
-    Ok([side(0, w0, s0), side(1, w1, s1)])
+    Ok([side(0, w0, s0, p0), side(1, w1, s1, p1)])
 }
 
 /// Debts for [`SERVER_ROLE`] sent by another role's server (untimed), for
