@@ -451,7 +451,7 @@ pub fn to_result<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, 
                 // invisible and line-separator characters as `\uXXXX`
                 // escapes, which parse back to the very same value.
                 other => crate::core::peer_text::json(
-                    &serde_json::to_string(other).expect("JSON values serialize"),
+                    serde_json::to_string(other).expect("JSON values serialize"),
                 ),
             };
             // Structured content must be an object: bare lists travel as {result: …}.

@@ -50,7 +50,7 @@ pub fn deferred<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, M
     let text = serde_json::to_string(&v)
         .map_err(|e| McpError::internal_error(format!("serializing a tool result: {e}"), None))?;
     // Peer text inert in the text a model reads; it parses to the same value.
-    let text = peer_text::json(&text);
+    let text = peer_text::json(text);
     let shape = match text.as_bytes().first() {
         Some(b'{') => OBJECT,
         // A document (get_protocol) travels as itself, not as a quoted string.

@@ -56,6 +56,16 @@ pub fn is_invisible(c: char) -> bool {
     )
 }
 
+/// True if `s` holds a hazard. Printable ASCII holds none, and is passed
+/// over a byte at a time (which the compiler vectorizes); characters are
+/// decoded only from the first other byte on.
+fn has_hazard(s: &str) -> bool {
+    // Every byte before it is ASCII, so it starts a character.
+    s.bytes()
+        .position(|b| !(0x20..0x7f).contains(&b))
+        .is_some_and(|at| s[at..].chars().any(is_hazard))
+}
+
 /// The first hazard in `s`: its position (in characters, from 1) and itself.
 /// A one-line field (a topic, a title, a key) must hold none.
 pub fn first_hazard(s: &str) -> Option<(usize, char)> {
@@ -133,10 +143,12 @@ fn push(out: &mut String, c: char) {
 /// escaped by every JSON writer) written as a `\uXXXX` escape, UTF-16 pairs
 /// past U+FFFF. The JSON decodes to exactly the same values; read as text,
 /// nothing in it reorders, hides or breaks a line. `json` must be JSON as a
-/// writer made it: outside strings it holds nothing but ASCII.
-pub fn json(json: &str) -> String {
-    if !json.chars().any(is_hazard) {
-        return json.to_owned();
+/// writer made it: outside strings it holds nothing but ASCII. Without a
+/// hazard it comes back as it is, not copied (a listing's answer is tens of
+/// kilobytes).
+pub fn json(json: String) -> String {
+    if !has_hazard(&json) {
+        return json;
     }
     let mut out = String::with_capacity(json.len() + 16);
     let mut units = [0u16; 2];
@@ -270,7 +282,7 @@ mod tests {
             "plain": "Zürich 👩‍💻",
         });
         let raw = serde_json::to_string(&value).unwrap();
-        let shown = json(&raw);
+        let shown = json(raw);
         assert!(!shown.chars().any(is_hazard), "{shown}");
         assert!(
             shown.contains("\\u2028") && shown.contains("\\udb40\\udc41"),
@@ -279,6 +291,24 @@ mod tests {
         assert!(shown.contains("Zürich 👩‍💻"));
         let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
         assert_eq!(back, value);
-        assert_eq!(json("{\"a\":1}"), "{\"a\":1}");
+        assert_eq!(json("{\"a\":1}".to_owned()), "{\"a\":1}");
+    }
+
+    #[test]
+    fn a_hazard_is_found_wherever_it_stands_after_plain_ascii() {
+        for hazard in ['\u{7f}', '\u{1b}', '\u{85}', '\u{202e}', '\u{e0041}'] {
+            for at in [0, 1, 63, 64, 200] {
+                let s = format!("{}{hazard}{}", "a".repeat(at), "b".repeat(70));
+                assert!(has_hazard(&s), "{hazard:?} at {at}");
+                // Other non-ASCII text before it does not hide it.
+                assert!(has_hazard(&format!("é{s}")), "{hazard:?} after é, at {at}");
+            }
+        }
+        assert!(!has_hazard(&format!(
+            "{}Zürich 👩‍💻{}",
+            "a".repeat(100),
+            "b".repeat(100)
+        )));
+        assert!(!has_hazard(""));
     }
 }
