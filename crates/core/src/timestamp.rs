@@ -11,7 +11,8 @@
 //!   `idle_days` style fields.
 //!
 //! The calendar (valid dates, leap years, civil time to instant and back, UTC offsets) is
-//! `jiff`'s. The shapes a `since` value may take are the protocol's and are read here: jiff's
+//! `jiff`'s, except that [`format_rfc3339`] does its own day arithmetic, for speed, and
+//! property tests hold it to jiff's. The shapes a `since` value may take are the protocol's and are read here: jiff's
 //! own parsers read RFC 3339 and Temporal (RFC 9557) text, which differs from them in both
 //! directions (six-digit signed years, basic `20260809` forms, hour-only times, U+2212 as a
 //! minus, a leap second taken as `:59`, at most nine fraction digits), so this module splits
@@ -66,22 +67,46 @@ impl SinceError {
 /// fixed width (24 bytes) and lexicographic order equals chronological order. Instants outside
 /// `0001-01-01T00:00:00.000Z ..= 9999-12-31T23:59:59.999Z` are clamped to that range (they
 /// cannot be written in this form); [`parse_since`] accepts every string this returns.
+///
+/// A listing formats a few timestamps per row, so this one is written digit by digit from
+/// the day count ([`civil_from_days`]) rather than through jiff's date arithmetic and
+/// `format!`; a property test checks it against jiff over the whole range.
 #[must_use]
 pub fn format_rfc3339(ms: i64) -> String {
     let ms = ms.clamp(MIN_MS, MAX_MS);
-    let dt = EPOCH
-        .checked_add(SignedDuration::from_millis(ms))
-        .expect("years 1..=9999 are in jiff's range");
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        dt.year(),
-        dt.month(),
-        dt.day(),
-        dt.hour(),
-        dt.minute(),
-        dt.second(),
-        dt.millisecond()
-    )
+    let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
+    let in_day = ms.rem_euclid(MS_PER_DAY);
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut v: i64| {
+        for b in out[at..at + width].iter_mut().rev() {
+            *b = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, month);
+    put(8, 2, day);
+    put(11, 2, in_day / 3_600_000);
+    put(14, 2, in_day / 60_000 % 60);
+    put(17, 2, in_day / 1000 % 60);
+    put(20, 3, in_day % 1000);
+    out.iter().map(|&b| char::from(b)).collect()
+}
+
+/// The proleptic Gregorian date (year, month, day) of `days` since 1970-01-01: the
+/// era-of-400-years arithmetic (a 400-year era is 146,097 days, and counting years from
+/// March puts the leap day last).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 /// Parses a user-supplied `since` timestamp into milliseconds since the Unix epoch (UTC).
@@ -315,6 +340,55 @@ mod tests {
     /// The first and last day of the representable range, in days since 1970-01-01.
     const MIN_DAY: i64 = MIN_MS.div_euclid(MS_PER_DAY);
     const MAX_DAY: i64 = MAX_MS.div_euclid(MS_PER_DAY);
+
+    /// `format_rfc3339` as jiff's calendar and formatting give it.
+    fn formatted_by_jiff(ms: i64) -> String {
+        let dt = EPOCH
+            .checked_add(SignedDuration::from_millis(ms.clamp(MIN_MS, MAX_MS)))
+            .unwrap();
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            dt.year(),
+            dt.month(),
+            dt.day(),
+            dt.hour(),
+            dt.minute(),
+            dt.second(),
+            dt.millisecond()
+        )
+    }
+
+    #[test]
+    fn formatting_agrees_with_jiff_at_the_edges() {
+        for ms in [
+            MIN_MS,
+            MIN_MS - 1,
+            i64::MIN,
+            MAX_MS,
+            MAX_MS + 1,
+            i64::MAX,
+            0,
+            -1,
+            T0,
+            951_782_400_000,   // 2000-02-29
+            4_107_542_400_000, // 2100-03-01
+        ] {
+            assert_eq!(format_rfc3339(ms), formatted_by_jiff(ms), "{ms}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn formatting_agrees_with_jiff(ms in MIN_MS..=MAX_MS) {
+            prop_assert_eq!(format_rfc3339(ms), formatted_by_jiff(ms));
+        }
+
+        #[test]
+        fn formatting_agrees_with_jiff_on_every_day(day in MIN_DAY..=MAX_DAY, in_day in 0..MS_PER_DAY) {
+            let ms = day * MS_PER_DAY + in_day;
+            prop_assert_eq!(format_rfc3339(ms), formatted_by_jiff(ms));
+        }
+    }
 
     #[test]
     fn reference_instant_is_right() {
