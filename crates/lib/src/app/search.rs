@@ -486,10 +486,17 @@ fn one_phrase_hits(
             .then_with(|| (b.1.2, b.1.3, &b.1.4).cmp(&(a.1.2, a.1.3, &a.1.4)))
     });
     ranked.truncate(limit + 1);
+    // Every hit's row in one query, not one query per hit.
+    let ids: Vec<&str> = ranked.iter().map(|(_, k)| k.4.as_str()).collect();
+    let rows: HashMap<String, MessageRow> = ix
+        .message_rows(&ids)?
+        .into_iter()
+        .map(|r| (r.id.hex(), r))
+        .collect();
     let needle: Vec<char> = needle.chars().collect();
     let mut hits = Vec::with_capacity(ranked.len());
     for (_, (_, _, _, _, id, rowid)) in ranked {
-        let Some(row) = ix.message_row(&id)? else {
+        let Some(row) = rows.get(&id).cloned() else {
             continue;
         };
         if hits.len() == limit {

@@ -49,10 +49,8 @@ pub fn get_thread(
             }
         }
     }
-    let mut rows = Vec::with_capacity(tree.len());
-    for id in &tree {
-        rows.extend(ix.message_row(id)?);
-    }
+    let ids: Vec<&str> = tree.iter().map(String::as_str).collect();
+    let mut rows = ix.message_rows(&ids)?;
     rows.sort_by(|a, b| (a.ms, a.c, &a.id).cmp(&(b.ms, b.c, &b.id)));
     let out = rows
         .iter()

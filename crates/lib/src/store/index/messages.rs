@@ -521,6 +521,21 @@ impl Index {
         self.row_opt(&sql, [id])
     }
 
+    /// The messages of `ids` (full ids; tombstones too) that exist, each with
+    /// its single recipient's read state, in one query: what
+    /// [`Self::message_row`] gives for each, in no set order.
+    pub fn message_rows(&self, ids: &[&str]) -> StoreResult<Vec<MessageRow>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m \
+             WHERE m.id IN (SELECT value FROM json_each(?1))"
+        );
+        let ids = serde_json::to_string(ids).expect("strings serialize");
+        self.rows(&sql, [ids])
+    }
+
     /// The full id of the message `id` replies to, if any.
     pub fn parent_of(&self, id: &str) -> StoreResult<Option<String>> {
         Ok(self
@@ -668,6 +683,52 @@ mod tests {
             .unwrap();
         let read = ix.message_row(&id);
         (id, read)
+    }
+
+    #[test]
+    fn rows_read_together_are_the_rows_read_one_by_one() {
+        use crate::core::op::{Op, Send};
+        let dir = tempfile::tempdir().unwrap();
+        let ix = Index::open(&Index::path_in(dir.path()), &"c".repeat(64)).unwrap();
+        let ids: Vec<String> = (1..=3)
+            .map(|seq| {
+                let sent = crate::store::fold::records::fixture::put(
+                    &ix,
+                    "a",
+                    seq,
+                    1_000 * seq as i64,
+                    &Op::Send(Send {
+                        to: vec![crate::core::ids::Role::new("b").unwrap()],
+                        topic: format!("t{seq}"),
+                        body: format!("body {seq}"),
+                        ..Send::default()
+                    }),
+                );
+                assert!(
+                    ix.write(|tx| crate::store::fold::message::refold_with(
+                        tx, &sent.id, None, None
+                    ))
+                    .unwrap()
+                );
+                sent.id.hex()
+            })
+            .collect();
+        let missing = "f".repeat(64);
+        let asked = [ids[2].as_str(), missing.as_str(), ids[0].as_str()];
+        let mut together: Vec<String> = ix
+            .message_rows(&asked)
+            .unwrap()
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect();
+        together.sort();
+        let mut alone: Vec<String> = [&ids[2], &ids[0]]
+            .iter()
+            .map(|id| format!("{:?}", ix.message_row(id).unwrap().unwrap()))
+            .collect();
+        alone.sort();
+        assert_eq!(together, alone);
+        assert!(ix.message_rows(&[]).unwrap().is_empty());
     }
 
     #[test]
