@@ -19,7 +19,6 @@ use serde_json::{Value, json};
 
 use super::corpus::{Rng, body, topic};
 use super::machine::vm_hwm_kb;
-use super::sampler::WARMUP;
 use super::wire::{Raw, Wire};
 use super::{RARE_TERM, ROLES, SERVER_ROLE};
 use countersign::app::init::create_channel;
@@ -206,21 +205,10 @@ pub fn measure(sides: [(&'static str, &Launch); 2], calls: usize) -> anyhow::Res
         }
     }
     for (raw, wire) in raws.iter_mut().zip(&mut wires) {
-        let mut rng = Rng(7);
-        wire.time(raw, "send_message", calls, |i| {
-            let len = 100 + rng.below(900) as usize;
-            json!({"to": "backend", "topic": format!("side by side {i}"),
-                   "body": body(&mut rng, len, false)})
-        })?;
+        wire.time_sends(raw, calls)?;
     }
-    let mut debts = [debts(sides[0].1, calls)?, debts(sides[1].1, calls)?];
-    for ((raw, wire), ids) in raws.iter_mut().zip(&mut wires).zip(&mut debts) {
-        wire.time(
-            raw,
-            "resolve_message",
-            calls,
-            |_| json!({"message_id": ids.pop().unwrap_or_default(), "resolution_note": "done"}),
-        )?;
+    for ((raw, wire), (_, side)) in raws.iter_mut().zip(&mut wires).zip(&sides) {
+        wire.time_resolves(raw, side.start("backend")?, calls)?;
     }
     let [w0, w1] = wires;
     let [s0, s1] = starts;
@@ -234,24 +222,4 @@ pub fn measure(sides: [(&'static str, &Launch); 2], calls: usize) -> anyhow::Res
         parse,
     };
     Ok([side(0, w0, s0, p0), side(1, w1, s1, p1)])
-}
-
-/// Debts for [`SERVER_ROLE`] sent by another role's server (untimed), for
-/// `calls` resolves and their warm-up; their ids as the side's answers
-/// give them, the newest last.
-fn debts(side: &Launch, calls: usize) -> anyhow::Result<Vec<Value>> {
-    let mut author = side.start("backend")?;
-    let mut ids = Vec::with_capacity(calls + WARMUP);
-    for i in 0..calls + WARMUP {
-        let sent = author.request(
-            "tools/call",
-            json!({"name": "send_message", "arguments": {
-                "to": SERVER_ROLE, "topic": format!("side-by-side debt {i}"),
-                "body": "please look at the retry path", "action_required": true}}),
-        )?;
-        let id = sent["result"]["structuredContent"]["id"].clone();
-        ensure!(!id.is_null(), "send_message answered no id: {sent}");
-        ids.push(id);
-    }
-    Ok(ids)
 }

@@ -124,43 +124,57 @@ impl Wire {
         ] {
             wire.time(&mut raw, tool, calls, |_| args.clone())?;
         }
-        // The writes last, so the reads above see the channel as seeded; the
-        // bodies are drawn as the rmcp client's sends draw theirs.
-        let mut rng = Rng(7);
-        wire.time(&mut raw, "send_message", calls, |i| {
-            let len = 100 + rng.below(900) as usize;
-            json!({"to": "backend", "topic": format!("on the wire {i}"),
-                   "body": body(&mut rng, len, false)})
-        })?;
-        // Debts for the server's role from another role's server (untimed),
-        // then resolved newest first, as the rmcp client's resolves are.
-        let mut ids = Vec::with_capacity(calls + WARMUP);
-        {
-            let mut author = Raw::spawn(exe, seeded, "backend")?;
-            for i in 0..calls + WARMUP {
-                let sent = author.request(
-                    "tools/call",
-                    json!({"name": "send_message", "arguments": {
-                        "to": SERVER_ROLE, "topic": format!("debt on the wire {i}"),
-                        "body": "please look at the retry path", "action_required": true}}),
-                )?;
-                let id = sent["result"]["structuredContent"]["id"]
-                    .as_str()
-                    .with_context(|| format!("send_message answered no id: {sent}"))?;
-                ids.push(id.to_owned());
-            }
-        }
-        let last = wire.time(
-            &mut raw,
-            "resolve_message",
-            calls,
-            |_| json!({"message_id": ids.pop().unwrap_or_default(), "resolution_note": "done"}),
-        )?;
+        // The writes last, so the reads above see the channel as seeded.
+        wire.time_sends(&mut raw, calls)?;
+        let author = Raw::spawn(exe, seeded, "backend")?;
+        let last = wire.time_resolves(&mut raw, author, calls)?;
         ensure!(
             last["result"]["structuredContent"]["already_resolved"] == Value::Bool(false),
             "resolve_message did not resolve a fresh debt: {last}"
         );
         Ok(wire)
+    }
+
+    /// Times sends from the server's role to `backend`, with the bodies the
+    /// rmcp client's sends draw (100 to 1,000 characters).
+    pub(super) fn time_sends(&mut self, raw: &mut Raw, calls: usize) -> anyhow::Result<Value> {
+        let mut rng = Rng(7);
+        self.time(raw, "send_message", calls, |i| {
+            let len = 100 + rng.below(900) as usize;
+            json!({"to": "backend", "topic": format!("on the wire {i}"),
+                   "body": body(&mut rng, len, false)})
+        })
+    }
+
+    /// Times resolves of debts that `author`, another role's server, first
+    /// sends the server's role (untimed), resolved newest first as the rmcp
+    /// client's resolves are; ids as the author's answers give them. Returns
+    /// the last answer.
+    pub(super) fn time_resolves(
+        &mut self,
+        raw: &mut Raw,
+        mut author: Raw,
+        calls: usize,
+    ) -> anyhow::Result<Value> {
+        let mut ids = Vec::with_capacity(calls + WARMUP);
+        for i in 0..calls + WARMUP {
+            let sent = author.request(
+                "tools/call",
+                json!({"name": "send_message", "arguments": {
+                    "to": SERVER_ROLE, "topic": format!("debt on the wire {i}"),
+                    "body": "please look at the retry path", "action_required": true}}),
+            )?;
+            let id = sent["result"]["structuredContent"]["id"].clone();
+            ensure!(!id.is_null(), "send_message answered no id: {sent}");
+            ids.push(id);
+        }
+        drop(author);
+        self.time(
+            raw,
+            "resolve_message",
+            calls,
+            |_| json!({"message_id": ids.pop().unwrap_or_default(), "resolution_note": "done"}),
+        )
     }
 
     /// Times calls of `tool` (see [`Sampler`]), keeps its row, and returns
