@@ -21,6 +21,7 @@ impl IndexTx<'_> {
     /// pass at least doubles the rows, so its merge costs at most twice the
     /// final index over a channel's life.
     pub fn index_new_bodies(&self) -> StoreResult<()> {
+        self.empty_stale_search_index()?;
         let (done, last) = self.fts_progress()?;
         let bulk = (last - done > done).then_some(BULK_FTS_BUFFER);
         self.index_bodies(done, last, bulk)
