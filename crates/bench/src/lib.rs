@@ -149,8 +149,8 @@ pub struct Args {
     /// started as it is: PROGRAM alone, the role in AI_AGENT_CHANNEL_ROLE, a fresh database in
     /// AI_AGENT_CHANNEL_DB). Both get a channel of --messages sends made by the same tool
     /// calls, then the same calls are timed on the wire by the same raw client, each tool on
-    /// one side then the other: the ratios of time and of answer bytes, against issue 30's
-    /// side-by-side budgets. Try --messages 3000 --calls 200.
+    /// one side then the other: the ratios of time and of answer bytes, against the budgets
+    /// that compare the two (docs/benchmarks.md). Try --messages 3000 --calls 200.
     #[arg(
         long,
         value_name = "PROGRAM",
@@ -296,12 +296,8 @@ fn side_by_side_only(
     println!("load average at the start: {}", load_average());
     let other = Launch::other(program, &scratch.root)?;
     let ours = Launch::countersign(exe.path(), &scratch.root)?;
-    eprintln!(
-        "making each side's channel: {} sends through send_message…",
-        a.messages
-    );
-    fill(&other, a.messages)?;
-    fill(&ours, a.messages)?;
+    fill("the other server", &other, a.messages)?;
+    fill("countersign", &ours, a.messages)?;
     eprintln!("timing each call on the other server, then on countersign…");
     let [them, us] = measure(
         [("the other server", &other), ("countersign", &ours)],
@@ -312,8 +308,8 @@ fn side_by_side_only(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The side-by-side table: each call on both sides, then issue 30's budgets
-/// that compare the two.
+/// The side-by-side table: each call on both sides, then the budgets that
+/// compare the two.
 fn print_side_by_side(them: &side_by_side::Side, us: &side_by_side::Side) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let kb = |b: usize| b as f64 / 1e3;

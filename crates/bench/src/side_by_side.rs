@@ -15,6 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use super::corpus::{Rng, body, topic};
@@ -156,14 +157,20 @@ fn corpus(messages: usize) -> Vec<(usize, Value)> {
         .collect()
 }
 
-/// Makes the channel of `side`: every call of the corpus through a server
-/// of its author's role.
-pub fn fill(side: &Launch, messages: usize) -> anyhow::Result<()> {
+/// Makes the channel of `side` (called `name` on the progress bar): every
+/// call of the corpus through a server of its author's role.
+pub fn fill(name: &str, side: &Launch, messages: usize) -> anyhow::Result<()> {
     let mut servers = ROLES
         .iter()
         .map(|r| side.start(r))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    for (from, args) in corpus(messages) {
+    let bar = ProgressBar::new(messages as u64).with_style(
+        ProgressStyle::with_template("{spinner} {msg} [{bar:40}] {pos}/{len} sends ({eta})")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("making {name}'s channel"));
+    for (from, args) in bar.wrap_iter(corpus(messages).into_iter()) {
         let sent = servers[from].request(
             "tools/call",
             json!({"name": "send_message", "arguments": args}),
@@ -174,6 +181,7 @@ pub fn fill(side: &Launch, messages: usize) -> anyhow::Result<()> {
             servers[from].line.chars().take(300).collect::<String>()
         );
     }
+    bar.finish_and_clear();
     Ok(())
 }
 
