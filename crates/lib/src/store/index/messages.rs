@@ -114,6 +114,16 @@ pub(super) const SINGLE_RECIPIENT_STATE: &str = "\
     (SELECT read_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0) AS read_ms, \
     (SELECT opened_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0) AS opened_ms";
 
+/// The read state from one joined delivery row `t`: the single recipient's
+/// ([`SINGLE_RECIPIENT_JOIN`], the same state as the subqueries above, in
+/// one lookup where they make two), or a recipient filter's.
+pub(super) const JOINED_STATE: &str = "t.read_ms AS read_ms, t.opened_ms AS opened_ms";
+
+/// The single recipient's delivery row `t` of message `m`, if it has one
+/// (a single recipient has one, so the join adds no row).
+pub(super) const SINGLE_RECIPIENT_JOIN: &str =
+    "LEFT JOIN deliveries t ON t.message_id = m.id AND m.multi = 0";
+
 /// The viewer's read state from its delivery row `d`.
 pub(super) const VIEWER_STATE: &str = "d.read_ms AS read_ms, d.opened_ms AS opened_ms";
 
@@ -472,7 +482,7 @@ impl Index {
         } else {
             // The row's own read state: the single recipient's; a multi-recipient
             // message has none of its own, so it always looks unread here.
-            "LEFT JOIN deliveries t ON t.message_id = m.id AND m.multi = 0".to_owned()
+            SINGLE_RECIPIENT_JOIN.to_owned()
         };
         if f.unread_only {
             cond.push("t.read_ms IS NULL".to_owned());
@@ -499,8 +509,7 @@ impl Index {
         }
         let lim = arg(Sql::Integer(limit as i64 + 1), &mut args);
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, t.read_ms AS read_ms, t.opened_ms AS opened_ms \
-             FROM messages m {join} WHERE {} \
+            "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE} FROM messages m {join} WHERE {} \
              ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT {lim}",
             cond.join(" AND ")
         );
@@ -511,7 +520,8 @@ impl Index {
     /// read state.
     pub fn message_row(&self, id: &str) -> StoreResult<Option<MessageRow>> {
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m WHERE m.id = ?1"
+            "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE} FROM messages m {SINGLE_RECIPIENT_JOIN} \
+             WHERE m.id = ?1"
         );
         self.row_opt(&sql, [id])
     }
@@ -524,7 +534,7 @@ impl Index {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m \
+            "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE} FROM messages m {SINGLE_RECIPIENT_JOIN} \
              WHERE m.id IN (SELECT value FROM json_each(?1))"
         );
         let ids = serde_json::to_string(ids).expect("strings serialize");
