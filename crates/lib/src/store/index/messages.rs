@@ -108,19 +108,15 @@ fn viewed<T: rusqlite::types::FromSql>(r: &Named<'_, '_>, i: usize) -> rusqlite:
     r.get(i)
 }
 
-/// The read state of a row without a viewer: the single recipient's; a
-/// multi-recipient message has none of its own, so it always looks unread.
-pub(super) const SINGLE_RECIPIENT_STATE: &str = "\
-    (SELECT read_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0) AS read_ms, \
-    (SELECT opened_ms FROM deliveries t WHERE t.message_id = m.id AND m.multi = 0) AS opened_ms";
-
 /// The read state from one joined delivery row `t`: the single recipient's
-/// ([`SINGLE_RECIPIENT_JOIN`], the same state as the subqueries above, in
-/// one lookup where they make two), or a recipient filter's.
+/// ([`SINGLE_RECIPIENT_JOIN`]), or a recipient filter's. One lookup per row,
+/// where a subquery per column made two.
 pub(super) const JOINED_STATE: &str = "t.read_ms AS read_ms, t.opened_ms AS opened_ms";
 
-/// The single recipient's delivery row `t` of message `m`, if it has one
-/// (a single recipient has one, so the join adds no row).
+/// The delivery row `t` that gives a row without a viewer its read state:
+/// the single recipient's. A multi-recipient message has none of its own, so
+/// it always looks unread; a single recipient has one row, so the join adds
+/// no row.
 pub(super) const SINGLE_RECIPIENT_JOIN: &str =
     "LEFT JOIN deliveries t ON t.message_id = m.id AND m.multi = 0";
 

@@ -423,19 +423,18 @@ impl Index {
     /// True while a batched fill of the full-text index is under way (see
     /// [`IndexTx::index_search_step`]).
     fn fts_filling(&self) -> StoreResult<bool> {
-        self.scalar(
-            "SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_filling')",
-            [],
-        )
+        self.has_mark("fts_filling")
     }
 
     /// True while the full-text index holds entries of body rows a rebuild
     /// threw away (see [`IndexTx::index_search_step`]).
     fn fts_stale(&self) -> StoreResult<bool> {
-        self.scalar(
-            "SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_stale')",
-            [],
-        )
+        self.has_mark("fts_stale")
+    }
+
+    /// True if `meta` holds the key `mark`, whatever its value.
+    fn has_mark(&self, mark: &str) -> StoreResult<bool> {
+        self.scalar("SELECT EXISTS (SELECT 1 FROM meta WHERE key = ?1)", [mark])
     }
 
     /// How far the full-text index is behind the body rows: `None` when it

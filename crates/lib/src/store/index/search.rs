@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use rusqlite::types::Value as Sql;
 
 use super::Index;
-use super::messages::{MESSAGE_COLUMNS, MessageRow, SINGLE_RECIPIENT_STATE};
+use super::messages::{JOINED_STATE, MESSAGE_COLUMNS, MessageRow, SINGLE_RECIPIENT_JOIN};
 use super::rows::{FromRow, Named};
 use crate::core::vocab::DebtStatus;
 use crate::store::StoreError;
@@ -49,7 +49,7 @@ fn filters(scope: &SearchScope, fts: Option<&str>) -> (String, Vec<Sql>) {
     if let Some(r) = &scope.to_role {
         args.push(Sql::Text(r.clone()));
         cond.push(format!(
-            "EXISTS (SELECT 1 FROM deliveries t WHERE t.message_id = m.id AND t.role = ?{})",
+            "EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.role = ?{})",
             args.len()
         ));
     }
@@ -132,8 +132,8 @@ impl Index {
     ) -> Result<(), E> {
         let (cond, args) = filters(scope, None);
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE} FROM messages m WHERE {cond} \
-             ORDER BY m.ms DESC, m.c DESC, m.id DESC"
+            "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE} FROM messages m {SINGLE_RECIPIENT_JOIN} \
+             WHERE {cond} ORDER BY m.ms DESC, m.c DESC, m.id DESC"
         );
         self.each_row(&sql, rusqlite::params_from_iter(args.iter()), each)
     }
@@ -154,9 +154,9 @@ impl Index {
         let (cond, mut args) = filters(scope, Some(fts));
         args.push(Sql::Integer(limit as i64 + 1));
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, {SINGLE_RECIPIENT_STATE}, b.rowid AS body_row FROM bodies_fts \
+            "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE}, b.rowid AS body_row FROM bodies_fts \
              JOIN bodies b ON b.rowid = bodies_fts.rowid JOIN messages m ON m.id = b.message_id \
-             WHERE bodies_fts MATCH ?1 AND {CURRENT_BODY} AND {cond} \
+             {SINGLE_RECIPIENT_JOIN} WHERE bodies_fts MATCH ?1 AND {CURRENT_BODY} AND {cond} \
              ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?{}",
             args.len()
         );
