@@ -19,10 +19,12 @@ use serde_json::Value;
 pub fn refusal(tool: &str, schema: &JsonObject, arguments: Option<&JsonObject>) -> Option<String> {
     let empty = JsonObject::new();
     let arguments = arguments.unwrap_or(&empty);
-    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    // Borrowed: a schema's properties are cloned by nothing on this path,
+    // which every call takes.
+    let defs = schema.get("$defs").unwrap_or(&Value::Null);
     let props = match schema.get("properties") {
-        Some(Value::Object(p)) => p.clone(),
-        _ => JsonObject::new(),
+        Some(Value::Object(p)) => p,
+        _ => &empty,
     };
     let known: Vec<&str> = props.keys().map(String::as_str).collect();
     for name in arguments.keys() {
@@ -45,7 +47,7 @@ pub fn refusal(tool: &str, schema: &JsonObject, arguments: Option<&JsonObject>) 
     }
     arguments
         .iter()
-        .find_map(|(name, value)| mismatch(value, &props[name], &defs, name))
+        .find_map(|(name, value)| mismatch(value, &props[name], defs, name))
         .map(|why| format!("{tool}: {why}"))
 }
 

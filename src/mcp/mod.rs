@@ -161,9 +161,15 @@ pub struct Server {
 /// waited for ([`Session::tidy`]): a burst of calls pays for it once, after.
 const TIDY_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Commits the index rows of the write just answered (`Channel::settle`).
-/// A session held by someone else is left alone: whoever holds it settled
-/// it on taking it, since the write was made under the same lock.
+/// How long a server waits after a call, with no other call begun, before
+/// committing the index rows its writes left open ([`settle`]). A client
+/// that calls again at once (a run of sends) finds the transaction open,
+/// and its write joins it (`Channel::settle_after_answer` bounds the run).
+const SETTLE_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Commits the index rows of the writes answered (`Channel::settle`). A
+/// session held by someone else is left alone: its call ends by scheduling
+/// this again.
 fn settle(session: &Mutex<Session>) {
     match session.try_lock() {
         Ok(guard) => settle_held(&guard),
@@ -261,7 +267,7 @@ impl Server {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // A write answers once its journal line is on disk; its index
-            // rows are committed while the client reads the answer.
+            // rows are committed once the server is idle.
             s.channel_mut().settle_after_answer();
             let ch = s.channel();
             (ch.dir().clone(), ch.home().clone(), s.role_opt().cloned())
@@ -282,11 +288,7 @@ impl Server {
             ..self
         };
         let session = Arc::clone(&server.session);
-        let transport = line_transport::LineTransport::stdio().after_answers({
-            let session = Arc::clone(&session);
-            Arc::new(move || settle(&session))
-        });
-        let running = server.serve(transport).await?;
+        let running = server.serve(line_transport::LineTransport::stdio()).await?;
         // A client ends its server by closing stdin, or with SIGTERM (Claude
         // Code at exit): either way the last sync runs before the process ends.
         let ended = tokio::select! {
@@ -337,9 +339,6 @@ impl Server {
             let mut guard = session
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Normally done as the last answer went out; an answer rmcp
-            // dropped (its request cancelled) leaves it to here.
-            settle_held(&guard);
             f(&mut guard)
         };
         let failed = |e: &dyn std::fmt::Display| {
@@ -353,8 +352,21 @@ impl Server {
                 .await
                 .map_err(|e| failed(&e))
         };
+        self.settle_when_idle(mine);
         self.tidy_when_idle(mine);
         out
+    }
+
+    /// Schedules [`settle`] for when no call started for [`SETTLE_AFTER`]
+    /// after call number `mine`.
+    fn settle_when_idle(&self, mine: u64) {
+        let (calls, session) = (Arc::clone(&self.calls), Arc::clone(&self.session));
+        tokio::spawn(async move {
+            tokio::time::sleep(SETTLE_AFTER).await;
+            if calls.load(Ordering::SeqCst) == mine {
+                settle(&session);
+            }
+        });
     }
 
     /// Schedules [`Session::tidy`] for when no call started for

@@ -82,13 +82,53 @@ pub struct Channel {
     /// Whether a write leaves its index transaction open for
     /// [`Self::settle`] ([`Self::settle_after_answer`]).
     settle_later: bool,
-    /// The locks of a write whose index transaction is still open: held
-    /// until it commits, so no other writer on this machine sees the index
-    /// behind the feed.
-    unsettled: std::cell::RefCell<Option<[FileLock; 2]>>,
+    /// The run of writes whose index transaction is still open, with the
+    /// locks it holds until it commits, so no other writer on this machine
+    /// sees the index behind the feed.
+    unsettled: std::cell::RefCell<Option<Unsettled>>,
+    /// [`RUN_BOUNDS`], but for tests.
+    run_bounds: RunBounds,
     /// Set when a commit in [`Self::settle`] failed: `cache` describes
     /// files as read by rows that were rolled back.
     cache_stale: std::cell::Cell<bool>,
+}
+
+/// How long a run of writes may share one open index transaction, and how
+/// many writes it may take. The next write of a run joins it instead of
+/// committing it first: a burst of writes (an agent's sends, one after the
+/// other) pays one commit, and the pages they share are written once. The
+/// bounds are what another process on this machine may wait for the
+/// index lock, and what the run's commit costs its last write.
+const RUN_BOUNDS: RunBounds = RunBounds {
+    age: Duration::from_millis(10),
+    writes: 64,
+};
+
+/// How long a run of writes may stay open, and how many writes it may take.
+#[derive(Clone, Copy, Debug)]
+struct RunBounds {
+    age: Duration,
+    writes: u32,
+}
+
+/// A run of writes not committed yet ([`Channel::settle`]).
+struct Unsettled {
+    /// The feed's lock and the index lock, in that order.
+    locks: [FileLock; 2],
+    /// The feed the run appends to: a write to another settles it first.
+    feed: FeedId,
+    since: Instant,
+    writes: u32,
+}
+
+impl Unsettled {
+    /// True while the run may take one more write of `feed` (any feed's:
+    /// `None`) within `bounds`.
+    fn joinable(&self, feed: Option<&FeedId>, bounds: RunBounds) -> bool {
+        feed.is_none_or(|f| *f == self.feed)
+            && self.writes < bounds.writes
+            && self.since.elapsed() < bounds.age
+    }
 }
 
 impl Drop for Channel {
@@ -125,6 +165,7 @@ impl Channel {
             tails: HashMap::new(),
             settle_later: false,
             unsettled: std::cell::RefCell::new(None),
+            run_bounds: RUN_BOUNDS,
             cache_stale: std::cell::Cell::new(false),
         };
         // Before anything reads the feeds. A feed that cannot be repaired
@@ -148,11 +189,14 @@ impl Channel {
     /// Lets a write answer before its index rows are committed: the
     /// record is durable once the journal's fsync returns, and the index is
     /// a cache of the feeds. The commit then waits for [`Self::settle`],
-    /// which a stdio server calls once the answer is written; anything on
-    /// this channel that takes a lock or begins a transaction settles
-    /// first, so this process never waits on itself. Until then this
-    /// connection reads the new rows and other processes read the index as
-    /// it was (and wait for the index lock to write).
+    /// which a stdio server calls once it is idle. The next write to the
+    /// same feed joins the open transaction while the run is young and
+    /// short ([`RUN_BOUNDS`]); anything else on this channel
+    /// that takes a lock or begins a transaction settles first, so this
+    /// process never waits on itself, and so does a catch-up that finds the
+    /// folder changed or the run old. Until then this connection reads the
+    /// new rows and other processes read the index as it was (and wait for
+    /// the index lock to write).
     pub fn settle_after_answer(&mut self) {
         self.settle_later = true;
     }
@@ -162,11 +206,11 @@ impl Channel {
     /// otherwise. If the commit fails, the rows are rolled back and the
     /// next catch-up folds the record from the feed again.
     pub fn settle(&self) -> StoreResult<()> {
-        let Some(locks) = self.unsettled.borrow_mut().take() else {
+        let Some(run) = self.unsettled.borrow_mut().take() else {
             return Ok(());
         };
         let settled = self.index.settle();
-        drop(locks);
+        drop(run);
         if settled.is_err() {
             self.cache_stale.set(true);
         }
@@ -225,6 +269,13 @@ impl Channel {
     }
 
     fn ingest_now(&mut self) -> StoreResult<IngestReport> {
+        // A run of writes stays open across calls that find the folder as
+        // this process left it: there is nothing to fold.
+        let bounds = self.run_bounds;
+        let young = matches!(&*self.unsettled.borrow(), Some(run) if run.joinable(None, bounds));
+        if young && self.cache.unchanged(&self.dir.feeds()) {
+            return Ok(IngestReport::default());
+        }
         self.settle_for_pass()?;
         if self.cache.is_blank()
             && let Some(kept) = listing::load(&self.state_dir, &self.dir.feeds())
@@ -643,9 +694,25 @@ impl Channel {
         writer: &Writer,
         build: impl FnOnce(&Index) -> Result<(Vec<Step>, T), E>,
     ) -> Result<(Vec<Record>, T), E> {
-        self.settle_for_pass()?;
-        let feed_lock = self.lock_feed(&writer.feed)?;
-        let index_lock = self.lock_index()?;
+        let joined = {
+            let mut open = self.unsettled.borrow_mut();
+            match open.take() {
+                Some(run) if run.joinable(Some(writer.feed.feed()), self.run_bounds) => Some(run),
+                other => {
+                    *open = other;
+                    None
+                }
+            }
+        };
+        let (locks, since, writes) = match joined {
+            Some(run) => (run.locks, run.since, run.writes),
+            None => {
+                self.settle_for_pass()?;
+                let feed_lock = self.lock_feed(&writer.feed)?;
+                let index_lock = self.lock_index()?;
+                ([feed_lock, index_lock], Instant::now(), 0)
+            }
+        };
         // Taken out, and put back only by an append that succeeds: after a
         // failure nothing is known about the files.
         let tails = self
@@ -749,18 +816,26 @@ impl Channel {
         } else {
             index.write(write)
         };
+        // Open after a write that succeeded, until it is settled; a failed
+        // one rolled back the whole run, and its locks go.
+        if self.index.is_held() {
+            *self.unsettled.borrow_mut() = Some(Unsettled {
+                locks,
+                feed: writer.feed.feed().clone(),
+                since,
+                writes: writes + 1,
+            });
+        }
         match result {
             Ok((recs, out, left)) => {
                 if let Some(t) = left {
                     self.tails.insert(writer.feed.feed().clone(), t);
                 }
-                if self.settle_later {
-                    *self.unsettled.borrow_mut() = Some([feed_lock, index_lock]);
-                }
                 Ok((recs, out))
             }
             Err(e) => {
-                // The index rolled back: see `catch_up`.
+                // The index rolled back, with the run this write joined: the
+                // next pass folds the run's records from the feed again.
                 self.cache.clear();
                 Err(e)
             }
@@ -1035,8 +1110,14 @@ mod tests {
             ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
                 .unwrap();
         };
-        // Each write settles the one before it: the locks it holds are
-        // never waited for by this process.
+        // Bounds no slow test machine reaches, but where a part says.
+        let long = RunBounds {
+            age: Duration::from_secs(3600),
+            writes: 64,
+        };
+        ch.run_bounds = long;
+        // A run of writes to one feed shares one open transaction: read
+        // here at once, committed for nobody else yet.
         for i in 0..3 {
             write(&mut ch, i);
             assert_eq!(
@@ -1044,27 +1125,73 @@ mod tests {
                 base + i as i64 + 1,
                 "read here at once"
             );
-            assert_eq!(records(&other), base + i as i64, "not committed yet");
+            assert_eq!(records(&other), base, "not committed yet");
         }
-        // So does everything else that takes the feed's or the index's
-        // lock, or reads the folder.
+        // A catch-up that finds the folder as this process left it keeps
+        // the run open; so does a write that joins it.
+        assert_eq!(ch.catch_up().unwrap().accepted, 0);
+        assert_eq!(records(&other), base);
+        // Anything else that takes the feed's or the index's lock settles it.
         ch.reconcile_own_feeds().unwrap();
         assert_eq!(records(&other), base + 3);
-        write(&mut ch, 3);
+        // A run is bounded: by its number of writes…
+        ch.run_bounds = RunBounds { writes: 4, ..long };
+        for i in 3..7 {
+            write(&mut ch, i);
+        }
+        assert_eq!(records(&other), base + 3, "one full run, not committed");
+        write(&mut ch, 99);
         assert_eq!(
-            ch.catch_up().unwrap().accepted,
-            0,
-            "the cursor moved with the rows"
+            records(&other),
+            base + 7,
+            "the write past a full run commits the run first"
         );
-        assert_eq!(records(&other), base + 4);
-        write(&mut ch, 4);
+        // …and by its age, for a write and for a catch-up alike.
+        ch.run_bounds = RunBounds {
+            age: Duration::from_millis(20),
+            writes: 4,
+        };
+        let total = base + 8;
+        std::thread::sleep(ch.run_bounds.age);
+        write(&mut ch, 100);
+        assert_eq!(records(&other), total);
+        std::thread::sleep(ch.run_bounds.age);
+        ch.catch_up().unwrap();
+        assert_eq!(records(&other), total + 1);
+        // A write to another feed settles the run first.
+        ch.run_bounds = long;
+        write(&mut ch, 101);
+        let owner = ch.owner_writer().unwrap().unwrap();
+        let beta = Op::Admit(Admit {
+            feed: FeedId::new("beta", "elsewhere").unwrap(),
+            pubkey: record::pubkey_hex(&new_signing_key().verifying_key()),
+            role: Role::new("beta").unwrap(),
+        });
+        ch.append(&owner, |_| Ok::<_, StoreError>((beta, ())))
+            .unwrap();
+        assert_eq!(records(&other), total + 2);
         ch.settle().unwrap();
-        assert_eq!(records(&other), base + 5);
+        assert_eq!(records(&other), total + 3);
+        // A write that fails inside a run rolls the whole run back and lets
+        // its locks go; the next pass folds the run's records from the feed.
+        write(&mut ch, 102);
+        write(&mut ch, 103);
+        let refused = ch.append(&w, |_| {
+            Err::<(Op, ()), _>(StoreError::InvalidArgument {
+                field: "to",
+                reason: "is refused by this test".into(),
+            })
+        });
+        assert!(refused.is_err());
+        assert_eq!(records(ch.index()), total + 3, "the run is gone here too");
+        assert_eq!(ch.catch_up().unwrap().accepted, 2, "folded again");
+        assert_eq!(records(ch.index()), total + 5);
         ch.settle().unwrap();
-        write(&mut ch, 5);
+        assert_eq!(records(&other), total + 5);
+        write(&mut ch, 104);
         let folded = ch.index().digest().unwrap();
         drop(ch);
-        assert_eq!(records(&other), base + 6, "closing the channel commits");
+        assert_eq!(records(&other), total + 6, "closing the channel commits");
         // What was committed is what a pass over the folder folds.
         let mut reopened = Channel::open(
             ChannelDir::open(&tmp.path().join("channel")).unwrap(),

@@ -343,15 +343,33 @@ impl Index {
     /// Like [`Self::write`], but a transaction that succeeds is left open:
     /// its changes are visible on this connection at once and to others
     /// once [`Self::settle`] commits it (so does the next transaction begun
-    /// here). For a write whose durability lies elsewhere (the journal), so
-    /// that the commit can follow the answer.
+    /// here by any other method). For a write whose durability lies
+    /// elsewhere (the journal), so that the commit can follow the answer.
+    ///
+    /// Called while such a transaction is open, `f` joins it, so that a
+    /// run of writes shares one commit; a failing `f` then rolls back the
+    /// whole run, as a failed commit would. No savepoint: SQLite would copy
+    /// every page a write touches to a statement journal first, and past
+    /// 64 KiB (a write touches about twenty pages) into a file.
     pub fn write_held<T, E>(&self, f: impl FnOnce(&IndexTx<'_>) -> Result<T, E>) -> Result<T, E>
     where
         E: From<crate::store::error::StoreError>,
     {
+        if self.held.get() {
+            return f(&IndexTx::begun(self)).inspect_err(|_| {
+                self.held.set(false);
+                let _ = self.conn.execute_batch("ROLLBACK");
+            });
+        }
         let out = self.begin_and_run("BEGIN IMMEDIATE", f)?;
         self.held.set(true);
         Ok(out)
+    }
+
+    /// True while a transaction [`Self::write_held`] left open waits for
+    /// [`Self::settle`].
+    pub fn is_held(&self) -> bool {
+        self.held.get()
     }
 
     /// Commits the transaction [`Self::write_held`] left open, if any; true
