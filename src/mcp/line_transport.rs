@@ -86,6 +86,9 @@ pub struct LineTransport<R, W> {
     /// read only once it is out, so a client that floods the server with bad
     /// lines and never reads gets no queue of answers in memory.
     answering: Option<JoinHandle<io::Result<()>>>,
+    /// Run after each answer to a request is written (or failed to be):
+    /// work the answer did not wait for ([`Self::after_answers`]).
+    after_answer: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl LineTransport<stdio::Input, stdio::Output> {
@@ -111,7 +114,16 @@ where
             skipping: None,
             out: Arc::new(Mutex::new(Some(write))),
             answering: None,
+            after_answer: None,
         }
+    }
+
+    /// Runs `then` once each answer to a request has been written, before
+    /// the next message is read: the client reads its answer while `then`
+    /// runs (the server commits a write's index rows then).
+    pub fn after_answers(mut self, then: Arc<dyn Fn() + Send + Sync>) -> Self {
+        self.after_answer = Some(then);
+        self
     }
 
     /// The same with another bound, so tests need not send 49 MiB.
@@ -227,13 +239,23 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let then = match &item {
+            rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_) => {
+                self.after_answer.clone()
+            }
+            _ => None,
+        };
         let line = super::structured::line(item);
         let out = self.out.clone();
         async move {
-            match line {
+            let written = match line {
                 Ok(line) => write_line(&out, line).await,
                 Err(e) => Err(e.into()),
+            };
+            if let Some(then) = then {
+                then();
             }
+            written
         }
     }
 
@@ -909,5 +931,45 @@ mod tests {
         }
         t.close().await.unwrap();
         assert!(t.send(big).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn the_work_after_an_answer_runs_once_it_is_written_and_for_answers_only() {
+        use rmcp::model::{
+            NumberOrString, ServerNotification, ServerResult, ToolListChangedNotification,
+        };
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (t, _client, mut answers) = pipe(1 << 16);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let mut t = t.after_answers({
+            let ran = Arc::clone(&ran);
+            Arc::new(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+        });
+        let answer = TxJsonRpcMessage::<RoleServer>::response(
+            ServerResult::empty(()),
+            NumberOrString::Number(7),
+        );
+        let sending = t.send(answer);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "not before the write");
+        sending.await.unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(next_answer(&mut answers).await["id"], 7);
+        let error = TxJsonRpcMessage::<RoleServer>::error(
+            ErrorData::internal_error("no", None),
+            Some(NumberOrString::Number(8)),
+        );
+        t.send(error).await.unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 2, "an error answers too");
+        let notice = TxJsonRpcMessage::<RoleServer>::notification(
+            ServerNotification::ToolListChangedNotification(ToolListChangedNotification::default()),
+        );
+        t.send(notice).await.unwrap();
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            2,
+            "a notification answers nothing"
+        );
     }
 }

@@ -140,6 +140,9 @@ pub struct Server {
     /// Tool calls started so far: the idle tidier runs only when none came
     /// after the one that scheduled it.
     calls: Arc<AtomicU64>,
+    /// Told at the end of each call (a stdio server's [`settle_when_idle`]
+    /// waits on it).
+    call_ended: Arc<tokio::sync::Notify>,
     /// The toolsets served (what tools/list answers for them is made once
     /// per process, on first need: [`listing`]).
     served: Toolsets,
@@ -161,10 +164,16 @@ pub struct Server {
 /// waited for ([`Session::tidy`]): a burst of calls pays for it once, after.
 const TIDY_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// How long a server waits after a call, with no other call begun, before
-/// committing the index rows its writes left open ([`settle`]). A client
-/// that calls again at once (a run of sends) finds the transaction open,
-/// and its write joins it (`Channel::settle_after_answer` bounds the run).
+/// How long a stdio server watches its input after an answer before it
+/// commits the index rows its writes left open ([`settle_unless_called`]).
+/// A client that calls again at once (a run of sends) finds the transaction
+/// open, and its write joins it (`Channel::settle_after_answer` bounds the
+/// run); another process that writes meanwhile waits this long at most.
+const NEXT_CALL_WITHIN: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// How long a stdio server waits after a call, with no other call begun,
+/// before it commits what an answer left open (when a message arrived as
+/// the answer went out, and it was no write: [`settle_when_idle`]).
 const SETTLE_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Commits the index rows of the writes answered (`Channel::settle`). A
@@ -175,6 +184,40 @@ fn settle(session: &Mutex<Session>) {
         Ok(guard) => settle_held(&guard),
         Err(std::sync::TryLockError::Poisoned(p)) => settle_held(&p.into_inner()),
         Err(std::sync::TryLockError::WouldBlock) => {}
+    }
+}
+
+/// Run as each answer has been written: commits what the session's writes
+/// left open ([`settle`]) unless the client's next message is already on
+/// its way ([`NEXT_CALL_WITHIN`]).
+fn settle_unless_called(session: &Mutex<Session>) {
+    let guard = match session.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if guard.channel().is_unsettled() && !stdio::input_within(NEXT_CALL_WITHIN) {
+        settle_held(&guard);
+    }
+}
+
+/// A stdio server's committer of last resort: after each call ends, it
+/// waits until no call has begun for [`SETTLE_AFTER`], then [`settle`]s.
+async fn settle_when_idle(
+    session: Arc<Mutex<Session>>,
+    calls: Arc<AtomicU64>,
+    ended: Arc<tokio::sync::Notify>,
+) {
+    loop {
+        ended.notified().await;
+        loop {
+            let seen = calls.load(Ordering::SeqCst);
+            tokio::time::sleep(SETTLE_AFTER).await;
+            if calls.load(Ordering::SeqCst) == seen {
+                break;
+            }
+        }
+        settle(&session);
     }
 }
 
@@ -221,6 +264,7 @@ impl Server {
             watcher: Arc::new(OnceLock::new()),
             sync_every: None,
             calls: Arc::new(AtomicU64::new(0)),
+            call_ended: Arc::new(tokio::sync::Notify::new()),
             served,
             structured_as_text: false,
             inline_calls: false,
@@ -267,7 +311,8 @@ impl Server {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // A write answers once its journal line is on disk; its index
-            // rows are committed once the server is idle.
+            // rows are committed once the client has its answer and sent
+            // nothing more.
             s.channel_mut().settle_after_answer();
             let ch = s.channel();
             (ch.dir().clone(), ch.home().clone(), s.role_opt().cloned())
@@ -288,7 +333,16 @@ impl Server {
             ..self
         };
         let session = Arc::clone(&server.session);
-        let running = server.serve(line_transport::LineTransport::stdio()).await?;
+        let transport = line_transport::LineTransport::stdio().after_answers({
+            let session = Arc::clone(&session);
+            Arc::new(move || settle_unless_called(&session))
+        });
+        tokio::spawn(settle_when_idle(
+            Arc::clone(&session),
+            Arc::clone(&server.calls),
+            Arc::clone(&server.call_ended),
+        ));
+        let running = server.serve(transport).await?;
         // A client ends its server by closing stdin, or with SIGTERM (Claude
         // Code at exit): either way the last sync runs before the process ends.
         let ended = tokio::select! {
@@ -352,21 +406,9 @@ impl Server {
                 .await
                 .map_err(|e| failed(&e))
         };
-        self.settle_when_idle(mine);
+        self.call_ended.notify_one();
         self.tidy_when_idle(mine);
         out
-    }
-
-    /// Schedules [`settle`] for when no call started for [`SETTLE_AFTER`]
-    /// after call number `mine`.
-    fn settle_when_idle(&self, mine: u64) {
-        let (calls, session) = (Arc::clone(&self.calls), Arc::clone(&self.session));
-        tokio::spawn(async move {
-            tokio::time::sleep(SETTLE_AFTER).await;
-            if calls.load(Ordering::SeqCst) == mine {
-                settle(&session);
-            }
-        });
     }
 
     /// Schedules [`Session::tidy`] for when no call started for

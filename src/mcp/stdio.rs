@@ -50,6 +50,20 @@ pub fn output() -> Output {
         .unwrap_or_else(|| Box::new(tokio::io::stdout()))
 }
 
+/// True if stdin has bytes to read within `wait` (or is closed, or cannot
+/// be polled): whether the client has already sent its next message. A
+/// blocking poll, for waits far below the runtime's millisecond timers.
+pub fn input_within(wait: std::time::Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::try_from(wait.as_nanos().min(999_999_999)).unwrap_or(0),
+    };
+    !matches!(poll(&mut fds, Some(&timeout)), Ok(0))
+}
+
 /// A descriptor the runtime can poll: a copy of the standard one (same open
 /// file, so the same stream), or `None` for anything else.
 enum Polled {

@@ -233,3 +233,59 @@ async fn a_client_that_stops_reading_does_not_hold_the_index_for_other_processes
     );
     s.kill().await;
 }
+
+/// A run of writes a client sends without waiting (pipelined) shares one
+/// open index transaction in its stdio server, which commits it once the
+/// client has its answers and sends nothing more: another process of the
+/// machine then reads every message, with nothing more asked of the server.
+#[tokio::test]
+async fn a_run_of_pipelined_sends_is_committed_once_the_client_goes_quiet() {
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let mut s = RawSession::start(&ch, "frontend").await;
+    const SENDS: i64 = 5;
+    let mut lines = String::new();
+    for id in 1..=SENDS {
+        lines.push_str(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "send_message", "arguments": {
+                    "to": "backend", "topic": format!("run {id}"), "body": "one of a run"}}})
+            .to_string(),
+        );
+        lines.push('\n');
+    }
+    // All at once: each write after the first finds the run open.
+    s.line(lines.trim_end().as_bytes()).await;
+    for id in 1..=SENDS {
+        let answer = s.answer().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+    }
+    // Another process: its catch-up needs the index lock the run holds
+    // until it is committed, so it answers only once the run is.
+    let mut reader = tokio::process::Command::new(common::bin());
+    reader
+        .env("COUNTERSIGN_HOME", &ch.home)
+        .args(["--role", "backend", "inbox", "--all", "--json", "--channel"])
+        .arg(&ch.dir)
+        .stderr(std::process::Stdio::piped());
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), reader.output())
+        .await
+        .expect("the run is committed without another call")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut topics: Vec<&str> = v["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["topic"].as_str())
+        .collect();
+    topics.sort_unstable();
+    let expected: Vec<String> = (1..=SENDS).map(|id| format!("run {id}")).collect();
+    assert_eq!(topics, expected);
+    s.kill().await;
+}

@@ -217,6 +217,12 @@ impl Channel {
         settled.map(|_| ())
     }
 
+    /// True while writes made under [`Self::settle_after_answer`] wait for
+    /// [`Self::settle`].
+    pub fn is_unsettled(&self) -> bool {
+        self.unsettled.borrow().is_some()
+    }
+
     /// [`Self::settle`], then forgets what the folder's files held if a
     /// commit failed since the last pass: before anything reads `cache`.
     fn settle_for_pass(&mut self) -> StoreResult<()> {
