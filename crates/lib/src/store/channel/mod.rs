@@ -98,11 +98,10 @@ pub struct Channel {
 /// committing it first: a burst of writes (an agent's sends, one after the
 /// other) pays one commit, and the pages they share are written once. The
 /// bounds are what another process on this machine may wait for the
-/// index lock, and what the run's commit costs the write after it: the
-/// pages of 8 resolves (each of another message) took that write from
-/// about 0.6 ms to 1 ms; with 64 writes a run, the bench's resolve p99
-/// was 3–4 ms, and the open transaction's pages raised the server's
-/// memory by about 1.4 MB.
+/// index lock, and what the run's commit costs the write after it: with
+/// 64 writes a run, the bench's resolve p99 was 3–3.5 ms (0.9–1.2 with a
+/// commit per write, 1.4–2.1 with 8), and the open transaction's pages
+/// raised the server's peak memory by about 1.4 MB (0.8 with 8).
 const RUN_BOUNDS: RunBounds = RunBounds {
     age: Duration::from_millis(10),
     writes: 8,
