@@ -13,14 +13,14 @@ use super::rows::{Listing, short};
 use super::send::NOTE_MAX;
 use super::session::{Session, find_live, lookup_live};
 use crate::core::ids::{RecordId, Role};
-use crate::core::message::Message;
+use crate::core::message::{Applied, Message};
 use crate::core::op::{Note, Op, WorkStatusMove};
 use crate::core::record::Record;
 use crate::core::rules::{self, Refusal, Verdict};
 use crate::core::timestamp::format_rfc3339;
 use crate::core::vocab::{DebtStatus, WorkStatus};
 use crate::store::Index;
-use crate::store::fold::message::load_message;
+use crate::store::fold::message::{load_message, load_message_alone};
 
 impl From<Refusal> for AppError {
     fn from(r: Refusal) -> Self {
@@ -33,13 +33,21 @@ impl From<Refusal> for AppError {
 
 /// Loads the live message `raw` names, or the refusal.
 pub fn live_message(ix: &Index, roster: &[Role], raw: &str) -> AppResult<Message> {
+    Ok(live_message_alone(ix, roster, raw)?.0)
+}
+
+/// [`live_message`], and whether it is the message's fold alone
+/// ([`load_message_alone`]).
+fn live_message_alone(ix: &Index, roster: &[Role], raw: &str) -> AppResult<(Message, bool)> {
     let id = find_live(ix, "message_id", raw)?;
-    load_message(ix, roster, &id)?.ok_or_else(|| {
-        AppError::value(format!(
-            "message {raw} not found; list_messages or \
-             search_messages shows the ids this role can see"
-        ))
-    })
+    load_message_alone(ix, roster, &id)?.ok_or_else(|| not_found(raw))
+}
+
+fn not_found(raw: &str) -> AppError {
+    AppError::value(format!(
+        "message {raw} not found; list_messages or \
+         search_messages shows the ids this role can see"
+    ))
 }
 
 /// Runs one lifecycle step: `build` makes the op from the current state, the
@@ -53,18 +61,36 @@ fn step(
     let me = s.role()?;
     let writer = s.announce()?;
     let roster = s.roster();
-    let (rec, id) = s.channel_mut().append_if(&writer, |ix| {
-        let m = live_message(ix, &roster, raw)?;
+    let (rec, (before, alone, op)) = s.channel_mut().append_if(&writer, |ix| {
+        let (m, alone) = live_message_alone(ix, &roster, raw)?;
         let op = build(ix, &m)?;
         let verdict = rules::check(&m, &me, &op)?;
-        Ok::<_, AppError>(((verdict == Verdict::Apply).then_some(op), m.id))
+        let written = (verdict == Verdict::Apply).then(|| op.clone());
+        Ok::<_, AppError>((written, (m, alone, op)))
     })?;
-    let after = load_message(s.index(), &roster, &id)?.ok_or_else(|| {
-        AppError::value(format!(
-            "message {raw} not found; list_messages or \
-             search_messages shows the ids this role can see"
-        ))
-    })?;
+    let after = match &rec {
+        // Nothing written: the state read under the write lock stands.
+        None => before,
+        // The record's clock follows every record the index held, so it is
+        // the message's last: applied to the state read under the same lock,
+        // it gives what folding the message again gives, without reading its
+        // records back after the publish, on the answer's path.
+        Some(r) if alone => {
+            let mut m = before;
+            m.apply(Applied {
+                key: r.order_key(),
+                role: &me,
+                op: &op,
+            });
+            m
+        }
+        Some(_) => load_message(s.index(), &roster, &before.id)?.ok_or_else(|| not_found(raw))?,
+    };
+    debug_assert_eq!(
+        Some(&after),
+        load_message(s.index(), &roster, &after.id)?.as_ref(),
+        "a step's answer is the message's fold"
+    );
     Ok((rec, after))
 }
 

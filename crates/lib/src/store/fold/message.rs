@@ -18,12 +18,25 @@ use crate::store::index::{Index, IndexTx};
 /// The current state of one message, folded from its records (`None` when
 /// its `send` is not in the index). Use cases check their rules against it.
 pub fn load_message(index: &Index, roster: &[Role], id: &RecordId) -> StoreResult<Option<Message>> {
+    Ok(load_message_alone(index, roster, id)?.map(|(m, _)| m))
+}
+
+/// [`load_message`], and whether the state is the message's own fold alone:
+/// false when it takes part in consent, whose facets (approval, retirement)
+/// come from other messages and the pins. Only a fold alone gives, with a
+/// later record applied ([`Message::apply`]), what folding it again gives.
+pub fn load_message_alone(
+    index: &Index,
+    roster: &[Role],
+    id: &RecordId,
+) -> StoreResult<Option<(Message, bool)>> {
     let Some((m, _)) = fold_message(index, id, None, None)? else {
         return Ok(None);
     };
-    // A message that takes part in consent has facets (approval, retirement)
-    // that only the consent fold knows.
-    Ok(Some(consent::message(index, roster, id)?.unwrap_or(m)))
+    Ok(Some(match consent::message(index, roster, id)? {
+        Some(with_facets) => (with_facets, false),
+        None => (m, true),
+    }))
 }
 
 /// Re-folds one message from its records and writes its rows. `false` when
