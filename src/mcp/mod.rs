@@ -180,10 +180,17 @@ const SETTLE_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
 /// session held by someone else is left alone: its call ends by scheduling
 /// this again.
 fn settle(session: &Mutex<Session>) {
+    if let Some(guard) = free(session) {
+        settle_held(&guard);
+    }
+}
+
+/// The session, unless a call holds it.
+fn free(session: &Mutex<Session>) -> Option<std::sync::MutexGuard<'_, Session>> {
     match session.try_lock() {
-        Ok(guard) => settle_held(&guard),
-        Err(std::sync::TryLockError::Poisoned(p)) => settle_held(&p.into_inner()),
-        Err(std::sync::TryLockError::WouldBlock) => {}
+        Ok(guard) => Some(guard),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }
 
@@ -191,12 +198,10 @@ fn settle(session: &Mutex<Session>) {
 /// left open ([`settle`]) unless the client's next message is already on
 /// its way ([`NEXT_CALL_WITHIN`]).
 fn settle_unless_called(session: &Mutex<Session>) {
-    let guard = match session.try_lock() {
-        Ok(guard) => guard,
-        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return,
-    };
-    if guard.channel().is_unsettled() && !stdio::input_within(NEXT_CALL_WITHIN) {
+    if let Some(guard) = free(session)
+        && guard.channel().is_unsettled()
+        && !stdio::input_within(NEXT_CALL_WITHIN)
+    {
         settle_held(&guard);
     }
 }

@@ -135,21 +135,8 @@ async fn a_server_killed_right_after_answering_a_send_loses_nothing() {
     let out = ch.cli(&[
         "--role", "backend", "inbox", "--all", "--limit", "1000", "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut topics: Vec<&str> = v["result"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["topic"].as_str())
-        .collect();
-    topics.sort_unstable();
     let expected: Vec<String> = (0..ROUNDS).map(|r| format!("killed {r}")).collect();
-    assert_eq!(topics, expected);
+    assert_eq!(inbox_topics(&out), expected);
 }
 
 /// A client that stops reading its answers keeps the server from writing
@@ -272,20 +259,26 @@ async fn a_run_of_pipelined_sends_is_committed_once_the_client_goes_quiet() {
         .await
         .expect("the run is committed without another call")
         .unwrap();
+    let expected: Vec<String> = (1..=SENDS).map(|id| format!("run {id}")).collect();
+    assert_eq!(inbox_topics(&out), expected);
+    s.kill().await;
+}
+
+/// The topics of `inbox --json`'s messages, sorted; the command must have
+/// succeeded.
+fn inbox_topics(out: &std::process::Output) -> Vec<String> {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut topics: Vec<&str> = v["result"]
+    let mut topics: Vec<String> = v["result"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|m| m["topic"].as_str())
+        .filter_map(|m| m["topic"].as_str().map(str::to_owned))
         .collect();
     topics.sort_unstable();
-    let expected: Vec<String> = (1..=SENDS).map(|id| format!("run {id}")).collect();
-    assert_eq!(topics, expected);
-    s.kill().await;
+    topics
 }

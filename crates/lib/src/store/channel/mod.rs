@@ -193,7 +193,8 @@ impl Channel {
     /// Lets a write answer before its index rows are committed: the
     /// record is durable once the journal's fsync returns, and the index is
     /// a cache of the feeds. The commit then waits for [`Self::settle`],
-    /// which a stdio server calls once it is idle. The next write to the
+    /// which a stdio server calls once the answer is written and the client
+    /// sent nothing more. The next write to the
     /// same feed joins the open transaction while the run is young and
     /// short ([`RUN_BOUNDS`]); anything else on this channel
     /// that takes a lock or begins a transaction settles first, so this
