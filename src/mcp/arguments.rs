@@ -19,8 +19,7 @@ use serde_json::Value;
 pub fn refusal(tool: &str, schema: &JsonObject, arguments: Option<&JsonObject>) -> Option<String> {
     let empty = JsonObject::new();
     let arguments = arguments.unwrap_or(&empty);
-    // Borrowed: a schema's properties are cloned by nothing on this path,
-    // which every call takes.
+    // Borrowed, not cloned: every call passes here.
     let defs = schema.get("$defs").unwrap_or(&Value::Null);
     let props = match schema.get("properties") {
         Some(Value::Object(p)) => p,

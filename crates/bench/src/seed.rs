@@ -93,11 +93,7 @@ pub fn seed(root: &Path, n: usize) -> anyhow::Result<Seeded> {
     for r in &roles {
         runs.push(channel.bulk(r, t0 - 60_000)?);
     }
-    let bar = ProgressBar::new(n as u64).with_style(
-        ProgressStyle::with_template("{spinner} seeding [{bar:40}] {pos}/{len} messages ({eta})")
-            .expect("the template is valid")
-            .progress_chars("=> "),
-    );
+    let bar = progress_bar(n, "seeding", "messages");
     let mut rng = Rng(0x5eed_cafe);
     let mut seen = Hlc::default();
     let mut recent: VecDeque<Recent> = VecDeque::with_capacity(64);
@@ -255,4 +251,14 @@ pub fn seed(root: &Path, n: usize) -> anyhow::Result<Seeded> {
         feed_bytes,
         segments,
     })
+}
+
+/// A progress bar of `len` steps, labelled `what`, counting `unit`.
+pub(super) fn progress_bar(len: usize, what: &str, unit: &str) -> ProgressBar {
+    let template = format!("{{spinner}} {what} [{{bar:40}}] {{pos}}/{{len}} {unit} ({{eta}})");
+    ProgressBar::new(len as u64).with_style(
+        ProgressStyle::with_template(&template)
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    )
 }

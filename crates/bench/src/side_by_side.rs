@@ -15,11 +15,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use super::corpus::{Rng, body, topic};
 use super::machine::vm_hwm_kb;
+use super::seed::progress_bar;
 use super::wire::{Raw, Wire};
 use super::{RARE_TERM, ROLES, SERVER_ROLE};
 use countersign::app::init::create_channel;
@@ -164,12 +164,7 @@ pub fn fill(name: &str, side: &Launch, messages: usize) -> anyhow::Result<()> {
         .iter()
         .map(|r| side.start(r))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let bar = ProgressBar::new(messages as u64).with_style(
-        ProgressStyle::with_template("{spinner} {msg} [{bar:40}] {pos}/{len} sends ({eta})")
-            .expect("the template is valid")
-            .progress_chars("=> "),
-    );
-    bar.set_message(format!("making {name}'s channel"));
+    let bar = progress_bar(messages, &format!("making {name}'s channel"), "sends");
     for (from, args) in bar.wrap_iter(corpus(messages).into_iter()) {
         let sent = servers[from].request(
             "tools/call",

@@ -222,6 +222,15 @@ impl Channel {
         settled.map(|_| ())
     }
 
+    /// True while a run of writes is open and may take one more of `feed`
+    /// (any feed's: `None`).
+    fn run_joinable(&self, feed: Option<&FeedId>) -> bool {
+        self.unsettled
+            .borrow()
+            .as_ref()
+            .is_some_and(|run| run.joinable(feed, self.run_bounds))
+    }
+
     /// True while writes made under [`Self::settle_after_answer`] wait for
     /// [`Self::settle`].
     pub fn is_unsettled(&self) -> bool {
@@ -282,9 +291,7 @@ impl Channel {
     fn ingest_now(&mut self) -> StoreResult<IngestReport> {
         // A run of writes stays open across calls that find the folder as
         // this process left it: there is nothing to fold.
-        let bounds = self.run_bounds;
-        let young = matches!(&*self.unsettled.borrow(), Some(run) if run.joinable(None, bounds));
-        if young && self.cache.unchanged(&self.dir.feeds()) {
+        if self.run_joinable(None) && self.cache.unchanged(&self.dir.feeds()) {
             return Ok(IngestReport::default());
         }
         self.settle_for_pass()?;
@@ -705,15 +712,10 @@ impl Channel {
         writer: &Writer,
         build: impl FnOnce(&Index) -> Result<(Vec<Step>, T), E>,
     ) -> Result<(Vec<Record>, T), E> {
-        let joined = {
-            let mut open = self.unsettled.borrow_mut();
-            match open.take() {
-                Some(run) if run.joinable(Some(writer.feed.feed()), self.run_bounds) => Some(run),
-                other => {
-                    *open = other;
-                    None
-                }
-            }
+        let joined = if self.run_joinable(Some(writer.feed.feed())) {
+            self.unsettled.borrow_mut().take()
+        } else {
+            None
         };
         let (locks, since, writes) = match joined {
             Some(run) => (run.locks, run.since, run.writes),
