@@ -149,7 +149,8 @@ impl Server {
     }
 
     /// Call first and before you finish: `counts` (unread, open debts, votes owed), lists of
-    /// what has the ball with you, `alarms` to tell your user.
+    /// what has the ball with you, `alarms` to tell your user. Lean: a zero counter or an
+    /// empty list is absent.
     #[tool(output_schema = super::catalogued_output::<crate::app::status::ChannelStatus>(), annotations(
         title = "Channel status",
         read_only_hint = false,

@@ -561,6 +561,17 @@ pub fn output_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     {
         lean.insert("description".into(), json!("Absent means null."));
     }
+    // So are counters (channel_status, the waits): a zero is left out.
+    if lean
+        .get("properties")
+        .and_then(|p| p.get("counts"))
+        .is_some()
+    {
+        lean.insert(
+            "description".into(),
+            json!("Absent means null; a counter or list, 0 or empty."),
+        );
+    }
     Arc::new(lean)
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{TestChannel, bin};
+use crate::common::{TestChannel, bin, counter};
 
 fn out(ch: &TestChannel, args: &[&str]) -> String {
     let o = ch.cli(args);
@@ -34,7 +34,7 @@ fn send(ch: &TestChannel, from: &str, to: &str, topic: &str, extra: &[&str]) -> 
 
 fn unopened(ch: &TestChannel, role: &str) -> u64 {
     let v: Value = serde_json::from_str(&out(ch, &["--role", role, "status", "--json"])).unwrap();
-    v["counts"]["unopened"].as_u64().unwrap()
+    counter(&v, "unopened")
 }
 
 /// The column each cell of a line starts at (cells are split by two spaces

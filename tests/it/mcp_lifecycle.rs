@@ -2,7 +2,7 @@
 //! confirmation per resolution, author withdrawal, delete along the lifecycle,
 //! message_history and the note limit.
 
-use crate::common::{Client, TestChannel, ids, is_rfc3339_ms};
+use crate::common::{Client, TestChannel, ids, is_rfc3339_ms, status_items};
 use serde_json::{Value, json};
 
 /// Sends a debt (`action_required`) and returns its id.
@@ -34,9 +34,7 @@ fn ev(event: &str, role: &str, note: Option<&str>) -> (String, String, Option<St
 /// The ids in one of channel_status's lists.
 async fn status_list(c: &Client, list: &str) -> Vec<String> {
     let v = c.call("channel_status", json!({})).await.ok();
-    ids(v[list]
-        .as_array()
-        .unwrap_or_else(|| panic!("no list {list} in {v}")))
+    ids(status_items(&v, list))
 }
 
 /// The row of one message as list_messages shows it.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::serve::{self, Served};
-use crate::common::{TestChannel, bin};
+use crate::common::{TestChannel, bin, counter};
 
 /// `countersign serve --channel` of `ch`.
 fn serve_channel(ch: &TestChannel) -> Served {
@@ -422,7 +422,7 @@ fn only_a_role_token_reads_status_and_hook_status() {
         hook.as_object().unwrap().keys().collect::<Vec<_>>(),
         ["channel", "role", "counts"]
     );
-    assert_eq!(hook["counts"]["unread"], json!(0));
+    assert_eq!(hook["counts"], json!({}), "lean: no counter is above zero");
 }
 
 #[test]
@@ -436,7 +436,7 @@ fn a_waiting_status_answers_when_mail_arrives_and_waiting_is_bounded() {
     let started = Instant::now();
     let (code, body, _) = get(&server.url("/status?wait=1"), &secret);
     assert_eq!(code, 200);
-    assert_eq!(body["counts"]["unread"], 0);
+    assert_eq!(counter(&body, "unread"), 0);
     assert!(started.elapsed() >= Duration::from_millis(900));
 
     // Mail arriving wakes the waiting request well before its 30 s.
@@ -452,7 +452,7 @@ fn a_waiting_status_answers_when_mail_arrives_and_waiting_is_bounded() {
     send_debt(&ch, "frontend", "backend", "wake up");
     let (code, body, took) = waiter.join().unwrap();
     assert_eq!(code, 200);
-    assert_eq!(body["counts"]["unread"], 1, "{body}");
+    assert_eq!(counter(&body, "unread"), 1, "{body}");
     assert!(took < Duration::from_secs(10), "{took:?}");
 
     // With something pending, a wait answers at once.

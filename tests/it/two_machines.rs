@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::thread::sleep;
 use std::time::Duration;
 
-use crate::common::copy_dir;
 use crate::common::local::{self, Local};
+use crate::common::{copy_dir, counter, status_items};
 use countersign::app::send::{SendRequest, ToArg, send_message};
 use countersign::app::session::find;
 use countersign::app::{Session, delete, lifecycle, status};
@@ -290,13 +290,8 @@ fn a_confirm_and_a_concurrent_reopen() {
         }
         // The debt is the addressee's again on both machines.
         for m in [&a, &b] {
-            assert_eq!(m.status("backend")["counts"]["open_obligations"], 1);
-            assert!(
-                m.status("frontend")["resolved_for_you"]
-                    .as_array()
-                    .unwrap()
-                    .is_empty()
-            );
+            assert_eq!(counter(&m.status("backend"), "open_obligations"), 1);
+            assert!(status_items(&m.status("frontend"), "resolved_for_you").is_empty());
         }
     }
 }
@@ -358,13 +353,8 @@ fn two_different_work_status_moves() {
         // The ball follows the winner only.
         for m in [&a, &b] {
             let (fe, be) = (m.status("frontend"), m.status("backend"));
-            let holds = |v: &Value, list: &str| {
-                v[list]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|i| i["id"] == d.as_str())
-            };
+            let holds =
+                |v: &Value, list: &str| status_items(v, list).iter().any(|i| i["id"] == d.as_str());
             if winner_value == "needs_you" {
                 assert!(holds(&be, "needs_you") && !holds(&fe, "needs_you"), "{be}");
                 assert!(!holds(&fe, "awaiting_done"));
@@ -452,7 +442,7 @@ fn a_reopen_racing_a_delete() {
             let debt = msg.debt.as_ref().unwrap();
             assert_eq!((debt.status.as_str(), debt.confirmed), ("resolved", true));
             for m in [&a, &b] {
-                assert_eq!(m.status("backend")["counts"]["open_obligations"], 0);
+                assert_eq!(counter(&m.status("backend"), "open_obligations"), 0);
             }
         }
         assert_eq!(
@@ -516,12 +506,7 @@ fn two_concurrent_resolves_are_a_repeat_not_a_conflict() {
             assert!(conflicted(m, "frontend").is_empty() && conflicted(m, "backend").is_empty());
             let v = m.status(confirmer);
             assert_eq!(v["resolved_for_you"][0]["id"], d.as_str(), "{v}");
-            assert!(
-                m.status(by)["resolved_for_you"]
-                    .as_array()
-                    .unwrap()
-                    .is_empty()
-            );
+            assert!(status_items(&m.status(by), "resolved_for_you").is_empty());
         }
     }
 }

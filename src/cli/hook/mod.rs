@@ -169,7 +169,8 @@ working on this project, served by the MCP server \"channel\".{role}{sets}\n\n"
             "\
 Begin by calling mcp__channel__channel_status(). In its answer the lists (unblocked,
 needs_you, resolved_for_you, awaiting_done, in_progress, blocked) name the messages, but
-{counts} {are} only: fetch the items with {tools}.
+{counts} {are} only: fetch the items with {tools}. A counter at zero and an empty list are
+left out.
 
 Work through what is waiting in this order:
 "

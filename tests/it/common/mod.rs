@@ -285,6 +285,37 @@ pub fn ids(rows: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// A counter of a status answer (channel_status, `status --json`, `/status`,
+/// `/hook-status`). The answer is lean: a counter at zero is absent.
+pub fn counter(status: &Value, name: &str) -> u64 {
+    match status["counts"].get(name) {
+        None => 0,
+        Some(n) => {
+            let n = n.as_u64();
+            assert!(
+                n.is_some_and(|n| n > 0),
+                "counts.{name} is present only as a positive number: {status}"
+            );
+            n.unwrap_or_default()
+        }
+    }
+}
+
+/// A list of a status answer (`blocked`, `resolved_for_you` …). The answer is
+/// lean: an empty list is absent.
+pub fn status_items<'v>(status: &'v Value, name: &str) -> &'v [Value] {
+    match status.get(name) {
+        None => &[],
+        Some(v) => {
+            let items = v
+                .as_array()
+                .unwrap_or_else(|| panic!("{name} is not a list in {status}"));
+            assert!(!items.is_empty(), "an empty {name} is left out: {status}");
+            items
+        }
+    }
+}
+
 /// True for `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn is_rfc3339_ms(s: &str) -> bool {
     let b = s.as_bytes();

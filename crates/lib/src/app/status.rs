@@ -78,8 +78,8 @@ pub fn triage_order() -> String {
     TRIAGE.map(|(step, _)| step).join(", ")
 }
 
-/// Every counter, in the order channel_status shows them (`conflicted` only
-/// when non-zero, so a quiet channel keeps the protocol's shape).
+/// Every counter, in the order channel_status shows them (each only when
+/// non-zero, and `conflicted` after them).
 pub const COUNTERS: [&str; 12] = [
     "unread",
     "unopened",
@@ -195,36 +195,54 @@ impl Summary {
     }
 }
 
-/// Every counter of a role, in [`COUNTERS`] order.
+/// Every counter of a role, in [`COUNTERS`] order. Lean like a message row:
+/// a counter at zero is absent (absent means 0).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Counts {
     /// Mail not marked read.
+    #[serde(skip_serializing_if = "is_zero")]
     pub unread: usize,
     /// Unread and never handed over.
+    #[serde(skip_serializing_if = "is_zero")]
     pub unopened: usize,
     /// Handed over, not marked read.
+    #[serde(skip_serializing_if = "is_zero")]
     pub opened_unmarked: usize,
     /// Open debts addressed to the role.
+    #[serde(skip_serializing_if = "is_zero")]
     pub open_obligations: usize,
     /// Those the role has not taken.
+    #[serde(skip_serializing_if = "is_zero")]
     pub open_obligations_untaken: usize,
     /// Proposals waiting for the role's decision.
+    #[serde(skip_serializing_if = "is_zero")]
     pub awaiting_ack: usize,
     /// The role's work blocked on a live debt.
+    #[serde(skip_serializing_if = "is_zero")]
     pub blocked: usize,
     /// The role's work whose blocker is gone.
+    #[serde(skip_serializing_if = "is_zero")]
     pub unblocked: usize,
     /// The role's work in progress.
+    #[serde(skip_serializing_if = "is_zero")]
     pub in_progress: usize,
     /// The ball passed to the role.
+    #[serde(skip_serializing_if = "is_zero")]
     pub needs_you: usize,
     /// Work marked done elsewhere, waiting for the role.
+    #[serde(skip_serializing_if = "is_zero")]
     pub awaiting_done: usize,
     /// Resolutions waiting for the role's confirmation.
+    #[serde(skip_serializing_if = "is_zero")]
     pub resolved_for_you: usize,
     /// The role's records that lost to a concurrent decision (when any).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conflicted: Option<usize>,
+}
+
+/// Whether a counter is zero, which a lean answer leaves out.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One message behind a counter, as channel_status lists it.
@@ -406,8 +424,8 @@ pub fn channel_status(s: &mut Session) -> AppResult<ChannelStatus> {
         pins: super::pin::current_pins(s.index())?,
         server: ServerNote {
             build: format!("countersign {VERSION}"),
-            contract: "get_protocol() — the full rules: tools, refusals, the debt lifecycle and the ball",
-            changes: "server_build() — what this build implements and what it does not yet",
+            contract: "get_protocol(): the rules",
+            changes: "server_build(): what this build does",
             whats_new: None,
             note: None,
         },
@@ -431,7 +449,8 @@ pub struct ChannelStatus {
     /// Counters and lists.
     #[serde(flatten)]
     pub view: StatusView,
-    /// The current version of every pin, without bodies.
+    /// The current version of every pin, without bodies (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pins: Vec<PinSummary>,
     /// This build, where its rules are, and once what is new.
     pub server: ServerNote,
@@ -563,23 +582,32 @@ pub struct StatusView {
     pub role: Role,
     /// Every counter.
     pub counts: Counts,
-    /// Mail not marked read.
+    /// Mail not marked read (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
     pub unread: usize,
-    /// Open debts addressed to the role.
+    /// Open debts addressed to the role (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
     pub open_obligations: usize,
-    /// Proposals waiting for the role's decision.
+    /// Proposals waiting for the role's decision (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
     pub awaiting_ack: usize,
-    /// The role's work blocked on a live debt.
+    /// The role's work blocked on a live debt (absent when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub blocked: Vec<CounterItem>,
-    /// The role's work whose blocker is gone.
+    /// The role's work whose blocker is gone (absent when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unblocked: Vec<CounterItem>,
-    /// The role's work in progress.
+    /// The role's work in progress (absent when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub in_progress: Vec<CounterItem>,
-    /// The ball passed to the role.
+    /// The ball passed to the role (absent when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub needs_you: Vec<CounterItem>,
-    /// Work marked done elsewhere, waiting for the role.
+    /// Work marked done elsewhere, waiting for the role (absent when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub awaiting_done: Vec<CounterItem>,
-    /// Resolutions waiting for the role's confirmation.
+    /// Resolutions waiting for the role's confirmation (absent when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resolved_for_you: Vec<CounterItem>,
     /// The role's records that lost to a concurrent decision.
     #[serde(skip_serializing_if = "Option::is_none")]
