@@ -72,7 +72,7 @@ fn inbox(
         .map(|r| r.id)
         .collect();
     let out: Vec<_> = rows
-        .iter()
+        .into_iter()
         .map(|r| project(proj.as_ref(), MessageView::of(r, Some(&me))))
         .collect();
     if deliver && !unopened.is_empty() {

@@ -105,7 +105,7 @@ pub fn list_messages(
     let overflow = rows.len() > limit;
     rows.truncate(limit);
     let out = rows
-        .iter()
+        .into_iter()
         .map(|r| project(proj.as_ref(), MessageView::of(r, None)))
         .collect();
     Ok(listing(

@@ -46,7 +46,7 @@ pub fn open_obligations(
     let now = now_ms();
     let viewer = Role::new(&role).ok();
     let out = rows
-        .iter()
+        .into_iter()
         .map(|r| project(proj.as_ref(), MessageView::aged(r, viewer.as_ref(), now)))
         .collect();
     Ok(DatedListing {
@@ -76,7 +76,7 @@ pub fn ready_work(
     rows.truncate(limit);
     let now = now_ms();
     let out = rows
-        .iter()
+        .into_iter()
         .map(|r| project(proj.as_ref(), MessageView::aged(r, Some(&me), now)))
         .collect();
     Ok(listing(

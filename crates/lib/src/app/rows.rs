@@ -85,18 +85,21 @@ pub const MESSAGE_FIELDS: &[&str] = &[
 
 impl MessageView {
     /// The full wire shape of `row`. `viewer` adds the viewer's own `addendum`.
-    pub fn of(row: &MessageRow, viewer: Option<&Role>) -> Self {
+    /// The row is taken, not borrowed: its texts (the body above all) move
+    /// into the view instead of being copied.
+    pub fn of(row: MessageRow, viewer: Option<&Role>) -> Self {
         let to = if row.is_multi() {
             Recipients::Many(row.to.iter().map(Role::to_string).collect())
         } else {
             Recipients::One(row.to.first().map(Role::to_string))
         };
+        let addendum = viewer.map(|v| row.addenda.get(v).cloned());
         Self {
             id: row.short_id(),
             from: row.from.to_string(),
             to,
-            topic: row.topic.clone(),
-            body: row.body.clone(),
+            topic: row.topic,
+            body: row.body,
             action_required: row.action_required,
             reply_to: row.reply_to.as_ref().map(RecordId::short),
             created_at: format_rfc3339(row.ms),
@@ -104,12 +107,12 @@ impl MessageView {
             status: row.status.map(|s| s.as_str().to_owned()),
             resolved_by: row.resolved_by.as_ref().map(Role::to_string),
             resolved_at: row.resolved_ms.map(format_rfc3339),
-            resolution_note: row.resolution_note.clone(),
+            resolution_note: row.resolution_note,
             kind: row.kind.map(|k| k.as_str().to_owned()),
             work_status: row.work_status.map(|w| w.as_str().to_owned()),
             blocked_by: row.blocked_by.as_ref().map(RecordId::short),
             deleted_at: row.deleted_ms.map(format_rfc3339),
-            pin_key: row.pin_key.clone(),
+            pin_key: row.pin_key,
             about_message_id: row.about.as_ref().map(RecordId::short),
             voters: row
                 .voters
@@ -119,16 +122,16 @@ impl MessageView {
             opened_at: row.opened_ms.map(format_rfc3339),
             addenda: row
                 .addenda
-                .iter()
-                .map(|(r, t)| (r.to_string(), t.clone()))
+                .into_iter()
+                .map(|(r, t)| (r.to_string(), t))
                 .collect(),
-            addendum: viewer.map(|v| row.addenda.get(v).cloned()),
+            addendum,
             decision_requested: row.decision_requested,
             revised_at: row.revised_ms.map(format_rfc3339),
-            body_sha256: Some(row.body_sha256.clone()),
+            body_sha256: Some(row.body_sha256),
             body_length_bytes: Some(row.body_bytes),
             body_length_chars: Some(row.body_chars),
-            acks: row.acks.clone(),
+            acks: row.acks,
             round_conflict: row
                 .round_conflict
                 .as_ref()
@@ -143,7 +146,7 @@ impl MessageView {
 
     /// [`Self::of`] with `age_days` (since creation) and `idle_days`
     /// (since the last move).
-    pub fn aged(row: &MessageRow, viewer: Option<&Role>, now_ms: i64) -> Self {
+    pub fn aged(row: MessageRow, viewer: Option<&Role>, now_ms: i64) -> Self {
         Self {
             age_days: Some(days_between(row.ms, now_ms)),
             idle_days: Some(days_between(row.last_move_ms, now_ms)),

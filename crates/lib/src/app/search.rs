@@ -112,7 +112,7 @@ pub fn search_messages(
             let m = MessageView {
                 snippet: Some(snippet),
                 match_: Some(how.to_owned()),
-                ..MessageView::of(&row, None)
+                ..MessageView::of(row, None)
             };
             project(proj.as_ref(), m)
         })
@@ -488,7 +488,7 @@ fn one_phrase_hits(
     ranked.truncate(limit + 1);
     // Every hit's row in one query, not one query per hit.
     let ids: Vec<&str> = ranked.iter().map(|(_, k)| k.4.as_str()).collect();
-    let rows: HashMap<String, MessageRow> = ix
+    let mut rows: HashMap<String, MessageRow> = ix
         .message_rows(&ids)?
         .into_iter()
         .map(|r| (r.id.hex(), r))
@@ -496,7 +496,8 @@ fn one_phrase_hits(
     let needle: Vec<char> = needle.chars().collect();
     let mut hits = Vec::with_capacity(ranked.len());
     for (_, (_, _, _, _, id, rowid)) in ranked {
-        let Some(row) = rows.get(&id).cloned() else {
+        // Each id is ranked once: its row moves out, body and all.
+        let Some(row) = rows.remove(&id) else {
             continue;
         };
         if hits.len() == limit {

@@ -53,7 +53,7 @@ pub fn get_thread(
     let mut rows = ix.message_rows(&ids)?;
     rows.sort_by(|a, b| (a.ms, a.c, &a.id).cmp(&(b.ms, b.c, &b.id)));
     let out = rows
-        .iter()
+        .into_iter()
         .map(|r| project(proj.as_ref(), MessageView::of(r, None)))
         .collect();
     Ok(Listing::whole(out))

@@ -310,9 +310,9 @@ pub fn awaiting_ack(
     let now = now_ms();
     let viewer = Role::new(&role).ok();
     let mut out = Vec::new();
-    for r in &rows {
+    for r in rows {
         let row = MessageView {
-            obligation: Some(obligation(r)),
+            obligation: Some(obligation(&r)),
             ..MessageView::aged(r, viewer.as_ref(), now)
         };
         out.push(project(proj.as_ref(), row));

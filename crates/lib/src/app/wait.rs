@@ -166,7 +166,7 @@ pub fn reply_check(
     s.catch_up()?;
     let ix = s.index();
     let row = ix.first_reply(&parent.hex(), me.as_str(), after_n, include_read)?;
-    Ok(row.map(|r| MessageView::of(&r, Some(&me))))
+    Ok(row.map(|r| MessageView::of(r, Some(&me))))
 }
 
 /// The answer of a wait that ran out of time.

@@ -221,7 +221,10 @@ impl FromRow for MessageRow {
         Ok(Self {
             id: at.decode("id", &raw_id)?,
             from: at.decode("from_role", &from)?,
-            to: at.decode_json("to_json", &to)?,
+            to: match lone_recipient(&to) {
+                Some(role) => vec![at.decode("to_json", role)?],
+                None => at.decode_json("to_json", &to)?,
+            },
             topic: col!(r, "topic")?,
             body: col!(r, "body")?,
             action_required: col!(r, "action_required")?,
@@ -262,6 +265,14 @@ impl FromRow for MessageRow {
             opened_ms: col!(r, "opened_ms")?,
         })
     }
+}
+
+/// The one role of a `to_json` that names one (`["backend"]`, what nearly
+/// every message has), read without a JSON parser: a listing reads it for
+/// every row. Anything else (several roles, an escape) is left to the parser.
+fn lone_recipient(to_json: &str) -> Option<&str> {
+    let role = to_json.strip_prefix("[\"")?.strip_suffix("\"]")?;
+    (!role.contains(['"', '\\'])).then_some(role)
 }
 
 impl MessageRow {
@@ -730,6 +741,27 @@ mod tests {
         alone.sort();
         assert_eq!(together, alone);
         assert!(ix.message_rows(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_lone_recipient_is_read_as_the_parser_reads_it() {
+        for to in [
+            r#"["backend"]"#,
+            r#"["a","b"]"#,
+            r#"["a\u0062"]"#,
+            r#"["b\"]"#,
+            "[]",
+            r#"[ "b" ]"#,
+        ] {
+            let parsed: Option<Vec<String>> = serde_json::from_str(to).ok();
+            match lone_recipient(to) {
+                Some(role) => assert_eq!(parsed, Some(vec![role.to_owned()]), "{to}"),
+                None => assert!(
+                    parsed.is_none_or(|p| p.len() != 1 || to != format!("[\"{}\"]", p[0])),
+                    "{to} names one role plainly and should take the short way"
+                ),
+            }
+        }
     }
 
     #[test]
