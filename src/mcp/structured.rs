@@ -98,7 +98,7 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
         serde_json::to_writer(&mut out, &resp.id)?;
         out.extend_from_slice(br#","result":"#);
         out.extend_from_slice(&rest[..at]);
-        quote(&text, &mut out);
+        quote(&text, &mut out)?;
         // The result is an object holding content: reopen it for one more field.
         out.extend_from_slice(&rest[at + quoted_mark.len()..rest.len() - 1]);
         out.extend_from_slice(br#","structuredContent":"#);
@@ -121,12 +121,11 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
 /// cost a fraction of a general escaper's walk through every byte, which
 /// was the largest single part of writing a listing's answer. Text with a
 /// control character goes through serde_json's general escaper.
-fn quote(text: &str, out: &mut Vec<u8>) {
+fn quote(text: &str, out: &mut Vec<u8>) -> serde_json::Result<()> {
     let bytes = text.as_bytes();
     // Without a short cut, so the compiler checks many bytes at a time.
     if bytes.iter().fold(false, |seen, b| seen | (*b < 0x20)) {
-        serde_json::to_writer(out, text).expect("a string always serializes");
-        return;
+        return serde_json::to_writer(out, text);
     }
     out.push(b'"');
     let mut from = 0;
@@ -138,6 +137,7 @@ fn quote(text: &str, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(&bytes[from..]);
     out.push(b'"');
+    Ok(())
 }
 
 /// A message as serde writes it, newline included.
@@ -223,7 +223,7 @@ mod tests {
             "\\",
         ] {
             let mut out = Vec::new();
-            quote(text, &mut out);
+            quote(text, &mut out).unwrap();
             assert_eq!(
                 String::from_utf8(out).unwrap(),
                 serde_json::to_string(text).unwrap(),
