@@ -261,21 +261,26 @@ pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, FolderError> {
 /// name, anywhere on the same file system.
 pub fn open_append(path: &Path) -> Result<File, FolderError> {
     let (f, _) = open_regular(path, OpenOptions::new().append(true).create(true))?;
-    only_name(f, path)
+    only_name(&f, path)?;
+    Ok(f)
 }
 
 /// Opens an existing regular file of the folder for writing in place (to cut
 /// a torn tail off). Refused for a file with other names, like [`open_append`].
 pub fn open_write(path: &Path) -> Result<File, FolderError> {
     let (f, _) = open_regular(path, OpenOptions::new().write(true))?;
-    only_name(f, path)
+    only_name(&f, path)?;
+    Ok(f)
 }
 
-/// The opened file, if `path` is its one name (`fstat`'s link count).
-fn only_name(f: File, path: &Path) -> Result<File, FolderError> {
+/// Refused unless the open file `f` (opened at `path`) has one name
+/// (`fstat`'s link count). Checked again before each write through a file
+/// kept open across writes: a second name made since would carry the bytes
+/// out of the folder.
+pub fn only_name(f: &File, path: &Path) -> Result<(), FolderError> {
     use std::os::unix::fs::MetadataExt as _;
     match f.metadata().at(path)?.nlink() {
-        1 => Ok(f),
+        1 => Ok(()),
         links => Err(FolderError::refused(path, Refusal::Linked { links })),
     }
 }
@@ -286,9 +291,17 @@ fn only_name(f: File, path: &Path) -> Result<File, FolderError> {
 /// and ignore what fails (a signed hint). Refused, with nothing written, for
 /// anything [`open_write`] refuses and for a file with other names (a hard
 /// link would carry the bytes beyond the folder): [`replace`] is the way then.
-pub fn rewrite(path: &Path, bytes: &[u8]) -> Result<(), FolderError> {
-    use std::os::unix::fs::FileExt as _;
+pub fn rewrite(path: &Path, bytes: &[u8]) -> Result<File, FolderError> {
     let f = open_write(path)?;
+    overwrite(&f, path, bytes)?;
+    Ok(f)
+}
+
+/// Writes `bytes` over the file `f` (opened at `path` by [`open_write`] and
+/// still its one name: [`only_name`]) from its start, then cuts it to their
+/// length, as [`rewrite`] does.
+pub fn overwrite(f: &File, path: &Path, bytes: &[u8]) -> Result<(), FolderError> {
+    use std::os::unix::fs::FileExt as _;
     f.write_all_at(bytes, 0).at(path)?;
     f.set_len(bytes.len() as u64).at(path)?;
     Ok(())

@@ -1273,6 +1273,58 @@ mod tests {
     }
 
     #[test]
+    fn a_second_name_given_to_the_open_segment_or_head_is_never_written_through() {
+        // A process keeps its newest segment and head open between writes
+        // (`writer::feed::Tails`). A hard link made to either from outside
+        // the feed folder changes neither that folder nor the file's size
+        // and mtime, so the tails still hold: the link count must refuse it.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let w = announced(&mut ch, &Role::new("alpha").unwrap());
+        ch.append(&w, |_| Ok::<_, StoreError>((send(0), ())))
+            .unwrap();
+        let feed_dir = ch.dir().feeds().join("alpha").join(&ch.device().id);
+        let seg = survey::list_segments(&feed_dir)
+            .unwrap()
+            .pop()
+            .unwrap()
+            .path;
+        let outside = tmp.path().join("outside.jsonl");
+        std::fs::hard_link(&seg, &outside).unwrap();
+        let before = std::fs::read(&outside).unwrap();
+        let refused = ch
+            .append(&w, |_| Ok::<_, StoreError>((send(1), ())))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("hard links"), "{refused}");
+        assert_eq!(std::fs::read(&outside).unwrap(), before, "written through");
+
+        // Its own name again: the next write goes on, and keeps both open.
+        std::fs::remove_file(&outside).unwrap();
+        ch.append(&w, |_| Ok::<_, StoreError>((send(2), ())))
+            .unwrap();
+        let head = feed_dir.join(crate::store::folder::segments::HEAD_FILE);
+        let outside_head = tmp.path().join("outside-head.json");
+        std::fs::hard_link(&head, &outside_head).unwrap();
+        let head_before = std::fs::read(&outside_head).unwrap();
+        ch.append(&w, |_| Ok::<_, StoreError>((send(3), ())))
+            .unwrap();
+        assert_eq!(
+            std::fs::read(&outside_head).unwrap(),
+            head_before,
+            "the head was written through its other name"
+        );
+        let now = std::fs::read_to_string(&head).unwrap();
+        assert_ne!(now.as_bytes(), head_before.as_slice(), "the head moved on");
+        let lines = |b: &[u8]| b.iter().filter(|c| **c == b'\n').count();
+        assert_eq!(
+            lines(&std::fs::read(&seg).unwrap()),
+            lines(&before) + 2,
+            "the refused record was never published, the two after it were"
+        );
+    }
+
+    #[test]
     fn a_fold_that_fails_while_the_journal_syncs_takes_the_record_back_out() {
         let tmp = tempfile::tempdir().unwrap();
         let mut ch = fresh(&tmp);

@@ -6,9 +6,10 @@
 //! Reading segments is `folder::segments`; the journal's own writes are
 //! `writer::journal`; it does not verify other devices' records (ingest does).
 
-use std::fs;
+use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
@@ -43,6 +44,12 @@ pub struct Tails {
     segment_stamp: (u64, Option<SystemTime>),
     /// The record written last.
     last: Record,
+    /// The newest segment and the head, as the append left them open: while
+    /// the tails hold, the next append writes through them (each checked to
+    /// have one name still) instead of opening both by path again, which
+    /// walks the path and checks every folder on it.
+    segment_file: Arc<File>,
+    head_file: Option<Arc<File>>,
 }
 
 impl Tails {
@@ -430,7 +437,16 @@ impl FeedWriter {
         tails: Option<&Tails>,
         journal_before: u64,
     ) -> StoreResult<Tails> {
-        let segment = match self.publish(rec, tails.map(Tails::newest)) {
+        // The segment the last append left open, when `rec` goes there too.
+        let kept = tails.filter(|t| self.lands_at(rec, t).is_some());
+        let published = match kept {
+            Some(t) => append_through(&t.segment_file, &t.segment, rec.to_line().as_bytes())
+                .map(|()| (t.segment.clone(), Arc::clone(&t.segment_file))),
+            None => self
+                .publish(rec, tails.map(Tails::newest))
+                .map(|(path, file)| (path, Arc::new(file))),
+        };
+        let (segment, segment_file) = match published {
             Ok(written) => written,
             Err(e) => return Err(journal::cut_back(&self.journal, journal_before, &[rec], e)),
         };
@@ -439,14 +455,16 @@ impl FeedWriter {
             _ => parse_segment_name(&segment.file_name().unwrap_or_default().to_string_lossy())
                 .unwrap_or(rec.header.seq),
         };
-        self.write_head(&head);
+        let head_file = self.write_head_through(&head, kept.and_then(|t| t.head_file.clone()));
         Ok(Tails {
             journal: stamp(&self.journal)?,
             dir: stamp(&self.dir)?.1,
-            segment_stamp: stamp(&segment)?,
+            segment_stamp: file_stamp(&segment_file, &segment)?,
             segment,
             segment_first,
             last: rec.clone(),
+            segment_file,
+            head_file,
         })
     }
 
@@ -494,7 +512,7 @@ impl FeedWriter {
         &self,
         rec: &Record,
         newest: Option<NewestSegment>,
-    ) -> StoreResult<PathBuf> {
+    ) -> StoreResult<(PathBuf, File)> {
         self.make_dir()?;
         let newest = match newest {
             Some(n) => Some((n, false)),
@@ -502,8 +520,8 @@ impl FeedWriter {
         };
         let path = self.segment_for(rec, newest);
         let line = rec.to_line();
-        append_to(&path, line.as_bytes())?;
-        Ok(path)
+        let file = append_to(&path, line.as_bytes())?;
+        Ok((path, file))
     }
 
     /// The segment `rec` goes to after `newest` (and whether that one is
@@ -536,8 +554,27 @@ impl FeedWriter {
     /// a symlink, a file with other names) is replaced by a temporary file
     /// renamed over it, never written through.
     pub(super) fn write_head(&self, head: &str) {
-        if let Err(e) = self.put_head(head) {
-            tracing::warn!("head of feed {} not written: {e}", self.feed);
+        self.write_head_through(head, None);
+    }
+
+    /// [`Self::write_head`] through `kept`, the head the last append left
+    /// open, while it still has one name; returns the head left open, if
+    /// any (none after a replace).
+    fn write_head_through(&self, head: &str, kept: Option<Arc<File>>) -> Option<Arc<File>> {
+        let path = self.dir.join(HEAD_FILE);
+        if let Some(f) = kept
+            && folder_file::only_name(&f, &path)
+                .and_then(|()| folder_file::overwrite(&f, &path, head.as_bytes()))
+                .is_ok()
+        {
+            return Some(f);
+        }
+        match self.put_head(head) {
+            Ok(opened) => opened,
+            Err(e) => {
+                tracing::warn!("head of feed {} not written: {e}", self.feed);
+                None
+            }
         }
     }
 
@@ -547,6 +584,7 @@ impl FeedWriter {
     /// is appended between reading the last one and naming it here.
     pub fn beat(&self, rec: &Record, as_of: i64, key: &SigningKey) -> StoreResult<()> {
         self.put_head(&self.head_text(rec, Some(as_of), key))
+            .map(|_| ())
     }
 
     /// The signed `head.json` naming `rec` (said at `as_of` for a heartbeat).
@@ -555,21 +593,42 @@ impl FeedWriter {
         record::encode_beat(&self.feed, seq, rec.id, hlc, as_of, key)
     }
 
-    fn put_head(&self, text: &str) -> StoreResult<()> {
+    /// Writes the head by path; returns it open when it was written in place.
+    fn put_head(&self, text: &str) -> StoreResult<Option<Arc<File>>> {
         let path = self.dir.join(HEAD_FILE);
-        folder_file::rewrite(&path, text.as_bytes())
-            .or_else(|_| folder_file::replace(&path, text.as_bytes(), false))?;
-        Ok(())
+        match folder_file::rewrite(&path, text.as_bytes()) {
+            Ok(file) => Ok(Some(Arc::new(file))),
+            Err(_) => {
+                folder_file::replace(&path, text.as_bytes(), false)?;
+                Ok(None)
+            }
+        }
     }
 }
 
 /// Appends bytes to a segment with one write, not synced; returns the
-/// offset they start at. Only a regular file is written, never through a
-/// symlink.
-pub(super) fn append_to(path: &Path, bytes: &[u8]) -> StoreResult<()> {
+/// segment, open for the next append. Only a regular file is written, never
+/// through a symlink.
+pub(super) fn append_to(path: &Path, bytes: &[u8]) -> StoreResult<File> {
     let mut f = folder_file::open_append(path)?;
     f.write_all(bytes).at(path)?;
+    Ok(f)
+}
+
+/// Appends bytes to `file`, the segment at `path` kept open by the last
+/// append (opened for appending by [`append_to`]), once it is checked to
+/// have no other name; as [`append_to`] otherwise.
+fn append_through(file: &File, path: &Path, bytes: &[u8]) -> StoreResult<()> {
+    folder_file::only_name(file, path)?;
+    (&*file).write_all(bytes).at(path)?;
     Ok(())
+}
+
+/// The size and mtime of `file`, open at `path`: [`stamp`] without looking
+/// the path up again.
+fn file_stamp(file: &File, path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
+    let m = file.metadata().at(path)?;
+    Ok((m.len(), m.modified().ok()))
 }
 
 /// Syncs a folder's entries (a sealed segment's gzip form replacing it).
