@@ -1217,6 +1217,17 @@ mod tests {
         assert_eq!(reopened.index().digest().unwrap(), folded);
     }
 
+    /// This device's feed folder of `role`, and its newest segment.
+    fn newest_segment(ch: &Channel, role: &str) -> (PathBuf, PathBuf) {
+        let feed_dir = ch.dir().feeds().join(role).join(&ch.device().id);
+        let seg = survey::list_segments(&feed_dir)
+            .unwrap()
+            .pop()
+            .unwrap()
+            .path;
+        (feed_dir, seg)
+    }
+
     #[test]
     fn writes_folded_while_their_journal_syncs_leave_what_a_pass_over_the_file_would() {
         // After its first append a process knows where the next record
@@ -1230,12 +1241,7 @@ mod tests {
                 .unwrap();
         }
         // The newest segment's cursor stands at its end, on its last line.
-        let feed_dir = ch.dir().feeds().join("alpha").join(&ch.device().id);
-        let seg = survey::list_segments(&feed_dir)
-            .unwrap()
-            .pop()
-            .unwrap()
-            .path;
+        let (_, seg) = newest_segment(&ch, "alpha");
         let bytes = std::fs::read(&seg).unwrap();
         let last = &bytes[bytes[..bytes.len() - 1]
             .iter()
@@ -1283,12 +1289,7 @@ mod tests {
         let w = announced(&mut ch, &Role::new("alpha").unwrap());
         ch.append(&w, |_| Ok::<_, StoreError>((send(0), ())))
             .unwrap();
-        let feed_dir = ch.dir().feeds().join("alpha").join(&ch.device().id);
-        let seg = survey::list_segments(&feed_dir)
-            .unwrap()
-            .pop()
-            .unwrap()
-            .path;
+        let (feed_dir, seg) = newest_segment(&ch, "alpha");
         let outside = tmp.path().join("outside.jsonl");
         std::fs::hard_link(&seg, &outside).unwrap();
         let before = std::fs::read(&outside).unwrap();
