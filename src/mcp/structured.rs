@@ -90,8 +90,9 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
         // The result without its text: a few dozen bytes, the mark where the
         // text goes.
         let rest = serde_json::to_vec(&*r)?;
-        let quoted_mark = format!("\"{TEXT_MARK}\"");
-        let at = memchr::memmem::find(&rest, quoted_mark.as_bytes())
+        // The mark and the quotes around it, which serde wrote as they are.
+        let (at, end) = memchr::memmem::find(&rest, TEXT_MARK.as_bytes())
+            .map(|i| (i - 1, i + TEXT_MARK.len() + 1))
             .ok_or_else(|| serde::ser::Error::custom("the text's mark is not in the result"))?;
         let mut out = Vec::with_capacity(2 * text.len() + text.len() / 8 + rest.len() + 64);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
@@ -100,7 +101,7 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
         out.extend_from_slice(&rest[..at]);
         quote(&text, &mut out)?;
         // The result is an object holding content: reopen it for one more field.
-        out.extend_from_slice(&rest[at + quoted_mark.len()..rest.len() - 1]);
+        out.extend_from_slice(&rest[end..rest.len() - 1]);
         out.extend_from_slice(br#","structuredContent":"#);
         if shape == WRAPPED {
             out.extend_from_slice(br#"{"result":"#);
