@@ -304,7 +304,7 @@ fn ranked_hits(
             planned.push((row, Some(String::new()), rowid));
             break;
         }
-        match cutter.plan(ix, rowid, budget)? {
+        match cutter.plan(&row, budget)? {
             Cut::Stop => break,
             Cut::Fts5 => planned.push((row, None, rowid)),
             Cut::Here(text) => planned.push((row, Some(text), rowid)),
@@ -357,14 +357,14 @@ impl Cutter<'_> {
     /// row where it would cost too much (a phrase repeated thousands of times,
     /// a long run of spaces), the one-phrase snippet of the first of the
     /// query's phrases that occurs in it, cut here in linear time.
-    fn plan(&mut self, ix: &Index, rowid: i64, budget: &mut Budget<'_>) -> Result<Cut, Halt> {
-        let (topic, body) = ix.body_row(rowid)?;
-        let len = text_steps(&topic, &body);
+    fn plan(&mut self, row: &MessageRow, budget: &mut Budget<'_>) -> Result<Cut, Halt> {
+        let (topic, body) = (row.topic.as_str(), row.body.as_str());
+        let len = text_steps(topic, body);
         if let Some(needle) = &self.single {
             if !spend(budget, len.saturating_mul(SNIPPET_STEPS_PER_BYTE))? {
                 return Ok(Cut::Stop);
             }
-            let cols = [TrigramText::new(&topic), TrigramText::new(&body)];
+            let cols = [TrigramText::new(topic), TrigramText::new(body)];
             return Ok(Cut::Here(snippet(&cols, needle, &SNIPPET)));
         }
         if !spend(budget, len.saturating_mul(self.needles.len() as u64 + 1))? {
@@ -373,14 +373,14 @@ impl Cutter<'_> {
         let mut instances = 0u64;
         let mut shown = None;
         for needle in &self.needles {
-            let (t, _) = phrase_count(&topic, needle, &mut self.scratch);
-            let (b, _) = phrase_count(&body, needle, &mut self.scratch);
+            let (t, _) = phrase_count(topic, needle, &mut self.scratch);
+            let (b, _) = phrase_count(body, needle, &mut self.scratch);
             instances += (t + b) as u64;
             if t + b > 0 && shown.is_none() {
                 shown = Some(*needle);
             }
         }
-        let fts5 = fts5_snippet_cost(&[&topic, &body], instances).saturating_add(len);
+        let fts5 = fts5_snippet_cost(&[topic, body], instances).saturating_add(len);
         if fts5 <= FTS5_SNIPPET_STEPS && budget.affords(fts5) {
             return Ok(if spend(budget, fts5)? {
                 Cut::Fts5
@@ -396,7 +396,7 @@ impl Cutter<'_> {
             .unwrap_or_default()
             .chars()
             .collect();
-        let cols = [TrigramText::new(&topic), TrigramText::new(&body)];
+        let cols = [TrigramText::new(topic), TrigramText::new(body)];
         Ok(Cut::Here(snippet(&cols, &needle, &SNIPPET)))
     }
 }
@@ -440,10 +440,10 @@ fn one_phrase_hits(
     let mut matches = 0;
     let mut read = 0u64;
     let mut gave_way = false;
-    // (freq, size, ms, c, id, body rowid) of each row that may be returned.
+    // (freq, size, ms, c, id) of each row that may be returned.
     // Not the text: a common word reads up to ONE_PHRASE_MAX_MATCHES rows
     // before giving way, and keeping theirs raised the server's peak memory.
-    let mut kept: Vec<(usize, usize, i64, i64, String, i64)> = Vec::new();
+    let mut kept: Vec<(usize, usize, i64, i64, String)> = Vec::new();
     // Every matching body row counts for the IDF, kept or not, as in FTS5.
     ix.each_phrase_match(fts, scope, |hit| {
         matches += 1;
@@ -469,7 +469,6 @@ fn one_phrase_hits(
             hit.ms,
             hit.c,
             hit.id.to_owned(),
-            hit.rowid,
         ));
         Ok::<_, Halt>(true)
     })?;
@@ -495,7 +494,7 @@ fn one_phrase_hits(
         .collect();
     let needle: Vec<char> = needle.chars().collect();
     let mut hits = Vec::with_capacity(ranked.len());
-    for (_, (_, _, _, _, id, rowid)) in ranked {
+    for (_, (_, _, _, _, id)) in ranked {
         // Each id is ranked once: its row moves out, body and all.
         let Some(row) = rows.remove(&id) else {
             continue;
@@ -505,13 +504,13 @@ fn one_phrase_hits(
             hits.push((row, String::new()));
             break;
         }
-        let (topic, body) = ix.body_row(rowid)?;
-        let steps = text_steps(&topic, &body).saturating_mul(SNIPPET_STEPS_PER_BYTE);
+        let steps = text_steps(&row.topic, &row.body).saturating_mul(SNIPPET_STEPS_PER_BYTE);
         if !spend(budget, steps)? {
             break;
         }
-        let cols = [TrigramText::new(&topic), TrigramText::new(&body)];
-        hits.push((row, snippet(&cols, &needle, &SNIPPET)));
+        let cols = [TrigramText::new(&row.topic), TrigramText::new(&row.body)];
+        let cut = snippet(&cols, &needle, &SNIPPET);
+        hits.push((row, cut));
     }
     Ok(Some(hits))
 }

@@ -66,8 +66,6 @@ fn filters(scope: &SearchScope, fts: Option<&str>) -> (String, Vec<Sql>) {
 /// A body row that matched a one-phrase query and may be returned.
 #[derive(Clone, Copy, Debug)]
 pub struct PhraseHit<'a> {
-    /// The body row.
-    pub rowid: i64,
     /// Its message's clock time (ms).
     pub ms: i64,
     /// Its message's clock counter.
@@ -177,7 +175,7 @@ impl Index {
     ) -> Result<(), E> {
         let (cond, args) = filters(scope, Some(fts));
         let sql = format!(
-            "SELECT b.rowid, m.ms, m.c, m.id, b.topic, b.body, \
+            "SELECT m.ms, m.c, m.id, b.topic, b.body, \
              m.id IS NOT NULL AND {CURRENT_BODY} AND {cond} \
              FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
              LEFT JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1"
@@ -186,15 +184,14 @@ impl Index {
         let mut st = self.conn.prepare_cached(&sql).db(p)?;
         let mut found = st.query(rusqlite::params_from_iter(args.iter())).db(p)?;
         while let Some(r) = found.next().db(p)? {
-            let go = if r.get::<_, Option<bool>>(6).db(p)? == Some(true) {
+            let go = if r.get::<_, Option<bool>>(5).db(p)? == Some(true) {
                 let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).db(p);
                 each(Some(PhraseHit {
-                    rowid: r.get(0).db(p)?,
-                    ms: r.get(1).db(p)?,
-                    c: r.get(2).db(p)?,
-                    id: text(3)?,
-                    topic: text(4)?,
-                    body: text(5)?,
+                    ms: r.get(0).db(p)?,
+                    c: r.get(1).db(p)?,
+                    id: text(2)?,
+                    topic: text(3)?,
+                    body: text(4)?,
                 }))?
             } else {
                 each(None)?
@@ -204,11 +201,6 @@ impl Index {
             }
         }
         Ok(())
-    }
-
-    /// The topic and body of one body row.
-    pub fn body_row(&self, rowid: i64) -> StoreResult<(String, String)> {
-        self.row("SELECT topic, body FROM bodies WHERE rowid = ?1", [rowid])
     }
 
     /// FTS5's snippets of the body rows `rowids` for the query `fts` (the
