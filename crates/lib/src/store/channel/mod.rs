@@ -712,6 +712,7 @@ impl Channel {
         writer: &Writer,
         build: impl FnOnce(&Index) -> Result<(Vec<Step>, T), E>,
     ) -> Result<(Vec<Record>, T), E> {
+        writer.feed.expect_append();
         let joined = if self.run_joinable(Some(writer.feed.feed())) {
             self.unsettled.borrow_mut().take()
         } else {

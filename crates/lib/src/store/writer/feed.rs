@@ -26,7 +26,7 @@ use crate::store::folder::survey::list_segments;
 use crate::store::folder_file::{self, FolderError};
 use crate::store::home::lock::FileLock;
 use crate::store::writer::journal;
-use crate::store::writer::syncer::Syncing;
+use crate::store::writer::syncer::{self, Syncing};
 use crate::store::writer::tail::{TAIL_WINDOW, decode_tail, read_tail, truncate_torn};
 
 /// What an append left on disk, remembered by the process that made it so
@@ -370,6 +370,13 @@ impl FeedWriter {
     ) -> StoreResult<Tails> {
         let journal_before = journal::append(&self.journal, rec.to_line().as_bytes())?;
         self.publish_durable(rec, self.head_text(rec, None, key), tails, journal_before)
+    }
+
+    /// Says that an append is coming, before the caller reads the index
+    /// for it: the journal's fsync then starts as soon as the record is
+    /// written (see `syncer`).
+    pub fn expect_append(&self) {
+        syncer::expect_write();
     }
 
     /// The first half of [`Self::append`] for a caller with work to do
