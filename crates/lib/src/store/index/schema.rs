@@ -84,6 +84,9 @@ CREATE INDEX IF NOT EXISTS messages_about ON messages(about) WHERE about IS NOT 
 CREATE INDEX IF NOT EXISTS messages_proc ON messages(ms, c, id) WHERE kind = 'proc';
 CREATE INDEX IF NOT EXISTS messages_awaiting ON messages(ms, c, id) WHERE awaiting IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
+-- A role's messages, newest first (list_messages' `from_role`): walked from
+-- `messages_order`, a quiet role's page read every message sent since.
+CREATE INDEX IF NOT EXISTS messages_from ON messages(from_role, ms, c, id);
 CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
 -- The counters read debts, work statuses and conflicts of many messages at
 -- once; these partial indexes cover those queries so no message row is read.
@@ -213,6 +216,7 @@ pub(super) const BUILT_AFTER_A_REBUILD: &[&str] = &[
     "messages_proc",
     "messages_awaiting",
     "messages_order",
+    "messages_from",
     "messages_debts_to",
     "messages_ws_to",
     "messages_debt_closed",
