@@ -235,13 +235,14 @@ impl Index {
         page: DebtPage,
         limit: usize,
     ) -> StoreResult<Vec<MessageRow>> {
-        let (extra, order) = match page {
-            DebtPage::Open => (String::new(), "m.ms DESC, m.c DESC, m.id DESC"),
+        let (extra, order, newest_first) = match page {
+            DebtPage::Open => (String::new(), "m.ms DESC, m.c DESC, m.id DESC", true),
             DebtPage::Ready => (
                 format!(
                     "AND NOT (m.work_status IS 'blocked' AND (m.blocked_by IS NULL OR {BLOCKER_ALIVE}))"
                 ),
                 "m.ms, m.c, m.id",
+                false,
             ),
         };
         // The page is chosen first from the covering index of open debts, in
@@ -253,17 +254,23 @@ impl Index {
         // start where the rows are. Whether the debt is addressed to the role
         // is read from the index first ([`ADDRESSED`]), so only those debts
         // are looked up in `deliveries` (a lookup per debt of every role
-        // took a third of the call).
+        // took a third of the call). The page's rows come back in no set
+        // order and are put in the page's here: SQLite sorted them whole, the
+        // bodies copied into its sorter and out (a tenth of the query).
         let sql = format!(
             "WITH page(id) AS (SELECT m.id FROM messages m WHERE m.status = 'open' \
              AND m.deleted_ms IS NULL AND {ADDRESSED} AND EXISTS (SELECT 1 FROM deliveries d \
              WHERE d.role = ?1 AND d.message_id = m.id AND d.deleted = 0) {extra} \
              ORDER BY {order} LIMIT ?2) \
              SELECT {MESSAGE_COLUMNS}, {VIEWER_STATE} FROM page \
-             JOIN messages m ON m.id = page.id JOIN deliveries d ON d.role = ?1 AND d.message_id = m.id \
-             ORDER BY {order}"
+             JOIN messages m ON m.id = page.id JOIN deliveries d ON d.role = ?1 AND d.message_id = m.id"
         );
-        self.rows(&sql, params![role, limit as i64 + 1])
+        let mut rows: Vec<MessageRow> = self.rows(&sql, params![role, limit as i64 + 1])?;
+        rows.sort_unstable_by_key(|m| (m.ms, m.c, m.id));
+        if newest_first {
+            rows.reverse();
+        }
+        Ok(rows)
     }
 
     /// Hands each open, live debt addressed to `role` to `each`, oldest
