@@ -235,14 +235,13 @@ impl Index {
         page: DebtPage,
         limit: usize,
     ) -> StoreResult<Vec<MessageRow>> {
-        let (extra, order, newest_first) = match page {
-            DebtPage::Open => (String::new(), "m.ms DESC, m.c DESC, m.id DESC", true),
+        let (extra, order) = match page {
+            DebtPage::Open => (String::new(), "m.ms DESC, m.c DESC, m.id DESC"),
             DebtPage::Ready => (
                 format!(
                     "AND NOT (m.work_status IS 'blocked' AND (m.blocked_by IS NULL OR {BLOCKER_ALIVE}))"
                 ),
                 "m.ms, m.c, m.id",
-                false,
             ),
         };
         // The page is chosen first from the covering index of open debts, in
@@ -267,7 +266,7 @@ impl Index {
         );
         let mut rows: Vec<MessageRow> = self.rows(&sql, params![role, limit as i64 + 1])?;
         rows.sort_unstable_by_key(|m| (m.ms, m.c, m.id));
-        if newest_first {
+        if page == DebtPage::Open {
             rows.reverse();
         }
         Ok(rows)

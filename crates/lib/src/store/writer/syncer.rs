@@ -118,18 +118,14 @@ fn thread() -> Option<&'static Sender<Job>> {
 /// The syncer thread: asleep until told of a write, then awake until its
 /// file comes (or [`AWAKE`] passes).
 fn serve(queue: &Receiver<Job>) {
-    let mut next = queue.recv();
-    loop {
-        next = match next {
-            Ok(Job::Sync(file, tell)) => {
+    let mut next = queue.recv().ok();
+    while let Some(job) = next {
+        next = match job {
+            Job::Sync(file, tell) => {
                 let _ = tell.send(file.sync_data());
-                queue.recv()
+                queue.recv().ok()
             }
-            Ok(Job::Expect) => match awake_recv(queue) {
-                Some(job) => Ok(job),
-                None => return,
-            },
-            Err(_) => return,
+            Job::Expect => awake_recv(queue),
         };
     }
 }
