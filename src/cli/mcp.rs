@@ -5,9 +5,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::Cli;
-use crate::mcp::Server;
+use crate::app::Session;
 use crate::mcp::toolset::{self, Toolsets};
 use crate::mcp::unbound::Unbound;
+use crate::mcp::{Place, Server};
+use crate::store::Channel;
 
 /// Arguments of `mcp` (the role and channel are global options).
 #[derive(Debug, clap::Args)]
@@ -96,13 +98,17 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     // and makes a new device there: say so where the client logs stderr.
     let home = cli.home()?;
     let fresh = home.is_default() && !home.has_device();
-    let session = cli.session_with_role()?;
+    let place = Place {
+        role: Some(cli.required_role()?),
+        dir: cli.channel_dir()?,
+        home,
+    };
     if fresh {
         tracing::warn!(
             "made a new device in the default home {}: if this device's keys live in another \
              home, COUNTERSIGN_HOME did not reach this server — set it in the client's server \
              entry (`countersign install` does)",
-            home.describe()
+            place.home.describe()
         );
     }
     // One thread for the protocol and the calls: the use cases run on it
@@ -113,8 +119,14 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut server =
-        Server::with_toolsets(session, a.tools.clone()).with_board_listen(a.board_listen);
+    // The session opens beside the handshake, which does not need it
+    // (`mcp::opening`); a role the channel does not have still ends the
+    // server with that error.
+    let open = {
+        let Place { dir, home, role } = place.clone();
+        move || Ok(Session::new(Channel::open(dir, home)?, role)?)
+    };
+    let mut server = Server::stdio(place, a.tools.clone(), open)?.with_board_listen(a.board_listen);
     if let SyncEvery(Some(every)) = a.sync_every {
         server = server.with_sync_every(every);
     }

@@ -346,11 +346,17 @@ impl Cli {
     /// A session acting as the role from --role, the environment or the
     /// project binding (required).
     fn session_with_role(&self) -> anyhow::Result<Session> {
-        let role = Session::role_from(self.role_arg()?.as_deref())?.context(
+        let role = self.required_role()?;
+        Ok(Session::new(self.open_channel()?, Some(role))?)
+    }
+
+    /// The role from --role, the environment or the project binding; an
+    /// error that says how to give one if none does.
+    fn required_role(&self) -> anyhow::Result<crate::core::ids::Role> {
+        Session::role_from(self.role_arg()?.as_deref())?.context(
             "no role: pass --role ROLE, set COUNTERSIGN_ROLE (or AI_AGENT_CHANNEL_ROLE), or run \
              `countersign install` in the project so it binds one",
-        )?;
-        Ok(Session::new(self.open_channel()?, Some(role))?)
+        )
     }
 }
 

@@ -28,6 +28,7 @@ mod jobs;
 pub mod line_transport;
 mod memory;
 mod messaging;
+mod opening;
 mod published;
 pub mod schema;
 mod stdio;
@@ -39,7 +40,6 @@ pub mod unbound;
 mod uploads;
 mod wait;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -57,7 +57,9 @@ use serde_json::{Value, json};
 
 use crate::app::info::VERSION;
 use crate::app::{AppResult, Session};
-use crate::store::Watcher;
+use crate::core::ids::Role;
+use crate::store::{ChannelDir, Home, Watcher};
+use opening::Opening;
 use toolset::Toolsets;
 
 /// The pointer to the provenance note that tools handing out text written by
@@ -133,8 +135,11 @@ const TOOL_ORDER: &[&str] = &[
 /// The MCP server of one session.
 #[derive(Clone)]
 pub struct Server {
-    session: Arc<Mutex<Session>>,
-    feeds: PathBuf,
+    /// The session, which a stdio server may still be opening
+    /// ([`Self::stdio`]).
+    session: Arc<Opening<Session>>,
+    /// Where the session acts, known before it is open.
+    place: Place,
     watcher: Arc<OnceLock<Option<Arc<Watcher>>>>,
     sync_every: Option<std::time::Duration>,
     /// Tool calls started so far: the idle tidier runs only when none came
@@ -160,6 +165,29 @@ pub struct Server {
     board_listen: std::net::SocketAddr,
 }
 
+/// Where a server's session acts: its channel folder, this device's home
+/// and its role.
+#[derive(Clone)]
+pub struct Place {
+    /// The channel folder.
+    pub dir: ChannelDir,
+    /// This device's home.
+    pub home: Home,
+    /// The role the session acts as.
+    pub role: Option<Role>,
+}
+
+impl Place {
+    fn of(session: &Session) -> Self {
+        let ch = session.channel();
+        Self {
+            dir: ch.dir().clone(),
+            home: ch.home().clone(),
+            role: session.role_opt().cloned(),
+        }
+    }
+}
+
 /// How long a server waits after a call before doing the work no answer
 /// waited for ([`Session::tidy`]): a burst of calls pays for it once, after.
 const TIDY_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
@@ -179,15 +207,15 @@ const SETTLE_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
 /// Commits the index rows of the writes answered (`Channel::settle`). A
 /// session held by someone else is left alone: its call ends by scheduling
 /// this again.
-fn settle(session: &Mutex<Session>) {
+fn settle(session: &Opening<Session>) {
     if let Some(guard) = free(session) {
         settle_held(&guard);
     }
 }
 
-/// The session, unless a call holds it.
-fn free(session: &Mutex<Session>) -> Option<std::sync::MutexGuard<'_, Session>> {
-    match session.try_lock() {
+/// The session, unless it is not open yet or a call holds it.
+fn free(session: &Opening<Session>) -> Option<std::sync::MutexGuard<'_, Session>> {
+    match session.now()?.try_lock() {
         Ok(guard) => Some(guard),
         Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
         Err(std::sync::TryLockError::WouldBlock) => None,
@@ -197,7 +225,7 @@ fn free(session: &Mutex<Session>) -> Option<std::sync::MutexGuard<'_, Session>> 
 /// Run as each answer has been written: commits what the session's writes
 /// left open ([`settle`]) unless the client's next message is already on
 /// its way ([`NEXT_CALL_WITHIN`]).
-fn settle_unless_called(session: &Mutex<Session>) {
+fn settle_unless_called(session: &Opening<Session>) {
     if let Some(guard) = free(session)
         && guard.channel().is_unsettled()
         && !stdio::input_within(NEXT_CALL_WITHIN)
@@ -209,7 +237,7 @@ fn settle_unless_called(session: &Mutex<Session>) {
 /// A stdio server's committer of last resort: after each call ends, it
 /// waits until no call has begun for [`SETTLE_AFTER`], then [`settle`]s.
 async fn settle_when_idle(
-    session: Arc<Mutex<Session>>,
+    session: Arc<Opening<Session>>,
     calls: Arc<AtomicU64>,
     ended: Arc<tokio::sync::Notify>,
 ) {
@@ -223,6 +251,13 @@ async fn settle_when_idle(
             }
         }
         settle(&session);
+    }
+}
+
+/// Readies a server's session for its long life (`Session::serve_long`).
+fn serve_long(session: &mut Session) {
+    if let Err(e) = session.serve_long() {
+        tracing::warn!("{e}; the index's checkpoints stay in the calls that write");
     }
 }
 
@@ -259,13 +294,32 @@ impl Server {
 
     /// A server acting through `session` that serves only the tools of `served`.
     pub fn with_toolsets(mut session: Session, served: Toolsets) -> Self {
-        // A server keeps its session for as long as its client stays.
-        if let Err(e) = session.serve_long() {
-            tracing::warn!("{e}; the index's checkpoints stay in the calls that write");
-        }
+        serve_long(&mut session);
+        Self::on(Place::of(&session), Opening::open(session), served)
+    }
+
+    /// A stdio server acting where `place` says, through the session that
+    /// `open` makes on a thread of its own while the client's handshake is
+    /// answered (`opening`). Calls wait for it; if it fails, they are
+    /// refused with its error and [`Self::serve_stdio`] ends with it.
+    pub fn stdio(
+        place: Place,
+        served: Toolsets,
+        open: impl FnOnce() -> anyhow::Result<Session> + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let session = Opening::spawn(move || {
+            let mut session = open()?;
+            serve_long(&mut session);
+            session.channel_mut().settle_after_answer();
+            Ok(session)
+        })?;
+        Ok(Self::on(place, session, served))
+    }
+
+    fn on(place: Place, session: Arc<Opening<Session>>, served: Toolsets) -> Self {
         Self {
-            feeds: session.channel().dir().feeds(),
-            session: Arc::new(Mutex::new(session)),
+            place,
+            session,
             watcher: Arc::new(OnceLock::new()),
             sync_every: None,
             calls: Arc::new(AtomicU64::new(0)),
@@ -310,18 +364,16 @@ impl Server {
     /// With background sync on, a last sync follows the client's leaving
     /// (`syncer::flush`), so a session's final writes leave the machine.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        let (dir, home, role) = {
-            let mut s = self
-                .session
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // A write answers once its journal line is on disk; its index
-            // rows are committed once the client has its answer and sent
-            // nothing more.
-            s.channel_mut().settle_after_answer();
-            let ch = s.channel();
-            (ch.dir().clone(), ch.home().clone(), s.role_opt().cloned())
-        };
+        // A write answers once its journal line is on disk; its index rows
+        // are committed once the client has its answer and sent nothing
+        // more. (A session still opening is set so by [`Self::stdio`].)
+        if let Some(s) = self.session.now() {
+            s.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .channel_mut()
+                .settle_after_answer();
+        }
+        let Place { dir, home, role } = self.place.clone();
         tokio::spawn(summarizer::run(dir.clone(), home.clone(), role, false));
         let syncing = self.sync_every.is_some();
         if let Some(every) = self.sync_every {
@@ -347,13 +399,23 @@ impl Server {
             Arc::clone(&server.calls),
             Arc::clone(&server.call_ended),
         ));
-        let running = server.serve(transport).await?;
         // A client ends its server by closing stdin, or with SIGTERM (Claude
         // Code at exit): either way the last sync runs before the process ends.
-        let ended = tokio::select! {
-            ended = running.waiting() => ended.map(|_| ()).map_err(anyhow::Error::from),
-            () = terminated() => Ok(()),
-        };
+        let ended = async {
+            let running = server.serve(transport).await?;
+            tokio::select! {
+                ended = running.waiting() => ended.map(|_| ()).map_err(anyhow::Error::from),
+                () = terminated() => Ok(()),
+                () = session.failed() => Ok(()),
+            }
+        }
+        .await;
+        // A session that failed to open ends the server with its error, as
+        // when the open came before the handshake (whatever else ended it:
+        // a client that left first still gets that error and its exit code).
+        if let Some(e) = session.error() {
+            return Err(e);
+        }
         // The last answer's rows, should rmcp have dropped that answer: the
         // last sync takes the locks they hold.
         settle(&session);
@@ -394,14 +456,16 @@ impl Server {
     {
         let session = Arc::clone(&self.session);
         let mine = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let call = move || {
-            let mut guard = session
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            f(&mut guard)
-        };
         let failed = |e: &dyn std::fmt::Display| {
             McpError::internal_error(format!("tool task failed: {e}"), None)
+        };
+        // A session that failed to open refuses with the open's error,
+        // which says what to change; the server ends with it meanwhile.
+        let call = move || match session.wait() {
+            Ok(session) => f(&mut session
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)),
+            Err(why) => Err(crate::app::AppError::value(why)),
         };
         let out = if self.inline_calls {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
@@ -426,6 +490,9 @@ impl Server {
                 return;
             }
             let _ = tokio::task::spawn_blocking(move || {
+                let Some(session) = session.now() else {
+                    return;
+                };
                 let mut guard = session
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -443,7 +510,7 @@ impl Server {
     fn folder_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         let started = self
             .watcher
-            .get_or_init(|| match Watcher::start(&self.feeds) {
+            .get_or_init(|| match Watcher::start(&self.place.dir.feeds()) {
                 Ok(w) => Some(Arc::new(w)),
                 Err(e) => {
                     tracing::warn!("{e}; waits fall back to rescanning on their poll interval");

@@ -245,6 +245,65 @@ fn mcp_refuses_to_start_without_a_role_or_with_a_stranger() {
     );
 }
 
+/// The session opens beside the handshake: a client that gets as far as a
+/// tool call still sees the server end with the stranger's error and code.
+#[test]
+fn mcp_with_a_stranger_role_ends_with_its_error_even_mid_handshake() {
+    use std::io::{Read as _, Write as _};
+    let ch = TestChannel::new(&["frontend", "backend"]);
+    let mut server = std::process::Command::new(bin())
+        .env("COUNTERSIGN_HOME", &ch.home)
+        .env_remove("COUNTERSIGN_ROLE")
+        .env_remove("AI_AGENT_CHANNEL_ROLE")
+        .args(["--channel", ch.dir.to_str().unwrap(), "--role", "qa", "mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    // The server may be gone before it reads any of this.
+    let _ = stdin.write_all(
+        concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"channel_status","arguments":{}}}"#,
+            "\n"
+        )
+        .as_bytes(),
+    );
+    // Stdin stays open: the server must end by itself.
+    let mut stdout = String::new();
+    server
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let status = server.wait().unwrap();
+    let mut stderr = String::new();
+    server
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    drop(stdin);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a role of this channel"), "{stderr}");
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("only protocol on stdout");
+        assert_eq!(v["jsonrpc"], "2.0", "{line}");
+        if v["id"] == 2 {
+            // A call that came before the server ended is refused with why.
+            assert_eq!(v["result"]["isError"], true, "{line}");
+            assert!(line.contains("not a role of this channel"), "{line}");
+        }
+    }
+}
+
 #[test]
 fn the_installed_binary_has_no_bench_command() {
     // The bench is its own binary behind the `bench` feature

@@ -272,7 +272,7 @@ fn the_server_in_an_unbound_folder_serves_one_tool_that_says_how_to_bind_it() {
     let inner = owned.tmp.path().join("proj");
     fs::create_dir_all(&inner).unwrap();
     fs::rename(&owned.dir, inner.join(".countersign")).unwrap();
-    let (answers, code, _) = mcp_session(&ch, &inner, &[], &[call]);
+    let (answers, code, _) = mcp_session(&ch, &inner, &[], std::slice::from_ref(&call));
     assert_eq!(code, Some(0));
     let said = answers[2]["result"]["structuredContent"]["message"]
         .as_str()
@@ -280,14 +280,29 @@ fn the_server_in_an_unbound_folder_serves_one_tool_that_says_how_to_bind_it() {
     assert!(said.contains("has no countersign role"), "{said}");
 
     // Named explicitly, what is wrong still ends the server with a reason.
-    for args in [
-        &["--role", "backend"][..],
-        &["--channel", "/nowhere"][..],
-        &["--role", "nobody", "--channel", ch.dir.to_str().unwrap()][..],
+    // What the folder alone shows ends it before it answers anything; a
+    // role the channel lacks, found while the session opens beside the
+    // handshake (`mcp::opening`), may let the handshake be answered first,
+    // never a call.
+    for (args, before_any_answer) in [
+        (&["--role", "backend"][..], true),
+        (&["--channel", "/nowhere"][..], true),
+        (
+            &["--role", "nobody", "--channel", ch.dir.to_str().unwrap()][..],
+            false,
+        ),
     ] {
-        let (answers, code, stderr) = mcp_session(&ch, &project, args, &[]);
+        let (answers, code, stderr) = mcp_session(&ch, &project, args, std::slice::from_ref(&call));
         assert_eq!(code, Some(2), "mcp {args:?} did not fail: {answers:?}");
-        assert!(answers.is_empty(), "{answers:?}");
+        if before_any_answer {
+            assert!(answers.is_empty(), "{answers:?}");
+        }
+        assert!(
+            answers
+                .iter()
+                .all(|a| a["id"] != 3 || a["result"]["isError"] == true),
+            "a call answered without a session: {answers:?}"
+        );
         assert!(stderr.starts_with("countersign: "), "{stderr}");
     }
     // And bound, the folder gets the channel's tools.
