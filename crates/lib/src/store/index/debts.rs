@@ -297,12 +297,56 @@ impl Index {
         self.rows(&sql, [role])
     }
 
-    /// Live tasks whose work status is `blocked` on `id` (full ids, in order).
+    /// Live tasks whose work status is `blocked` on `id` (full ids, in
+    /// order), from `messages_blocked_on`: what they cost is theirs, not
+    /// every blocked task's.
     pub fn blocked_on(&self, id: &str) -> StoreResult<Vec<String>> {
         self.values(
             "SELECT id FROM messages WHERE blocked_by = ?1 AND work_status = 'blocked' \
              AND deleted_ms IS NULL ORDER BY ms, c, id",
             [id],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::params;
+
+    use super::*;
+
+    #[test]
+    fn the_tasks_blocked_on_a_message_cost_what_they_are_not_every_blocked_task() {
+        let mut ix = Index::in_memory("c").unwrap();
+        // Task i is blocked on message i % 1000; tasks 0 and 1000 both wait
+        // on message 0, and task 2000 waits on it but was deleted.
+        for i in 0..3000_i64 {
+            ix.conn()
+                .execute(
+                    "INSERT INTO messages(id, n, from_role, to_json, multi, topic, \
+                     action_required, decision_requested, ms, c, body_sha256, body_bytes, \
+                     body_chars, last_move_ms, work_status, blocked_by, deleted_ms) \
+                     VALUES (?1, ?2, 'a', '[\"b\"]', 0, 't', 0, 0, ?2, 0, '', 0, 0, ?2, \
+                     'blocked', ?3, ?4)",
+                    params![
+                        format!("{i:064x}"),
+                        i,
+                        format!("{:064x}", i % 1000),
+                        (i == 2000).then_some(i)
+                    ],
+                )
+                .unwrap();
+        }
+        let work = ix.count_work().unwrap();
+        let blocked = ix.blocked_on(&format!("{:064x}", 0)).unwrap();
+        let instructions = work.instructions();
+        assert_eq!(
+            blocked,
+            [format!("{:064x}", 0), format!("{:064x}", 1000)],
+            "the live ones, oldest first"
+        );
+        // Two rows cost a few hundred instructions (counted per thousand);
+        // reading the 3,000 blocked tasks costs far more.
+        assert!(instructions < 5_000, "{instructions} instructions");
     }
 }
