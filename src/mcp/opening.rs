@@ -28,7 +28,7 @@ pub(super) struct Opening<T> {
     error: Mutex<Option<anyhow::Error>>,
     /// The opening thread, joined by the first caller that waits.
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Told when `outcome` is set, for [`Self::failure`].
+    /// Told when `outcome` is set, for [`Self::failed`].
     ended: tokio::sync::Notify,
 }
 
