@@ -310,6 +310,9 @@ impl Server {
         let session = Opening::spawn(move || {
             let mut session = open()?;
             serve_long(&mut session);
+            // A write answers once its journal line is on disk; its index
+            // rows are committed once the client has its answer and sent
+            // nothing more (`serve_stdio`).
             session.channel_mut().settle_after_answer();
             Ok(session)
         })?;
@@ -360,19 +363,12 @@ impl Server {
         self
     }
 
-    /// Serves on stdin/stdout until the client disconnects.
-    /// With background sync on, a last sync follows the client's leaving
-    /// (`syncer::flush`), so a session's final writes leave the machine.
+    /// Serves on stdin/stdout until the client disconnects: a server made
+    /// by [`Self::stdio`], whose session commits a write's index rows after
+    /// its answer. With background sync on, a last sync follows the
+    /// client's leaving (`syncer::flush`), so a session's final writes
+    /// leave the machine.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        // A write answers once its journal line is on disk; its index rows
-        // are committed once the client has its answer and sent nothing
-        // more. (A session still opening is set so by [`Self::stdio`].)
-        if let Some(s) = self.session.now() {
-            s.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .channel_mut()
-                .settle_after_answer();
-        }
         let Place { dir, home, role } = self.place.clone();
         tokio::spawn(summarizer::run(dir.clone(), home.clone(), role, false));
         let syncing = self.sync_every.is_some();
