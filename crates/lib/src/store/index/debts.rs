@@ -255,14 +255,16 @@ impl Index {
         // are looked up in `deliveries` (a lookup per debt of every role
         // took a third of the call). The page's rows come back in no set
         // order and are put in the page's here: SQLite sorted them whole, the
-        // bodies copied into its sorter and out (a tenth of the query).
+        // bodies copied into its sorter and out (a tenth of the query). The
+        // page names its rows by rowid, which the index carries: each is then
+        // read without a search by its text id.
         let sql = format!(
-            "WITH page(id) AS (SELECT m.id FROM messages m WHERE m.status = 'open' \
+            "WITH page(row) AS (SELECT m.rowid FROM messages m WHERE m.status = 'open' \
              AND m.deleted_ms IS NULL AND {ADDRESSED} AND EXISTS (SELECT 1 FROM deliveries d \
              WHERE d.role = ?1 AND d.message_id = m.id AND d.deleted = 0) {extra} \
              ORDER BY {order} LIMIT ?2) \
              SELECT {MESSAGE_COLUMNS}, {VIEWER_STATE} FROM page \
-             JOIN messages m ON m.id = page.id JOIN deliveries d ON d.role = ?1 AND d.message_id = m.id"
+             JOIN messages m ON m.rowid = page.row JOIN deliveries d ON d.role = ?1 AND d.message_id = m.id"
         );
         let mut rows: Vec<MessageRow> = self.rows(&sql, params![role, limit as i64 + 1])?;
         rows.sort_unstable_by_key(|m| (m.ms, m.c, m.id));

@@ -40,7 +40,7 @@ message_columns!(
     from_role = "m.from_role",
     to_json = "m.to_json",
     topic = "m.topic",
-    body = "(SELECT body FROM bodies b WHERE b.message_id = m.id ORDER BY b.rowid DESC LIMIT 1)",
+    body = "(SELECT body FROM bodies b WHERE b.rowid = m.body_row)",
     action_required = "m.action_required",
     reply_to = "m.reply_to",
     kind = "m.kind",
@@ -69,6 +69,22 @@ message_columns!(
     acks = "m.acks",
     round_conflict = "m.round_conflict",
 );
+
+/// Adds `messages.body_row` to an index made before messages kept their
+/// current body's rowid, filled from `bodies` (the newest row of each).
+pub(super) fn add_body_row(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let has = conn
+        .prepare("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'body_row'")?
+        .exists([])?;
+    if !has {
+        conn.execute_batch(
+            "ALTER TABLE messages ADD COLUMN body_row INTEGER; \
+             UPDATE messages SET body_row = \
+             (SELECT max(b.rowid) FROM bodies b WHERE b.message_id = messages.id);",
+        )?;
+    }
+    Ok(())
+}
 
 /// The place of column `name` in [`VIEWED_COLUMNS`]; a name that is not
 /// there fails the build (the function runs in a `const` block).
@@ -421,8 +437,8 @@ impl Index {
     ) -> StoreResult<Vec<TrafficLine>> {
         self.rows(
             "SELECT m.id, m.from_role, m.to_json, m.topic, m.kind, m.action_required, m.ms, \
-             substr((SELECT body FROM bodies b WHERE b.message_id = m.id \
-             ORDER BY b.rowid DESC LIMIT 1), 1, ?2) AS excerpt FROM messages m \
+             substr((SELECT body FROM bodies b WHERE b.rowid = m.body_row), 1, ?2) \
+             AS excerpt FROM messages m \
              WHERE m.deleted_ms IS NULL ORDER BY m.ms DESC, m.c DESC, m.id DESC LIMIT ?1",
             params![limit as i64, excerpt_chars as i64],
         )
@@ -800,6 +816,41 @@ mod tests {
     }
 
     #[test]
+    fn an_index_file_from_before_gains_each_messages_current_body_row_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Index::path_in(dir.path());
+        drop(Index::open(&path, "c").unwrap());
+        let id = format!("{:064x}", 7);
+        {
+            // A message revised once, as an index file made before held it:
+            // two body rows, the newer one current, and no `body_row`.
+            let c = rusqlite::Connection::open(&path).unwrap();
+            c.execute_batch("ALTER TABLE messages DROP COLUMN body_row; PRAGMA user_version = 0")
+                .unwrap();
+            c.execute(
+                "INSERT INTO messages(id, n, from_role, to_json, multi, topic, action_required, \
+                 decision_requested, ms, c, body_sha256, body_bytes, body_chars, last_move_ms) \
+                 VALUES (?1, 1, 'a', '[\"b\"]', 0, 't', 0, 0, 1, 0, '', 3, 3, 1)",
+                [&id],
+            )
+            .unwrap();
+            for body in ["first", "second"] {
+                c.execute(
+                    "INSERT INTO bodies(message_id, topic, body) VALUES (?1, 't', ?2)",
+                    [&id, body],
+                )
+                .unwrap();
+            }
+        }
+        let ix = Index::open(&path, "c").unwrap();
+        let rows = ix.messages_matching(&MessageFilter::default(), 5).unwrap();
+        assert_eq!(
+            rows.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+            ["second"]
+        );
+    }
+
+    #[test]
     fn like_escapes_wildcards() {
         assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
     }
@@ -821,6 +872,12 @@ mod tests {
             ix.conn()
                 .execute(
                     "INSERT INTO bodies(message_id, topic, body) VALUES (?1, 't', 'b')",
+                    [&id_hex],
+                )
+                .unwrap();
+            ix.conn()
+                .execute(
+                    "UPDATE messages SET body_row = last_insert_rowid() WHERE id = ?1",
                     [&id_hex],
                 )
                 .unwrap();

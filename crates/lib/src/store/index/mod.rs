@@ -198,6 +198,7 @@ impl Index {
             .conn
             .execute_batch(SCHEMA)
             .and_then(|()| notes::add_folder_columns(&me.conn))
+            .and_then(|()| messages::add_body_row(&me.conn))
             .and_then(|()| me.conn.pragma_update(None, "user_version", schema_stamp()))
             .db(path)
             .and_then(|()| {

@@ -78,7 +78,11 @@ CREATE TABLE IF NOT EXISTS messages(
     -- no rule of their own.
     pin_key TEXT, about TEXT, voters TEXT, revised_ms INTEGER, retired_ms INTEGER,
     retired_backfill INTEGER NOT NULL DEFAULT 0, round_conflict TEXT, approved TEXT,
-    acks TEXT, awaiting TEXT);
+    acks TEXT, awaiting TEXT,
+    -- The rowid of the current text's row in `bodies` (the newest), so that a
+    -- listing reads each body by its rowid instead of searching `bodies` by
+    -- message id (an index file made before gains it: `add_body_row`).
+    body_row INTEGER);
 CREATE INDEX IF NOT EXISTS messages_pin_key ON messages(pin_key) WHERE pin_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_about ON messages(about) WHERE about IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_proc ON messages(ms, c, id) WHERE kind = 'proc';

@@ -33,9 +33,9 @@ pub struct SearchScope {
 }
 
 /// A body row a search by the index may return: the message's current one
-/// (a revised message keeps its earlier bodies in the index).
-const CURRENT_BODY: &str = "(m.revised_ms IS NULL OR b.rowid = \
-    (SELECT max(x.rowid) FROM bodies x WHERE x.message_id = m.id))";
+/// (a revised message keeps its earlier bodies in the index, and so does a
+/// message whose upload was sealed after it arrived).
+const CURRENT_BODY: &str = "b.rowid = m.body_row";
 
 /// The SQL conditions and arguments of `scope` (and of the index's `MATCH`
 /// text, which comes first as `?1` when given).

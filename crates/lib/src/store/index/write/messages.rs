@@ -51,6 +51,22 @@ impl IndexTx<'_> {
         let text = &m.text;
         let l = Lifecycle::of(m);
         let c = Consented::of(m);
+        // A new text row when the text changed: a revision, or the text of
+        // an upload that was sealed here after the message arrived (its
+        // length moves from 0). The message row keeps its rowid (`None`:
+        // the row it has stays).
+        let body_row = if before.as_ref()
+            != Some(&(text.topic.clone(), body.sha256().to_owned(), body.bytes()))
+        {
+            let shown = body.text(self)?;
+            self.conn()
+                .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
+                .and_then(|mut st| st.execute(params![id, text.topic, shown]))
+                .db(p)?;
+            Some(self.conn().last_insert_rowid())
+        } else {
+            None
+        };
         // One statement: a new message is inserted whole; an existing one has
         // only what the fold can change rewritten (its `n` and what was sent stay).
         let to_json = serde_json::to_string(&s.to).expect("roles serialize");
@@ -66,9 +82,10 @@ impl IndexTx<'_> {
                  deleted_ms, conflicts, work_status, status, resolved_by, resolved_ms, \
                  resolution_note, confirmed, blocked_by, ws_by, taken, last_move_ms, topic, \
                  body_sha256, body_bytes, body_chars, revised_ms, retired_ms, retired_backfill, \
-                 round_conflict, approved, acks, awaiting) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-                 ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
-                 ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38) ON \
+                 round_conflict, approved, acks, awaiting, body_row) VALUES (?1, ?2, ?3, ?4, \
+                 ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, \
+                 ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, \
+                 ?38, ?39) ON \
                  CONFLICT(id) DO UPDATE SET deleted_ms = excluded.deleted_ms, conflicts = \
                  excluded.conflicts, work_status = excluded.work_status, status = \
                  excluded.status, resolved_by = excluded.resolved_by, resolved_ms = \
@@ -79,7 +96,8 @@ impl IndexTx<'_> {
                  excluded.body_bytes, body_chars = excluded.body_chars, revised_ms = \
                  excluded.revised_ms, retired_ms = excluded.retired_ms, retired_backfill = \
                  excluded.retired_backfill, round_conflict = excluded.round_conflict, approved \
-                 = excluded.approved, acks = excluded.acks, awaiting = excluded.awaiting",
+                 = excluded.approved, acks = excluded.acks, awaiting = excluded.awaiting, \
+                 body_row = coalesce(excluded.body_row, body_row)",
             )
             .and_then(|mut st| {
                 st.execute(params![
@@ -121,19 +139,10 @@ impl IndexTx<'_> {
                     c.approved,
                     c.acks,
                     c.awaiting,
+                    body_row,
                 ])
             })
             .db(p)?;
-        // A new text row when the text changed: a revision, or the text of
-        // an upload that was sealed here after the message arrived (its
-        // length moves from 0).
-        if before.as_ref() != Some(&(text.topic.clone(), body.sha256().to_owned(), body.bytes())) {
-            let shown = body.text(self)?;
-            self.conn()
-                .prepare_cached("INSERT INTO bodies(message_id, topic, body) VALUES (?1, ?2, ?3)")
-                .and_then(|mut st| st.execute(params![id, text.topic, shown]))
-                .db(p)?;
-        }
         if let Some(r) = &text.body_ref {
             self.conn()
                 .prepare_cached(
