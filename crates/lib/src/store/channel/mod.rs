@@ -32,7 +32,7 @@ use crate::store::folder::listing;
 use crate::store::home::lock::FileLock;
 use crate::store::home::{Device, Home, KeyName};
 use crate::store::index::{Index, IndexTx, SearchBacklog};
-use crate::store::ingest::{Ingest, IngestReport, ScanCache, vouch};
+use crate::store::ingest::{DeferredChecks, Ingest, IngestReport, ScanCache, vouch};
 use crate::store::writer::feed::{FeedWriter, Tails};
 
 mod bulk;
@@ -442,13 +442,24 @@ impl Channel {
         } = self;
         index.set_cache_kib(64 * 1024)?;
         index.set_autocheckpoint(false)?;
-        let result = index.write(|ix| {
-            ix.clear_derived()?;
-            ix.drop_query_indexes()?;
-            let report = Ingest::run_with_progress(ix, dir, cache, progress)?;
-            ix.make_missing_indexes()?;
-            Ok(report)
-        });
+        let mut progress = progress;
+        let mut tick = |n: u64| {
+            if let Some(p) = progress.as_mut() {
+                p(n);
+            }
+        };
+        // The signatures are checked beside the rows and before the commit
+        // (`DeferredChecks`); should one fail, the rows are rolled back and
+        // built again checking each file before it is applied, as every
+        // other pass does, so that the record is quarantined there.
+        let result = match rows_checked_beside(index, dir, cache, Some(&mut tick)) {
+            Ok(report) => Ok(report),
+            Err(RowsPass::Store(e)) => Err(e),
+            Err(RowsPass::Unchecked) => {
+                cache.clear();
+                rows_checked_first(index, dir, cache, Some(&mut tick))
+            }
+        };
         index.set_autocheckpoint(true)?;
         index.set_cache_kib(2 * 1024)?;
         if result.is_err() {
@@ -933,6 +944,62 @@ fn max_hlc(ix: &Index) -> StoreResult<Hlc> {
         .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .db(ix.path())?;
     Ok(row.map_or(Hlc::default(), |(ms, c)| Hlc(ms, c as u32)))
+}
+
+/// How a rebuild's rows pass with its checks beside it failed.
+enum RowsPass {
+    /// A fault: the transaction was rolled back.
+    Store(StoreError),
+    /// A signature taken as holding did not: rolled back, to be built again
+    /// checking each file first.
+    Unchecked,
+}
+
+impl From<StoreError> for RowsPass {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// A rebuild's rows in one transaction (the derived tables emptied, every
+/// feed applied, the query indexes made), the signatures of the files read
+/// ahead checked beside the pass: it commits only if every one held
+/// ([`DeferredChecks`]).
+fn rows_checked_beside(
+    index: &Index,
+    dir: &ChannelDir,
+    cache: &mut ScanCache,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<IngestReport, RowsPass> {
+    index.write(|ix| {
+        ix.clear_derived()?;
+        ix.drop_query_indexes()?;
+        let checks = DeferredChecks::start();
+        let report = Ingest::rebuild(ix, dir, cache, progress, &checks)?;
+        ix.make_missing_indexes()?;
+        if checks.finish() {
+            Ok(report)
+        } else {
+            Err(RowsPass::Unchecked)
+        }
+    })
+}
+
+/// The same, each file's signatures checked before it is applied, as every
+/// other pass does: a record whose signature fails is quarantined there.
+fn rows_checked_first(
+    index: &Index,
+    dir: &ChannelDir,
+    cache: &mut ScanCache,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> StoreResult<IngestReport> {
+    index.write(|ix| {
+        ix.clear_derived()?;
+        ix.drop_query_indexes()?;
+        let report = Ingest::run_with_progress(ix, dir, cache, progress)?;
+        ix.make_missing_indexes()?;
+        Ok(report)
+    })
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {

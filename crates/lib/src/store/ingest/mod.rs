@@ -30,7 +30,8 @@
 //! clock; this module acts on the [`Judgment`]: problems ([`problems`]),
 //! waits, a fork taken back ([`rollback`]), a record applied ([`apply`]).
 //! A record this device is writing is folded before it is published, while
-//! its journal syncs ([`own`]).
+//! its journal syncs ([`own`]). A rebuild checks the signatures of the files
+//! it reads ahead beside the pass instead of before it ([`deferred_checks`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
@@ -53,6 +54,7 @@ use crate::store::index::{IndexTx, ProblemKind};
 mod apply;
 mod cache;
 mod cursor;
+mod deferred_checks;
 mod feeds;
 mod judge;
 mod own;
@@ -62,6 +64,8 @@ mod rollback;
 mod scan;
 
 pub use cache::ScanCache;
+use deferred_checks::CheckQueue;
+pub use deferred_checks::DeferredChecks;
 use feeds::FeedState;
 
 use judge::{Checked, FeedView, Judgment, judge, span};
@@ -143,6 +147,9 @@ pub struct Ingest<'a, 'p> {
     vouched: HashSet<Vouch>,
     /// True once a file of the feed being read ended in a torn line.
     torn: bool,
+    /// A rebuild's: where the read-ahead queues its checks, taken as
+    /// holding until the rebuild's end ([`deferred_checks`]).
+    later: Option<CheckQueue>,
     /// True once this pass noted a claim or accepted an invite or an admit:
     /// the claims are reviewed again at its end.
     claims_changed: bool,
@@ -184,7 +191,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
     ) -> StoreResult<IngestReport> {
-        Self::run_full(index, dir, cache, progress, now_ms())
+        Self::run_full(index, dir, cache, progress, now_ms(), None)
     }
 
     /// Ingests what a writer just appended to its own `feed`, trusting the
@@ -225,6 +232,21 @@ impl<'a, 'p> Ingest<'a, 'p> {
         Ok(me)
     }
 
+    /// A rebuild's pass ([`Self::run_with_progress`] on an index emptied
+    /// of what the feeds give): the signatures of the files it reads ahead
+    /// are queued in `checks` and taken as holding. The caller commits only
+    /// if [`DeferredChecks::finish`] says every one held, and otherwise
+    /// rolls back and runs [`Self::run_with_progress`].
+    pub fn rebuild(
+        index: &'a IndexTx<'a>,
+        dir: &'a ChannelDir,
+        cache: &mut ScanCache,
+        progress: Option<&'p mut dyn FnMut(u64)>,
+        checks: &DeferredChecks,
+    ) -> StoreResult<IngestReport> {
+        Self::run_full(index, dir, cache, progress, now_ms(), Some(checks.queue()))
+    }
+
     /// Like [`Self::run`], as if local time were `now_ms`: records dated
     /// past it are held (see the module docs).
     pub fn run_at(
@@ -233,7 +255,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         now_ms: i64,
     ) -> StoreResult<IngestReport> {
-        Self::run_full(index, dir, cache, None, now_ms)
+        Self::run_full(index, dir, cache, None, now_ms, None)
     }
 
     fn run_full(
@@ -242,8 +264,10 @@ impl<'a, 'p> Ingest<'a, 'p> {
         cache: &mut ScanCache,
         progress: Option<&'p mut dyn FnMut(u64)>,
         now_ms: i64,
+        later: Option<CheckQueue>,
     ) -> StoreResult<IngestReport> {
         let mut me = Self::new(index, dir, progress, now_ms, HashSet::new());
+        me.later = later;
         me.load(cache)?;
         if cache.files.is_empty() {
             me.load_cursors()?;
@@ -269,6 +293,9 @@ impl<'a, 'p> Ingest<'a, 'p> {
                     me.ingest_feed(feed, path, cache)?;
                 }
             }
+        }
+        if let Some(later) = &me.later {
+            later.files_read();
         }
         me.skip_judged(cache);
         cache.settled = me.quiet() && !cache.skipped_waits;
@@ -303,6 +330,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             cursors: None,
             folder_problems: None,
             torn: false,
+            later: None,
             claims_changed: false,
             own_write: false,
             judged: None,

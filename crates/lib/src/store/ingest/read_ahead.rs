@@ -10,6 +10,11 @@
 //! file it needs: it takes chunks too (of that file first, since chunks are
 //! taken in order), and every core stays busy until the last file is done.
 //!
+//! In a rebuild the checks are not waited for: each chunk's batch goes to
+//! the rebuild's [`DeferredChecks`](super::DeferredChecks), its records are
+//! taken as holding, and the workers check queued batches when they have no
+//! line to decode; the rebuild commits only once every batch held.
+//!
 //! It decides nothing: the pass takes a file from here only when it would
 //! read that file from its start and finds it as the read-ahead did (same
 //! size and modification time), and a verdict only while the feed still has
@@ -24,6 +29,7 @@ use std::time::SystemTime;
 
 use ed25519_dalek::VerifyingKey;
 
+use super::deferred_checks::CheckQueue;
 use crate::core::signature::Batch;
 use crate::store::folder::segments;
 use crate::store::folder::segments::Line;
@@ -60,6 +66,9 @@ pub struct ReadAhead {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// In a rebuild: where each chunk's batch goes instead of being checked
+    /// before the pass may take its file (`super::deferred_checks`).
+    later: Option<CheckQueue>,
 }
 
 #[derive(Default)]
@@ -143,7 +152,15 @@ impl Shared {
             .collect();
         let verdicts = match &chunk.key {
             Some(key) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                check_lines(&lines, key, chunk.head)
+                let (batch, slots) = queue_lines(&lines, key, chunk.head);
+                let Some(later) = &self.later else {
+                    return verdicts_of(batch, slots);
+                };
+                match later.push(batch) {
+                    // Taken as holding; the rebuild commits only if they do.
+                    None => slots.into_iter().map(|s| s.map(|_| true)).collect(),
+                    Some(batch) => verdicts_of(batch, slots),
+                }
             }))
             .unwrap_or_else(|_| vec![None; lines.len()]),
             None => Vec::new(),
@@ -172,12 +189,15 @@ impl ReadAhead {
     /// Starts reading `plan` (whole files, in the order the pass will ask for
     /// them) on threads of `scope`, checking signatures with `key` for
     /// records past seq `head` (the ones at or below it are known, or forks
-    /// that the pass checks itself). The threads stop once this is dropped.
+    /// that the pass checks itself). With `later`, a chunk's checks are
+    /// queued there and its verdicts say they hold (a rebuild's way: it
+    /// commits only once they do). The threads stop once this is dropped.
     pub fn start<'scope>(
         scope: &'scope Scope<'scope, '_>,
         plan: Vec<PathBuf>,
         key: Option<VerifyingKey>,
         head: u64,
+        later: Option<CheckQueue>,
     ) -> Self {
         if plan.is_empty() {
             return Self::none();
@@ -185,6 +205,7 @@ impl ReadAhead {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
+            later,
         });
         let files = plan.clone();
         let s = Arc::clone(&shared);
@@ -322,7 +343,8 @@ fn chunked(
 }
 
 /// A worker: checks chunks as they come until the pass stops, or until the
-/// reader is done and no chunk is left.
+/// reader is done and no chunk is left. In a rebuild, with no chunk to take
+/// it checks a batch left for later instead of waiting.
 fn work(shared: &Shared) {
     let mut st = shared.lock();
     loop {
@@ -335,6 +357,13 @@ fn work(shared: &Shared) {
             st = shared.lock();
         } else if st.read_all {
             return;
+        } else if let Some(later) = shared.later.clone() {
+            drop(st);
+            let checked = later.check_one();
+            st = shared.lock();
+            if !checked && st.chunks.is_empty() && !st.read_all && !st.stopped {
+                st = shared.wait(st);
+            }
         } else {
             st = shared.wait(st);
         }
@@ -346,8 +375,25 @@ fn work(shared: &Shared) {
 /// record past seq `head`, `None` otherwise (not a record, or one the pass
 /// finds known without a check).
 fn check_lines(lines: &[Line], key: &VerifyingKey, head: u64) -> Vec<Option<bool>> {
+    let (batch, slots) = queue_lines(lines, key, head);
+    verdicts_of(batch, slots)
+}
+
+/// The verdicts of `batch` in the `slots` [`queue_lines`] gave.
+fn verdicts_of(batch: Batch, mut slots: Vec<Option<bool>>) -> Vec<Option<bool>> {
+    let mut verdicts = batch.verdicts().into_iter();
+    for v in slots.iter_mut().flatten() {
+        *v = verdicts.next().unwrap_or(false);
+    }
+    slots
+}
+
+/// The lines' checks with `key` queued in one batch, in order, with a slot
+/// for each line: `Some(false)` for a record past seq `head` (queued),
+/// `None` otherwise.
+fn queue_lines(lines: &[Line], key: &VerifyingKey, head: u64) -> (Batch, Vec<Option<bool>>) {
     let mut batch = Batch::new();
-    let mut out: Vec<Option<bool>> = lines
+    let slots = lines
         .iter()
         .map(|line| {
             let rec = line.record.as_ref().ok().filter(|r| r.header.seq > head)?;
@@ -355,11 +401,7 @@ fn check_lines(lines: &[Line], key: &VerifyingKey, head: u64) -> Vec<Option<bool
             Some(false)
         })
         .collect();
-    let mut verdicts = batch.verdicts().into_iter();
-    for v in out.iter_mut().flatten() {
-        *v = verdicts.next().unwrap_or(false);
-    }
-    out
+    (batch, slots)
 }
 
 /// The cores checks may use: all of them, up to 8.
@@ -451,7 +493,8 @@ mod tests {
         let plan = segments(tmp.path(), 4, CHUNK * 2 + 5, &key);
         let head = 3;
         std::thread::scope(|scope| {
-            let mut ahead = ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), head);
+            let mut ahead =
+                ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), head, None);
             for path in &plan {
                 let got = ahead.take(path).expect("the file was read ahead");
                 let lines = segments::read_lines(path, 0).unwrap();
@@ -467,6 +510,35 @@ mod tests {
                 assert!(want.contains(&Some(false)) && want.contains(&Some(true)));
             }
         });
+    }
+
+    #[test]
+    fn checks_left_for_later_hold_exactly_when_every_line_would() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[7; 32]);
+        // Seq 1 to 219, every seventh a stranger's (the last at 217).
+        let plan = segments(tmp.path(), 3, CHUNK + 9, &key);
+        for (head, holds) in [(0, false), (100, false), (217, true)] {
+            let checks = super::super::DeferredChecks::start();
+            std::thread::scope(|scope| {
+                let mut ahead = ReadAhead::start(
+                    scope,
+                    plan.clone(),
+                    Some(key.verifying_key()),
+                    head,
+                    Some(checks.queue()),
+                );
+                for path in &plan {
+                    let got = ahead.take(path).expect("the file was read ahead");
+                    // Every record past the head is taken as holding.
+                    for (line, v) in got.lines.iter().zip(&got.verified) {
+                        let past = line.record.as_ref().is_ok_and(|r| r.header.seq > head);
+                        assert_eq!(*v, past.then_some(true));
+                    }
+                }
+            });
+            assert_eq!(checks.finish(), holds, "head {head}");
+        }
     }
 
     #[test]
@@ -504,7 +576,8 @@ mod tests {
         let gone = tmp.path().join("00000099.jsonl");
         plan.insert(2, gone.clone());
         std::thread::scope(|scope| {
-            let mut ahead = ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), 0);
+            let mut ahead =
+                ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), 0, None);
             // The first file is passed over; the second is handed over once.
             assert!(ahead.take(&plan[1]).is_some());
             assert!(ahead.take(&plan[1]).is_none());
@@ -522,11 +595,12 @@ mod tests {
         let plan = segments(tmp.path(), 6, 10, &key);
         // The scope returns only once every thread of the read-ahead ended.
         std::thread::scope(|scope| {
-            let mut ahead = ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), 0);
+            let mut ahead =
+                ReadAhead::start(scope, plan.clone(), Some(key.verifying_key()), 0, None);
             assert!(ahead.take(&plan[0]).is_some());
         });
         std::thread::scope(|scope| {
-            let _never_asked = ReadAhead::start(scope, plan.clone(), None, 0);
+            let _never_asked = ReadAhead::start(scope, plan.clone(), None, 0, None);
         });
     }
 }

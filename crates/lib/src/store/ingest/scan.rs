@@ -157,7 +157,7 @@ impl Ingest<'_, '_> {
         self.torn = false;
         let mut first_judged = None;
         std::thread::scope(|scope| -> StoreResult<()> {
-            let mut ahead = ReadAhead::start(scope, plan, key, head_seq);
+            let mut ahead = ReadAhead::start(scope, plan, key, head_seq, self.later.clone());
             let mut filled = 0;
             let mut i = skip;
             while let Some(seg) = segments.get(i) {
