@@ -452,12 +452,13 @@ impl Channel {
         // (`DeferredChecks`); should one fail, the rows are rolled back and
         // built again checking each file before it is applied, as every
         // other pass does, so that the record is quarantined there.
-        let result = match rows_checked_beside(index, dir, cache, Some(&mut tick)) {
-            Ok(report) => Ok(report),
-            Err(RowsPass::Store(e)) => Err(e),
-            Err(RowsPass::Unchecked) => {
-                cache.clear();
-                rows_checked_first(index, dir, cache, Some(&mut tick))
+        let mut checks = Some(DeferredChecks::start());
+        let result = loop {
+            match rebuild_rows(index, dir, cache, Some(&mut tick), checks.take()) {
+                Ok(report) => break Ok(report),
+                Err(RowsPass::Store(e)) => break Err(e),
+                // Only a pass with checks beside it ends so; the next has none.
+                Err(RowsPass::Unchecked) => cache.clear(),
             }
         };
         index.set_autocheckpoint(true)?;
@@ -946,7 +947,7 @@ fn max_hlc(ix: &Index) -> StoreResult<Hlc> {
     Ok(row.map_or(Hlc::default(), |(ms, c)| Hlc(ms, c as u32)))
 }
 
-/// How a rebuild's rows pass with its checks beside it failed.
+/// How a rebuild's rows pass failed.
 enum RowsPass {
     /// A fault: the transaction was rolled back.
     Store(StoreError),
@@ -961,44 +962,30 @@ impl From<StoreError> for RowsPass {
     }
 }
 
-/// A rebuild's rows in one transaction (the derived tables emptied, every
-/// feed applied, the query indexes made), the signatures of the files read
-/// ahead checked beside the pass: it commits only if every one held
-/// ([`DeferredChecks`]).
-fn rows_checked_beside(
+/// A rebuild's rows in one transaction: the derived tables emptied, every
+/// feed applied, the query indexes made. With `checks`, the signatures of the
+/// files read ahead are checked beside the pass, and it commits only if every
+/// one held ([`DeferredChecks`]); without, each file's are checked before it
+/// is applied, as every other pass does.
+fn rebuild_rows(
     index: &Index,
     dir: &ChannelDir,
     cache: &mut ScanCache,
     progress: Option<&mut dyn FnMut(u64)>,
+    checks: Option<DeferredChecks>,
 ) -> Result<IngestReport, RowsPass> {
     index.write(|ix| {
         ix.clear_derived()?;
         ix.drop_query_indexes()?;
-        let checks = DeferredChecks::start();
-        let report = Ingest::rebuild(ix, dir, cache, progress, &checks)?;
+        let report = match &checks {
+            Some(checks) => Ingest::rebuild(ix, dir, cache, progress, checks)?,
+            None => Ingest::run_with_progress(ix, dir, cache, progress)?,
+        };
         ix.make_missing_indexes()?;
-        if checks.finish() {
-            Ok(report)
-        } else {
-            Err(RowsPass::Unchecked)
+        match checks.map(DeferredChecks::finish) {
+            Some(false) => Err(RowsPass::Unchecked),
+            _ => Ok(report),
         }
-    })
-}
-
-/// The same, each file's signatures checked before it is applied, as every
-/// other pass does: a record whose signature fails is quarantined there.
-fn rows_checked_first(
-    index: &Index,
-    dir: &ChannelDir,
-    cache: &mut ScanCache,
-    progress: Option<&mut dyn FnMut(u64)>,
-) -> StoreResult<IngestReport> {
-    index.write(|ix| {
-        ix.clear_derived()?;
-        ix.drop_query_indexes()?;
-        let report = Ingest::run_with_progress(ix, dir, cache, progress)?;
-        ix.make_missing_indexes()?;
-        Ok(report)
     })
 }
 

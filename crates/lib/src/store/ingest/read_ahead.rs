@@ -357,7 +357,7 @@ fn work(shared: &Shared) {
             st = shared.lock();
         } else if st.read_all {
             return;
-        } else if let Some(later) = shared.later.clone() {
+        } else if let Some(later) = &shared.later {
             drop(st);
             let checked = later.check_one();
             st = shared.lock();
