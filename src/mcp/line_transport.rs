@@ -225,7 +225,9 @@ async fn write_line<W: AsyncWrite + Unpin>(
         ));
     };
     w.write_all(&line).await?;
-    w.flush().await
+    let flushed = w.flush().await;
+    super::structured::recycle(line);
+    flushed
 }
 
 impl<R, W> Transport<RoleServer> for LineTransport<R, W>

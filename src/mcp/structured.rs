@@ -14,7 +14,15 @@
 //! `structuredContent`. Same bytes on the wire as JSON values go, same
 //! meaning: a client parses one object either way.
 //!
-//! Owns the mark and the splice; must not change what an answer says. Other
+//! The text and the line are written into buffers kept from the answer
+//! before ([`recycle`]): a listing's are a few hundred kilobytes, and
+//! allocated afresh for every answer they ended at the top of the heap,
+//! which glibc gave back to the system after each answer and took again,
+//! page by page, at the next (about a tenth of a list's time went to those
+//! page faults).
+//!
+//! Owns the mark, the splice and the kept buffers; must not change what an
+//! answer says. Other
 //! transports (HTTP, where rmcp writes the response) use
 //! [`super::to_result`], which builds the value.
 
@@ -27,6 +35,7 @@ use serde_json::{Value, json};
 use crate::app::AppResult;
 use crate::core::peer_text;
 use rmcp::ErrorData as McpError;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The key of the mark [`deferred`] leaves in `structuredContent`. No answer
 /// has a field of this name (it starts with a NUL), and the mark is an
@@ -47,7 +56,10 @@ pub fn deferred<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, M
         Ok(v) => v,
         Err(e) => return super::to_result::<()>(Err(e)),
     };
-    let text = serde_json::to_string(&v)
+    let mut text = std::mem::take(&mut spare().text);
+    serde_json::to_writer(&mut text, &v)
+        .map_err(|e| McpError::internal_error(format!("serializing a tool result: {e}"), None))?;
+    let text = String::from_utf8(text)
         .map_err(|e| McpError::internal_error(format!("serializing a tool result: {e}"), None))?;
     // Peer text inert in the text a model reads; it parses to the same value.
     let text = peer_text::json(text);
@@ -78,7 +90,8 @@ fn mark(r: &CallToolResult) -> Option<&'static str> {
 const TEXT_MARK: &str = "countersign:the-text-goes-here";
 
 /// One message as a line of JSON (newline included), a marked tool result
-/// with its text spliced in as `structuredContent`.
+/// with its text spliced in as `structuredContent`. Hand the line to
+/// [`recycle`] once it is written.
 pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8>> {
     if let JsonRpcMessage::Response(resp) = &mut item
         && let ServerResult::CallToolResult(r) = &mut resp.result
@@ -94,7 +107,9 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
         let (at, end) = memchr::memmem::find(&rest, TEXT_MARK.as_bytes())
             .map(|i| (i - 1, i + TEXT_MARK.len() + 1))
             .ok_or_else(|| serde::ser::Error::custom("the text's mark is not in the result"))?;
-        let mut out = Vec::with_capacity(2 * text.len() + text.len() / 8 + rest.len() + 64);
+        let mut out = std::mem::take(&mut spare().line);
+        out.clear();
+        out.reserve(2 * text.len() + text.len() / 8 + rest.len() + 64);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut out, &resp.id)?;
         out.extend_from_slice(br#","result":"#);
@@ -111,9 +126,47 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
             out.extend_from_slice(text.as_bytes());
         }
         out.extend_from_slice(b"}}\n");
+        keep(&mut spare().text, text.into_bytes());
         return Ok(out);
     }
     plain(&item)
+}
+
+/// Buffers kept from one answer for the next (see the module docs).
+struct Spare {
+    /// For a result's text ([`deferred`]).
+    text: Vec<u8>,
+    /// For a marked result's line ([`line`]).
+    line: Vec<u8>,
+}
+
+static SPARE: Mutex<Spare> = Mutex::new(Spare {
+    text: Vec::new(),
+    line: Vec::new(),
+});
+
+/// The most a kept buffer holds: one large answer does not keep its memory
+/// for the rest of the session.
+const KEEP_MAX: usize = 1024 * 1024;
+
+/// The kept buffers, also after a panic while they were held (an empty or
+/// half-filled buffer is as good as any: each use empties it first).
+fn spare() -> MutexGuard<'static, Spare> {
+    SPARE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Keeps `buf` in `slot`, emptied, unless it is over [`KEEP_MAX`] or
+/// smaller than what the slot holds.
+fn keep(slot: &mut Vec<u8>, mut buf: Vec<u8>) {
+    if buf.capacity() <= KEEP_MAX && buf.capacity() > slot.capacity() {
+        buf.clear();
+        *slot = buf;
+    }
+}
+
+/// Takes back a line [`line`] made, once it is written, for the next.
+pub fn recycle(line: Vec<u8>) {
+    keep(&mut spare().line, line);
 }
 
 /// Writes `text` as a JSON string, quotes included. The text is JSON a
@@ -231,6 +284,25 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_kept_buffer_is_emptied_and_bounded() {
+        let mut slot = Vec::new();
+        let mut line = Vec::with_capacity(4096);
+        line.extend_from_slice(b"an answer");
+        let at = line.as_ptr();
+        keep(&mut slot, line);
+        assert!(slot.is_empty());
+        assert_eq!((slot.as_ptr(), slot.capacity()), (at, 4096));
+        // A smaller buffer does not take a larger one's place.
+        keep(&mut slot, Vec::with_capacity(16));
+        assert_eq!(slot.capacity(), 4096);
+        // Nor does one past the bound: its memory goes back.
+        keep(&mut slot, Vec::with_capacity(KEEP_MAX + 1));
+        assert_eq!(slot.capacity(), 4096);
+        keep(&mut slot, Vec::with_capacity(KEEP_MAX));
+        assert_eq!(slot.capacity(), KEEP_MAX);
     }
 
     #[test]
