@@ -22,8 +22,7 @@
 //! page faults).
 //!
 //! Owns the mark, the splice and the kept buffers; must not change what an
-//! answer says. Other
-//! transports (HTTP, where rmcp writes the response) use
+//! answer says. Other transports (HTTP, where rmcp writes the response) use
 //! [`super::to_result`], which builds the value.
 
 use rmcp::RoleServer;
