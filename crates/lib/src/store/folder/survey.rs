@@ -152,7 +152,9 @@ pub fn survey_feeds(feeds: &Path) -> Result<FeedsSurvey, PathError> {
             strays.push(Stray::unknown(role_path));
             continue;
         }
-        let mtime = fs::metadata(&role_path).and_then(|m| m.modified()).ok();
+        let mtime = fs::symlink_metadata(&role_path)
+            .and_then(|m| m.modified())
+            .ok();
         let devices = match entries(&role_path) {
             Ok(d) => d,
             Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => continue,

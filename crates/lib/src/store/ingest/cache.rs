@@ -257,7 +257,7 @@ impl ScanCache {
                 self.dirs.get(dir).is_some_and(|d| {
                     mtime_of(dir) == Some(d.mtime)
                         && d.segments[d.checked..].iter().all(|s| {
-                            let now = fs::metadata(&s.path)
+                            let now = fs::symlink_metadata(&s.path)
                                 .ok()
                                 .and_then(|m| Some((m.len(), m.modified().ok()?)));
                             now.is_some() && now.as_ref() == self.files.get(&s.path)
@@ -293,8 +293,12 @@ pub(super) struct DirScan {
     pub(super) recalled: bool,
 }
 
+/// The modification time of `p` itself, never of what a link there names:
+/// the folder is peer-controlled, and a link planted where a feed folder
+/// stood must not send the check (run at every call) to stat another path,
+/// such as a mount that hangs.
 pub(super) fn mtime_of(p: &Path) -> Option<SystemTime> {
-    fs::metadata(p).and_then(|m| m.modified()).ok()
+    fs::symlink_metadata(p).and_then(|m| m.modified()).ok()
 }
 
 #[cfg(test)]

@@ -240,7 +240,7 @@ impl Ingest<'_, '_> {
         let files: Vec<FileStamp> = segments
             .iter()
             .map(|s| {
-                let meta = fs::metadata(&s.path).ok();
+                let meta = fs::symlink_metadata(&s.path).ok();
                 (
                     s.path.clone(),
                     meta.as_ref().map_or(0, |m| m.len()),
