@@ -106,8 +106,8 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
         let (at, end) = memchr::memmem::find(&rest, TEXT_MARK.as_bytes())
             .map(|i| (i - 1, i + TEXT_MARK.len() + 1))
             .ok_or_else(|| serde::ser::Error::custom("the text's mark is not in the result"))?;
+        // Kept buffers are empty ([`keep`]).
         let mut out = std::mem::take(&mut spare().line);
-        out.clear();
         out.reserve(2 * text.len() + text.len() / 8 + rest.len() + 64);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut out, &resp.id)?;
