@@ -314,6 +314,7 @@ impl Server {
             // rows are committed once the client has its answer and sent
             // nothing more (`serve_stdio`).
             session.channel_mut().settle_after_answer();
+            session.channel_mut().set_tripwire();
             Ok(session)
         })?;
         Ok(Self::on(place, session, served))

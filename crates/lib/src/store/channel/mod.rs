@@ -29,6 +29,7 @@ use crate::store::error::{IoContext as _, SqlContext as _, StoreError, StoreResu
 use crate::store::folder::heads::Heads;
 use crate::store::folder::layout::ChannelDir;
 use crate::store::folder::listing;
+use crate::store::folder::tripwire::Tripwire;
 use crate::store::home::lock::FileLock;
 use crate::store::home::{Device, Home, KeyName};
 use crate::store::index::{Index, IndexTx, SearchBacklog};
@@ -75,6 +76,9 @@ pub struct Channel {
     state_dir: PathBuf,
     index: Index,
     cache: ScanCache,
+    /// Spares the change check's `stat` calls while nothing under the feed
+    /// folders changed ([`Self::folder_unchanged`]).
+    tripwire: Tripwire,
     /// Per own feed, what this process's last append left on disk.
     tails: HashMap<FeedId, Tails>,
     /// The feeds' heads as last verified ([`Self::feed_head`]).
@@ -165,6 +169,7 @@ impl Channel {
             state_dir,
             index,
             cache: ScanCache::default(),
+            tripwire: Tripwire::default(),
             heads: Heads::default(),
             tails: HashMap::new(),
             settle_later: false,
@@ -204,6 +209,15 @@ impl Channel {
     /// the index lock to write).
     pub fn settle_after_answer(&mut self) {
         self.settle_later = true;
+    }
+
+    /// Lets this channel's change check be answered by a tripwire on the
+    /// feed folders ([`Self::folder_unchanged`]): for a process that holds
+    /// the channel open for many calls, such as a stdio server. It costs an
+    /// inotify instance, of which a user has few (128 by default), so a
+    /// process that opens many channels (`serve`) keeps the `stat` check.
+    pub fn set_tripwire(&mut self) {
+        self.tripwire = Tripwire::armed();
     }
 
     /// Commits the index rows of a write made under
@@ -291,7 +305,7 @@ impl Channel {
     fn ingest_now(&mut self) -> StoreResult<IngestReport> {
         // A run of writes stays open across calls that find the folder as
         // this process left it: there is nothing to fold.
-        if self.run_joinable(None) && self.cache.unchanged(&self.dir.feeds()) {
+        if self.run_joinable(None) && self.folder_unchanged() {
             return Ok(IngestReport::default());
         }
         self.settle_for_pass()?;
@@ -302,16 +316,36 @@ impl Channel {
             // earlier process listed them are not listed again.
             self.cache.recall(kept);
         }
-        if self.cache.unchanged(&self.dir.feeds()) {
+        if self.folder_unchanged() {
             return Ok(IngestReport::default());
         }
         let report = self.ingest_changed()?;
+        // The pass brought the cache up to the folders as they stood after
+        // the tripwire was last read: whatever changed since is queued.
+        self.tripwire.set_matched(true);
         // Kept only once the pass is committed: the listing is what the
         // index was brought up to date with.
         if let Some(seen) = self.cache.take_listing(std::time::SystemTime::now()) {
             listing::save(&self.state_dir, &self.dir.feeds(), &seen);
         }
         Ok(report)
+    }
+
+    /// [`ScanCache::unchanged`], answered by the tripwire while nothing
+    /// tripped it since the cache last matched the folders; the `stat` check
+    /// otherwise, whose verdict the tripwire is then told.
+    fn folder_unchanged(&mut self) -> bool {
+        let feeds = self.dir.feeds();
+        if !self.cache.ready() {
+            self.tripwire.set_matched(false);
+            return false;
+        }
+        if self.tripwire.untouched(self.cache.checked_dirs(&feeds)) {
+            return true;
+        }
+        let unchanged = self.cache.unchanged(&feeds);
+        self.tripwire.set_matched(unchanged);
+        unchanged
     }
 
     fn ingest_changed(&mut self) -> StoreResult<IngestReport> {
@@ -1440,6 +1474,44 @@ mod tests {
     /// Another device's view of `ch`'s folder: a second home.
     fn fresh_reader(ch: &Channel, tmp: &tempfile::TempDir) -> Channel {
         Channel::open(ch.dir().clone(), Home::at(tmp.path().join("reader"))).unwrap()
+    }
+
+    #[test]
+    fn a_reader_on_its_tripwire_sees_every_write_of_another_process() {
+        // The reader's checks after its first two are answered by its
+        // tripwire while nothing changes; each write of the other process,
+        // a new segment and a new feed folder among them, must still reach
+        // its next catch-up.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let w = announced(&mut ch, &Role::new("alpha").unwrap());
+        let mut reader = fresh_reader(&ch, &tmp);
+        reader.set_tripwire();
+        let messages = |ch: &Channel| -> i64 {
+            ch.index()
+                .conn()
+                .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+                .unwrap()
+        };
+        for _ in 0..3 {
+            reader.catch_up().unwrap();
+        }
+        assert!(reader.tripwire.is_set(), "a local file system");
+        let mut sent = messages(&reader);
+        for i in 0..(SEGMENT_RECORDS as usize + 5) {
+            if i == 7 {
+                announced(&mut ch, &Role::new("beta").unwrap());
+            }
+            ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
+                .unwrap();
+            sent += 1;
+            reader.catch_up().unwrap();
+            assert_eq!(messages(&reader), sent, "write {i}");
+            // Quiet again: answered by the tripwire, and still right.
+            reader.catch_up().unwrap();
+            assert_eq!(messages(&reader), sent, "write {i}, read again");
+        }
+        assert!(reader.tripwire.is_set());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The shared channel folder as files: its layout, the survey of its feed
 //! folders and segments, the signed heads, the watcher that wakes waiting
-//! sessions, the kept listing, and backup archives of it. Every read goes
+//! sessions, the tripwire that spares the change check's `stat` calls, the
+//! kept listing, and backup archives of it. Every read goes
 //! through `store::folder_file`, the one bounded, no-symlink way to open a
 //! file of the folder (it sits beside this module, since the home and the
 //! writer use it too).
@@ -14,4 +15,5 @@ pub mod layout;
 pub mod listing;
 pub mod segments;
 pub mod survey;
+pub mod tripwire;
 pub mod watcher;

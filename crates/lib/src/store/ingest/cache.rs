@@ -86,10 +86,6 @@ impl ScanCache {
         k
     }
 
-    /// True when a pass would find nothing to do: the last full pass left
-    /// nothing waiting or held, and the feed folders and the segments it had
-    /// not finished with are as it left them. The same `stat` calls as a
-    /// pass over an unchanged folder, without its transaction and queries.
     /// True before the first pass with this cache (and after [`Self::clear`]).
     pub fn is_blank(&self) -> bool {
         self.feeds_mtime.is_none() && self.dirs.is_empty() && self.files.is_empty()
@@ -245,10 +241,31 @@ impl ScanCache {
         self.settled = false;
     }
 
+    /// True when a pass would find nothing to do: the last full pass left
+    /// nothing waiting or held, and the feed folders and the segments it had
+    /// not finished with are as it left them. The same `stat` calls as a
+    /// pass over an unchanged folder, without its transaction and queries.
     pub fn unchanged(&self, feeds_root: &Path) -> bool {
-        self.settled
-            && self.feeds_mtime.is_some()
-            && mtime_of(feeds_root) == self.feeds_mtime
+        self.ready() && self.stats_unchanged(feeds_root)
+    }
+
+    /// True when the last full pass left nothing waiting or held and its
+    /// record of the folders is whole: [`Self::unchanged`] may then be
+    /// answered by looking at them.
+    pub fn ready(&self) -> bool {
+        self.settled && self.feeds_mtime.is_some()
+    }
+
+    /// The folders [`Self::unchanged`] looks at: `feeds_root`, each role
+    /// folder, each feed folder.
+    pub fn checked_dirs<'a>(&'a self, feeds_root: &'a Path) -> impl Iterator<Item = &'a Path> {
+        std::iter::once(feeds_root)
+            .chain(self.role_mtimes.keys().map(PathBuf::as_path))
+            .chain(self.feeds.iter().map(|(_, dir)| dir.as_path()))
+    }
+
+    fn stats_unchanged(&self, feeds_root: &Path) -> bool {
+        mtime_of(feeds_root) == self.feeds_mtime
             && self
                 .role_mtimes
                 .iter()
