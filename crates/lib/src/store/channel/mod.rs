@@ -13,7 +13,7 @@
 //! name a command are `app`'s too.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
@@ -331,21 +331,9 @@ impl Channel {
         Ok(report)
     }
 
-    /// [`ScanCache::unchanged`], answered by the tripwire while nothing
-    /// tripped it since the cache last matched the folders; the `stat` check
-    /// otherwise, whose verdict the tripwire is then told.
+    /// [`ScanCache::unchanged`] for this channel's folder, with its tripwire.
     fn folder_unchanged(&mut self) -> bool {
-        let feeds = self.dir.feeds();
-        if !self.cache.ready() {
-            self.tripwire.set_matched(false);
-            return false;
-        }
-        if self.tripwire.untouched(self.cache.checked_dirs(&feeds)) {
-            return true;
-        }
-        let unchanged = self.cache.unchanged(&feeds);
-        self.tripwire.set_matched(unchanged);
-        unchanged
+        folder_unchanged(&self.cache, &mut self.tripwire, &self.dir.feeds())
     }
 
     fn ingest_changed(&mut self) -> StoreResult<IngestReport> {
@@ -783,12 +771,14 @@ impl Channel {
             index,
             dir,
             cache,
+            tripwire,
             settle_later,
             ..
         } = self;
         let write = |ix: &IndexTx<'_>| {
-            if !cache.unchanged(&dir.feeds()) {
+            if !folder_unchanged(cache, tripwire, &dir.feeds()) {
                 Ingest::run(ix, dir, cache)?;
+                tripwire.set_matched(true);
             }
             let (steps, out) = build(ix)?;
             if steps.is_empty() {
@@ -901,6 +891,20 @@ impl Channel {
             }
         }
     }
+}
+
+/// [`ScanCache::unchanged`], told by `tripwire` which folders it may skip
+/// (all of them while nothing tripped it since `cache` last matched the
+/// folders); the tripwire is then told the verdict.
+fn folder_unchanged(cache: &ScanCache, tripwire: &mut Tripwire, feeds: &Path) -> bool {
+    if !cache.ready() {
+        tripwire.set_matched(false);
+        return false;
+    }
+    let since = tripwire.since(cache.checked_dirs(feeds));
+    let unchanged = cache.unchanged(feeds, &since);
+    tripwire.set_matched(unchanged);
+    unchanged
 }
 
 /// The `add_role` records, looked up in the owner's feeds only (a range of
@@ -1484,6 +1488,7 @@ mod tests {
         // its next catch-up.
         let tmp = tempfile::tempdir().unwrap();
         let mut ch = fresh(&tmp);
+        ch.set_tripwire();
         let w = announced(&mut ch, &Role::new("alpha").unwrap());
         let mut reader = fresh_reader(&ch, &tmp);
         reader.set_tripwire();
@@ -1505,13 +1510,16 @@ mod tests {
             ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
                 .unwrap();
             sent += 1;
+            // The writer's own check, told by its wire that only its feed
+            // folder moved, finds what it wrote folded already.
+            assert_eq!(messages(&ch), sent, "write {i}, by the writer");
             reader.catch_up().unwrap();
             assert_eq!(messages(&reader), sent, "write {i}");
             // Quiet again: answered by the tripwire, and still right.
             reader.catch_up().unwrap();
             assert_eq!(messages(&reader), sent, "write {i}, read again");
         }
-        assert!(reader.tripwire.is_set());
+        assert!(reader.tripwire.is_set() && ch.tripwire.is_set());
     }
 
     #[test]

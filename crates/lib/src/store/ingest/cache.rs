@@ -21,6 +21,7 @@ use crate::core::record::parse_pubkey;
 use crate::store::folder::listing::{self, Listing, Tree};
 use crate::store::folder::segments::Segment;
 use crate::store::folder::survey;
+use crate::store::folder::tripwire::Since;
 
 /// A file as last seen: path, size and mtime.
 pub(super) type FileStamp = (PathBuf, u64, Option<SystemTime>);
@@ -244,9 +245,11 @@ impl ScanCache {
     /// True when a pass would find nothing to do: the last full pass left
     /// nothing waiting or held, and the feed folders and the segments it had
     /// not finished with are as it left them. The same `stat` calls as a
-    /// pass over an unchanged folder, without its transaction and queries.
-    pub fn unchanged(&self, feeds_root: &Path) -> bool {
-        self.ready() && self.stats_unchanged(feeds_root)
+    /// pass over an unchanged folder, without its transaction and queries,
+    /// less those of the folders `since` vouches for (each with the
+    /// segments in it): a tripwire's word that nothing changed there.
+    pub fn unchanged(&self, feeds_root: &Path, since: &Since) -> bool {
+        self.ready() && self.stats_unchanged(feeds_root, since)
     }
 
     /// True when the last full pass left nothing waiting or held and its
@@ -264,14 +267,18 @@ impl ScanCache {
             .chain(self.feeds.iter().map(|(_, dir)| dir.as_path()))
     }
 
-    fn stats_unchanged(&self, feeds_root: &Path) -> bool {
-        mtime_of(feeds_root) == self.feeds_mtime
+    fn stats_unchanged(&self, feeds_root: &Path, since: &Since) -> bool {
+        let look = |dir: &Path| since.may_have_changed(dir);
+        (!look(feeds_root) || mtime_of(feeds_root) == self.feeds_mtime)
             && self
                 .role_mtimes
                 .iter()
-                .all(|(p, m)| mtime_of(p).as_ref() == Some(m))
+                .all(|(p, m)| !look(p) || mtime_of(p).as_ref() == Some(m))
             && self.feeds.iter().all(|(_, dir)| {
                 self.dirs.get(dir).is_some_and(|d| {
+                    if !look(dir) {
+                        return true;
+                    }
                     mtime_of(dir) == Some(d.mtime)
                         && d.segments[d.checked..].iter().all(|s| {
                             let now = fs::symlink_metadata(&s.path)
