@@ -76,8 +76,9 @@ pub struct Channel {
     state_dir: PathBuf,
     index: Index,
     cache: ScanCache,
-    /// Spares the change check's `stat` calls while nothing under the feed
-    /// folders changed ([`Self::folder_unchanged`]).
+    /// Tells the change check which feed folders may have changed, so it
+    /// stats only those ([`Self::folder_unchanged`]); none by default
+    /// ([`Self::set_tripwire`]).
     tripwire: Tripwire,
     /// Per own feed, what this process's last append left on disk.
     tails: HashMap<FeedId, Tails>,
