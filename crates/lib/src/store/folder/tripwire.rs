@@ -107,16 +107,20 @@ impl Tripwire {
                 Since::Unknown
             }),
             State::Asked => {
-                let mut dirs = dirs.into_iter().peekable();
                 self.state = State::Off;
                 #[cfg(target_os = "linux")]
-                if let Some(mut wire) = dirs.peek().and_then(|root| linux::Wire::new(root)) {
-                    // Made now, so nothing is known yet: it watches the
-                    // folders from here, and the next call uses it.
-                    if wire.look(dirs).is_some() {
-                        self.state = State::Set(wire);
+                {
+                    let mut dirs = dirs.into_iter().peekable();
+                    if let Some(mut wire) = dirs.peek().and_then(|root| linux::Wire::new(root)) {
+                        // Made now, so nothing is known yet: it watches the
+                        // folders from here, and the next call uses it.
+                        if wire.look(dirs).is_some() {
+                            self.state = State::Set(wire);
+                        }
                     }
                 }
+                #[cfg(not(target_os = "linux"))]
+                drop(dirs);
                 Since::Unknown
             }
         }
