@@ -898,10 +898,6 @@ impl Channel {
 /// (all of them while nothing tripped it since `cache` last matched the
 /// folders); the tripwire is then told the verdict.
 fn folder_unchanged(cache: &ScanCache, tripwire: &mut Tripwire, feeds: &Path) -> bool {
-    if !cache.ready() {
-        tripwire.set_matched(false);
-        return false;
-    }
     let since = tripwire.since(cache.checked_dirs(feeds));
     let unchanged = cache.unchanged(feeds, &since);
     tripwire.set_matched(unchanged);

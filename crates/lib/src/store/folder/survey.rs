@@ -152,9 +152,7 @@ pub fn survey_feeds(feeds: &Path) -> Result<FeedsSurvey, PathError> {
             strays.push(Stray::unknown(role_path));
             continue;
         }
-        let mtime = fs::symlink_metadata(&role_path)
-            .and_then(|m| m.modified())
-            .ok();
+        let mtime = mtime_of(&role_path);
         let devices = match entries(&role_path) {
             Ok(d) => d,
             Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => continue,
@@ -231,4 +229,12 @@ pub fn survey_segments(dir: &Path) -> Result<(Vec<Segment>, Vec<Stray>), PathErr
 /// this program or of a sync tool.
 fn is_in_flight(name: &str) -> bool {
     name.ends_with(".tmp") || name.ends_with(".partial") || name.starts_with(".~tmp~")
+}
+
+/// The modification time of `p` itself, never of what a link there names:
+/// the folder is peer-controlled, and a link planted where a feed folder
+/// stood must not send a check (the change check runs at every call) to
+/// stat another path, such as a mount that hangs.
+pub fn mtime_of(p: &Path) -> Option<SystemTime> {
+    fs::symlink_metadata(p).and_then(|m| m.modified()).ok()
 }

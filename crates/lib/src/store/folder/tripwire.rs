@@ -152,7 +152,7 @@ impl Since {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
     use std::ffi::OsString;
     use std::mem::MaybeUninit;
     use std::os::fd::OwnedFd;
@@ -193,9 +193,9 @@ mod linux {
     #[derive(Debug)]
     pub(super) struct Wire {
         fd: OwnedFd,
-        /// The folders watched: each path's watch, and each watch's paths
-        /// (two paths of one folder share a watch).
-        watched: HashMap<OsString, WatchDescriptor>,
+        /// The folders watched, and each watch's paths (two paths of one
+        /// folder share a watch).
+        watched: HashSet<OsString>,
         paths: HashMap<WatchDescriptor, Vec<PathBuf>>,
         buf: Vec<MaybeUninit<u8>>,
     }
@@ -212,7 +212,7 @@ mod linux {
             }
             Some(Self {
                 fd: instance()?,
-                watched: HashMap::new(),
+                watched: HashSet::new(),
                 paths: HashMap::new(),
                 buf: vec![MaybeUninit::uninit(); 4096],
             })
@@ -233,7 +233,7 @@ mod linux {
                 return self.look(dirs).map(|_| Since::Unknown);
             };
             for dir in dirs {
-                if self.watched.contains_key(dir.as_os_str()) {
+                if self.watched.contains(dir.as_os_str()) {
                     continue;
                 }
                 // Not watched before this call: looked at by the caller.
@@ -244,7 +244,7 @@ mod linux {
                 // A folder that cannot be watched (gone, a link, no watch
                 // left) stays unwatched, so looked at on every call.
                 if let Ok(wd) = inotify::add_watch(&self.fd, dir, events()) {
-                    self.watched.insert(dir.as_os_str().to_owned(), wd);
+                    self.watched.insert(dir.as_os_str().to_owned());
                     self.paths.entry(wd).or_default().push(dir.to_path_buf());
                 }
             }

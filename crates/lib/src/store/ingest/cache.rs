@@ -20,7 +20,7 @@ use crate::core::ids::FeedId;
 use crate::core::record::parse_pubkey;
 use crate::store::folder::listing::{self, Listing, Tree};
 use crate::store::folder::segments::Segment;
-use crate::store::folder::survey;
+use crate::store::folder::survey::{self, mtime_of};
 use crate::store::folder::tripwire::Since;
 
 /// A file as last seen: path, size and mtime.
@@ -255,7 +255,7 @@ impl ScanCache {
     /// True when the last full pass left nothing waiting or held and its
     /// record of the folders is whole: [`Self::unchanged`] may then be
     /// answered by looking at them.
-    pub fn ready(&self) -> bool {
+    fn ready(&self) -> bool {
         self.settled && self.feeds_mtime.is_some()
     }
 
@@ -315,14 +315,6 @@ pub(super) struct DirScan {
     /// folder as listed anew (the feed's head checked for a cut), without
     /// listing it.
     pub(super) recalled: bool,
-}
-
-/// The modification time of `p` itself, never of what a link there names:
-/// the folder is peer-controlled, and a link planted where a feed folder
-/// stood must not send the check (run at every call) to stat another path,
-/// such as a mount that hangs.
-pub(super) fn mtime_of(p: &Path) -> Option<SystemTime> {
-    fs::symlink_metadata(p).and_then(|m| m.modified()).ok()
 }
 
 #[cfg(test)]

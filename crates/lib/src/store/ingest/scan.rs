@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::cache::{DirScan, FileStamp, ScanCache, mtime_of};
+use super::cache::{DirScan, FileStamp, ScanCache};
 use super::cursor::{Cursor, hash_range};
 use super::read_ahead::{ReadAhead, verify_lines};
 use super::{FOLDER_SCOPE, Ingest, Verdict};
@@ -16,7 +16,7 @@ use crate::store::error::{IoContext as _, StoreResult};
 use crate::store::folder::listing;
 use crate::store::folder::segments;
 use crate::store::folder::segments::{Line, Segment};
-use crate::store::folder::survey;
+use crate::store::folder::survey::{self, mtime_of};
 use crate::store::folder_file::{FolderError, Refusal};
 use crate::store::index::ProblemKind;
 

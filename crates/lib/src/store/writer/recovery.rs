@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::store::error::{IoContext as _, StoreResult};
 use crate::store::folder::segments::{MAX_SEGMENT_BYTES, split_lines};
-use crate::store::folder::survey::list_segments;
+use crate::store::folder::survey::{list_segments, mtime_of};
 use crate::store::folder_file::{self, FolderError};
 use crate::store::writer::feed::FeedWriter;
 use crate::store::writer::journal;
@@ -116,9 +116,7 @@ impl FeedWriter {
                 break;
             }
             if !recent.is_empty() {
-                let modified = fs::symlink_metadata(&seg.path)
-                    .ok()
-                    .and_then(|m| m.modified().ok());
+                let modified = mtime_of(&seg.path);
                 if since.is_none_or(|since| modified.is_none_or(|m| m < since)) {
                     break;
                 }
