@@ -270,7 +270,12 @@ fn rebuild_only(a: &Args, scratch: &Scratch) -> anyhow::Result<ExitCode> {
     eprintln!("measuring the parts of a rebuild…");
     let parts = RebuildParts::measure(&seeded, &scratch.root)?;
     let mut t = Table::default();
-    rebuild_rows(&mut t, rebuilt.rate_rows(), rebuilt.rate_searchable());
+    rebuild_rows(
+        &mut t,
+        a.messages,
+        rebuilt.rate_rows(),
+        rebuilt.rate_searchable(),
+    );
     t.print();
     parts.print(rebuilt.searchable, rebuilt.report.accepted);
     println!("\nload average at the end: {}", load_average());
@@ -699,16 +704,17 @@ impl Rebuilt {
     }
 }
 
-/// The rebuild's rows: until the tools answer (the budget), and until
-/// search is complete.
-fn rebuild_rows(t: &mut Table, rate: f64, rate_search: f64) {
+/// The rebuild's rows: until the tools answer (the budget, which depends
+/// on the channel's size: [`rebuild_budget`]), and until search is complete.
+fn rebuild_rows(t: &mut Table, messages: usize, rate: f64, rate_search: f64) {
+    let (budget, label) = rebuild_budget(messages);
     t.row(
         "rebuild until tools answer (reindex)",
         format!("{rate:.0} records/s"),
         "",
-        "≥ 50,000 records/s",
-        Some(rate >= 50_000.0),
-        rate / 50_000.0,
+        label,
+        Some(rate >= budget),
+        rate / budget,
     );
     t.row(
         "rebuild until search is complete",
@@ -718,6 +724,17 @@ fn rebuild_rows(t: &mut Table, rate: f64, rate_search: f64) {
         None,
         0.0,
     );
+}
+
+/// Records per second a rebuild must reach until the tools answer (issue
+/// 30: 50,000 at 10,000 messages, 25,000 at a million, where the index's
+/// b-trees no longer fit in memory; a run between is held to the first).
+fn rebuild_budget(messages: usize) -> (f64, &'static str) {
+    if messages >= 1_000_000 {
+        (25_000.0, "≥ 25,000 records/s")
+    } else {
+        (50_000.0, "≥ 50,000 records/s")
+    }
 }
 
 /// The budget of spawn → first answer, and of the server's peak memory
@@ -802,7 +819,12 @@ fn growth_only(a: &Args, scratch: &Scratch, exe: &Countersign) -> anyhow::Result
     eprintln!("measuring through the MCP server…");
     let mcp = rt.block_on(Mcp::measure(exe.path(), &seeded, a.calls))?;
     let mut t = Table::default();
-    rebuild_rows(&mut t, rebuilt.rate_rows(), rebuilt.rate_searchable());
+    rebuild_rows(
+        &mut t,
+        a.messages,
+        rebuilt.rate_rows(),
+        rebuilt.rate_searchable(),
+    );
     tool_rows(&mut t, &wire, &mcp, machine.fsync_p50);
     let (start, rss) = if a.messages >= 1_000_000 {
         (START_BUDGET_1M_MS, RSS_BUDGET_1M_MB)
@@ -1117,7 +1139,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     // The table.
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let mut t = Table::default();
-    rebuild_rows(&mut t, rate, rate_search);
+    rebuild_rows(&mut t, a.messages, rate, rate_search);
     t.row(
         "ingest 1 new record (catch_up)",
         format!("{:.3} ms", ms(p(&inc.fresh, 50))),
