@@ -28,6 +28,60 @@ pub(in crate::store) struct SendRow {
     pub send: Send,
 }
 
+/// The sends one ingest pass accepted, kept decoded so that folding their
+/// messages needs no second read and parse of their records.
+///
+/// Kept up to [`FRESH_TEXT_MAX`] bytes of text: a rebuild, or a device's
+/// first pass, would otherwise hold every message of the channel at once
+/// (2.5 GB at a million messages, in a folder whoever pushes to the remote
+/// may fill). A send past the bound is read back from the index when its
+/// message is folded ([`send_row`]), as any later pass reads it.
+#[derive(Default)]
+pub(in crate::store) struct Fresh {
+    rows: HashMap<RecordId, SendRow>,
+    /// The text the kept sends hold, with a fixed share per send.
+    bytes: usize,
+}
+
+/// How much text [`Fresh`] keeps (small under test, so the unit tests'
+/// passes take both ways).
+const FRESH_TEXT_MAX: usize = if cfg!(test) { 4 << 10 } else { 128 << 20 };
+
+/// What a kept send costs beside its text: the map's slot and the send's
+/// other fields.
+const FRESH_ROW_COST: usize = 256;
+
+impl Fresh {
+    /// Keeps `row` for message `id` if the bound leaves room for it.
+    pub fn keep(&mut self, id: RecordId, n: i64, from: Role, key: OrderKey, send: &Send) {
+        let text: usize = send.body.len()
+            + send.topic.len()
+            + send.addenda.values().map(String::len).sum::<usize>();
+        let cost = text + FRESH_ROW_COST;
+        if self.bytes + cost > FRESH_TEXT_MAX {
+            return;
+        }
+        self.bytes += cost;
+        let send = send.clone();
+        self.rows.insert(id, SendRow { n, from, key, send });
+    }
+
+    /// The kept send of message `id`, if it was kept.
+    pub fn get(&self, id: &RecordId) -> Option<&SendRow> {
+        self.rows.get(id)
+    }
+
+    /// Forgets the send of message `id` (its record was taken back).
+    pub fn forget(&mut self, id: &RecordId) {
+        self.rows.remove(id);
+    }
+
+    /// How many sends are kept.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
 /// The `send` record of message `id`, decoded.
 pub(in crate::store) fn send_row(index: &Index, id: &RecordId) -> StoreResult<Option<SendRow>> {
     let send: Option<(i64, String, i64, i64, String)> = index
@@ -96,10 +150,17 @@ pub(in crate::store) fn target_records(index: &Index, id: &RecordId) -> StoreRes
 /// takes them from here instead of reading and decoding its `targets` rows
 /// again: [`Self::of`] answers only then. It mirrors the `targets` rows the
 /// pass writes and takes back (a fork).
+///
+/// Kept up to [`ACTING_LINKS_MAX`] links from a record to a message it acts
+/// on: past them it lets go of all it held, and every message is folded
+/// from the index's rows, as a later pass folds it.
 #[derive(Default)]
 pub(in crate::store) struct Acting {
-    /// True when the index held no `targets` row as the pass began.
+    /// True when the index held no `targets` row as the pass began, and
+    /// the bound was not reached since.
     complete: bool,
+    /// Links noted so far.
+    links: usize,
     /// By local ingest number.
     ops: HashMap<i64, Decoded>,
     /// The ingest numbers acting on each message, in acceptance order.
@@ -131,6 +192,11 @@ impl Acting {
         let Ok(role) = Role::new(role) else {
             return;
         };
+        self.links += op.targets().len();
+        if self.links > ACTING_LINKS_MAX {
+            *self = Self::default();
+            return;
+        }
         for t in op.targets() {
             let list = self.on.entry(*t).or_default();
             // `targets` holds one row per (message, record).
@@ -163,6 +229,11 @@ impl Acting {
         Some(ns.iter().filter_map(|n| self.ops.get(n)).collect())
     }
 }
+
+/// How many links [`Acting`] keeps (small under test, so the unit tests'
+/// passes take both ways). A link costs about 100 bytes with its share of
+/// the op it belongs to.
+const ACTING_LINKS_MAX: usize = if cfg!(test) { 64 } else { 1 << 20 };
 
 /// The columns `id, role, ms, c, body` of a records row.
 pub(in crate::store) type RecordRow = (String, String, i64, i64, String);
@@ -308,6 +379,43 @@ mod tests {
         assert_eq!(*key, resolve.order_key());
         assert_eq!(role.as_str(), "b");
         assert!(matches!(op, Op::Resolve(n) if n.id == sent.id));
+    }
+
+    #[test]
+    fn a_pass_keeps_sends_and_acting_records_only_up_to_its_bounds() {
+        let key = |ms| OrderKey {
+            hlc: Hlc(ms, 0),
+            id: RecordId::parse(&crate::core::ids::sha256_hex(&ms.to_be_bytes())).unwrap(),
+        };
+        let Op::Send(send) = debt() else {
+            unreachable!()
+        };
+        let mut fresh = Fresh::default();
+        for i in 0..100 {
+            let k = key(i);
+            fresh.keep(k.id, i, Role::new("a").unwrap(), k, &send);
+        }
+        let kept = fresh.len();
+        assert!(kept > 0 && kept < 100, "{kept} of 100 kept");
+        assert!(fresh.get(&key(0).id).is_some(), "the first are kept");
+        assert!(fresh.get(&key(99).id).is_none(), "the last are read back");
+
+        // Acting answers while it holds every link, and lets go of all
+        // past its bound: the fold then reads the index's rows.
+        let ix = Index::in_memory("c").unwrap();
+        let mut acting = Acting::begin(&ix).unwrap();
+        let ids: Vec<RecordId> = (0..ACTING_LINKS_MAX as i64 / 2)
+            .map(|i| key(i).id)
+            .collect();
+        let read = Op::Read(crate::core::op::Ids { ids: ids.clone() });
+        acting.add(1, key(1_000), "b", &read);
+        assert_eq!(acting.of(&ids[0]).map(|v| v.len()), Some(1));
+        acting.add(2, key(1_001), "b", &read);
+        assert_eq!(acting.of(&ids[0]).map(|v| v.len()), Some(2));
+        acting.add(3, key(1_002), "b", &read);
+        assert!(acting.of(&ids[0]).is_none(), "past the bound");
+        acting.add(4, key(1_003), "b", &read);
+        assert!(acting.of(&ids[0]).is_none(), "and from then on");
     }
 
     #[test]

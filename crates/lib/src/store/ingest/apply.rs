@@ -4,17 +4,15 @@
 //! messages it touched folded again at the end of the pass. It decides
 //! nothing: the judge ([`super::judge`]) accepted the record.
 
-use std::collections::HashMap;
-
 use crate::core::chain::Head;
-use crate::core::ids::{FeedId, RecordId, Role};
+use crate::core::ids::{FeedId, Role};
 use crate::core::memory;
 use crate::core::op::{Backfill, Op, UndoBackfill};
 use crate::core::record::{self, Record, parse_pubkey};
 use crate::store::error::StoreResult;
 use crate::store::fold::consent;
 use crate::store::fold::message::refold_with;
-use crate::store::fold::records::SendRow;
+use crate::store::fold::records::Fresh;
 use crate::store::fold::upload;
 use crate::store::index::ProblemKind;
 
@@ -87,15 +85,7 @@ impl Ingest<'_, '_> {
                 let Ok(from) = Role::new(&role) else {
                     return Ok(());
                 };
-                self.fresh.insert(
-                    rec.id,
-                    SendRow {
-                        n,
-                        from,
-                        key: rec.order_key(),
-                        send: send.clone(),
-                    },
-                );
+                self.fresh.keep(rec.id, n, from, rec.order_key(), send);
             }
             Op::Read(_)
             | Op::Opened(_)
@@ -217,7 +207,7 @@ impl Ingest<'_, '_> {
 /// Frees the decoded messages of a large pass (a rebuild's: every message,
 /// with its text) on a thread of its own: freeing them one by one took a
 /// tenth of the rebuild's final fold, on the thread the tools wait for.
-fn drop_aside(fresh: HashMap<RecordId, SendRow>) {
+fn drop_aside(fresh: Fresh) {
     if fresh.len() >= DROP_ASIDE_FROM {
         // With no thread to be had, the map is freed here, with the error.
         let _ = std::thread::Builder::new()

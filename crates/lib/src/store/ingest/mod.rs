@@ -46,7 +46,7 @@ use crate::core::record::Record;
 use crate::store::clock::now_ms;
 use crate::store::error::StoreResult;
 use crate::store::fold::invitation;
-use crate::store::fold::records::{Acting, SendRow};
+use crate::store::fold::records::{Acting, Fresh};
 use crate::store::folder::layout::ChannelDir;
 use crate::store::folder::segments::Line;
 use crate::store::index::{IndexTx, ProblemKind};
@@ -110,9 +110,9 @@ pub struct Ingest<'a, 'p> {
     touched: BTreeSet<RecordId>,
     /// Uploads that gained a chunk or a seal in this pass.
     uploads: BTreeSet<RecordId>,
-    /// Sends accepted in this pass, kept decoded so re-folding them needs no
-    /// second read and parse.
-    fresh: HashMap<RecordId, SendRow>,
+    /// Sends accepted in this pass, kept decoded (up to a bound) so
+    /// re-folding them needs no second read and parse.
+    fresh: Fresh,
     /// The records acting on messages accepted in this pass, kept decoded
     /// likewise (used when the pass began with none in the index).
     acting: Acting,
@@ -322,7 +322,7 @@ impl<'a, 'p> Ingest<'a, 'p> {
             feeds: HashMap::new(),
             touched: BTreeSet::new(),
             uploads: BTreeSet::new(),
-            fresh: HashMap::new(),
+            fresh: Fresh::default(),
             acting: Acting::default(),
             pin_keys: BTreeSet::new(),
             report: IngestReport::default(),

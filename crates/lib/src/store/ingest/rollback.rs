@@ -48,7 +48,7 @@ impl Ingest<'_, '_> {
                 && let Some(rid) = RecordId::parse(id)
             {
                 self.touched.remove(&rid);
-                self.fresh.remove(&rid);
+                self.fresh.forget(&rid);
                 self.index.remove_message(&rid)?;
             }
             // An upload's chunk or seal: the upload is folded again (and goes
