@@ -45,11 +45,12 @@ pub(in crate::store) struct Fresh {
 
 /// How much text [`Fresh`] keeps (small under test, so the unit tests'
 /// passes take both ways).
-const FRESH_TEXT_MAX: usize = if cfg!(test) { 4 << 10 } else { 128 << 20 };
+const FRESH_TEXT_MAX: usize = if cfg!(test) { 4 << 10 } else { 1 << 30 };
 
-/// What a kept send costs beside its text: the map's slot and the send's
-/// other fields.
-const FRESH_ROW_COST: usize = 256;
+/// What a kept send costs beside its text: its slot in the map (a
+/// `SendRow` is a few hundred bytes, and the map keeps room free) and the
+/// send's other fields.
+const FRESH_ROW_COST: usize = 640;
 
 impl Fresh {
     /// Keeps `row` for message `id` if the bound leaves room for it.
@@ -233,7 +234,7 @@ impl Acting {
 /// How many links [`Acting`] keeps (small under test, so the unit tests'
 /// passes take both ways). A link costs about 100 bytes with its share of
 /// the op it belongs to.
-const ACTING_LINKS_MAX: usize = if cfg!(test) { 64 } else { 1 << 20 };
+const ACTING_LINKS_MAX: usize = if cfg!(test) { 64 } else { 4 << 20 };
 
 /// The columns `id, role, ms, c, body` of a records row.
 pub(in crate::store) type RecordRow = (String, String, i64, i64, String);
