@@ -53,7 +53,8 @@ const FRESH_TEXT_MAX: usize = if cfg!(test) { 4 << 10 } else { 1 << 30 };
 const FRESH_ROW_COST: usize = 640;
 
 impl Fresh {
-    /// Keeps `row` for message `id` if the bound leaves room for it.
+    /// Keeps `send`, accepted as record `n` of `from` at `key`, for message
+    /// `id`, if the bound leaves room for it.
     pub fn keep(&mut self, id: RecordId, n: i64, from: Role, key: OrderKey, send: &Send) {
         let text: usize = send.body.len()
             + send.topic.len()
