@@ -1035,7 +1035,8 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 mod tests {
     use super::*;
     use crate::core::genesis::{FORMAT, Genesis, channel_id};
-    use crate::core::op::{Admit, FeedInit, Send};
+    use crate::core::ids::RecordId;
+    use crate::core::op::{Admit, FeedInit, Ids, Note, Send};
     use crate::store::folder::segments::SEGMENT_RECORDS;
     use crate::store::folder::survey;
     use crate::store::home::new_signing_key;
@@ -1638,13 +1639,12 @@ mod tests {
                 .unwrap();
             ids.push(rec.id);
         }
-        let ids_op =
-            |ids: &[crate::core::ids::RecordId]| crate::core::op::Ids { ids: ids.to_vec() };
+        let ids_op = |ids: &[RecordId]| Ids { ids: ids.to_vec() };
         for op in [Op::Opened(ids_op(&ids)), Op::Read(ids_op(&ids))] {
             ch.append(&beta, |_| Ok::<_, StoreError>((op, ()))).unwrap();
         }
         for id in ids.iter().step_by(3) {
-            let resolve = Op::Resolve(crate::core::op::Note {
+            let resolve = Op::Resolve(Note {
                 id: *id,
                 note: Some("done".into()),
             });

@@ -39,12 +39,12 @@ pub(in crate::store) struct SendRow {
 #[derive(Default)]
 pub(in crate::store) struct Fresh {
     rows: HashMap<RecordId, SendRow>,
-    /// The text the kept sends hold, with a fixed share per send.
+    /// What the kept sends cost: their text and [`FRESH_ROW_COST`] each.
     bytes: usize,
 }
 
-/// How much text [`Fresh`] keeps (small under test, so the unit tests'
-/// passes take both ways).
+/// How many bytes [`Fresh`] keeps: the sends' text and [`FRESH_ROW_COST`]
+/// each (small under test, so the unit tests' passes take both ways).
 const FRESH_TEXT_MAX: usize = if cfg!(test) { 4 << 10 } else { 1 << 30 };
 
 /// What a kept send costs beside its text: its slot in the map (a
@@ -322,7 +322,7 @@ mod tests {
     use super::fixture::{put, put_raw, put_target};
     use super::*;
     use crate::core::ids::sha256_hex;
-    use crate::core::op::Note;
+    use crate::core::op::{Ids, Note};
 
     fn debt() -> Op {
         Op::Send(Send {
@@ -387,7 +387,7 @@ mod tests {
     fn a_pass_keeps_sends_and_acting_records_only_up_to_its_bounds() {
         let key = |ms| OrderKey {
             hlc: Hlc(ms, 0),
-            id: RecordId::parse(&crate::core::ids::sha256_hex(&ms.to_be_bytes())).unwrap(),
+            id: RecordId::parse(&sha256_hex(&ms.to_be_bytes())).unwrap(),
         };
         let Op::Send(send) = debt() else {
             unreachable!()
@@ -409,7 +409,7 @@ mod tests {
         let ids: Vec<RecordId> = (0..ACTING_LINKS_MAX as i64 / 2)
             .map(|i| key(i).id)
             .collect();
-        let read = Op::Read(crate::core::op::Ids { ids: ids.clone() });
+        let read = Op::Read(Ids { ids: ids.clone() });
         acting.add(1, key(1_000), "b", &read);
         assert_eq!(acting.of(&ids[0]).map(|v| v.len()), Some(1));
         acting.add(2, key(1_001), "b", &read);

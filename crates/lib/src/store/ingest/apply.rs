@@ -204,8 +204,8 @@ impl Ingest<'_, '_> {
     }
 }
 
-/// Frees the decoded messages of a large pass (a rebuild's: every message,
-/// with its text) on a thread of its own: freeing them one by one took a
+/// Frees the decoded sends of a large pass (a rebuild's: as many as
+/// [`Fresh`] keeps, with their text) on a thread of its own: freeing them one by one took a
 /// tenth of the rebuild's final fold, on the thread the tools wait for.
 fn drop_aside(fresh: Fresh) {
     if fresh.len() >= DROP_ASIDE_FROM {
