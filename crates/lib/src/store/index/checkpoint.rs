@@ -45,6 +45,8 @@ const SELF_AT: c_int = 400;
 pub struct Checkpointer {
     /// The log's length in pages after the connection's last commit.
     pages: Arc<AtomicI32>,
+    /// The log's length when the thread was last asked.
+    asked_at: AtomicI32,
     requests: SyncSender<()>,
 }
 
@@ -76,15 +78,29 @@ impl Checkpointer {
             Ok(())
         }))
         .db(path)?;
-        Ok(Self { pages, requests })
+        Ok(Self {
+            pages,
+            asked_at: AtomicI32::new(0),
+            requests,
+        })
     }
 
     /// Called once a commit has returned: asks the thread for a checkpoint
-    /// when the log has grown past [`ASK_AT`]. Asked here rather than from
-    /// the hook, which runs inside the commit, so that the thread starts on
-    /// a log the commit is done with.
+    /// when the log has grown past [`ASK_AT`], and again each time it has
+    /// grown by a quarter of that since. Asked here rather than from the
+    /// hook, which runs inside the commit, so that the thread starts on a
+    /// log the commit is done with.
+    ///
+    /// Not at every commit past the mark: in a burst of writes the log does
+    /// not start over (SQLite restarts it only at a write that begins when
+    /// every page was copied back, and each commit adds pages meanwhile),
+    /// so asking at every commit had the thread checkpoint, and sync the
+    /// database file, once per write, on the core the journal's fsync runs
+    /// on.
     pub fn after_commit(&self) {
-        if self.pages.load(Ordering::Relaxed) >= ASK_AT {
+        let n = self.pages.load(Ordering::Relaxed);
+        if ask_due(n, self.asked_at.load(Ordering::Relaxed)) {
+            self.asked_at.store(n, Ordering::Relaxed);
             self.ask();
         }
     }
@@ -95,6 +111,13 @@ impl Checkpointer {
         // Already asked and not yet done: one request is enough.
         let _ = self.requests.try_send(());
     }
+}
+
+/// True if a log of `n` pages is due a checkpoint, the thread having last
+/// been asked at `last` pages ([`Checkpointer::after_commit`]).
+fn ask_due(n: c_int, last: c_int) -> bool {
+    // `n < last`: the log started over since.
+    n >= ASK_AT && (n < last || n - last >= ASK_AT / 4)
 }
 
 /// The thread: a passive checkpoint per request, until the requests end.
@@ -155,6 +178,20 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn the_thread_is_asked_past_the_mark_and_then_once_per_quarter_of_it() {
+        assert!(!ask_due(ASK_AT - 1, 0));
+        assert!(ask_due(ASK_AT, 0));
+        // Commits that each add a few pages do not ask again...
+        assert!(!ask_due(ASK_AT + 20, ASK_AT));
+        assert!(!ask_due(ASK_AT + ASK_AT / 4 - 1, ASK_AT));
+        // ...until the log has grown by a quarter of the mark.
+        assert!(ask_due(ASK_AT + ASK_AT / 4, ASK_AT));
+        // A log that started over and grew past the mark again is asked for.
+        assert!(ask_due(ASK_AT, 3 * ASK_AT));
+        assert!(!ask_due(ASK_AT - 1, 3 * ASK_AT));
     }
 
     /// Set while the test's second connection waits, holding the log's
