@@ -278,9 +278,15 @@ pub fn open_write(path: &Path) -> Result<File, FolderError> {
 /// kept open across writes: a second name made since would carry the bytes
 /// out of the folder.
 pub fn only_name(f: &File, path: &Path) -> Result<(), FolderError> {
+    only_name_len(f, path).map(|_| ())
+}
+
+/// [`only_name`], and the file's length.
+fn only_name_len(f: &File, path: &Path) -> Result<u64, FolderError> {
     use std::os::unix::fs::MetadataExt as _;
-    match f.metadata().at(path)?.nlink() {
-        1 => Ok(()),
+    let m = f.metadata().at(path)?;
+    match m.nlink() {
+        1 => Ok(m.len()),
         links => Err(FolderError::refused(path, Refusal::Linked { links })),
     }
 }
@@ -292,18 +298,27 @@ pub fn only_name(f: &File, path: &Path) -> Result<(), FolderError> {
 /// anything [`open_write`] refuses and for a file with other names (a hard
 /// link would carry the bytes beyond the folder): [`replace`] is the way then.
 pub fn rewrite(path: &Path, bytes: &[u8]) -> Result<File, FolderError> {
-    let f = open_write(path)?;
+    let (f, _) = open_regular(path, OpenOptions::new().write(true))?;
     overwrite(&f, path, bytes)?;
     Ok(f)
 }
 
-/// Writes `bytes` over the file `f` (opened at `path` by [`open_write`] and
-/// still its one name: [`only_name`]) from its start, then cuts it to their
-/// length, as [`rewrite`] does.
+/// Writes `bytes` over the file `f` (opened at `path` by [`open_write`])
+/// from its start, then cuts it to their length, as [`rewrite`] does.
+/// Refused, with nothing written, once the file has another name
+/// ([`only_name`], checked again: a file kept open across writes may have
+/// gained one since).
 pub fn overwrite(f: &File, path: &Path, bytes: &[u8]) -> Result<(), FolderError> {
     use std::os::unix::fs::FileExt as _;
+    let was = only_name_len(f, path)?;
     f.write_all_at(bytes, 0).at(path)?;
-    f.set_len(bytes.len() as u64).at(path)?;
+    // Cut only when the old bytes reach past the new: a cut to the length
+    // the file has still changes its inode and wakes every watcher of the
+    // folder, on a durable write's answer path.
+    let len = bytes.len() as u64;
+    if was > len {
+        f.set_len(len).at(path)?;
+    }
     Ok(())
 }
 
@@ -431,12 +446,25 @@ mod tests {
         rewrite(&file, b"shorter\n").unwrap();
         assert_eq!(fs::read(&file).unwrap(), b"shorter\n");
         assert_eq!(fs::metadata(&file).unwrap().ino(), inode);
-        // A second name: refused, both names keep their bytes.
+        // Through the file kept open: longer, as long, shorter.
+        let kept = rewrite(&file, b"shorter\n").unwrap();
+        for bytes in [
+            &b"much longer again\n"[..],
+            b"eighteen bytes ok\n",
+            b"cut\n",
+        ] {
+            overwrite(&kept, &file, bytes).unwrap();
+            assert_eq!(fs::read(&file).unwrap(), bytes);
+        }
+        // A second name: refused, both names keep their bytes, whether the
+        // file is opened again or written through the one kept open.
         let other = dir.path().join("elsewhere");
         fs::hard_link(&file, &other).unwrap();
         let err = rewrite(&file, b"new\n").unwrap_err();
         assert_eq!(err.refusal(), Some(&Refusal::Linked { links: 2 }), "{err}");
-        assert_eq!(fs::read(&other).unwrap(), b"shorter\n");
+        let err = overwrite(&kept, &file, b"a much longer head\n").unwrap_err();
+        assert_eq!(err.refusal(), Some(&Refusal::Linked { links: 2 }), "{err}");
+        assert_eq!(fs::read(&other).unwrap(), b"cut\n");
         // Nothing there: an error, and nothing made.
         let missing = dir.path().join("missing");
         assert!(rewrite(&missing, b"x").is_err());
