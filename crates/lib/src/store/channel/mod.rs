@@ -816,7 +816,7 @@ impl Channel {
                     if let Some((segment, offset)) =
                         tails.as_ref().and_then(|t| writer.feed.lands_at(one, t)) =>
                 {
-                    let appending = writer.feed.begin_append(one, &writer.key)?;
+                    let appending = writer.feed.begin_append(one, &writer.key, tails.as_ref())?;
                     let ahead = Ingest::fold_own_ahead(
                         ix,
                         dir,
@@ -1413,6 +1413,52 @@ mod tests {
             lines(&std::fs::read(&seg).unwrap()),
             lines(&before) + 2,
             "the refused record was never published, the two after it were"
+        );
+    }
+
+    #[test]
+    fn a_journal_replaced_under_its_path_is_never_written_through() {
+        // A process keeps its journal open between writes too. A journal
+        // put in its place by a rename, with the same bytes and mtime, keeps
+        // the size and mtime the tails hold: the inode must tell them apart,
+        // or the next record's durable copy would go to a file nobody reads.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ch = fresh(&tmp);
+        let w = announced(&mut ch, &Role::new("alpha").unwrap());
+        for i in 0..2 {
+            ch.append(&w, |_| Ok::<_, StoreError>((send(i), ())))
+                .unwrap();
+        }
+        let journal = ch.state_dir().join("journal").join("alpha.jsonl");
+        let old = std::fs::File::open(&journal).unwrap();
+        let mtime = old.metadata().unwrap().modified().unwrap();
+        let copy = journal.with_extension("copy");
+        std::fs::copy(&journal, &copy).unwrap();
+        let f = std::fs::File::options().write(true).open(&copy).unwrap();
+        f.set_modified(mtime).unwrap();
+        drop(f);
+        std::fs::rename(&copy, &journal).unwrap();
+        let replaced = std::fs::read(&journal).unwrap();
+
+        ch.append(&w, |_| Ok::<_, StoreError>((send(2), ())))
+            .unwrap();
+        let now = std::fs::read(&journal).unwrap();
+        assert!(
+            now.len() > replaced.len() && now.starts_with(&replaced),
+            "the record went to the journal the path names"
+        );
+        let mut unlinked = Vec::new();
+        std::io::Read::read_to_end(&mut &old, &mut unlinked).unwrap();
+        assert_eq!(unlinked, replaced, "nothing written to the replaced file");
+        let (_, seg) = newest_segment(&ch, "alpha");
+        let lines = std::fs::read(&seg).unwrap();
+        assert!(
+            now.ends_with(
+                &lines[lines[..lines.len() - 1]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1)..]
+            )
         );
     }
 

@@ -50,6 +50,19 @@ pub struct Tails {
     /// walks the path and checks every folder on it.
     segment_file: Arc<File>,
     head_file: Option<Arc<File>>,
+    /// The journal, as an append through [`FeedWriter::begin_append`] left
+    /// it open: the next one writes through it.
+    journal_file: Option<KeptJournal>,
+}
+
+/// The journal open in append mode, and its inode: the file is written
+/// through only while the journal's path still names that inode (a journal
+/// replaced under the path would otherwise take writes that no reader of
+/// the path sees).
+#[derive(Clone, Debug)]
+struct KeptJournal {
+    file: Arc<File>,
+    ino: u64,
 }
 
 impl Tails {
@@ -73,7 +86,12 @@ impl Tails {
     }
 
     fn holds(&self, journal: &Path, dir: &Path) -> bool {
-        stamp(journal).ok() == Some(self.journal)
+        use std::os::unix::fs::MetadataExt as _;
+        let journal_holds = fs::symlink_metadata(journal).is_ok_and(|m| {
+            (m.len(), m.modified().ok()) == self.journal
+                && self.journal_file.as_ref().is_none_or(|j| m.ino() == j.ino)
+        });
+        journal_holds
             && stamp(dir).ok().map(|s| s.1) == Some(self.dir)
             && stamp(&self.segment).ok() == Some(self.segment_stamp)
     }
@@ -87,6 +105,30 @@ pub struct Appending {
     syncing: Syncing,
     /// The record's `head.json`, signed while the journal syncs.
     head: String,
+    /// The journal's stamp and the feed folder's mtime, taken while the
+    /// journal syncs (`None` if a `stat` failed: taken after, as by
+    /// [`FeedWriter::append`]).
+    stamps: Option<Stamps>,
+    /// The journal, open for the next append (`None` if its inode could
+    /// not be read).
+    journal_file: Option<KeptJournal>,
+}
+
+/// The journal's stamp after a write, and the feed folder's mtime before
+/// its publication: what [`Tails`] keeps of them.
+#[derive(Debug)]
+struct Stamps {
+    journal: (u64, Option<SystemTime>),
+    dir: Option<SystemTime>,
+}
+
+impl Stamps {
+    fn take(journal: &Path, dir: &Path) -> StoreResult<Self> {
+        Ok(Self {
+            journal: stamp(journal)?,
+            dir: stamp(dir)?.1,
+        })
+    }
 }
 
 /// A file's size and mtime.
@@ -369,7 +411,8 @@ impl FeedWriter {
         tails: Option<&Tails>,
     ) -> StoreResult<Tails> {
         let journal_before = journal::append(&self.journal, rec.to_line().as_bytes())?;
-        self.publish_durable(rec, self.head_text(rec, None, key), tails, journal_before)
+        let head = self.head_text(rec, None, key);
+        self.publish_durable(rec, head, tails, journal_before, None, None)
     }
 
     /// Says that an append is coming, before the caller reads the index
@@ -381,16 +424,41 @@ impl FeedWriter {
 
     /// The first half of [`Self::append`] for a caller with work to do
     /// while the journal syncs: `rec` is written to the journal and its
-    /// fsync started on another thread; its head is signed meanwhile.
-    /// Nothing is published until [`Self::end_append`];
-    /// [`Self::abandon_append`] takes it back.
-    pub fn begin_append(&self, rec: &Record, key: &SigningKey) -> StoreResult<Appending> {
-        let (journal_before, syncing) =
-            journal::append_in_background(&self.journal, rec.to_line().as_bytes())?;
+    /// fsync started on another thread; its head is signed meanwhile, and
+    /// the journal and the feed folder stamped for the [`Tails`] (neither
+    /// changes until the publication, and the folder not by it when `rec`
+    /// lands in the newest segment). Nothing is published until
+    /// [`Self::end_append`]; [`Self::abandon_append`] takes it back. With
+    /// `tails` that [`Self::still_holds`] said hold, the journal is written
+    /// through the file their append left open.
+    pub fn begin_append(
+        &self,
+        rec: &Record,
+        key: &SigningKey,
+        tails: Option<&Tails>,
+    ) -> StoreResult<Appending> {
+        use std::os::unix::fs::MetadataExt as _;
+        let line = rec.to_line();
+        let kept = tails.and_then(|t| Some((t.journal.0, t.journal_file.as_ref()?)));
+        let (journal_before, syncing, journal_file) = match kept {
+            Some((before, j)) => {
+                let syncing =
+                    journal::append_in_background_through(&j.file, &self.journal, line.as_bytes())?;
+                (before, syncing, Some(j.clone()))
+            }
+            None => {
+                let (before, syncing, file) =
+                    journal::append_in_background(&self.journal, line.as_bytes())?;
+                let ino = file.metadata().ok().map(|m| m.ino());
+                (before, syncing, ino.map(|ino| KeptJournal { file, ino }))
+            }
+        };
         Ok(Appending {
             journal_before,
             syncing,
             head: self.head_text(rec, None, key),
+            stamps: Stamps::take(&self.journal, &self.dir).ok(),
+            journal_file,
         })
     }
 
@@ -407,11 +475,13 @@ impl FeedWriter {
             journal_before,
             syncing,
             head,
+            stamps,
+            journal_file,
         } = appending;
         if let Err(e) = syncing.wait() {
             return Err(journal::cut_back(&self.journal, journal_before, &[rec], e));
         }
-        self.publish_durable(rec, head, tails, journal_before)
+        self.publish_durable(rec, head, tails, journal_before, stamps, journal_file)
     }
 
     /// Gives up an append begun with [`Self::begin_append`] because of
@@ -436,13 +506,18 @@ impl FeedWriter {
     }
 
     /// Publishes `rec`, durable in the journal since it was `journal_before`
-    /// bytes long: its segment, then `head` (its signed head).
+    /// bytes long: its segment, then `head` (its signed head). `stamps`,
+    /// taken before the publication, stand for the ones it would take after
+    /// where the publication left the folder's entries alone; the tails keep
+    /// `journal_file` open.
     fn publish_durable(
         &self,
         rec: &Record,
         head: String,
         tails: Option<&Tails>,
         journal_before: u64,
+        stamps: Option<Stamps>,
+        journal_file: Option<KeptJournal>,
     ) -> StoreResult<Tails> {
         // The segment the last append left open, when `rec` goes there too.
         let kept = tails.filter(|t| self.lands_at(rec, t).is_some());
@@ -463,15 +538,22 @@ impl FeedWriter {
                 .unwrap_or(rec.header.seq),
         };
         let head_file = self.write_head_through(&head, kept.and_then(|t| t.head_file.clone()));
+        // The folder's entries are as they were unless a segment was begun
+        // or the head replaced by a rename (written in place, it is kept open).
+        let stamps = match stamps {
+            Some(s) if kept.is_some() && head_file.is_some() => s,
+            _ => Stamps::take(&self.journal, &self.dir)?,
+        };
         Ok(Tails {
-            journal: stamp(&self.journal)?,
-            dir: stamp(&self.dir)?.1,
+            journal: stamps.journal,
+            dir: stamps.dir,
             segment_stamp: file_stamp(&segment_file, &segment)?,
             segment,
             segment_first,
             last: rec.clone(),
             segment_file,
             head_file,
+            journal_file,
         })
     }
 
@@ -570,9 +652,7 @@ impl FeedWriter {
     fn write_head_through(&self, head: &str, kept: Option<Arc<File>>) -> Option<Arc<File>> {
         let path = self.dir.join(HEAD_FILE);
         if let Some(f) = kept
-            && folder_file::only_name(&f, &path)
-                .and_then(|()| folder_file::overwrite(&f, &path, head.as_bytes()))
-                .is_ok()
+            && folder_file::overwrite(&f, &path, head.as_bytes()).is_ok()
         {
             return Some(f);
         }

@@ -9,6 +9,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek as _, SeekFrom, Write as _};
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::core::record::Record;
 use crate::store::error::{IoContext as _, PathError, StoreError, StoreResult};
@@ -60,16 +61,31 @@ pub(in crate::store) fn append(path: &Path, bytes: &[u8]) -> StoreResult<u64> {
 /// caller goes on: nothing may be published before [`Syncing::wait`] says
 /// the bytes are durable. A journal just created is synced here, with its
 /// folder, before returning. Returns the journal's length before.
+/// Also returns the journal open, for [`append_in_background_through`].
 pub(in crate::store) fn append_in_background(
     path: &Path,
     bytes: &[u8],
-) -> StoreResult<(u64, Syncing)> {
+) -> StoreResult<(u64, Syncing, Arc<File>)> {
     let (f, offset, new) = write(path, bytes)?;
     if new {
         f.sync_data().at(path)?;
         sync_parent(path)?;
     }
-    Ok((offset, syncer::sync_data(f, path)))
+    let f = Arc::new(f);
+    Ok((offset, syncer::sync_data(Arc::clone(&f), path), f))
+}
+
+/// [`append_in_background`] through `file`, the journal at `path` as an
+/// earlier append left it open (in append mode): no path to walk, no file
+/// to open, no end to seek. The caller knows the length before (it checked
+/// the journal's stamp, and that `file` is still what `path` names).
+pub(in crate::store) fn append_in_background_through(
+    file: &Arc<File>,
+    path: &Path,
+    bytes: &[u8],
+) -> StoreResult<Syncing> {
+    (&**file).write_all(bytes).at(path)?;
+    Ok(syncer::sync_data(Arc::clone(file), path))
 }
 
 /// Writes `bytes` at the journal's end, not synced: the file, its length
