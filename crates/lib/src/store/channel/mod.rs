@@ -1334,10 +1334,7 @@ mod tests {
         // The newest segment's cursor stands at its end, on its last line.
         let (_, seg) = newest_segment(&ch, "alpha");
         let bytes = std::fs::read(&seg).unwrap();
-        let last = &bytes[bytes[..bytes.len() - 1]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1)..];
+        let last = last_line(&bytes);
         let rel = seg.strip_prefix(ch.dir().root()).unwrap().to_string_lossy();
         let cursor: (i64, i64, i64, String) = ch
             .index()
@@ -1416,6 +1413,15 @@ mod tests {
         );
     }
 
+    /// The last line of `bytes`, which end with a newline.
+    fn last_line(bytes: &[u8]) -> &[u8] {
+        let start = bytes[..bytes.len() - 1]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        &bytes[start..]
+    }
+
     #[test]
     fn a_journal_replaced_under_its_path_is_never_written_through() {
         // A process keeps its journal open between writes too. A journal
@@ -1451,15 +1457,7 @@ mod tests {
         std::io::Read::read_to_end(&mut &old, &mut unlinked).unwrap();
         assert_eq!(unlinked, replaced, "nothing written to the replaced file");
         let (_, seg) = newest_segment(&ch, "alpha");
-        let lines = std::fs::read(&seg).unwrap();
-        assert!(
-            now.ends_with(
-                &lines[lines[..lines.len() - 1]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |i| i + 1)..]
-            )
-        );
+        assert!(now.ends_with(last_line(&std::fs::read(&seg).unwrap())));
     }
 
     #[test]

@@ -147,23 +147,31 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn a_commit_past_the_threshold_is_checkpointed_in_the_background() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("ix.sqlite3");
-        let mut conn = Connection::open(&path).unwrap();
+    /// A database in WAL mode at `path` whose checkpoints are the thread's,
+    /// inside a transaction begun with `begin` that added `rows` rows of a
+    /// page each.
+    fn writing(path: &Path, begin: &str, rows: c_int) -> (Connection, Checkpointer) {
+        let mut conn = Connection::open(path).unwrap();
         conn.pragma_update(None, "journal_mode", "WAL").unwrap();
         conn.execute_batch("CREATE TABLE t(x BLOB)").unwrap();
-        let checkpoints = Checkpointer::start(&mut conn, &path).unwrap();
-        // One commit of well over ASK_AT pages of 4 KiB: the hook replaced
-        // SQLite's own checkpoint in the commit, so the database file grows
-        // only when the thread copies the log back.
-        conn.execute_batch("BEGIN").unwrap();
-        let rows = ASK_AT + 200;
+        let checkpoints = Checkpointer::start(&mut conn, path).unwrap();
+        conn.execute_batch(begin).unwrap();
         for _ in 0..rows {
             conn.execute("INSERT INTO t VALUES (zeroblob(4000))", [])
                 .unwrap();
         }
+        (conn, checkpoints)
+    }
+
+    #[test]
+    fn a_commit_past_the_threshold_is_checkpointed_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ix.sqlite3");
+        // One commit of well over ASK_AT pages of 4 KiB: the hook replaced
+        // SQLite's own checkpoint in the commit, so the database file grows
+        // only when the thread copies the log back.
+        let rows = ASK_AT + 200;
+        let (conn, checkpoints) = writing(&path, "BEGIN", rows);
         conn.execute_batch("COMMIT").unwrap();
         checkpoints.after_commit();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -210,24 +218,13 @@ mod tests {
     fn a_commit_whose_own_checkpoint_cannot_run_still_succeeds() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ix.sqlite3");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-        conn.execute_batch("CREATE TABLE t(x BLOB)").unwrap();
-        let _checkpoints = Checkpointer::start(&mut conn, &path).unwrap();
-        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-        for _ in 0..SELF_AT + 100 {
-            conn.execute("INSERT INTO t VALUES (zeroblob(4000))", [])
-                .unwrap();
-        }
+        let (conn, _checkpoints) = writing(&path, "BEGIN IMMEDIATE", SELF_AT + 100);
         // Another process's full checkpoint takes the checkpoint lock, then
         // waits for the writer: the commit's own checkpoint finds it taken.
-        let other = std::thread::spawn({
-            let path = path.clone();
-            move || {
-                let mut c = Connection::open(&path).unwrap();
-                c.busy_handler(Some(wait_for_the_commit)).unwrap();
-                c.query_row("PRAGMA wal_checkpoint(FULL)", [], |_| Ok(()))
-            }
+        let other = std::thread::spawn(move || {
+            let mut c = Connection::open(&path).unwrap();
+            c.busy_handler(Some(wait_for_the_commit)).unwrap();
+            c.query_row("PRAGMA wal_checkpoint(FULL)", [], |_| Ok(()))
         });
         while !HOLDING.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(1));
