@@ -56,10 +56,7 @@ impl Fresh {
     /// Keeps `send`, accepted as record `n` of `from` at `key`, for message
     /// `id`, if the bound leaves room for it.
     pub fn keep(&mut self, id: RecordId, n: i64, from: Role, key: OrderKey, send: &Send) {
-        let text: usize = send.body.len()
-            + send.topic.len()
-            + send.addenda.values().map(String::len).sum::<usize>();
-        let cost = text + FRESH_ROW_COST;
+        let cost = Self::cost(send);
         if self.bytes + cost > FRESH_TEXT_MAX {
             return;
         }
@@ -73,9 +70,20 @@ impl Fresh {
         self.rows.get(id)
     }
 
-    /// Forgets the send of message `id` (its record was taken back).
+    /// Forgets the send of message `id` (its record was taken back), and
+    /// what it cost.
     pub fn forget(&mut self, id: &RecordId) {
-        self.rows.remove(id);
+        if let Some(row) = self.rows.remove(id) {
+            self.bytes -= Self::cost(&row.send);
+        }
+    }
+
+    /// What keeping `send` costs: its text and [`FRESH_ROW_COST`].
+    fn cost(send: &Send) -> usize {
+        send.body.len()
+            + send.topic.len()
+            + send.addenda.values().map(String::len).sum::<usize>()
+            + FRESH_ROW_COST
     }
 
     /// How many sends are kept.

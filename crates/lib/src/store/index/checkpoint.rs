@@ -28,17 +28,12 @@ use crate::store::error::{IoContext as _, SqlContext as _, StoreResult};
 /// SQLite's own threshold, so one checkpoint serves about 200 sends instead
 /// of 50, and a page written by many of them is copied back once. Each
 /// checkpoint still makes the writes of its moment wait for the disk.
-#[cfg(not(test))]
-const ASK_AT: c_int = 4_000;
-#[cfg(test)]
-const ASK_AT: c_int = 100;
+/// (Small under test, as is [`SELF_AT`], so the tests' logs are too.)
+const ASK_AT: c_int = if cfg!(test) { 100 } else { 4_000 };
 
 /// Log pages past which a commit checkpoints itself: the thread did not keep
 /// up (64 MB of log).
-#[cfg(not(test))]
-const SELF_AT: c_int = 16_000;
-#[cfg(test)]
-const SELF_AT: c_int = 400;
+const SELF_AT: c_int = if cfg!(test) { 400 } else { 16_000 };
 
 /// The thread that checkpoints one connection's log, and what that
 /// connection's commits tell it.
