@@ -441,3 +441,114 @@ fn ranked_answers_are_fts5s_for_ordinary_text() {
     }
     assert!(compared > 100, "only {compared} rows compared");
 }
+
+/// A one-phrase query is matched by one of its rarer trigrams and the rows
+/// that trigram finds are checked against their text: the answer must still
+/// be FTS5's for the phrase, rows, order and snippets, with rows that only
+/// share the trigram ("import", "component" share `mpo` with "idempotency")
+/// left out, and a revised message's old body and a deleted message
+/// counted for the phrase but never returned.
+#[test]
+fn a_phrase_found_through_one_trigram_is_fts5s_answer() {
+    use countersign::app::Session;
+    use countersign::app::budget::Budget;
+    use countersign::app::delete::delete_message;
+    use countersign::app::init::create_channel;
+    use countersign::app::revise::{ReviseRequest, revise_message};
+    use countersign::app::search::{SearchFilter, search_messages};
+    use countersign::app::send::{SendRequest, send_message};
+    use countersign::core::ids::Role;
+    use countersign::store::{Channel, ChannelDir, Home};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("channel");
+    let home = Home::at(tmp.path().join("home"));
+    create_channel(&dir, &["a", "b"], "one-trigram", &home).unwrap();
+    let channel = Channel::open(ChannelDir::open(&dir).unwrap(), home).unwrap();
+    let mut s = Session::new(channel, Some(Role::new("a").unwrap())).unwrap();
+    let mut rng = Rng(0x7E1A);
+    let send = |s: &mut Session, topic: String, body: String| {
+        send_message(s, SendRequest::new("b", topic, body))
+            .unwrap()
+            .id
+    };
+    let mut ids = Vec::new();
+    for i in 0..60 {
+        let filler = text(&mut rng, [2, 6, 30][i % 3]);
+        let body = match i % 4 {
+            0 => format!("{filler} idempotency {}", "keys ".repeat(i % 5)),
+            1 => format!("import the component, {filler}"),
+            2 => format!("{filler} Idempotency and IDEMPOTENCY. idempotency"),
+            _ => filler,
+        };
+        ids.push(send(&mut s, format!("note {i}"), body));
+    }
+    let revised = send(&mut s, "revised".into(), "idempotency, before".into());
+    revise_message(
+        &mut s,
+        ReviseRequest {
+            message_id: revised,
+            body: "an import, after".into(),
+            body_ref: None,
+            topic: None,
+            note: None,
+        },
+    )
+    .unwrap();
+    delete_message(&mut s, &ids[4]).unwrap();
+    let never = || false;
+    let mut compared = 0;
+    for (query, limit) in [
+        ("idempotency", 50),
+        ("idempotency", 7),
+        ("\"component, \"", 50),
+    ] {
+        let mut budget = Budget::search(&never);
+        let fields = countersign::app::rows::FieldsArg::Many(vec!["id".into(), "snippet".into()]);
+        let answer = search_messages(
+            &mut s,
+            query,
+            &SearchFilter::default(),
+            limit,
+            Some(&fields),
+            &mut budget,
+        )
+        .unwrap();
+        let answer = serde_json::to_value(answer).unwrap();
+        let ours: Vec<(String, String)> = answer["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                let f = |k: &str| h[k].as_str().unwrap().to_owned();
+                (f("id"), f("snippet"))
+            })
+            .collect();
+        let q = SearchQuery::parse(query).unwrap();
+        assert!(q.single_phrase().is_some(), "{query} is one phrase");
+        let conn = db(s.index());
+        let mut st = conn
+            .prepare(
+                "SELECT substr(m.id, 1, 12), snippet(bodies_fts, -1, '[', ']', '…', 12) \
+                 FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
+                 JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1 \
+                 AND b.rowid = m.body_row AND m.deleted_ms IS NULL \
+                 ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?2",
+            )
+            .unwrap();
+        let theirs: Vec<(String, String)> = st
+            .query_map(rusqlite::params![q.fts_match(), limit], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            theirs.len() >= limit.min(7) as usize,
+            "{query} matches too few"
+        );
+        assert_eq!(ours, theirs, "{query}, limit {limit}");
+        compared += theirs.len();
+    }
+    assert!(compared > 30, "only {compared} rows compared");
+}

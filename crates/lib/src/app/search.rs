@@ -6,7 +6,8 @@
 //!
 //! Ranked answers come from one of two paths with the same result: a query of
 //! one phrase (a word, most searches) is ranked and cut here from the matching
-//! rows' text (`one_phrase_hits`); any other query, or a phrase matching many
+//! rows' text (`one_phrase_hits`, which finds them through one of the
+//! phrase's rarer trigrams when it can); any other query, or a phrase matching many
 //! rows, leaves bm25 to FTS5 (`ranked_hits`) and asks it for the snippets of
 //! the returned rows.
 //!
@@ -26,7 +27,7 @@ use super::rows::{
 };
 use super::session::Session;
 use crate::core::bm25::Bm25;
-use crate::core::query::{ScanReason, SearchQuery};
+use crate::core::query::{ScanReason, SearchQuery, fold};
 use crate::core::snippet::{SnippetStyle, fts5_snippet_cost, snippet};
 use crate::core::trigram::{TrigramText, phrase_count};
 use crate::core::vocab::{DebtStatus, Kind};
@@ -419,6 +420,75 @@ const SNIPPET: SnippetStyle<'static> = SnippetStyle {
 /// reading the text again.
 const ONE_PHRASE_MAX_BYTES: u64 = 16 << 20;
 
+/// At most this many trigrams of a phrase are probed for a rare one
+/// ([`rare_trigram`]).
+const PROBED_TRIGRAMS: usize = 6;
+
+/// A probe counts at most this many rows of its trigram; a phrase whose
+/// probed trigrams all reach it is matched as a phrase. Reading a
+/// candidate's text costs a few microseconds, a probe about as much as
+/// five candidates, and FTS5's walk of a common trigram's positions more
+/// than this many.
+const PROBE_CAP: usize = 64;
+
+/// Characters of text from the most common to the least, space first: the
+/// order in which [`rare_trigram`] probes a phrase's trigrams (those of the
+/// rarest letters first). Any other character counts as rarer than `z`.
+const COMMON_CHARS: &str = " etaoinshrdlcumwfgypbvkjxqz";
+
+/// A trigram of `needle` (folded, as the index holds its tokens) in fewer
+/// than [`PROBE_CAP`] body rows, if one is found among the first
+/// [`PROBED_TRIGRAMS`] probed, rarest letters first. FTS5 matches a phrase
+/// by walking the position list of every trigram in it, so a rare word with
+/// a common trigram costs that trigram's whole list (in the bench's channel,
+/// "idempotency" is in 1% of the bodies, its `ten`, `enc` and `ncy` in two
+/// thirds: the phrase took FTS5 seven times what `mpo` alone did). The rows
+/// holding one of its trigrams hold every row of the phrase, and their text
+/// says which ones do ([`phrase_count`] finds exactly FTS5's matches:
+/// tests/it/search_snippet.rs).
+fn rare_trigram(ix: &Index, needle: &str) -> AppResult<Option<String>> {
+    let chars: Vec<char> = needle.chars().collect();
+    let mut trigrams: Vec<String> = chars.windows(3).map(|w| w.iter().collect()).collect();
+    trigrams.sort_unstable();
+    trigrams.dedup();
+    // One trigram is the phrase itself; a trigram the tokenizer would fold
+    // again (none known) could miss rows, so the phrase is matched instead.
+    if trigrams.len() < 2 || trigrams.iter().any(|t| fold(t) != *t) {
+        return Ok(None);
+    }
+    let commonness = |t: &String| -> usize {
+        t.chars()
+            .map(|c| COMMON_CHARS.len() - COMMON_CHARS.find(c).unwrap_or(COMMON_CHARS.len()))
+            .sum()
+    };
+    trigrams.sort_by_cached_key(commonness);
+    for t in trigrams.iter().take(PROBED_TRIGRAMS) {
+        if ix.rows_matching(&quoted(t), PROBE_CAP)? < PROBE_CAP {
+            return Ok(Some(t.clone()));
+        }
+    }
+    Ok(None)
+}
+
+/// `text` as an FTS5 string: in double quotes, its own doubled.
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// A row [`one_phrase_hits`] may return, as its first pass saw it.
+struct Kept {
+    /// The phrase's occurrences in the row.
+    freq: usize,
+    /// The row's tokens.
+    size: usize,
+    /// The message's clock time, counter and full id: the tie-break.
+    ms: i64,
+    c: i64,
+    id: String,
+    /// The message's row in the index.
+    row: i64,
+}
+
 /// A query of one phrase (most searches: a word): the same hits, ranks and
 /// snippets as [`ranked_hits`], computed here from the matching rows' text.
 /// FTS5 then only finds the rows, once; its bm25 would evaluate the phrase a
@@ -436,65 +506,79 @@ fn one_phrase_hits(
     let Some((rows, tokens)) = ix.fts_totals()? else {
         return Ok(None);
     };
+    let rare = rare_trigram(ix, needle)?;
+    let narrowed = rare.is_some();
+    let query = rare.map_or_else(|| fts.to_owned(), |t| quoted(&t));
     let mut scratch = Vec::new();
+    let mut rows_seen = 0;
     let mut matches = 0;
     let mut read = 0u64;
     let mut gave_way = false;
-    // (freq, size, ms, c, id) of each row that may be returned.
-    // Not the text: a common word reads up to ONE_PHRASE_MAX_MATCHES rows
-    // before giving way, and keeping theirs raised the server's peak memory.
-    let mut kept: Vec<(usize, usize, i64, i64, String)> = Vec::new();
+    // Each row that may be returned, without its text: a common word reads
+    // up to ONE_PHRASE_MAX_MATCHES rows before giving way, and keeping
+    // theirs raised the server's peak memory.
+    let mut kept: Vec<Kept> = Vec::new();
     // Every matching body row counts for the IDF, kept or not, as in FTS5.
-    ix.each_phrase_match(fts, scope, |hit| {
-        matches += 1;
-        if matches > ONE_PHRASE_MAX_MATCHES {
+    ix.each_phrase_match(&query, scope, |row| {
+        rows_seen += 1;
+        if rows_seen > ONE_PHRASE_MAX_MATCHES {
             gave_way = true;
             return Ok(false);
         }
-        let Some(hit) = hit else {
+        // The phrase's own MATCH finds only rows that hold it; a trigram's
+        // finds candidates, and their text says which hold the phrase.
+        if row.message.is_none() && !narrowed {
+            matches += 1;
             return Ok(true);
-        };
-        let len = text_steps(hit.topic, hit.body);
+        }
+        let len = text_steps(row.topic, row.body);
         read += len;
         if read > ONE_PHRASE_MAX_BYTES || !budget.affords(len) {
             gave_way = true;
             return Ok(false);
         }
         spend(budget, len)?;
-        let (t_freq, t_size) = phrase_count(hit.topic, needle, &mut scratch);
-        let (b_freq, b_size) = phrase_count(hit.body, needle, &mut scratch);
-        kept.push((
-            t_freq + b_freq,
-            t_size + b_size,
-            hit.ms,
-            hit.c,
-            hit.id.to_owned(),
-        ));
+        let (t_freq, t_size) = phrase_count(row.topic, needle, &mut scratch);
+        let (b_freq, b_size) = phrase_count(row.body, needle, &mut scratch);
+        if t_freq + b_freq == 0 {
+            return Ok(true);
+        }
+        matches += 1;
+        if let Some(hit) = row.message {
+            kept.push(Kept {
+                freq: t_freq + b_freq,
+                size: t_size + b_size,
+                ms: hit.ms,
+                c: hit.c,
+                id: hit.id.to_owned(),
+                row: hit.row,
+            });
+        }
         Ok::<_, Halt>(true)
     })?;
     if gave_way {
         return Ok(None);
     }
     let bm25 = Bm25::new(rows, tokens, matches as i64);
-    let mut ranked: Vec<(f64, _)> = kept
+    let mut ranked: Vec<(f64, Kept)> = kept
         .into_iter()
-        .map(|k| (bm25.score(k.0, k.1), k))
+        .map(|k| (bm25.score(k.freq, k.size), k))
         .collect();
-    ranked.sort_by(|a, b| {
-        a.0.total_cmp(&b.0)
-            .then_with(|| (b.1.2, b.1.3, &b.1.4).cmp(&(a.1.2, a.1.3, &a.1.4)))
+    ranked.sort_by(|(x, a), (y, b)| {
+        x.total_cmp(y)
+            .then_with(|| (b.ms, b.c, &b.id).cmp(&(a.ms, a.c, &a.id)))
     });
     ranked.truncate(limit + 1);
     // Every hit's row in one query, not one query per hit.
-    let ids: Vec<&str> = ranked.iter().map(|(_, k)| k.4.as_str()).collect();
+    let at: Vec<i64> = ranked.iter().map(|(_, k)| k.row).collect();
     let mut rows: HashMap<String, MessageRow> = ix
-        .message_rows(&ids)?
+        .message_rows_at(&at)?
         .into_iter()
         .map(|r| (r.id.hex(), r))
         .collect();
     let needle: Vec<char> = needle.chars().collect();
     let mut hits = Vec::with_capacity(ranked.len());
-    for (_, (_, _, _, _, id)) in ranked {
+    for (_, Kept { id, .. }) in ranked {
         // Each id is ranked once: its row moves out, body and all.
         let Some(row) = rows.remove(&id) else {
             continue;

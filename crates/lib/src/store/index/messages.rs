@@ -573,6 +573,21 @@ impl Index {
         self.rows(&sql, [ids])
     }
 
+    /// The messages at `rows` (their rowids in the index, as a search's
+    /// first pass read them), as [`Self::message_rows`] gives them: one
+    /// lookup each by integer key instead of two by a 64-character id.
+    pub fn message_rows_at(&self, rows: &[i64]) -> StoreResult<Vec<MessageRow>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE} FROM messages m {SINGLE_RECIPIENT_JOIN} \
+             WHERE m.rowid IN (SELECT value FROM json_each(?1))"
+        );
+        let rows = serde_json::to_string(rows).expect("integers serialize");
+        self.rows(&sql, [rows])
+    }
+
     /// The full id of the message `id` replies to, if any.
     pub fn parent_of(&self, id: &str) -> StoreResult<Option<String>> {
         Ok(self
@@ -766,6 +781,25 @@ mod tests {
         alone.sort();
         assert_eq!(together, alone);
         assert!(ix.message_rows(&[]).unwrap().is_empty());
+        // The same rows by their place in the index; a rowid of no row
+        // gives none.
+        let at: Vec<i64> = [&ids[2], &ids[0]]
+            .iter()
+            .map(|id| {
+                ix.scalar("SELECT rowid FROM messages WHERE id = ?1", [id.as_str()])
+                    .unwrap()
+            })
+            .chain([i64::MAX])
+            .collect();
+        let mut by_row: Vec<String> = ix
+            .message_rows_at(&at)
+            .unwrap()
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect();
+        by_row.sort();
+        assert_eq!(by_row, alone);
+        assert!(ix.message_rows_at(&[]).unwrap().is_empty());
     }
 
     #[test]

@@ -63,19 +63,29 @@ fn filters(scope: &SearchScope, fts: Option<&str>) -> (String, Vec<Sql>) {
     (cond.join(" AND "), args)
 }
 
-/// A body row that matched a one-phrase query and may be returned.
+/// A body row that matched a one-phrase search's `MATCH` text.
 #[derive(Clone, Copy, Debug)]
-pub struct PhraseHit<'a> {
-    /// Its message's clock time (ms).
-    pub ms: i64,
-    /// Its message's clock counter.
-    pub c: i64,
-    /// Its message (full id).
-    pub id: &'a str,
+pub struct PhraseRow<'a> {
     /// The row's topic.
     pub topic: &'a str,
     /// The row's body.
     pub body: &'a str,
+    /// Its message, when a search in the scope may return the row (a live
+    /// message's current body): `None` for a row that only counts.
+    pub message: Option<PhraseHit<'a>>,
+}
+
+/// The message of a [`PhraseRow`] a search may return.
+#[derive(Clone, Copy, Debug)]
+pub struct PhraseHit<'a> {
+    /// Its clock time (ms).
+    pub ms: i64,
+    /// Its clock counter.
+    pub c: i64,
+    /// Its full id.
+    pub id: &'a str,
+    /// Its row in the index ([`Index::message_rows_at`]).
+    pub row: i64,
 }
 
 /// A message that matched a ranked search, with its body row.
@@ -162,21 +172,31 @@ impl Index {
         Ok(found.into_iter().map(|m| (m.row, m.body_row)).collect())
     }
 
-    /// Every body row matching `fts` (a one-phrase `MATCH` text), in FTS5's
-    /// order, handed to `each` until it returns `false`: `Some` for a row a
-    /// search in `scope` may return (a live message's current body), `None`
-    /// for one that only counts (for the IDF, as in FTS5). Texts are lent,
-    /// not copied.
+    /// How many body rows match `fts` (a `MATCH` text, such as one quoted
+    /// trigram), counted up to `cap`: a probe that stops early, so a
+    /// common trigram costs `cap` steps, not its whole position list.
+    pub fn rows_matching(&self, fts: &str, cap: usize) -> StoreResult<usize> {
+        let n: i64 = self.scalar(
+            "SELECT count(*) FROM \
+             (SELECT 1 FROM bodies_fts WHERE bodies_fts MATCH ?1 LIMIT ?2)",
+            rusqlite::params![fts, cap as i64],
+        )?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Every body row matching `fts` (a `MATCH` text of one phrase), in
+    /// FTS5's order, with its text, handed to `each` until it returns
+    /// `false`. Texts are lent, not copied.
     pub fn each_phrase_match<E: From<StoreError>>(
         &self,
         fts: &str,
         scope: &SearchScope,
-        mut each: impl FnMut(Option<PhraseHit<'_>>) -> Result<bool, E>,
+        mut each: impl FnMut(PhraseRow<'_>) -> Result<bool, E>,
     ) -> Result<(), E> {
         let (cond, args) = filters(scope, Some(fts));
         let sql = format!(
             "SELECT m.ms, m.c, m.id, b.topic, b.body, \
-             m.id IS NOT NULL AND {CURRENT_BODY} AND {cond} \
+             m.id IS NOT NULL AND {CURRENT_BODY} AND {cond}, m.rowid \
              FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
              LEFT JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1"
         );
@@ -184,19 +204,27 @@ impl Index {
         let mut st = self.conn.prepare_cached(&sql).db(p)?;
         let mut found = st.query(rusqlite::params_from_iter(args.iter())).db(p)?;
         while let Some(r) = found.next().db(p)? {
-            let go = if r.get::<_, Option<bool>>(5).db(p)? == Some(true) {
-                let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?)).db(p);
-                each(Some(PhraseHit {
+            let text = |i| {
+                r.get_ref(i)
+                    .and_then(|v| Ok(v.as_str_or_null()?.unwrap_or("")))
+                    .db(p)
+            };
+            let message = if r.get::<_, Option<bool>>(5).db(p)? == Some(true) {
+                Some(PhraseHit {
                     ms: r.get(0).db(p)?,
                     c: r.get(1).db(p)?,
                     id: text(2)?,
-                    topic: text(3)?,
-                    body: text(4)?,
-                }))?
+                    row: r.get(6).db(p)?,
+                })
             } else {
-                each(None)?
+                None
             };
-            if !go {
+            let row = PhraseRow {
+                topic: text(3)?,
+                body: text(4)?,
+                message,
+            };
+            if !each(row)? {
                 break;
             }
         }
