@@ -421,15 +421,18 @@ const SNIPPET: SnippetStyle<'static> = SnippetStyle {
 const ONE_PHRASE_MAX_BYTES: u64 = 16 << 20;
 
 /// At most this many trigrams of a phrase are probed for a rare one
-/// ([`rare_trigram`]).
-const PROBED_TRIGRAMS: usize = 6;
+/// ([`rare_trigram`]). A probe costs about 9 µs however rare its trigram
+/// (FTS5 opens a cursor on every segment), so a phrase of common trigrams
+/// pays at most three before it is matched as a phrase.
+const PROBED_TRIGRAMS: usize = 3;
 
-/// A probe counts at most this many rows of its trigram; a phrase whose
-/// probed trigrams all reach it is matched as a phrase. Reading a
-/// candidate's text costs a few microseconds, a probe about as much as
-/// five candidates, and FTS5's walk of a common trigram's positions more
-/// than this many.
-const PROBE_CAP: usize = 64;
+/// A probe counts at most this many rows of its trigram (each about 0.06
+/// µs more); a phrase whose probed trigrams all reach it is matched as a
+/// phrase. Each candidate row costs its text's check (3–4 µs for the
+/// bench's bodies) where FTS5 spends about 0.06 µs per row of each of the
+/// phrase's trigrams: a few dozen candidates that do not hold the phrase
+/// cost less than one trigram in a few thousand rows.
+const PROBE_CAP: usize = 128;
 
 /// Characters of text from the most common to the least, space first: the
 /// order in which [`rare_trigram`] probes a phrase's trigrams (those of the
