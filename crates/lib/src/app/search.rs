@@ -427,12 +427,28 @@ const ONE_PHRASE_MAX_BYTES: u64 = 16 << 20;
 const PROBED_TRIGRAMS: usize = 3;
 
 /// A probe counts at most this many rows of its trigram (each about 0.06
-/// µs more); a phrase whose probed trigrams all reach it is matched as a
-/// phrase. Each candidate row costs its text's check (3–4 µs for the
-/// bench's bodies) where FTS5 spends about 0.06 µs per row of each of the
-/// phrase's trigrams: a few dozen candidates that do not hold the phrase
-/// cost less than one trigram in a few thousand rows.
-const PROBE_CAP: usize = 128;
+/// µs more) in a small channel: a phrase whose probed trigrams all reach
+/// the cap is matched as a phrase. Each candidate row costs its text's
+/// check (3–4 µs for the bench's bodies) where FTS5 spends about 0.06 µs
+/// per row of each of the phrase's trigrams, so a trigram pays when it is
+/// in a small share of the rows ([`probe_cap`]).
+const PROBE_CAP_MIN: usize = 128;
+
+/// The share of all body rows under which a trigram is rare enough to pay
+/// ([`probe_cap`]): one in 64. The phrase's other trigrams are words'
+/// pieces, many of them in a large share of the rows.
+const RARE_SHARE: i64 = 64;
+
+/// How many rows a probe counts, for a full-text index of `rows` rows:
+/// [`PROBE_CAP_MIN`] or one in [`RARE_SHARE`] of them, at most
+/// [`ONE_PHRASE_MAX_MATCHES`] (the most candidates the one-phrase path
+/// reads). A probe of a common trigram then costs at most what FTS5 would
+/// spend on that trigram's rows in the phrase anyway.
+fn probe_cap(rows: i64) -> usize {
+    usize::try_from(rows / RARE_SHARE)
+        .unwrap_or(0)
+        .clamp(PROBE_CAP_MIN, ONE_PHRASE_MAX_MATCHES)
+}
 
 /// Characters of text from the most common to the least, space first: the
 /// order in which [`rare_trigram`] probes a phrase's trigrams (those of the
@@ -440,7 +456,7 @@ const PROBE_CAP: usize = 128;
 const COMMON_CHARS: &str = " etaoinshrdlcumwfgypbvkjxqz";
 
 /// A trigram of `needle` (folded, as the index holds its tokens) in fewer
-/// than [`PROBE_CAP`] body rows, if one is found among the first
+/// than `cap` body rows ([`probe_cap`]), if one is found among the first
 /// [`PROBED_TRIGRAMS`] probed, rarest letters first. FTS5 matches a phrase
 /// by walking the position list of every trigram in it, so a rare word with
 /// a common trigram costs that trigram's whole list (in the bench's channel,
@@ -449,7 +465,7 @@ const COMMON_CHARS: &str = " etaoinshrdlcumwfgypbvkjxqz";
 /// holding one of its trigrams hold every row of the phrase, and their text
 /// says which ones do ([`phrase_count`] finds exactly FTS5's matches:
 /// tests/it/search_snippet.rs).
-fn rare_trigram(ix: &Index, needle: &str) -> AppResult<Option<String>> {
+fn rare_trigram(ix: &Index, needle: &str, cap: usize) -> AppResult<Option<String>> {
     let chars: Vec<char> = needle.chars().collect();
     let mut trigrams: Vec<String> = chars.windows(3).map(|w| w.iter().collect()).collect();
     trigrams.sort_unstable();
@@ -466,7 +482,7 @@ fn rare_trigram(ix: &Index, needle: &str) -> AppResult<Option<String>> {
     };
     trigrams.sort_by_cached_key(commonness);
     for t in trigrams.iter().take(PROBED_TRIGRAMS) {
-        if ix.rows_matching(&quoted(t), PROBE_CAP)? < PROBE_CAP {
+        if ix.rows_matching(&quoted(t), cap)? < cap {
             return Ok(Some(t.clone()));
         }
     }
@@ -509,7 +525,7 @@ fn one_phrase_hits(
     let Some((rows, tokens)) = ix.fts_totals()? else {
         return Ok(None);
     };
-    let rare = rare_trigram(ix, needle)?;
+    let rare = rare_trigram(ix, needle, probe_cap(rows))?;
     let narrowed = rare.is_some();
     let query = rare.map_or_else(|| fts.to_owned(), |t| quoted(&t));
     let mut scratch = Vec::new();
