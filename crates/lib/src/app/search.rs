@@ -435,9 +435,9 @@ const PROBED_TRIGRAMS: usize = 3;
 const PROBE_CAP_MIN: usize = 128;
 
 /// The share of all body rows under which a trigram is rare enough to pay
-/// ([`probe_cap`]): one in 64. The phrase's other trigrams are words'
+/// ([`probe_cap`]): one in 256. The phrase's other trigrams are words'
 /// pieces, many of them in a large share of the rows.
-const RARE_SHARE: i64 = 64;
+const RARE_SHARE: i64 = 256;
 
 /// How many rows a probe counts, for a full-text index of `rows` rows:
 /// [`PROBE_CAP_MIN`] or one in [`RARE_SHARE`] of them, at most
