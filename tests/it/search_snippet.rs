@@ -359,6 +359,68 @@ fn runs_and_repeats_match_fts5() {
     assert!(compared > 60, "only {compared} rows compared");
 }
 
+/// A session of role `a` on a new channel of roles `a` and `b` under `tmp`.
+fn session(tmp: &std::path::Path, name: &str) -> countersign::app::Session {
+    use countersign::app::init::create_channel;
+    use countersign::core::ids::Role;
+    use countersign::store::{Channel, ChannelDir, Home};
+    let dir = tmp.join("channel");
+    let home = Home::at(tmp.join("home"));
+    create_channel(&dir, &["a", "b"], name, &home).unwrap();
+    let channel = Channel::open(ChannelDir::open(&dir).unwrap(), home).unwrap();
+    countersign::app::Session::new(channel, Some(Role::new("a").unwrap())).unwrap()
+}
+
+/// `search_messages`' answer to `query`: each hit's id and snippet, in order.
+fn our_hits(s: &mut countersign::app::Session, query: &str, limit: i64) -> Vec<(String, String)> {
+    use countersign::app::budget::Budget;
+    use countersign::app::search::{SearchFilter, search_messages};
+    let never = || false;
+    let mut budget = Budget::search(&never);
+    let fields = countersign::app::rows::FieldsArg::Many(vec!["id".into(), "snippet".into()]);
+    let answer = search_messages(
+        s,
+        query,
+        &SearchFilter::default(),
+        limit,
+        Some(&fields),
+        &mut budget,
+    )
+    .unwrap();
+    let answer = serde_json::to_value(answer).unwrap();
+    answer["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let f = |k: &str| h[k].as_str().unwrap().to_owned();
+            (f("id"), f("snippet"))
+        })
+        .collect()
+}
+
+/// FTS5's own answer to `query`: its ranking query with the snippet in it,
+/// over the live messages' current bodies.
+fn fts5_hits(s: &countersign::app::Session, query: &str, limit: i64) -> Vec<(String, String)> {
+    let q = SearchQuery::parse(query).unwrap();
+    let conn = db(s.index());
+    let mut st = conn
+        .prepare(
+            "SELECT substr(m.id, 1, 12), snippet(bodies_fts, -1, '[', ']', '…', 12) \
+             FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
+             JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1 \
+             AND b.rowid = m.body_row AND m.deleted_ms IS NULL \
+             ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?2",
+        )
+        .unwrap();
+    st.query_map(rusqlite::params![q.fts_match(), limit], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
 /// Queries of several phrases are ranked by FTS5 and the returned rows'
 /// snippets asked of it in a second statement (no longer in the ranking
 /// query, where it cut one for every match): for ordinary text the answer
@@ -366,27 +428,16 @@ fn runs_and_repeats_match_fts5() {
 /// and bytes.
 #[test]
 fn ranked_answers_are_fts5s_for_ordinary_text() {
-    use countersign::app::Session;
-    use countersign::app::budget::Budget;
-    use countersign::app::init::create_channel;
-    use countersign::app::search::{SearchFilter, search_messages};
     use countersign::app::send::{SendRequest, send_message};
-    use countersign::core::ids::Role;
-    use countersign::store::{Channel, ChannelDir, Home};
 
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("channel");
-    let home = Home::at(tmp.path().join("home"));
-    create_channel(&dir, &["a", "b"], "snippets", &home).unwrap();
-    let channel = Channel::open(ChannelDir::open(&dir).unwrap(), home).unwrap();
-    let mut s = Session::new(channel, Some(Role::new("a").unwrap())).unwrap();
+    let mut s = session(tmp.path(), "snippets");
     let mut rng = Rng(0xC0FFEE);
     for i in 0..120 {
         let words = [1, 3, 8, 20, 60, 200][rng.below(6)];
         let body = text(&mut rng, words);
         send_message(&mut s, SendRequest::new("b", format!("note {i}"), body)).unwrap();
     }
-    let never = || false;
     let mut compared = 0;
     for query in [
         "retry OR deploy",
@@ -399,42 +450,9 @@ fn ranked_answers_are_fts5s_for_ordinary_text() {
         "migration AND (retry OR keys)",
         "body:aaaa OR ababab",
     ] {
-        let mut budget = Budget::search(&never);
-        let fields = countersign::app::rows::FieldsArg::Many(vec!["id".into(), "snippet".into()]);
-        let answer = search_messages(
-            &mut s,
-            query,
-            &SearchFilter::default(),
-            50,
-            Some(&fields),
-            &mut budget,
-        )
-        .unwrap();
-        let answer = serde_json::to_value(answer).unwrap();
-        let ours: Vec<(String, String)> = answer["result"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| {
-                let f = |k: &str| h[k].as_str().unwrap().to_owned();
-                (f("id"), f("snippet"))
-            })
-            .collect();
-        let q = SearchQuery::parse(query).unwrap();
-        let conn = db(s.index());
-        let mut st = conn
-            .prepare(
-                "SELECT substr(m.id, 1, 12), snippet(bodies_fts, -1, '[', ']', '…', 12) \
-                 FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
-                 JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1 \
-                 ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT 50",
-            )
-            .unwrap();
-        let theirs: Vec<(String, String)> = st
-            .query_map([q.fts_match()], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        // Ours first: a search brings the full-text index up to date.
+        let ours = our_hits(&mut s, query, 50);
+        let theirs = fts5_hits(&s, query, 50);
         assert!(!theirs.is_empty(), "{query} matches nothing");
         assert_eq!(ours, theirs, "{query}");
         compared += theirs.len();
@@ -450,24 +468,14 @@ fn ranked_answers_are_fts5s_for_ordinary_text() {
 /// counted for the phrase but never returned.
 #[test]
 fn a_phrase_found_through_one_trigram_is_fts5s_answer() {
-    use countersign::app::Session;
-    use countersign::app::budget::Budget;
     use countersign::app::delete::delete_message;
-    use countersign::app::init::create_channel;
     use countersign::app::revise::{ReviseRequest, revise_message};
-    use countersign::app::search::{SearchFilter, search_messages};
     use countersign::app::send::{SendRequest, send_message};
-    use countersign::core::ids::Role;
-    use countersign::store::{Channel, ChannelDir, Home};
 
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("channel");
-    let home = Home::at(tmp.path().join("home"));
-    create_channel(&dir, &["a", "b"], "one-trigram", &home).unwrap();
-    let channel = Channel::open(ChannelDir::open(&dir).unwrap(), home).unwrap();
-    let mut s = Session::new(channel, Some(Role::new("a").unwrap())).unwrap();
+    let mut s = session(tmp.path(), "one-trigram");
     let mut rng = Rng(0x7E1A);
-    let send = |s: &mut Session, topic: String, body: String| {
+    let send = |s: &mut countersign::app::Session, topic: String, body: String| {
         send_message(s, SendRequest::new("b", topic, body))
             .unwrap()
             .id
@@ -496,57 +504,19 @@ fn a_phrase_found_through_one_trigram_is_fts5s_answer() {
     )
     .unwrap();
     delete_message(&mut s, &ids[4]).unwrap();
-    let never = || false;
     let mut compared = 0;
     for (query, limit) in [
         ("idempotency", 50),
         ("idempotency", 7),
         ("\"component, \"", 50),
     ] {
-        let mut budget = Budget::search(&never);
-        let fields = countersign::app::rows::FieldsArg::Many(vec!["id".into(), "snippet".into()]);
-        let answer = search_messages(
-            &mut s,
-            query,
-            &SearchFilter::default(),
-            limit,
-            Some(&fields),
-            &mut budget,
-        )
-        .unwrap();
-        let answer = serde_json::to_value(answer).unwrap();
-        let ours: Vec<(String, String)> = answer["result"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| {
-                let f = |k: &str| h[k].as_str().unwrap().to_owned();
-                (f("id"), f("snippet"))
-            })
-            .collect();
-        let q = SearchQuery::parse(query).unwrap();
-        assert!(q.single_phrase().is_some(), "{query} is one phrase");
-        let conn = db(s.index());
-        let mut st = conn
-            .prepare(
-                "SELECT substr(m.id, 1, 12), snippet(bodies_fts, -1, '[', ']', '…', 12) \
-                 FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
-                 JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1 \
-                 AND b.rowid = m.body_row AND m.deleted_ms IS NULL \
-                 ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?2",
-            )
-            .unwrap();
-        let theirs: Vec<(String, String)> = st
-            .query_map(rusqlite::params![q.fts_match(), limit], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
         assert!(
-            theirs.len() >= limit.min(7) as usize,
-            "{query} matches too few"
+            SearchQuery::parse(query).unwrap().single_phrase().is_some(),
+            "{query} is one phrase"
         );
+        let ours = our_hits(&mut s, query, limit);
+        let theirs = fts5_hits(&s, query, limit);
+        assert!(theirs.len() >= 7, "{query} matches too few");
         assert_eq!(ours, theirs, "{query}, limit {limit}");
         compared += theirs.len();
     }
