@@ -562,30 +562,31 @@ impl Index {
     /// its single recipient's read state, in one query: what
     /// [`Self::message_row`] gives for each, in no set order.
     pub fn message_rows(&self, ids: &[&str]) -> StoreResult<Vec<MessageRow>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE} FROM messages m {SINGLE_RECIPIENT_JOIN} \
-             WHERE m.id IN (SELECT value FROM json_each(?1))"
-        );
-        let ids = serde_json::to_string(ids).expect("strings serialize");
-        self.rows(&sql, [ids])
+        self.message_rows_by("m.id", ids)
     }
 
     /// The messages at `rows` (their rowids in the index, as a search's
     /// first pass read them), as [`Self::message_rows`] gives them: one
     /// lookup each by integer key instead of two by a 64-character id.
     pub fn message_rows_at(&self, rows: &[i64]) -> StoreResult<Vec<MessageRow>> {
-        if rows.is_empty() {
+        self.message_rows_by("m.rowid", rows)
+    }
+
+    /// The messages whose `key` column is one of `keys`, in one query.
+    fn message_rows_by<K: serde::Serialize>(
+        &self,
+        key: &str,
+        keys: &[K],
+    ) -> StoreResult<Vec<MessageRow>> {
+        if keys.is_empty() {
             return Ok(Vec::new());
         }
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS}, {JOINED_STATE} FROM messages m {SINGLE_RECIPIENT_JOIN} \
-             WHERE m.rowid IN (SELECT value FROM json_each(?1))"
+             WHERE {key} IN (SELECT value FROM json_each(?1))"
         );
-        let rows = serde_json::to_string(rows).expect("integers serialize");
-        self.rows(&sql, [rows])
+        let keys = serde_json::to_string(keys).expect("strings and integers serialize");
+        self.rows(&sql, [keys])
     }
 
     /// The full id of the message `id` replies to, if any.
