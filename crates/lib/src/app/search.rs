@@ -94,9 +94,16 @@ pub fn search_messages(
     }
     let fts = q.fts_match();
     let one_phrase = match q.single_phrase() {
-        Some(needle) if !scan => {
-            one_phrase_hits(ix, needle, &fts, &scope, limit, budget).map_err(stopped)?
-        }
+        Some(needle) if !scan => one_phrase_hits(
+            ix,
+            needle,
+            q.index_terms().concat(),
+            &fts,
+            &scope,
+            limit,
+            budget,
+        )
+        .map_err(stopped)?,
         _ => None,
     };
     let mut hits = match one_phrase {
@@ -455,7 +462,8 @@ fn probe_cap(rows: i64) -> usize {
 /// rarest letters first). Any other character counts as rarer than `z`.
 const COMMON_CHARS: &str = " etaoinshrdlcumwfgypbvkjxqz";
 
-/// A trigram of `needle` (folded, as the index holds its tokens) in fewer
+/// One of a phrase's `trigrams` (folded, as the index holds its tokens:
+/// [`SearchQuery::index_terms`]) in fewer
 /// than `cap` body rows ([`probe_cap`]), if one is found among the first
 /// [`PROBED_TRIGRAMS`] probed, rarest letters first. FTS5 matches a phrase
 /// by walking the position list of every trigram in it, so a rare word with
@@ -465,9 +473,7 @@ const COMMON_CHARS: &str = " etaoinshrdlcumwfgypbvkjxqz";
 /// holding one of its trigrams hold every row of the phrase, and their text
 /// says which ones do ([`phrase_count`] finds exactly FTS5's matches:
 /// tests/it/search_snippet.rs).
-fn rare_trigram(ix: &Index, needle: &str, cap: usize) -> AppResult<Option<String>> {
-    let chars: Vec<char> = needle.chars().collect();
-    let mut trigrams: Vec<String> = chars.windows(3).map(|w| w.iter().collect()).collect();
+fn rare_trigram(ix: &Index, mut trigrams: Vec<String>, cap: usize) -> AppResult<Option<String>> {
     trigrams.sort_unstable();
     trigrams.dedup();
     // One trigram is the phrase itself; a trigram the tokenizer would fold
@@ -517,6 +523,7 @@ struct Kept {
 fn one_phrase_hits(
     ix: &Index,
     needle: &str,
+    trigrams: Vec<String>,
     fts: &str,
     scope: &SearchScope,
     limit: usize,
@@ -525,7 +532,7 @@ fn one_phrase_hits(
     let Some((rows, tokens)) = ix.fts_totals()? else {
         return Ok(None);
     };
-    let rare = rare_trigram(ix, needle, probe_cap(rows))?;
+    let rare = rare_trigram(ix, trigrams, probe_cap(rows))?;
     let narrowed = rare.is_some();
     let query = rare.map_or_else(|| fts.to_owned(), |t| quoted(&t));
     let mut scratch = Vec::new();
@@ -589,19 +596,11 @@ fn one_phrase_hits(
     });
     ranked.truncate(limit + 1);
     // Every hit's row in one query, not one query per hit.
-    let at: Vec<i64> = ranked.iter().map(|(_, k)| k.row).collect();
-    let mut rows: HashMap<String, MessageRow> = ix
-        .message_rows_at(&at)?
-        .into_iter()
-        .map(|r| (r.id.hex(), r))
-        .collect();
+    let at: Vec<(i64, &str)> = ranked.iter().map(|(_, k)| (k.row, k.id.as_str())).collect();
+    let rows = ix.message_rows_at(&at)?;
     let needle: Vec<char> = needle.chars().collect();
-    let mut hits = Vec::with_capacity(ranked.len());
-    for (_, Kept { id, .. }) in ranked {
-        // Each id is ranked once: its row moves out, body and all.
-        let Some(row) = rows.remove(&id) else {
-            continue;
-        };
+    let mut hits = Vec::with_capacity(rows.len());
+    for row in rows.into_iter().flatten() {
         if hits.len() == limit {
             // It only tells that more match: its snippet is never shown.
             hits.push((row, String::new()));

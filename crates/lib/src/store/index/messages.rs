@@ -6,7 +6,7 @@
 //! behind it; it decides nothing about how a row is shown (that is the app's
 //! wire shape) and holds no rule of its own beyond "not deleted".
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::params;
 use rusqlite::types::Value as Sql;
@@ -565,11 +565,19 @@ impl Index {
         self.message_rows_by("m.id", ids)
     }
 
-    /// The messages at `rows` (their rowids in the index, as a search's
-    /// first pass read them), as [`Self::message_rows`] gives them: one
-    /// lookup each by integer key instead of two by a 64-character id.
-    pub fn message_rows_at(&self, rows: &[i64]) -> StoreResult<Vec<MessageRow>> {
-        self.message_rows_by("m.rowid", rows)
+    /// The messages at `rows` (rowid in the index and full id, as a search's
+    /// first pass read them), in their order, as [`Self::message_rows`]
+    /// gives them: one lookup each by integer key instead of two by a
+    /// 64-character id. `None` where the row is gone or no longer that
+    /// message's (another process folded it again since).
+    pub fn message_rows_at(&self, rows: &[(i64, &str)]) -> StoreResult<Vec<Option<MessageRow>>> {
+        let at: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        let mut found: HashMap<String, MessageRow> = self
+            .message_rows_by("m.rowid", &at)?
+            .into_iter()
+            .map(|r| (r.id.hex(), r))
+            .collect();
+        Ok(rows.iter().map(|(_, id)| found.remove(*id)).collect())
     }
 
     /// The messages whose `key` column is one of `keys`, in one query.
@@ -766,39 +774,42 @@ mod tests {
                 sent.id.hex()
             })
             .collect();
+        // Rows as text, in a set order.
+        let sorted = |rows: Vec<MessageRow>| {
+            let mut v: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+            v.sort();
+            v
+        };
         let missing = "f".repeat(64);
         let asked = [ids[2].as_str(), missing.as_str(), ids[0].as_str()];
-        let mut together: Vec<String> = ix
-            .message_rows(&asked)
-            .unwrap()
-            .iter()
-            .map(|r| format!("{r:?}"))
-            .collect();
-        together.sort();
-        let mut alone: Vec<String> = [&ids[2], &ids[0]]
-            .iter()
-            .map(|id| format!("{:?}", ix.message_row(id).unwrap().unwrap()))
-            .collect();
-        alone.sort();
+        let together = sorted(ix.message_rows(&asked).unwrap());
+        let alone = sorted(
+            [&ids[2], &ids[0]]
+                .iter()
+                .map(|id| ix.message_row(id).unwrap().unwrap())
+                .collect(),
+        );
         assert_eq!(together, alone);
         assert!(ix.message_rows(&[]).unwrap().is_empty());
         // The same rows by their place in the index; a rowid of no row
         // gives none.
-        let at: Vec<i64> = [&ids[2], &ids[0]]
+        let at: Vec<(i64, &str)> = [&ids[2], &ids[0]]
             .iter()
             .map(|id| {
-                ix.scalar("SELECT rowid FROM messages WHERE id = ?1", [id.as_str()])
-                    .unwrap()
+                let row = ix
+                    .scalar("SELECT rowid FROM messages WHERE id = ?1", [id.as_str()])
+                    .unwrap();
+                (row, id.as_str())
             })
-            .chain([i64::MAX])
+            .chain([(i64::MAX, missing.as_str())])
             .collect();
-        let mut by_row: Vec<String> = ix
-            .message_rows_at(&at)
-            .unwrap()
-            .iter()
-            .map(|r| format!("{r:?}"))
-            .collect();
-        by_row.sort();
+        let by_row = sorted(
+            ix.message_rows_at(&at)
+                .unwrap()
+                .into_iter()
+                .flatten()
+                .collect(),
+        );
         assert_eq!(by_row, alone);
         assert!(ix.message_rows_at(&[]).unwrap().is_empty());
     }

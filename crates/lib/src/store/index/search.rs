@@ -158,15 +158,12 @@ impl Index {
         );
         let found: Vec<(i64, String, i64)> =
             self.rows(&sql, rusqlite::params_from_iter(args.iter()))?;
-        let at: Vec<i64> = found.iter().map(|f| f.0).collect();
-        let mut rows: HashMap<String, MessageRow> = self
-            .message_rows_at(&at)?
+        let at: Vec<(i64, &str)> = found.iter().map(|f| (f.0, f.1.as_str())).collect();
+        let rows = self.message_rows_at(&at)?;
+        Ok(rows
             .into_iter()
-            .map(|r| (r.id.hex(), r))
-            .collect();
-        Ok(found
-            .into_iter()
-            .filter_map(|(_, id, body_row)| rows.remove(&id).map(|r| (r, body_row)))
+            .zip(&found)
+            .filter_map(|(row, f)| Some((row?, f.2)))
             .collect())
     }
 

@@ -88,7 +88,7 @@ impl Tails {
     fn holds(&self, journal: &Path, dir: &Path) -> bool {
         use std::os::unix::fs::MetadataExt as _;
         let journal_holds = fs::symlink_metadata(journal).is_ok_and(|m| {
-            (m.len(), m.modified().ok()) == self.journal
+            stamp_of(&m) == self.journal
                 && self.journal_file.as_ref().is_none_or(|j| m.ino() == j.ino)
         });
         journal_holds
@@ -134,8 +134,12 @@ impl Stamps {
 /// A file's size and mtime.
 pub(super) fn stamp(path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
     // Of the path itself: a file swapped for a symlink changes its stamp.
-    let m = fs::symlink_metadata(path).at(path)?;
-    Ok((m.len(), m.modified().ok()))
+    Ok(stamp_of(&fs::symlink_metadata(path).at(path)?))
+}
+
+/// The size and mtime of `m`: a file's stamp.
+fn stamp_of(m: &fs::Metadata) -> (u64, Option<SystemTime>) {
+    (m.len(), m.modified().ok())
 }
 
 /// The newest segment of a feed as the writer knows it: its path, first seq
@@ -714,8 +718,7 @@ fn append_through(file: &File, path: &Path, bytes: &[u8]) -> StoreResult<()> {
 /// The size and mtime of `file`, open at `path`: [`stamp`] without looking
 /// the path up again.
 fn file_stamp(file: &File, path: &Path) -> StoreResult<(u64, Option<SystemTime>)> {
-    let m = file.metadata().at(path)?;
-    Ok((m.len(), m.modified().ok()))
+    Ok(stamp_of(&file.metadata().at(path)?))
 }
 
 /// Syncs a folder's entries (a sealed segment's gzip form replacing it).
