@@ -40,8 +40,13 @@ enum Source {
 
 impl Body {
     fn of(text: &str) -> Self {
+        Self::inline(text, sha256_hex(text.as_bytes()))
+    }
+
+    /// Inline `text`, whose digest the caller already has.
+    fn inline(text: &str, sha256: String) -> Self {
         Self {
-            sha256: sha256_hex(text.as_bytes()),
+            sha256,
             bytes: text.len() as i64,
             chars: text.chars().count() as i64,
             source: Source::Inline(text.to_owned()),
@@ -77,9 +82,14 @@ impl ShownBody for Body {
     }
 }
 
-/// The body of a message's text as it stands (sent or revised).
+/// The body of a message's text as it stands (sent or revised). An inline
+/// text's digest is the one `core` took when it made the text: hashing it
+/// again took 6% of a rebuild's final fold.
 pub fn message_body(ix: &Index, text: &Text) -> StoreResult<Body> {
-    body_of(ix, &text.body, text.body_ref.as_ref())
+    match &text.body_ref {
+        None => Ok(Body::inline(&text.body, text.sha256.clone())),
+        Some(r) => body_of(ix, &text.body, Some(r)),
+    }
 }
 
 /// The body an op stores as `body` and `body_ref` (a message text, a pin
