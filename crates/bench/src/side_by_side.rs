@@ -56,6 +56,23 @@ pub enum Launch {
     Other { program: PathBuf, db: PathBuf },
 }
 
+/// The versions of the Python packages that set the reference's speed, when
+/// `program` is a script of a Python environment (a `python` beside it):
+/// the same reference under another `mcp` or `pydantic` answers at another
+/// pace, so a run names them. `None` for any other program.
+pub fn python_packages(program: &Path) -> Option<String> {
+    let python = program.parent()?.join("python");
+    if !python.is_file() {
+        return None;
+    }
+    const SCRIPT: &str = "import importlib.metadata as m\n\
+        v = {(d.metadata['Name'] or '').lower(): d.version for d in m.distributions()}\n\
+        print(', '.join(p + ' ' + v.get(p, 'absent') for p in ('mcp', 'pydantic')))";
+    let out = Command::new(python).arg("-c").arg(SCRIPT).output().ok()?;
+    let line = String::from_utf8(out.stdout).ok()?;
+    (out.status.success() && !line.trim().is_empty()).then(|| line.trim().to_owned())
+}
+
 impl Launch {
     /// countersign on a new channel under `root`.
     pub fn countersign(exe: &Path, root: &Path) -> anyhow::Result<Self> {
@@ -225,4 +242,37 @@ pub fn measure(sides: [(&'static str, &Launch); 2], calls: usize) -> anyhow::Res
         parse,
     };
     Ok([side(0, w0, s0, p0), side(1, w1, s1, p1)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_packages;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// Writes an executable shell script `name` into `dir`.
+    fn script(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_program_of_a_python_environment_names_its_packages_and_any_other_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let server = script(tmp.path(), "server", "exit 0");
+        assert_eq!(python_packages(&server), None, "no python beside it");
+        // A stand-in for the environment's python: what it prints is the answer.
+        script(tmp.path(), "python", "echo 'mcp 9.9.9, pydantic absent'");
+        assert_eq!(
+            python_packages(&server).as_deref(),
+            Some("mcp 9.9.9, pydantic absent")
+        );
+        script(tmp.path(), "python", "echo 'mcp 1'; exit 1");
+        assert_eq!(
+            python_packages(&server),
+            None,
+            "a python that fails says nothing"
+        );
+    }
 }
