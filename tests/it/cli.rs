@@ -306,8 +306,8 @@ fn mcp_with_a_stranger_role_ends_with_its_error_even_mid_handshake() {
 
 #[test]
 fn the_installed_binary_has_no_bench_command() {
-    // The bench is its own binary behind the `bench` feature
-    // (docs/benchmarks.md); nothing of it is in what users install.
+    // The bench is a crate of its own (`crates/bench`, docs/benchmarks.md);
+    // nothing of it is in what users install.
     let help = std::process::Command::new(bin())
         .arg("--help")
         .output()
