@@ -297,10 +297,9 @@ fn side_by_side_only(
     );
     println!("machine: {}", machine.describe());
     println!("countersign: {}", exe.path().display());
-    match side_by_side::python_packages(program) {
-        Some(packages) => println!("the other server: {} ({packages})", program.display()),
-        None => println!("the other server: {}", program.display()),
-    }
+    let packages =
+        side_by_side::python_packages(program).map_or_else(String::new, |p| format!(" ({p})"));
+    println!("the other server: {}{packages}", program.display());
     println!("load average at the start: {}", load_average());
     let other = Launch::other(program, &scratch.root)?;
     let ours = Launch::countersign(exe.path(), &scratch.root)?;
