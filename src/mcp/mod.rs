@@ -23,6 +23,7 @@ mod browse;
 mod catalogue;
 mod consent;
 mod debts;
+mod handshake;
 pub mod hosted;
 mod jobs;
 pub mod line_transport;
@@ -59,6 +60,7 @@ use crate::app::info::VERSION;
 use crate::app::{AppResult, Session};
 use crate::core::ids::Role;
 use crate::store::{ChannelDir, Home, Watcher};
+use handshake::Handshake;
 use opening::Opening;
 use toolset::Toolsets;
 
@@ -366,21 +368,38 @@ impl Server {
 
     /// Serves on stdin/stdout until the client disconnects: a server made
     /// by [`Self::stdio`], whose session commits a write's index rows after
-    /// its answer. With background sync on, a last sync follows the
-    /// client's leaving (`syncer::flush`), so a session's final writes
-    /// leave the machine.
+    /// its answer. Background work (sync, the memory's compaction) starts
+    /// once the session is open and the client's handshake is over
+    /// (`handshake`), so that it never delays the first answers. With
+    /// background sync on, a last sync follows the client's leaving
+    /// (`syncer::flush`), so a session's final writes leave the machine.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
         let Place { dir, home, role } = self.place.clone();
-        tokio::spawn(summarizer::run(dir.clone(), home.clone(), role, false));
+        let handshake = Arc::new(Handshake::default());
+        // Background work starts once the session is open (what named the
+        // channel may still be refused meanwhile: `cli::mcp`) and the client
+        // has its first answers (`handshake`); the first sync round builds
+        // the folder watcher it listens to then.
+        let background = {
+            let (session, handshake) = (Arc::clone(&self.session), Arc::clone(&handshake));
+            async move {
+                handshake.over(handshake::AT_MOST).await;
+                session.opened().await
+            }
+        };
+        let (watcher, every) = (Arc::clone(&self.watcher), self.sync_every);
+        let (d, h) = (dir.clone(), home.clone());
+        tokio::spawn(async move {
+            if !background.await {
+                return;
+            }
+            if let Some(every) = every {
+                let changes = folder_changes(&watcher, &d);
+                tokio::spawn(syncer::run(d.clone(), h.clone(), every, changes));
+            }
+            summarizer::run(d, h, role, false).await;
+        });
         let syncing = self.sync_every.is_some();
-        if let Some(every) = self.sync_every {
-            tokio::spawn(syncer::run(
-                dir.clone(),
-                home.clone(),
-                every,
-                self.folder_changes(),
-            ));
-        }
         let server = Self {
             structured_as_text: true,
             inline_calls: true,
@@ -389,7 +408,10 @@ impl Server {
         let session = Arc::clone(&server.session);
         let transport = line_transport::LineTransport::stdio().after_answers({
             let session = Arc::clone(&session);
-            Arc::new(move || settle_unless_called(&session))
+            Arc::new(move || {
+                settle_unless_called(&session);
+                handshake.answered();
+            })
         });
         tokio::spawn(settle_when_idle(
             Arc::clone(&session),
@@ -505,17 +527,24 @@ impl Server {
     /// use. `None` when the folder cannot be watched (waits then rescan on
     /// their poll interval only).
     fn folder_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        let started = self
-            .watcher
-            .get_or_init(|| match Watcher::start(&self.place.dir.feeds()) {
-                Ok(w) => Some(Arc::new(w)),
-                Err(e) => {
-                    tracing::warn!("{e}; waits fall back to rescanning on their poll interval");
-                    None
-                }
-            });
-        started.as_deref().map(Watcher::subscribe)
+        folder_changes(&self.watcher, &self.place.dir)
     }
+}
+
+/// A receiver that changes when `dir` does, from the watcher in `watcher`,
+/// started there if it is not yet ([`Server::folder_changes`]).
+fn folder_changes(
+    watcher: &OnceLock<Option<Arc<Watcher>>>,
+    dir: &ChannelDir,
+) -> Option<tokio::sync::watch::Receiver<u64>> {
+    let started = watcher.get_or_init(|| match Watcher::start(&dir.feeds()) {
+        Ok(w) => Some(Arc::new(w)),
+        Err(e) => {
+            tracing::warn!("{e}; waits fall back to rescanning on their poll interval");
+            None
+        }
+    });
+    started.as_deref().map(Watcher::subscribe)
 }
 
 /// Every tool of [`Server`] with its handler and derived input schema:

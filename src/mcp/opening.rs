@@ -28,15 +28,15 @@ pub(super) struct Opening<T> {
     error: Mutex<Option<anyhow::Error>>,
     /// The opening thread, joined by the first caller that waits.
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Told when `outcome` is set, for [`Self::failed`].
-    ended: tokio::sync::Notify,
+    /// Set once `outcome` is, for [`Self::failed`] and [`Self::opened`].
+    ended: tokio::sync::watch::Sender<bool>,
 }
 
 impl<T: Send + 'static> Opening<T> {
     /// A value already open.
     pub(super) fn open(value: T) -> Arc<Self> {
         let me = Self::empty();
-        let _ = me.outcome.set(Ok(Mutex::new(value)));
+        me.end(Ok(value));
         Arc::new(me)
     }
 
@@ -63,7 +63,7 @@ impl<T: Send + 'static> Opening<T> {
             outcome: OnceLock::new(),
             error: Mutex::new(None),
             thread: Mutex::new(None),
-            ended: tokio::sync::Notify::new(),
+            ended: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -77,8 +77,7 @@ impl<T: Send + 'static> Opening<T> {
             }
         };
         let _ = self.outcome.set(outcome);
-        // A permit is kept if nobody waits yet.
-        self.ended.notify_one();
+        self.ended.send_replace(true);
     }
 
     /// The value if it is open, without waiting for it.
@@ -107,13 +106,17 @@ impl<T: Send + 'static> Opening<T> {
 
     /// Resolves once the open has failed; never if it succeeded.
     pub(super) async fn failed(&self) {
-        loop {
-            match self.outcome.get() {
-                Some(Ok(_)) => std::future::pending::<()>().await,
-                Some(Err(_)) => return,
-                None => self.ended.notified().await,
-            }
+        if self.opened().await {
+            std::future::pending::<()>().await;
         }
+    }
+
+    /// Resolves once the open has ended: whether it succeeded.
+    pub(super) async fn opened(&self) -> bool {
+        let mut ended = self.ended.subscribe();
+        // The sender lives as long as `self`: the wait ends only with the open.
+        let _ = ended.wait_for(|done| *done).await;
+        self.now().is_some()
     }
 
     /// Waits for the open to end and returns its error if it failed: the
@@ -178,6 +181,27 @@ mod tests {
         let opening = Opening::<u32>::spawn(|| panic!("boom")).unwrap();
         assert_eq!(opening.wait().unwrap_err(), "opening the session panicked");
         assert!(opening.error().is_some());
+    }
+
+    #[tokio::test]
+    async fn background_work_waits_for_the_open_and_learns_how_it_ended() {
+        let (go, gate) = mpsc::channel::<()>();
+        let opening = Opening::spawn(move || {
+            gate.recv().unwrap();
+            Ok(3u32)
+        })
+        .unwrap();
+        let waiter = tokio::spawn({
+            let opening = Arc::clone(&opening);
+            async move { opening.opened().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "still opening");
+        go.send(()).unwrap();
+        assert!(waiter.await.unwrap(), "opened");
+        assert!(Opening::open(1u32).opened().await, "open from the start");
+        let failed = Opening::<u32>::spawn(|| Err(NoSuchRole.into())).unwrap();
+        assert!(!failed.opened().await, "a failed open is no open");
     }
 
     #[tokio::test]
