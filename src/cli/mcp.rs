@@ -80,6 +80,10 @@ pub fn log_to_stderr() {
 /// Serves until the client closes stdin.
 pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     log_to_stderr();
+    // Whether git tracks the project binding is asked on the thread that
+    // opens the session, beside the handshake: the binding only says where
+    // to serve until then, and no call is answered before the answer.
+    cli.check_binding_later();
     // The per-user entry of a client starts this in every project: where
     // nothing names a channel, serve the one tool that says so and exit 0.
     if cli.unbound() {
@@ -124,7 +128,13 @@ pub fn run(cli: &Cli, a: &Args) -> anyhow::Result<ExitCode> {
     // server with that error.
     let open = {
         let Place { dir, home, role } = place.clone();
-        move || Ok(Session::new(Channel::open(dir, home)?, role)?)
+        let binding = cli.binding_to_check();
+        move || {
+            if let Some(b) = binding {
+                b.refuse_if_tracked()?;
+            }
+            Ok(Session::new(Channel::open(dir, home)?, role)?)
+        }
     };
     let mut server = Server::stdio(place, a.tools.clone(), open)?.with_board_listen(a.board_listen);
     if let SyncEvery(Some(every)) = a.sync_every {

@@ -86,12 +86,25 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
     /// The project binding above the working directory, once read: the role
-    /// and the channel may both come from it, and reading it asks git
-    /// whether the file is tracked.
+    /// and the channel may both come from it.
     #[arg(skip)]
     bound: OnceLock<Option<Found>>,
+    /// Whether git was asked if that binding is tracked (it is refused
+    /// then), or is to be asked later by the caller ([`Self::check_binding_later`]).
+    #[arg(skip)]
+    binding_check: OnceLock<BindingCheck>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Whether a run's project binding was checked against git
+/// ([`Cli::binding`]).
+#[derive(Clone, Copy, Debug)]
+enum BindingCheck {
+    /// Checked: git does not track it.
+    Done,
+    /// Left to the command ([`Cli::check_binding_later`]).
+    Later,
 }
 
 #[derive(Debug, Subcommand)]
@@ -285,14 +298,42 @@ impl Cli {
     }
 
     /// The project binding above the working directory, read at most once a
-    /// run (a hook moves into the session's folder before anything asks).
+    /// run (a hook moves into the session's folder before anything asks),
+    /// and refused if git tracks it, unless the caller asks that later
+    /// ([`Self::check_binding_later`]).
     fn binding(&self) -> StoreResult<Option<Found>> {
-        if let Some(found) = self.bound.get() {
-            return Ok(found.clone());
+        let found = match self.bound.get() {
+            Some(found) => found.clone(),
+            None => {
+                let cwd = std::env::current_dir().at(".")?;
+                let found = binding::find_unchecked(&cwd)?;
+                self.bound.get_or_init(|| found).clone()
+            }
+        };
+        if let Some(f) = &found
+            && self.binding_check.get().is_none()
+        {
+            f.refuse_if_tracked()?;
+            let _ = self.binding_check.set(BindingCheck::Done);
         }
-        let cwd = std::env::current_dir().at(".")?;
-        let found = binding::find(&cwd)?;
-        Ok(self.bound.get_or_init(|| found).clone())
+        Ok(found)
+    }
+
+    /// Leaves asking git whether the project binding is tracked to the
+    /// caller, who gets the binding to ask about from
+    /// [`Self::binding_to_check`] and must trust it with nothing else
+    /// before. Only before the binding is first read.
+    fn check_binding_later(&self) {
+        let _ = self.binding_check.set(BindingCheck::Later);
+    }
+
+    /// The binding this run read and left for its caller to check
+    /// ([`Self::check_binding_later`]): `None` when it read none.
+    fn binding_to_check(&self) -> Option<Found> {
+        match self.binding_check.get() {
+            Some(BindingCheck::Later) => self.bound.get().cloned().flatten(),
+            _ => None,
+        }
     }
 
     /// This device's home: --home, else the environment's.

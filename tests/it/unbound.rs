@@ -315,4 +315,33 @@ fn the_server_in_an_unbound_folder_serves_one_tool_that_says_how_to_bind_it() {
     assert_eq!(code, Some(0), "{stderr}");
     let listed = answers[1]["result"]["tools"].as_array().unwrap();
     assert!(listed.len() > 20, "{listed:?}");
+
+    // A binding that git tracks came with a checkout: git is asked while the
+    // session opens, so the handshake may be answered, a call never, and the
+    // server ends saying why.
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&project)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", ".countersign.local.json"]);
+    let (answers, code, stderr) = mcp_session(&ch, &project, &[], std::slice::from_ref(&call));
+    assert_eq!(
+        code,
+        Some(2),
+        "a tracked binding served ({} answers): {stderr}",
+        answers.len()
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|a| a["id"] != 3 || a["result"]["isError"] == true),
+        "a call answered through a tracked binding: {answers:?}"
+    );
+    assert!(stderr.contains("committed to git"), "{stderr}");
 }

@@ -49,10 +49,24 @@ impl Binding {
     }
 }
 
-/// The nearest binding in `from` or above it, `None` if there is none.
-/// A file that is there but unreadable is an error naming it: a session
-/// must not quietly fall back to another role.
+/// The nearest binding in `from` or above it, `None` if there is none,
+/// refused if git tracks it ([`Found::refuse_if_tracked`]). A file that is
+/// there but unreadable is an error naming it: a session must not quietly
+/// fall back to another role.
 pub fn find(from: &Path) -> StoreResult<Option<Found>> {
+    let found = find_unchecked(from)?;
+    if let Some(f) = &found {
+        f.refuse_if_tracked()?;
+    }
+    Ok(found)
+}
+
+/// [`find`] without asking git whether the binding is tracked: for a caller
+/// that asks it later ([`Found::refuse_if_tracked`]) and trusts the binding
+/// with nothing before. `countersign mcp` does, on the thread that opens
+/// its session: asking git starts a process, which on the start's path
+/// cost a server about 2 ms before its first answer.
+pub fn find_unchecked(from: &Path) -> StoreResult<Option<Found>> {
     for dir in from.ancestors() {
         let path = dir.join(FILE);
         let bytes = match crate::store::folder_file::read(&path, MAX_BYTES) {
@@ -75,12 +89,23 @@ pub fn find(from: &Path) -> StoreResult<Option<Found>> {
                      writes it again)"
                 ),
             })?;
-        if tracked_by_git(dir) {
-            return Err(StoreError::TrackedBinding { path });
-        }
         return Ok(Some(Found { path, binding }));
     }
     Ok(None)
+}
+
+impl Found {
+    /// Refuses a binding that git tracks: it came with a checkout, and
+    /// whoever committed it would choose this user's role and channel.
+    pub fn refuse_if_tracked(&self) -> StoreResult<()> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        if tracked_by_git(dir) {
+            return Err(StoreError::TrackedBinding {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// True when git tracks the binding in `dir`: it came with a checkout, and
@@ -143,6 +168,13 @@ mod tests {
         assert!(find(dir.path()).unwrap().is_some(), "untracked: used");
         git(&["add", FILE]);
         let e = find(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("committed to git"), "{e}");
+        // Read without asking git, the same binding is refused when asked.
+        let unchecked = find_unchecked(dir.path())
+            .unwrap()
+            .expect("the file is there");
+        assert_eq!(unchecked.binding, b);
+        let e = unchecked.refuse_if_tracked().unwrap_err().to_string();
         assert!(e.contains("committed to git"), "{e}");
     }
 }
