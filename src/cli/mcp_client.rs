@@ -35,7 +35,14 @@ pub async fn spawn_with(
     role: &str,
     extra: &[&str],
 ) -> anyhow::Result<(Client, Option<u32>)> {
-    let command = server_command(exe, dir, home, role, extra);
+    spawn_command(server_command(exe, dir, home, role, extra)).await
+}
+
+/// Spawns the server `command` starts and completes the handshake.
+/// Returns the client and the server's pid.
+pub async fn spawn_command(
+    command: std::process::Command,
+) -> anyhow::Result<(Client, Option<u32>)> {
     let transport = TokioChildProcess::new(tokio::process::Command::from(command))
         .context("spawning the MCP server")?;
     let pid = transport.id();

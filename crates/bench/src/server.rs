@@ -2,7 +2,7 @@
 //! stdio and driven with rmcp's client; the time to the first answer, each
 //! tool's latency, and the server's peak memory.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
@@ -20,6 +20,10 @@ const SPAWNS: usize = 7;
 
 pub struct Mcp {
     pub first_answer: Vec<Duration>,
+    /// The same, the server started as `countersign install` wires Codex
+    /// (and Claude Code's local scope): `mcp` alone, in a project whose
+    /// binding names the role and the channel.
+    pub first_answer_bound: Vec<Duration>,
     pub first_call: Vec<Duration>,
     pub send: Vec<Duration>,
     pub inbox: Vec<Duration>,
@@ -53,6 +57,16 @@ impl Mcp {
             let t = Instant::now();
             call(&client, "read_inbox", json!({"limit": 1})).await?;
             first_call.push(t.elapsed());
+            let _ = client.cancel().await;
+        }
+        let project = bound_project(seeded, SERVER_ROLE)?;
+        let mut first_answer_bound = Vec::new();
+        for _ in 0..SPAWNS {
+            let t = Instant::now();
+            let (client, _) =
+                mcp_client::spawn_command(bound_command(exe, seeded, &project)).await?;
+            client.list_all_tools().await.context("tools/list")?;
+            first_answer_bound.push(t.elapsed());
             let _ = client.cancel().await;
         }
 
@@ -155,6 +169,7 @@ impl Mcp {
         let _ = client.cancel().await;
         Ok(Self {
             first_answer,
+            first_answer_bound,
             first_call,
             send: send.0,
             inbox: inbox.0,
@@ -217,6 +232,36 @@ async fn resolve_debts(
 
 /// Spawns `countersign mcp` for `role` on the seeded channel, with the
 /// seeded home, and completes the MCP handshake.
+/// A project folder beside the channel, bound to it as `role` the way
+/// `countersign install` binds one (`.countersign.local.json`), and a git
+/// work tree when git is there, so that the server asks git whether the
+/// binding is tracked as it would in a real project.
+fn bound_project(seeded: &Seeded, role: &str) -> anyhow::Result<PathBuf> {
+    let project = seeded.home_path.with_file_name("project");
+    std::fs::create_dir_all(&project).with_context(|| project.display().to_string())?;
+    let _ = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&project)
+        .args(["init", "-q"])
+        .status();
+    let binding = json!({"role": role, "channel": seeded.dir.root()});
+    let path = project.join(".countersign.local.json");
+    std::fs::write(&path, format!("{binding:#}\n")).with_context(|| path.display().to_string())?;
+    Ok(project)
+}
+
+/// `exe mcp` alone, started in `project` with the channel's home.
+fn bound_command(exe: &Path, seeded: &Seeded, project: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(exe);
+    c.arg("mcp")
+        .current_dir(project)
+        .env("COUNTERSIGN_HOME", &seeded.home_path)
+        .env_remove("COUNTERSIGN_ROLE")
+        .env_remove("AI_AGENT_CHANNEL_ROLE")
+        .env_remove("COUNTERSIGN_CHANNEL");
+    c
+}
+
 async fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<(Client, Option<u32>)> {
     mcp_client::spawn(exe, seeded.dir.root(), &seeded.home_path, role).await
 }
