@@ -2,8 +2,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
-
 fn main() -> ExitCode {
     // Before anything else: a secret in the arguments is already visible in
     // `ps`; say so rather than use it.
@@ -12,5 +10,5 @@ fn main() -> ExitCode {
         eprintln!("countersign: {why}");
         return ExitCode::from(2);
     }
-    countersign::run(countersign::Cli::parse_from(args))
+    countersign::run(countersign::Cli::parse_args(args))
 }

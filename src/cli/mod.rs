@@ -18,6 +18,7 @@ mod invite;
 mod join;
 mod log;
 mod mcp;
+mod mcp_line;
 // Public for `countersign-bench`, which drives servers through the same client.
 pub mod mcp_client;
 pub(crate) mod memory;
