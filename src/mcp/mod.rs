@@ -826,6 +826,11 @@ impl ServerHandler for Server {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, McpError> {
+        // Over stdio the transport writes the listing from the catalogue's
+        // text (`structured::deferred_listing`).
+        if self.structured_as_text {
+            return Ok(structured::deferred_listing(&self.served));
+        }
         Ok(self.published().list())
     }
 

@@ -21,16 +21,21 @@
 //! page by page, at the next (about a tenth of a list's time went to those
 //! page faults).
 //!
-//! Owns the mark, the splice and the kept buffers; must not change what an
+//! tools/list gets the same treatment: over stdio its answer is marked
+//! ([`deferred_listing`]) and [`line`] writes the catalogue's own text of
+//! the tools served, the bytes the parsed tools would serialize to.
+//!
+//! Owns the marks, the splices and the kept buffers; must not change what an
 //! answer says. Other transports (HTTP, where rmcp writes the response) use
 //! [`super::to_result`], which builds the value.
 
 use rmcp::RoleServer;
-use rmcp::model::{CallToolResult, ContentBlock, JsonRpcMessage, ServerResult};
+use rmcp::model::{CallToolResult, ContentBlock, JsonRpcMessage, ListToolsResult, ServerResult};
 use rmcp::service::TxJsonRpcMessage;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::toolset::Toolsets;
 use crate::app::AppResult;
 use crate::core::peer_text;
 use rmcp::ErrorData as McpError;
@@ -78,6 +83,27 @@ pub fn deferred<T: Serialize>(outcome: AppResult<T>) -> Result<CallToolResult, M
     Ok(r)
 }
 
+/// What a tools/list answer's `next_cursor` begins with when [`line`] is to
+/// write the listing of the toolsets after it (see [`deferred_listing`]).
+/// No cursor of ours looks so: the server lists every tool at once.
+const LISTING_MARK: &str = "\u{0}countersign:listing:";
+
+/// tools/list's answer for a stdio server serving `served`, marked for
+/// [`line`]: it writes the catalogue's own text of those tools
+/// (`catalogue::listed`), the bytes the parsed tools would serialize to, so
+/// that the first answer after initialize parses and builds nothing.
+pub fn deferred_listing(served: &Toolsets) -> ListToolsResult {
+    let mut r = ListToolsResult::with_all_items(Vec::new());
+    r.next_cursor = Some(format!("{LISTING_MARK}{served}"));
+    r
+}
+
+/// The toolsets a marked tools/list answer lists, if it is marked.
+fn listing_mark(r: &ListToolsResult) -> Option<Toolsets> {
+    let sets = r.next_cursor.as_deref()?.strip_prefix(LISTING_MARK)?;
+    Toolsets::parse(sets).ok()
+}
+
 /// The shape a marked result's text has, if the result is marked.
 fn mark(r: &CallToolResult) -> Option<&'static str> {
     let shape = r.structured_content.as_ref()?.as_object()?.get(MARK)?;
@@ -92,6 +118,26 @@ const TEXT_MARK: &str = "countersign:the-text-goes-here";
 /// with its text spliced in as `structuredContent`. Hand the line to
 /// [`recycle`] once it is written.
 pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8>> {
+    if let JsonRpcMessage::Response(resp) = &mut item
+        && let ServerResult::ListToolsResult(r) = &mut resp.result
+        && let Some(served) = listing_mark(r)
+    {
+        // The answer as serde writes it with no tools and no cursor, and
+        // the tools' text where its empty list is.
+        r.next_cursor = None;
+        let shell = plain(&item)?;
+        const EMPTY: &[u8] = br#""tools":[]"#;
+        let at = memchr::memmem::find(&shell, EMPTY)
+            .ok_or_else(|| serde::ser::Error::custom("no tool list in a tools/list answer"))?
+            + EMPTY.len()
+            - 2;
+        let tools = super::catalogue::listed(|name| served.serves(name));
+        let mut out = Vec::with_capacity(shell.len() + tools.len());
+        out.extend_from_slice(&shell[..at]);
+        out.extend_from_slice(tools.as_bytes());
+        out.extend_from_slice(&shell[at + 2..]);
+        return Ok(out);
+    }
     if let JsonRpcMessage::Response(resp) = &mut item
         && let ServerResult::CallToolResult(r) = &mut resp.result
         && let Some(shape) = mark(r)
@@ -233,6 +279,27 @@ mod tests {
         );
         assert_eq!(a, b);
         a
+    }
+
+    #[test]
+    fn a_deferred_listing_is_the_line_its_tools_make_byte_for_byte() {
+        for sets in ["all", "mail,debts", "memory", "jobs", "uploads,consent"] {
+            let served = Toolsets::parse(sets).unwrap();
+            let answer = |result: ListToolsResult, id: i64| {
+                JsonRpcMessage::Response(JsonRpcResponse {
+                    jsonrpc: JsonRpcVersion2_0,
+                    id: NumberOrString::Number(id),
+                    result: ServerResult::ListToolsResult(result),
+                })
+            };
+            let spliced = line(answer(deferred_listing(&served), 12)).unwrap();
+            let built = line(answer(super::super::listing(&served).list(), 12)).unwrap();
+            assert_eq!(
+                String::from_utf8(spliced).unwrap(),
+                String::from_utf8(built).unwrap(),
+                "--tools {sets}"
+            );
+        }
     }
 
     #[test]
