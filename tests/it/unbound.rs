@@ -236,6 +236,14 @@ fn mcp_session(
     (answers, done.status.code(), text(&done.stderr))
 }
 
+/// Whether the call of an [`mcp_session`] (id 3), if answered at all, was
+/// refused.
+fn no_call_answered(answers: &[Value]) -> bool {
+    answers
+        .iter()
+        .all(|a| a["id"] != 3 || a["result"]["isError"] == true)
+}
+
 #[test]
 fn the_server_in_an_unbound_folder_serves_one_tool_that_says_how_to_bind_it() {
     let (ch, project) = unrelated();
@@ -298,9 +306,7 @@ fn the_server_in_an_unbound_folder_serves_one_tool_that_says_how_to_bind_it() {
             assert!(answers.is_empty(), "{answers:?}");
         }
         assert!(
-            answers
-                .iter()
-                .all(|a| a["id"] != 3 || a["result"]["isError"] == true),
+            no_call_answered(&answers),
             "a call answered without a session: {answers:?}"
         );
         assert!(stderr.starts_with("countersign: "), "{stderr}");
@@ -338,9 +344,7 @@ fn the_server_in_an_unbound_folder_serves_one_tool_that_says_how_to_bind_it() {
         answers.len()
     );
     assert!(
-        answers
-            .iter()
-            .all(|a| a["id"] != 3 || a["result"]["isError"] == true),
+        no_call_answered(&answers),
         "a call answered through a tracked binding: {answers:?}"
     );
     assert!(stderr.contains("committed to git"), "{stderr}");
