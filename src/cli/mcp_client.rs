@@ -60,13 +60,19 @@ pub fn server_command(
     role: &str,
     extra: &[&str],
 ) -> std::process::Command {
+    let mut c = mcp_command(exe, home, extra);
+    c.arg("--role").arg(role).arg("--channel").arg(dir);
+    c
+}
+
+/// The command that starts `exe mcp [extra]` with `COUNTERSIGN_HOME=home`,
+/// ignoring the role and channel variables of the caller's environment:
+/// the role and channel come from its arguments or, with none, from the
+/// project binding of the folder it starts in.
+pub fn mcp_command(exe: &Path, home: &Path, extra: &[&str]) -> std::process::Command {
     let mut c = std::process::Command::new(exe);
     c.arg("mcp")
         .args(extra)
-        .arg("--role")
-        .arg(role)
-        .arg("--channel")
-        .arg(dir)
         .env("COUNTERSIGN_HOME", home)
         .env_remove("COUNTERSIGN_ROLE")
         .env_remove("AI_AGENT_CHANNEL_ROLE")

@@ -10,7 +10,6 @@
 //! waits for at start; a client that starts several servers at once waits
 //! for every one of them.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -22,17 +21,15 @@ const ANSWERS: u32 = 2;
 /// handshake (one that sends nothing, or only initialize).
 pub const AT_MOST: Duration = Duration::from_secs(2);
 
-/// Whether the handshake is over, told by the transport after each answer.
+/// The answers written to the client so far, counted by the transport.
 pub struct Handshake {
-    answers: AtomicU32,
-    over: watch::Sender<bool>,
+    answers: watch::Sender<u32>,
 }
 
 impl Default for Handshake {
     fn default() -> Self {
         Self {
-            answers: AtomicU32::new(0),
-            over: watch::Sender::new(false),
+            answers: watch::Sender::new(0),
         }
     }
 }
@@ -40,17 +37,15 @@ impl Default for Handshake {
 impl Handshake {
     /// Counts one answer written to the client.
     pub fn answered(&self) {
-        if self.answers.fetch_add(1, Ordering::SeqCst) + 1 == ANSWERS {
-            self.over.send_replace(true);
-        }
+        self.answers.send_modify(|n| *n = n.saturating_add(1));
     }
 
     /// Returns once the handshake is over, or after `at_most`.
     pub async fn over(&self, at_most: Duration) {
-        let mut over = self.over.subscribe();
+        let mut answers = self.answers.subscribe();
         // The sender lives as long as `self`, so the wait cannot fail: only
         // the time can end it early.
-        let _ = tokio::time::timeout(at_most, over.wait_for(|done| *done)).await;
+        let _ = tokio::time::timeout(at_most, answers.wait_for(|n| *n >= ANSWERS)).await;
     }
 }
 

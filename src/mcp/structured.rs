@@ -126,16 +126,16 @@ pub fn line(mut item: TxJsonRpcMessage<RoleServer>) -> serde_json::Result<Vec<u8
         // the tools' text where its empty list is.
         r.next_cursor = None;
         let shell = plain(&item)?;
-        const EMPTY: &[u8] = br#""tools":[]"#;
-        let at = memchr::memmem::find(&shell, EMPTY)
+        const NO_TOOLS: &[u8] = br#""tools":[]"#;
+        // Just past the empty list, which is its last two bytes.
+        let end = memchr::memmem::find(&shell, NO_TOOLS)
             .ok_or_else(|| serde::ser::Error::custom("no tool list in a tools/list answer"))?
-            + EMPTY.len()
-            - 2;
+            + NO_TOOLS.len();
         let tools = super::catalogue::listed(|name| served.serves(name));
         let mut out = Vec::with_capacity(shell.len() + tools.len());
-        out.extend_from_slice(&shell[..at]);
+        out.extend_from_slice(&shell[..end - b"[]".len()]);
         out.extend_from_slice(tools.as_bytes());
-        out.extend_from_slice(&shell[at + 2..]);
+        out.extend_from_slice(&shell[end..]);
         return Ok(out);
     }
     if let JsonRpcMessage::Response(resp) = &mut item

@@ -230,8 +230,6 @@ async fn resolve_debts(
     Ok(samples)
 }
 
-/// Spawns `countersign mcp` for `role` on the seeded channel, with the
-/// seeded home, and completes the MCP handshake.
 /// A project folder beside the channel, bound to it as `role` the way
 /// `countersign install` binds one (`.countersign.local.json`), and a git
 /// work tree when git is there, so that the server asks git whether the
@@ -252,16 +250,13 @@ fn bound_project(seeded: &Seeded, role: &str) -> anyhow::Result<PathBuf> {
 
 /// `exe mcp` alone, started in `project` with the channel's home.
 fn bound_command(exe: &Path, seeded: &Seeded, project: &Path) -> std::process::Command {
-    let mut c = std::process::Command::new(exe);
-    c.arg("mcp")
-        .current_dir(project)
-        .env("COUNTERSIGN_HOME", &seeded.home_path)
-        .env_remove("COUNTERSIGN_ROLE")
-        .env_remove("AI_AGENT_CHANNEL_ROLE")
-        .env_remove("COUNTERSIGN_CHANNEL");
+    let mut c = mcp_client::mcp_command(exe, &seeded.home_path, &[]);
+    c.current_dir(project);
     c
 }
 
+/// Spawns `countersign mcp` for `role` on the seeded channel, with the
+/// seeded home, and completes the MCP handshake.
 async fn spawn(exe: &Path, seeded: &Seeded, role: &str) -> anyhow::Result<(Client, Option<u32>)> {
     mcp_client::spawn(exe, seeded.dir.root(), &seeded.home_path, role).await
 }
