@@ -31,7 +31,7 @@ use crate::core::query::{ScanReason, SearchQuery, fold};
 use crate::core::snippet::{SnippetStyle, fts5_snippet_cost, snippet};
 use crate::core::trigram::{TrigramText, phrase_count};
 use crate::core::vocab::{DebtStatus, Kind};
-use crate::store::index::{Index, SearchScope};
+use crate::store::index::{Index, PhraseHit, SearchScope};
 
 /// The filters of search_messages.
 #[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
@@ -535,48 +535,56 @@ fn one_phrase_hits(
     let rare = rare_trigram(ix, trigrams, probe_cap(rows))?;
     let narrowed = rare.is_some();
     let query = rare.map_or_else(|| fts.to_owned(), |t| quoted(&t));
+    // The matching rows are counted before any text is read: a common
+    // word gives way here, past the most rows this path reads (reading and
+    // checking a thousand rows' text first cost a fifth of its search).
+    let Some(found) = ix.phrase_matches(&query, scope, ONE_PHRASE_MAX_MATCHES)? else {
+        return Ok(None);
+    };
+    // Every matching body row counts for the IDF, kept or not, as in FTS5.
+    // The phrase's own MATCH finds only rows that hold it, so a row that
+    // only counts needs no text; a trigram's finds candidates, and their
+    // text says which hold the phrase.
+    let mut matches = found
+        .iter()
+        .filter(|f| f.message.is_none() && !narrowed)
+        .count();
+    let to_read: Vec<i64> = found
+        .iter()
+        .filter(|f| f.message.is_some() || narrowed)
+        .map(|f| f.body_row)
+        .collect();
+    let mut hit_of: HashMap<i64, PhraseHit> = found
+        .into_iter()
+        .filter_map(|f| Some((f.body_row, f.message?)))
+        .collect();
     let mut scratch = Vec::new();
-    let mut rows_seen = 0;
-    let mut matches = 0;
     let mut read = 0u64;
     let mut gave_way = false;
-    // Each row that may be returned, without its text: a common word reads
-    // up to ONE_PHRASE_MAX_MATCHES rows before giving way, and keeping
-    // theirs raised the server's peak memory.
+    // Each row that may be returned, without its text: keeping theirs
+    // raised the server's peak memory.
     let mut kept: Vec<Kept> = Vec::new();
-    // Every matching body row counts for the IDF, kept or not, as in FTS5.
-    ix.each_phrase_match(&query, scope, |row| {
-        rows_seen += 1;
-        if rows_seen > ONE_PHRASE_MAX_MATCHES {
-            gave_way = true;
-            return Ok(false);
-        }
-        // The phrase's own MATCH finds only rows that hold it; a trigram's
-        // finds candidates, and their text says which hold the phrase.
-        if row.message.is_none() && !narrowed {
-            matches += 1;
-            return Ok(true);
-        }
-        let len = text_steps(row.topic, row.body);
+    ix.each_body_text(&to_read, |body_row, topic, body| {
+        let len = text_steps(topic, body);
         read += len;
         if read > ONE_PHRASE_MAX_BYTES || !budget.affords(len) {
             gave_way = true;
             return Ok(false);
         }
         spend(budget, len)?;
-        let (t_freq, t_size) = phrase_count(row.topic, needle, &mut scratch);
-        let (b_freq, b_size) = phrase_count(row.body, needle, &mut scratch);
+        let (t_freq, t_size) = phrase_count(topic, needle, &mut scratch);
+        let (b_freq, b_size) = phrase_count(body, needle, &mut scratch);
         if t_freq + b_freq == 0 {
             return Ok(true);
         }
         matches += 1;
-        if let Some(hit) = row.message {
+        if let Some(hit) = hit_of.remove(&body_row) {
             kept.push(Kept {
                 freq: t_freq + b_freq,
                 size: t_size + b_size,
                 ms: hit.ms,
                 c: hit.c,
-                id: hit.id.to_owned(),
+                id: hit.id,
                 row: hit.row,
             });
         }

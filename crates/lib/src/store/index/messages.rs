@@ -72,11 +72,13 @@ message_columns!(
 
 /// Adds `messages.body_row` to an index made before messages kept their
 /// current body's rowid, filled from `bodies` (the newest row of each).
+/// Nothing to do in a new file, whose schema is yet to be made.
 pub(super) fn add_body_row(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    let has = conn
-        .prepare("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'body_row'")?
-        .exists([])?;
-    if !has {
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('messages')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !columns.is_empty() && !columns.iter().any(|c| c == "body_row") {
         conn.execute_batch(
             "ALTER TABLE messages ADD COLUMN body_row INTEGER; \
              UPDATE messages SET body_row = \
@@ -869,10 +871,14 @@ mod tests {
         let id = format!("{:064x}", 7);
         {
             // A message revised once, as an index file made before held it:
-            // two body rows, the newer one current, and no `body_row`.
+            // two body rows, the newer one current, and no `body_row` (nor
+            // the index on it).
             let c = rusqlite::Connection::open(&path).unwrap();
-            c.execute_batch("ALTER TABLE messages DROP COLUMN body_row; PRAGMA user_version = 0")
-                .unwrap();
+            c.execute_batch(
+                "DROP INDEX messages_body_row; ALTER TABLE messages DROP COLUMN body_row; \
+                 PRAGMA user_version = 0",
+            )
+            .unwrap();
             c.execute(
                 "INSERT INTO messages(id, n, from_role, to_json, multi, topic, action_required, \
                  decision_requested, ms, c, body_sha256, body_bytes, body_chars, last_move_ms) \
@@ -894,6 +900,15 @@ mod tests {
             rows.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
             ["second"]
         );
+        let indexed: i64 = ix
+            .conn()
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'messages_body_row'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexed, 1, "the index on the new column is made too");
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use notes::NoteRow;
 pub use pins::PinSelect;
 pub use problems::ProblemKind;
 pub use proposals::OpenProposal;
-pub use search::SearchScope;
+pub use search::{PhraseHit, SearchScope};
 pub use work::IndexWork;
 pub use write::{FeedRow, IndexTx, ShownBody};
 
@@ -194,11 +194,10 @@ impl Index {
         // Creating the schema races with other processes opening a new index;
         // IMMEDIATE serializes them and IF NOT EXISTS makes the loser a no-op.
         me.conn.execute_batch("BEGIN IMMEDIATE").db(path)?;
-        let made = me
-            .conn
-            .execute_batch(SCHEMA)
+        // `body_row` before the batch, which indexes it.
+        let made = messages::add_body_row(&me.conn)
+            .and_then(|()| me.conn.execute_batch(SCHEMA))
             .and_then(|()| notes::add_folder_columns(&me.conn))
-            .and_then(|()| messages::add_body_row(&me.conn))
             .and_then(|()| me.conn.pragma_update(None, "user_version", schema_stamp()))
             .db(path)
             .and_then(|()| {

@@ -92,6 +92,10 @@ CREATE INDEX IF NOT EXISTS messages_order ON messages(ms, c, id);
 -- `messages_order`, a quiet role's page read every message sent since.
 CREATE INDEX IF NOT EXISTS messages_from ON messages(from_role, ms, c, id);
 CREATE INDEX IF NOT EXISTS messages_reply ON messages(reply_to);
+-- A body row's message, if the row is its current text, with what a search
+-- filters and sorts each match by: search joins FTS5's matches here
+-- (`store::index::search`) and reads a message row only for the hits kept.
+CREATE INDEX IF NOT EXISTS messages_body_row ON messages(body_row, deleted_ms, ms, c, id);
 -- The counters read debts, work statuses and conflicts of many messages at
 -- once; these partial indexes cover those queries so no message row is read.
 -- They carry the recipients (`to_json`, which never changes and lists exactly
@@ -225,6 +229,7 @@ pub(super) const BUILT_AFTER_A_REBUILD: &[&str] = &[
     "messages_awaiting",
     "messages_order",
     "messages_from",
+    "messages_body_row",
     "messages_debts_to",
     "messages_ws_to",
     "messages_debt_closed",

@@ -31,10 +31,16 @@ pub struct SearchScope {
     pub status: Option<DebtStatus>,
 }
 
-/// A body row a search by the index may return: the message's current one
-/// (a revised message keeps its earlier bodies in the index, and so does a
-/// message whose upload was sealed after it arrived).
-const CURRENT_BODY: &str = "b.rowid = m.body_row";
+/// Joins to a body row (`b`, or FTS5's own row) the message `m` whose
+/// current text it is, if any: a search returns only those (a revised
+/// message keeps its earlier bodies in the index, and so does a message
+/// whose upload was sealed after it arrived). It goes through
+/// `messages_body_row`, which also holds what a match is filtered and
+/// sorted by, so no message row is read for a match that is not kept.
+/// Through `bodies.message_id` it took a seek in `bodies`, one in the
+/// messages' id index and one in their table per match: a common word at
+/// 10k, 5,000 matches, spent longer there than in FTS5's ranking.
+const MESSAGE_OF_BODY: &str = "m.body_row";
 
 /// The SQL conditions and arguments of `scope` (and of the index's `MATCH`
 /// text, which comes first as `?1` when given).
@@ -62,27 +68,31 @@ fn filters(scope: &SearchScope, fts: Option<&str>) -> (String, Vec<Sql>) {
     (cond.join(" AND "), args)
 }
 
-/// A body row that matched a one-phrase search's `MATCH` text.
-#[derive(Clone, Copy, Debug)]
-pub struct PhraseRow<'a> {
-    /// The row's topic.
-    pub topic: &'a str,
-    /// The row's body.
-    pub body: &'a str,
-    /// Its message, when a search in the scope may return the row (a live
-    /// message's current body): `None` for a row that only counts.
-    pub message: Option<PhraseHit<'a>>,
+/// `rowids` as a JSON array, for `json_each`.
+fn json_list(rowids: &[i64]) -> String {
+    let items: Vec<String> = rowids.iter().map(i64::to_string).collect();
+    format!("[{}]", items.join(","))
 }
 
-/// The message of a [`PhraseRow`] a search may return.
-#[derive(Clone, Copy, Debug)]
-pub struct PhraseHit<'a> {
+/// A body row that matched a one-phrase search's `MATCH` text.
+#[derive(Clone, Debug)]
+pub struct PhraseMatch {
+    /// The row (its text: [`Index::each_body_text`]).
+    pub body_row: i64,
+    /// Its message, when a search in the scope may return the row (a live
+    /// message's current body): `None` for a row that only counts.
+    pub message: Option<PhraseHit>,
+}
+
+/// The message of a [`PhraseMatch`] a search may return.
+#[derive(Clone, Debug)]
+pub struct PhraseHit {
     /// Its clock time (ms).
     pub ms: i64,
     /// Its clock counter.
     pub c: i64,
     /// Its full id.
-    pub id: &'a str,
+    pub id: String,
     /// Its row in the index ([`Index::message_rows_at`]).
     pub row: i64,
 }
@@ -150,9 +160,9 @@ impl Index {
         // body were read and copied into the sorter (a common word at 10k:
         // 5,000 of them).
         let sql = format!(
-            "SELECT m.rowid, m.id, b.rowid FROM bodies_fts \
-             JOIN bodies b ON b.rowid = bodies_fts.rowid JOIN messages m ON m.id = b.message_id \
-             WHERE bodies_fts MATCH ?1 AND {CURRENT_BODY} AND {cond} \
+            "SELECT m.rowid, m.id, bodies_fts.rowid FROM bodies_fts \
+             JOIN messages m ON {MESSAGE_OF_BODY} = bodies_fts.rowid \
+             WHERE bodies_fts MATCH ?1 AND {cond} \
              ORDER BY bm25(bodies_fts), m.ms DESC, m.c DESC, m.id DESC LIMIT ?{}",
             args.len()
         );
@@ -180,46 +190,76 @@ impl Index {
     }
 
     /// Every body row matching `fts` (a `MATCH` text of one phrase), in
-    /// FTS5's order, with its text, handed to `each` until it returns
-    /// `false`. Texts are lent, not copied.
-    pub fn each_phrase_match<E: From<StoreError>>(
+    /// FTS5's order, without its text; `None` if there are more than `cap`.
+    /// The rows are counted before any text is read, so a common word
+    /// costs the first `cap` matches' positions, not their texts.
+    pub fn phrase_matches(
         &self,
         fts: &str,
         scope: &SearchScope,
-        mut each: impl FnMut(PhraseRow<'_>) -> Result<bool, E>,
-    ) -> Result<(), E> {
-        let (cond, args) = filters(scope, Some(fts));
+        cap: usize,
+    ) -> StoreResult<Option<Vec<PhraseMatch>>> {
+        let (cond, mut args) = filters(scope, Some(fts));
+        args.push(Sql::Integer(i64::try_from(cap).unwrap_or(i64::MAX - 1) + 1));
         let sql = format!(
-            "SELECT m.ms, m.c, m.id, b.topic, b.body, \
-             m.id IS NOT NULL AND {CURRENT_BODY} AND {cond}, m.rowid \
-             FROM bodies_fts JOIN bodies b ON b.rowid = bodies_fts.rowid \
-             LEFT JOIN messages m ON m.id = b.message_id WHERE bodies_fts MATCH ?1"
+            "SELECT bodies_fts.rowid, m.ms, m.c, m.id, m.id IS NOT NULL AND {cond}, m.rowid \
+             FROM bodies_fts LEFT JOIN messages m ON {MESSAGE_OF_BODY} = bodies_fts.rowid \
+             WHERE bodies_fts MATCH ?1 LIMIT ?{}",
+            args.len()
         );
         let p = &self.path;
         let mut st = self.conn.prepare_cached(&sql).db(p)?;
         let mut found = st.query(rusqlite::params_from_iter(args.iter())).db(p)?;
+        let mut out = Vec::new();
         while let Some(r) = found.next().db(p)? {
+            if out.len() == cap {
+                return Ok(None);
+            }
+            let message = if r.get::<_, Option<bool>>(4).db(p)? == Some(true) {
+                Some(PhraseHit {
+                    ms: r.get(1).db(p)?,
+                    c: r.get(2).db(p)?,
+                    id: r.get(3).db(p)?,
+                    row: r.get(5).db(p)?,
+                })
+            } else {
+                None
+            };
+            out.push(PhraseMatch {
+                body_row: r.get(0).db(p)?,
+                message,
+            });
+        }
+        Ok(Some(out))
+    }
+
+    /// The topic and body of each of the body rows `rowids`, in no
+    /// particular order, handed to `each` with the row until it returns
+    /// `false`. Texts are lent, not copied.
+    pub fn each_body_text<E: From<StoreError>>(
+        &self,
+        rowids: &[i64],
+        mut each: impl FnMut(i64, &str, &str) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        if rowids.is_empty() {
+            return Ok(());
+        }
+        let p = &self.path;
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid, topic, body FROM bodies \
+                 WHERE rowid IN (SELECT value FROM json_each(?1))",
+            )
+            .db(p)?;
+        let mut rows = st.query([json_list(rowids)]).db(p)?;
+        while let Some(r) = rows.next().db(p)? {
             let text = |i| {
                 r.get_ref(i)
                     .and_then(|v| Ok(v.as_str_or_null()?.unwrap_or("")))
                     .db(p)
             };
-            let message = if r.get::<_, Option<bool>>(5).db(p)? == Some(true) {
-                Some(PhraseHit {
-                    ms: r.get(0).db(p)?,
-                    c: r.get(1).db(p)?,
-                    id: text(2)?,
-                    row: r.get(6).db(p)?,
-                })
-            } else {
-                None
-            };
-            let row = PhraseRow {
-                topic: text(3)?,
-                body: text(4)?,
-                message,
-            };
-            if !each(row)? {
+            if !each(r.get(0).db(p)?, text(1)?, text(2)?)? {
                 break;
             }
         }
@@ -235,15 +275,10 @@ impl Index {
         if rowids.is_empty() {
             return Ok(HashMap::new());
         }
-        let list = rowids
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
         let cut: Vec<(i64, String)> = self.rows(
             "SELECT rowid, snippet(bodies_fts, -1, '[', ']', '…', 12) FROM bodies_fts \
              WHERE bodies_fts MATCH ?1 AND +rowid IN (SELECT value FROM json_each(?2))",
-            rusqlite::params![fts, format!("[{list}]")],
+            rusqlite::params![fts, json_list(rowids)],
         )?;
         Ok(cut.into_iter().collect())
     }
