@@ -367,6 +367,20 @@ fn print_side_by_side(them: &side_by_side::Side, us: &side_by_side::Side) {
     for (tool, theirs, bytes) in &them.wire.rows {
         let ours = us.wire.samples(tool);
         let faster = ms(p(theirs, 50)) / ms(p(ours, 50));
+        if side_by_side::common_searches()
+            .iter()
+            .any(|(l, _)| l == tool)
+        {
+            table.row(
+                &format!("{tool}: p50 against the other server's"),
+                format!("{faster:.1}× faster"),
+                String::new(),
+                "—",
+                None,
+                1.0,
+            );
+            continue;
+        }
         table.row(
             &format!("{tool}: p50 against the other server's"),
             format!("{faster:.1}× faster"),

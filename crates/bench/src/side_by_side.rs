@@ -21,7 +21,7 @@ use super::corpus::{Rng, body, topic};
 use super::machine::vm_hwm_kb;
 use super::seed::progress_bar;
 use super::wire::{Raw, Wire};
-use super::{RARE_TERM, ROLES, SERVER_ROLE};
+use super::{COMMON_TERM, RARE_TERM, ROLES, SERVER_ROLE};
 use countersign::app::init::create_channel;
 use countersign::mcp_client::server_command;
 use countersign::store::Home;
@@ -41,6 +41,23 @@ pub fn reads() -> [(&'static str, Value); 5] {
         ("search_messages", json!({"query": RARE_TERM})),
         ("open_obligations", json!({"limit": 50})),
         ("channel_status", json!({})),
+    ]
+}
+
+/// Searches as agents mostly make them, timed after [`reads`] on both
+/// sides with no budget of their own: a word in about half the messages,
+/// and two words (two phrases, both common). FTS5 ranks every match for
+/// both servers, so these measure the index's work more than the server's.
+pub fn common_searches() -> [(&'static str, Value); 2] {
+    [
+        (
+            "search_messages (common word)",
+            json!({"query": COMMON_TERM}),
+        ),
+        (
+            "search_messages (two words)",
+            json!({"query": format!("{COMMON_TERM} retry")}),
+        ),
     ]
 }
 
@@ -222,6 +239,11 @@ pub fn measure(sides: [(&'static str, &Launch); 2], calls: usize) -> anyhow::Res
         for ((raw, wire), parse) in raws.iter_mut().zip(&mut wires).zip(&mut parse) {
             wire.time(raw, tool, calls, |_| args.clone())?;
             parse.push((tool, parse_time(&raw.line)));
+        }
+    }
+    for (label, args) in common_searches() {
+        for (raw, wire) in raws.iter_mut().zip(&mut wires) {
+            wire.time_as(raw, label, "search_messages", calls, |_| args.clone())?;
         }
     }
     for (raw, wire) in raws.iter_mut().zip(&mut wires) {

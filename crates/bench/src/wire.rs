@@ -20,7 +20,8 @@ use super::seed::Seeded;
 use super::{RARE_TERM, SERVER_ROLE};
 use countersign::mcp_client::server_command;
 
-/// Per tool: its name, its samples on the wire and its answer's bytes.
+/// Per row: its name (the tool's, unless [`Wire::time_as`] named it), its
+/// samples on the wire and its answer's bytes.
 pub struct Wire {
     pub rows: Vec<(&'static str, Vec<Duration>, usize)>,
 }
@@ -184,6 +185,19 @@ impl Wire {
         raw: &mut Raw,
         tool: &'static str,
         calls: usize,
+        args: impl FnMut(usize) -> Value,
+    ) -> anyhow::Result<Value> {
+        self.time_as(raw, tool, tool, calls, args)
+    }
+
+    /// [`Self::time`], the row named `label` (a tool timed with other
+    /// arguments than its own row's).
+    pub(super) fn time_as(
+        &mut self,
+        raw: &mut Raw,
+        label: &'static str,
+        tool: &'static str,
+        calls: usize,
         mut args: impl FnMut(usize) -> Value,
     ) -> anyhow::Result<Value> {
         let mut sampler = Sampler::new(calls, MIN_CALLS);
@@ -202,7 +216,7 @@ impl Wire {
             raw.line.chars().take(300).collect::<String>()
         );
         self.rows
-            .push((tool, sampler.into_samples(), raw.line.len()));
+            .push((label, sampler.into_samples(), raw.line.len()));
         Ok(answer)
     }
 
