@@ -14,6 +14,7 @@ use super::sampler::{MIN_CALLS, Sampler, WARMUP};
 use super::seed::Seeded;
 use super::{COMMON_TERM, RARE_TERM, RUN_BYTES, RUN_QUERY, SERVER_ROLE};
 use countersign::mcp_client::{self, Client, call};
+use countersign::store::binding::{self, Binding};
 
 /// Spawns timed for the first answer.
 const SPAWNS: usize = 7;
@@ -242,9 +243,12 @@ fn bound_project(seeded: &Seeded, role: &str) -> anyhow::Result<PathBuf> {
         .arg(&project)
         .args(["init", "-q"])
         .status();
-    let binding = json!({"role": role, "channel": seeded.dir.root()});
-    let path = project.join(".countersign.local.json");
-    std::fs::write(&path, format!("{binding:#}\n")).with_context(|| path.display().to_string())?;
+    let binding = Binding {
+        role: role.to_owned(),
+        channel: seeded.dir.root().to_path_buf(),
+    };
+    let path = project.join(binding::FILE);
+    std::fs::write(&path, binding.to_text()).with_context(|| path.display().to_string())?;
     Ok(project)
 }
 

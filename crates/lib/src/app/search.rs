@@ -545,19 +545,19 @@ fn one_phrase_hits(
     // The phrase's own MATCH finds only rows that hold it, so a row that
     // only counts needs no text; a trigram's finds candidates, and their
     // text says which hold the phrase.
-    let mut matches = found
-        .iter()
-        .filter(|f| f.message.is_none() && !narrowed)
-        .count();
-    let to_read: Vec<i64> = found
-        .iter()
-        .filter(|f| f.message.is_some() || narrowed)
-        .map(|f| f.body_row)
-        .collect();
-    let mut hit_of: HashMap<i64, PhraseHit> = found
-        .into_iter()
-        .filter_map(|f| Some((f.body_row, f.message?)))
-        .collect();
+    let mut matches = 0;
+    let mut to_read = Vec::with_capacity(found.len());
+    let mut hit_of: HashMap<i64, PhraseHit> = HashMap::new();
+    for f in found {
+        match f.message {
+            Some(hit) => {
+                to_read.push(f.body_row);
+                hit_of.insert(f.body_row, hit);
+            }
+            None if narrowed => to_read.push(f.body_row),
+            None => matches += 1,
+        }
+    }
     let mut scratch = Vec::new();
     let mut read = 0u64;
     let mut gave_way = false;
